@@ -1,0 +1,136 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import type { Message } from '../messages.ts';
+import { ZERO_USAGE, type ModelProvider, type ModelRequest, type ModelRound, type RoundCallbacks } from '../model.ts';
+
+/**
+ * A model that plays a script: for tests, benchmarks and offline demos. It is stateless — the round
+ * to play is derived from the conversation (how many assistant messages follow the last user
+ * message) — so a turn resumed on another worker continues the script where it left off.
+ */
+const ScriptedToolCall = z.object({
+  id: z.string().optional(),
+  name: z.string(),
+  args: z.record(z.string(), z.unknown()).default({}),
+  /** Sent verbatim instead of `args`, to exercise malformed JSON from a model. */
+  rawArgs: z.string().optional(),
+});
+
+const ScriptedRound = z.object({
+  /** Text to stream; `{{lastUser}}` and `{{lastToolResult}}` are filled in. */
+  text: z.string().default(''),
+  /** How many characters each streamed chunk carries. */
+  chunkSize: z.number().int().positive().default(8),
+  /** Pause before each chunk, in milliseconds. */
+  delayMs: z.number().int().nonnegative().default(0),
+  toolCalls: z.array(ScriptedToolCall).default([]),
+  /** Throw this message instead of answering (a failing provider). */
+  error: z.string().optional(),
+});
+
+const ScriptedRule = z.object({
+  /** Regular expression tested against the last user message (case-insensitive). */
+  match: z.string().optional(),
+  rounds: z.array(ScriptedRound).min(1),
+});
+
+export const Script = z.object({ rules: z.array(ScriptedRule).min(1) });
+export type Script = z.input<typeof Script>;
+type ParsedScript = z.output<typeof Script>;
+
+/** What `AI_PROVIDER=scripted` plays when no script file is given: a small offline demo. */
+export const DEMO_SCRIPT: Script = {
+  rules: [
+    {
+      match: '\\b(time|date|clock)\\b',
+      rounds: [
+        { text: 'Let me check the clock. ', toolCalls: [{ name: 'current_time', args: {} }] },
+        { text: 'The current time is {{lastToolResult}}.', delayMs: 15 },
+      ],
+    },
+    {
+      rounds: [
+        {
+          text: 'I am the scripted demo model, so I can only echo: "{{lastUser}}". Set AI_PROVIDER and an API key to talk to a real model, or ask me for the time to see a tool call.',
+          delayMs: 15,
+        },
+      ],
+    },
+  ],
+};
+
+export function loadScript(file: string): ParsedScript {
+  const raw: unknown = JSON.parse(readFileSync(file, 'utf8'));
+  const parsed = Script.safeParse(raw);
+  if (!parsed.success) throw new Error(`SCRIPTED_MODEL_SCRIPT ${file} is not a valid script: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+function lastUserIndex(messages: Message[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]?.role === 'user') return i;
+  return -1;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    }, { once: true });
+  });
+
+export class ScriptedProvider implements ModelProvider {
+  readonly name = 'scripted';
+  readonly model = 'script';
+  readonly #script: ParsedScript;
+
+  constructor(script: Script = DEMO_SCRIPT) {
+    this.#script = Script.parse(script);
+  }
+
+  async streamRound(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound> {
+    const start = lastUserIndex(request.messages);
+    const lastUser = start >= 0 ? (request.messages[start] as { text: string }).text : '';
+    const after = request.messages.slice(start + 1);
+    const index = after.filter((m) => m.role === 'assistant').length;
+    const lastTool = [...after].reverse().find((m) => m.role === 'tool');
+    const lastToolResult = lastTool?.role === 'tool' ? lastTool.results.map((r) => r.content).join('\n') : '';
+
+    const rule = this.#script.rules.find((r) => !r.match || new RegExp(r.match, 'i').test(lastUser));
+    const round = rule?.rounds[index];
+    if (!round) {
+      return this.#answer('', [], 'end_turn');
+    }
+    if (round.error) throw new Error(round.error);
+    const text = round.text.replaceAll('{{lastUser}}', lastUser).replaceAll('{{lastToolResult}}', lastToolResult);
+    for (let i = 0; i < text.length; i += round.chunkSize) {
+      if (round.delayMs > 0) await sleep(round.delayMs, signal);
+      else if (signal.aborted) throw signal.reason as Error;
+      callbacks.onText(text.slice(i, i + round.chunkSize));
+    }
+    const toolCalls = round.toolCalls.map((call, i) => {
+      const id = call.id ?? `call_${start + 1}_${index}_${i}`;
+      if (call.rawArgs === undefined) return { id, name: call.name, args: call.args };
+      try {
+        return { id, name: call.name, args: z.record(z.string(), z.unknown()).parse(JSON.parse(call.rawArgs)) };
+      } catch (error) {
+        return { id, name: call.name, args: {}, argsError: `invalid JSON in tool arguments: ${(error as Error).message}` };
+      }
+    });
+    return this.#answer(text, toolCalls, toolCalls.length > 0 ? 'tool_use' : 'end_turn');
+  }
+
+  #answer(text: string, toolCalls: ModelRound['toolCalls'], stopReason: ModelRound['stopReason']): ModelRound {
+    return {
+      text,
+      toolCalls,
+      stopReason,
+      usage: { ...ZERO_USAGE, inputTokens: 0, outputTokens: Math.ceil(text.length / 4) },
+      provider: this.name,
+      model: this.model,
+      fallbacks: [],
+    };
+  }
+}

@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import type { Logger } from 'pino';
+import type { ToolSpec } from '../model.ts';
+
+export const RiskLevel = z.enum(['low', 'medium', 'high']);
+export type RiskLevel = z.infer<typeof RiskLevel>;
+
+/** `never` runs at once, `always` asks a person first, a function decides from the arguments. */
+export type ApprovalPolicy<Args> = 'never' | 'always' | ((args: Args) => boolean);
+
+export interface Requester {
+  platform: string;
+  userId: string;
+}
+
+export interface ToolContext {
+  workItemId: string;
+  conversationId: string;
+  requester: Requester;
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export interface ToolOutput {
+  content: string;
+  isError?: boolean;
+}
+
+export interface Tool<Args = Record<string, unknown>> {
+  name: string;
+  description: string;
+  /** Bumped when the tool's behaviour changes; part of an approval's scope hash. */
+  version: string;
+  input: z.ZodType<Args>;
+  approval: ApprovalPolicy<Args>;
+  risk: RiskLevel | ((args: Args) => RiskLevel);
+  /**
+   * Safe to run again after a crash left its outcome unknown. Tools that change the world are not:
+   * a replay reports the unknown outcome to the model instead of running them twice.
+   */
+  idempotent: boolean;
+  execute(args: Args, ctx: ToolContext): Promise<ToolOutput | string>;
+  /** Extra detail for the approval card, e.g. a unified diff of an edit. */
+  describeForApproval?(args: Args, ctx: ToolContext): Promise<string | undefined>;
+}
+
+// Tools of different argument types live in one registry; their own `input` schema narrows the type.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = Tool<any>;
+
+export function defineTool<Args>(tool: Tool<Args>): Tool<Args> {
+  return tool;
+}
+
+export function toolSpec(tool: AnyTool): ToolSpec {
+  const schema = z.toJSONSchema(tool.input, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
+  delete schema.$schema;
+  return { name: tool.name, description: tool.description, inputSchema: schema };
+}
+
+export function needsApproval(tool: AnyTool, args: unknown): boolean {
+  if (tool.approval === 'never') return false;
+  if (tool.approval === 'always') return true;
+  return tool.approval(args);
+}
+
+export function riskOf(tool: AnyTool, args: unknown): RiskLevel {
+  return typeof tool.risk === 'function' ? tool.risk(args) : tool.risk;
+}

@@ -1,0 +1,198 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseDotenv } from 'dotenv';
+import { z } from 'zod';
+
+/** The directory Countersign is installed in (shipped skills and migrations resolve from here). */
+export const INSTALL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Variables whose values never appear in logs, errors or `countersign config`. */
+export const SECRET_VARIABLES = new Set([
+  'DATABASE_URL',
+  'ANTHROPIC_API_KEY',
+  'OPENAI_API_KEY',
+  'OPENROUTER_API_KEY',
+  'SLACK_BOT_TOKEN',
+  'SLACK_APP_TOKEN',
+  'SLACK_SIGNING_SECRET',
+  'DISCORD_TOKEN',
+]);
+
+const int = (min: number, max: number) =>
+  z.coerce
+    .number({ error: `expected a whole number between ${min} and ${max}` })
+    .int(`expected a whole number between ${min} and ${max}`)
+    .min(min, `expected a whole number between ${min} and ${max}`)
+    .max(max, `expected a whole number between ${min} and ${max}`);
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'expected true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const url = z.url({ error: 'expected an absolute URL such as https://example.com' });
+
+const list = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+
+const optionalString = z.string().trim().min(1).optional();
+
+export const PROVIDERS = ['anthropic', 'openai', 'openrouter', 'scripted'] as const;
+export const Provider = z.enum(PROVIDERS, { error: `expected one of ${PROVIDERS.join(', ')}` });
+export type Provider = z.infer<typeof Provider>;
+
+/** Every environment variable Countersign reads, with its default. `.env.example` documents each. */
+export const ConfigSchema = z
+  .object({
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    HTTP_PORT: int(0, 65535).default(3000),
+    HTTP_HOST: z.string().default('0.0.0.0'),
+
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// or postgresql:// connection string')
+      .optional(),
+    EMBEDDED_POSTGRES_DIR: z.string().default('.data/postgres'),
+    DATABASE_POOL_SIZE: int(2, 200).default(10),
+
+    WORKER_CONCURRENCY: int(1, 256).default(8),
+    BACKGROUND_CONCURRENCY: int(1, 256).default(2),
+    WORKER_HEARTBEAT_SECONDS: int(1, 60).default(5),
+    WORKER_DEAD_AFTER_SECONDS: int(3, 600).default(15),
+    WORKER_POLL_INTERVAL_MS: int(100, 60_000).default(1000),
+
+    AGENT_NAME: z.string().min(1).max(80).default('Countersign'),
+    AGENT_MAX_ROUNDS: int(1, 100).default(10),
+    AGENT_EMPTY_ROUND_RETRIES: int(0, 10).default(2),
+    AGENT_MAX_TOKENS: int(64, 200_000).default(4096),
+    AGENT_HISTORY_MESSAGES: int(2, 1000).default(50),
+    AGENT_WORKSPACE_ROOT: z.string().default('data/workspace'),
+
+    AI_PROVIDER: Provider.optional(),
+    AI_PROVIDER_FALLBACK: list.pipe(z.array(Provider)).default([]),
+    MODEL_MAX_RETRIES: int(0, 10).default(3),
+    SCRIPTED_MODEL_SCRIPT: optionalString,
+    ANTHROPIC_API_KEY: optionalString,
+    ANTHROPIC_MODEL: z.string().min(1).default('claude-sonnet-4-5'),
+    ANTHROPIC_BASE_URL: url.optional(),
+    OPENAI_API_KEY: optionalString,
+    OPENAI_MODEL: z.string().min(1).default('gpt-4.1'),
+    OPENAI_BASE_URL: url.optional(),
+    OPENROUTER_API_KEY: optionalString,
+    OPENROUTER_MODEL: z.string().min(1).default('anthropic/claude-sonnet-4.5'),
+    OPENROUTER_BASE_URL: url.default('https://openrouter.ai/api/v1'),
+
+    APPROVAL_TTL_SECONDS: int(30, 7 * 24 * 3600).default(3600),
+    APPROVERS: list.default([]),
+    APPROVAL_TWO_PERSON_RULE: bool.default(false),
+
+    SKILLS_DIR: z.string().default('skills'),
+    CUSTOM_SKILLS_DIR: z.string().default('skills'),
+    MCP_CONFIG: optionalString,
+    ENABLE_RUN_COMMAND: bool.default(false),
+
+    SLACK_BOT_TOKEN: optionalString,
+    SLACK_APP_TOKEN: optionalString,
+    SLACK_SIGNING_SECRET: optionalString,
+    SLACK_MODE: z.enum(['socket', 'http']).default('socket'),
+    SLACK_API_URL: url.optional(),
+
+    DISCORD_TOKEN: optionalString,
+    DISCORD_APPLICATION_ID: optionalString,
+    DISCORD_GUILD_ID: optionalString,
+    DISCORD_API_URL: url.optional(),
+  })
+  .superRefine((c, ctx) => {
+    const need = (variable: string, message: string) => ctx.addIssue({ code: 'custom', path: [variable], message });
+    const keyFor: Record<Provider, [string, string | undefined] | undefined> = {
+      anthropic: ['ANTHROPIC_API_KEY', c.ANTHROPIC_API_KEY],
+      openai: ['OPENAI_API_KEY', c.OPENAI_API_KEY ?? (c.OPENAI_BASE_URL ? 'local' : undefined)],
+      openrouter: ['OPENROUTER_API_KEY', c.OPENROUTER_API_KEY],
+      scripted: undefined,
+    };
+    const chosen = c.AI_PROVIDER ? [c.AI_PROVIDER, ...c.AI_PROVIDER_FALLBACK] : c.AI_PROVIDER_FALLBACK;
+    for (const provider of new Set(chosen)) {
+      const key = keyFor[provider];
+      if (key && !key[1]) need(key[0], `is missing: AI_PROVIDER${provider === c.AI_PROVIDER ? '' : '_FALLBACK'} uses ${provider}, which needs an API key`);
+    }
+    if (c.SLACK_BOT_TOKEN && c.SLACK_MODE === 'socket' && !c.SLACK_APP_TOKEN) {
+      need('SLACK_APP_TOKEN', 'is missing: Socket Mode needs an app-level token with connections:write — or set SLACK_MODE=http');
+    }
+    if (c.SLACK_BOT_TOKEN && c.SLACK_MODE === 'http' && !c.SLACK_SIGNING_SECRET) {
+      need('SLACK_SIGNING_SECRET', 'is missing: SLACK_MODE=http verifies every request with the app\'s signing secret');
+    }
+    if ((c.SLACK_APP_TOKEN || c.SLACK_SIGNING_SECRET) && !c.SLACK_BOT_TOKEN) {
+      need('SLACK_BOT_TOKEN', 'is missing: the Slack adapter needs the bot token (xoxb-…) to post replies');
+    }
+    if (c.DISCORD_TOKEN && !c.DISCORD_APPLICATION_ID) {
+      need('DISCORD_APPLICATION_ID', 'is missing: slash commands are registered under the application id');
+    }
+  })
+  .transform((c) => ({
+    ...c,
+    /** The provider in use: explicit, else the first one with a key, else the offline scripted model. */
+    AI_PROVIDER:
+      c.AI_PROVIDER ??
+      (c.ANTHROPIC_API_KEY ? 'anthropic' : c.OPENAI_API_KEY ? 'openai' : c.OPENROUTER_API_KEY ? 'openrouter' : 'scripted'),
+  }));
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(
+      `Invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads `.env` (if present) under the real environment: a variable set in the environment wins. */
+export function readEnv(env: Env = process.env, dotenvPath = path.resolve('.env')): Env {
+  if (!existsSync(dotenvPath)) return { ...env };
+  const fromFile = parseDotenv(readFileSync(dotenvPath));
+  return { ...fromFile, ...env };
+}
+
+/** Validates the environment, reporting every problem at once and never echoing a secret. */
+export function loadConfig(env: Env = readEnv()): Config {
+  // Empty strings mean "unset" (a blank line in .env, `FOO= npm start`).
+  const relevant: Env = {};
+  for (const key of Object.keys(ConfigSchema.in.shape)) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') relevant[key] = value;
+  }
+  const parsed = ConfigSchema.safeParse(relevant);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const variable = String(issue.path[0] ?? 'config');
+    const value = relevant[variable];
+    const shown = value === undefined || SECRET_VARIABLES.has(variable) ? '' : ` (got ${JSON.stringify(value.slice(0, 80))})`;
+    return `${variable}: ${issue.message}${shown}`;
+  });
+  throw new ConfigError(problems);
+}
+
+export function maskSecret(value: string): string {
+  if (value.length <= 8) return '****';
+  return `${value.slice(0, 4)}…****`;
+}
+
+/** The effective configuration as printable lines, secrets masked. */
+export function describeConfig(config: Config): Array<[string, string]> {
+  return Object.entries(config).map(([key, value]) => {
+    if (value === undefined) return [key, '(unset)'];
+    const text = Array.isArray(value) ? value.join(',') : String(value);
+    return [key, SECRET_VARIABLES.has(key) ? maskSecret(text) : text];
+  });
+}

@@ -1,0 +1,73 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+/**
+ * Paths pino blanks before a line is written. Secrets should never reach a log call at all; this
+ * is the second line of defence for objects that carry them (configs, SDK clients, headers).
+ */
+const REDACT = [
+  '*.token',
+  '*.botToken',
+  '*.appToken',
+  '*.apiKey',
+  '*.password',
+  '*.signingSecret',
+  '*.authorization',
+  '*.Authorization',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  '*.headers.authorization',
+  '*.headers["x-api-key"]',
+  '*.DATABASE_URL',
+  '*.connectionString',
+  'DATABASE_URL',
+  'ANTHROPIC_API_KEY',
+  'OPENAI_API_KEY',
+  'OPENROUTER_API_KEY',
+  'SLACK_BOT_TOKEN',
+  'SLACK_APP_TOKEN',
+  'SLACK_SIGNING_SECRET',
+  'DISCORD_TOKEN',
+];
+
+/** Known secret shapes, scrubbed from log messages and error texts. */
+const SECRET_PATTERNS = [
+  /xox[abposr]-[A-Za-z0-9-]+/g,
+  /xapp-[A-Za-z0-9-]+/g,
+  /sk-[A-Za-z0-9_-]{8,}/g,
+  /(postgres(?:ql)?:\/\/[^:/@\s]+:)[^@\s]+@/g,
+];
+
+export function scrubSecrets(text: string): string {
+  let out = text;
+  for (const pattern of SECRET_PATTERNS) {
+    out = out.replace(pattern, (match, prefix: unknown) => (typeof prefix === 'string' ? `${prefix}****@` : '****'));
+  }
+  return out;
+}
+
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'countersign' },
+      redact: { paths: REDACT, censor: '****' },
+      hooks: {
+        logMethod(args, method) {
+          const scrubbed = args.map((a) => (typeof a === 'string' ? scrubSecrets(a) : a));
+          method.apply(this, scrubbed as Parameters<typeof method>);
+        },
+      },
+      serializers: {
+        err: (err: unknown) => {
+          const s = pino.stdSerializers.err(err as Error);
+          if (s && typeof s.message === 'string') s.message = scrubSecrets(s.message);
+          if (s && typeof s.stack === 'string') s.stack = scrubSecrets(s.stack);
+          return s;
+        },
+      },
+    },
+    destination ?? pino.destination(2),
+  );
+}

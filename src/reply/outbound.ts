@@ -1,0 +1,65 @@
+import { z } from 'zod';
+
+/**
+ * Where a work item streams its answer. It is plain data (it rides inside the job payload) so any
+ * worker process, on any machine, can reach the reply through the platform's API.
+ */
+export const ReplyTarget = z.object({
+  platform: z.string().min(1),
+  /** Slack channel id, Discord channel id (the thread's id when replying in a thread), console session. */
+  channel: z.string().min(1),
+  /** Slack thread_ts; unused on Discord, where threads are channels. */
+  thread: z.string().optional(),
+  /** Slack team or Discord guild: the scope of the platform's shared rate limits. */
+  workspace: z.string().optional(),
+  /** The placeholder reply the inbound adapter already posted, edited first. */
+  messageId: z.string().optional(),
+});
+export type ReplyTarget = z.infer<typeof ReplyTarget>;
+
+export interface PostedMessage {
+  messageId: string;
+}
+
+/** A button on a reply; its `value` is at most 100 characters (Discord's custom_id). */
+export interface ReplyButton {
+  label: string;
+  value: string;
+  style: 'primary' | 'danger' | 'secondary';
+}
+
+export interface ReplyOptions {
+  buttons?: ReplyButton[];
+}
+
+export interface OutboundLimits {
+  /** Text longer than this continues in a new message. */
+  maxMessageLength: number;
+  /** Minimum time between two edits of one reply. */
+  minEditIntervalMs: number;
+}
+
+/** The speaking half of an adapter: a plain API client any worker process can use. */
+export interface Outbound {
+  readonly platform: string;
+  readonly limits: OutboundLimits;
+  post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage>;
+  edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void>;
+}
+
+/** Looks up the outbound client for a reply target's platform. */
+export class OutboundRegistry {
+  readonly #byPlatform = new Map<string, Outbound>();
+
+  register(outbound: Outbound): void {
+    this.#byPlatform.set(outbound.platform, outbound);
+  }
+
+  for(target: ReplyTarget): Outbound {
+    const outbound = this.#byPlatform.get(target.platform);
+    if (!outbound) {
+      throw new Error(`No outbound client for platform "${target.platform}" in this process; is its adapter configured?`);
+    }
+    return outbound;
+  }
+}

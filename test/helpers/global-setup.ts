@@ -1,0 +1,33 @@
+import { mkdtemp } from 'node:fs/promises';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Connection string of a maintenance database on the test server; each test file creates its own database there. */
+    pgAdminUrl: string;
+  }
+}
+
+let embedded: EmbeddedDatabase | undefined;
+
+/**
+ * One Postgres server for the whole run: the one in DATABASE_URL when set (CI's local server),
+ * otherwise a fresh embedded cluster in a temporary directory, removed afterwards.
+ */
+export async function setup(project: TestProject): Promise<void> {
+  const external = process.env.DATABASE_URL;
+  if (external) {
+    project.provide('pgAdminUrl', external);
+    return;
+  }
+  await import('node:fs/promises').then((fs) => fs.mkdir('.data', { recursive: true }));
+  const dir = await mkdtemp(path.resolve('.data', 'test-pg-'));
+  embedded = await startEmbeddedPostgres({ dir: path.join(dir, 'data'), ephemeral: true, database: 'postgres' });
+  project.provide('pgAdminUrl', embedded.adminUrl);
+}
+
+export async function teardown(): Promise<void> {
+  await embedded?.stop();
+}
