@@ -32,14 +32,12 @@ const bool = z
 
 const url = z.url({ error: 'expected an absolute URL such as https://example.com' });
 
-const list = z
-  .string()
-  .transform((v) =>
-    v
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
+const list = z.string().transform((v) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
 
 const optionalString = z.string().trim().min(1).optional();
 
@@ -50,7 +48,8 @@ export type Provider = z.infer<typeof Provider>;
 /** Every environment variable Countersign reads, with its default. `.env.example` documents each. */
 export const ConfigSchema = z
   .object({
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Unset: info, or warn while the console adapter owns the terminal. */
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
     HTTP_PORT: int(0, 65535).default(3000),
     HTTP_HOST: z.string().default('0.0.0.0'),
 
@@ -66,6 +65,7 @@ export const ConfigSchema = z
     WORKER_HEARTBEAT_SECONDS: int(1, 60).default(5),
     WORKER_DEAD_AFTER_SECONDS: int(3, 600).default(15),
     WORKER_POLL_INTERVAL_MS: int(100, 60_000).default(1000),
+    SHUTDOWN_GRACE_SECONDS: int(0, 3600).default(10),
 
     AGENT_NAME: z.string().min(1).max(80).default('Countersign'),
     AGENT_MAX_ROUNDS: int(1, 100).default(10),
@@ -108,41 +108,68 @@ export const ConfigSchema = z
     DISCORD_GUILD_ID: optionalString,
     DISCORD_API_URL: url.optional(),
   })
-  .superRefine((c, ctx) => {
-    const need = (variable: string, message: string) => ctx.addIssue({ code: 'custom', path: [variable], message });
-    const keyFor: Record<Provider, [string, string | undefined] | undefined> = {
-      anthropic: ['ANTHROPIC_API_KEY', c.ANTHROPIC_API_KEY],
-      openai: ['OPENAI_API_KEY', c.OPENAI_API_KEY ?? (c.OPENAI_BASE_URL ? 'local' : undefined)],
-      openrouter: ['OPENROUTER_API_KEY', c.OPENROUTER_API_KEY],
-      scripted: undefined,
-    };
-    const chosen = c.AI_PROVIDER ? [c.AI_PROVIDER, ...c.AI_PROVIDER_FALLBACK] : c.AI_PROVIDER_FALLBACK;
-    for (const provider of new Set(chosen)) {
-      const key = keyFor[provider];
-      if (key && !key[1]) need(key[0], `is missing: AI_PROVIDER${provider === c.AI_PROVIDER ? '' : '_FALLBACK'} uses ${provider}, which needs an API key`);
-    }
-    if (c.SLACK_BOT_TOKEN && c.SLACK_MODE === 'socket' && !c.SLACK_APP_TOKEN) {
-      need('SLACK_APP_TOKEN', 'is missing: Socket Mode needs an app-level token with connections:write — or set SLACK_MODE=http');
-    }
-    if (c.SLACK_BOT_TOKEN && c.SLACK_MODE === 'http' && !c.SLACK_SIGNING_SECRET) {
-      need('SLACK_SIGNING_SECRET', 'is missing: SLACK_MODE=http verifies every request with the app\'s signing secret');
-    }
-    if ((c.SLACK_APP_TOKEN || c.SLACK_SIGNING_SECRET) && !c.SLACK_BOT_TOKEN) {
-      need('SLACK_BOT_TOKEN', 'is missing: the Slack adapter needs the bot token (xoxb-…) to post replies');
-    }
-    if (c.DISCORD_TOKEN && !c.DISCORD_APPLICATION_ID) {
-      need('DISCORD_APPLICATION_ID', 'is missing: slash commands are registered under the application id');
-    }
-  })
   .transform((c) => ({
     ...c,
     /** The provider in use: explicit, else the first one with a key, else the offline scripted model. */
     AI_PROVIDER:
       c.AI_PROVIDER ??
-      (c.ANTHROPIC_API_KEY ? 'anthropic' : c.OPENAI_API_KEY ? 'openai' : c.OPENROUTER_API_KEY ? 'openrouter' : 'scripted'),
+      (c.ANTHROPIC_API_KEY
+        ? 'anthropic'
+        : c.OPENAI_API_KEY
+          ? 'openai'
+          : c.OPENROUTER_API_KEY
+            ? 'openrouter'
+            : 'scripted'),
   }));
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Problems that involve several variables. They are checked on the raw values, next to the schema,
+ * so one run reports them together with every single-variable problem.
+ */
+function crossFieldProblems(env: Env): Array<[string, string]> {
+  const problems: Array<[string, string]> = [];
+  const need = (variable: string, message: string) => problems.push([variable, message]);
+  const provider = env.AI_PROVIDER;
+  const fallback = (env.AI_PROVIDER_FALLBACK ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const keyFor: Record<string, [string, string | undefined]> = {
+    anthropic: ['ANTHROPIC_API_KEY', env.ANTHROPIC_API_KEY],
+    openai: ['OPENAI_API_KEY', env.OPENAI_API_KEY ?? env.OPENAI_BASE_URL],
+    openrouter: ['OPENROUTER_API_KEY', env.OPENROUTER_API_KEY],
+  };
+  for (const chosen of new Set([...(provider ? [provider] : []), ...fallback])) {
+    const key = keyFor[chosen];
+    if (key && !key[1]) {
+      need(
+        key[0],
+        `is missing: ${chosen === provider ? 'AI_PROVIDER' : 'AI_PROVIDER_FALLBACK'} uses ${chosen}, which needs an API key`,
+      );
+    }
+  }
+  const slackMode = env.SLACK_MODE ?? 'socket';
+  if (env.SLACK_BOT_TOKEN && slackMode === 'socket' && !env.SLACK_APP_TOKEN) {
+    need(
+      'SLACK_APP_TOKEN',
+      'is missing: Socket Mode needs an app-level token with connections:write — or set SLACK_MODE=http',
+    );
+  }
+  if (env.SLACK_BOT_TOKEN && slackMode === 'http' && !env.SLACK_SIGNING_SECRET) {
+    need('SLACK_SIGNING_SECRET', "is missing: SLACK_MODE=http verifies every request with the app's signing secret");
+  }
+  if ((env.SLACK_APP_TOKEN || env.SLACK_SIGNING_SECRET) && !env.SLACK_BOT_TOKEN) {
+    need('SLACK_BOT_TOKEN', 'is missing: the Slack adapter needs the bot token (xoxb-…) to post replies');
+  }
+  if (env.DISCORD_TOKEN && !env.DISCORD_APPLICATION_ID) {
+    need('DISCORD_APPLICATION_ID', 'is missing: slash commands are registered under the application id');
+  }
+  return problems;
+}
 
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -154,8 +181,6 @@ export class ConfigError extends Error {
     this.problems = problems;
   }
 }
-
-type Env = Record<string, string | undefined>;
 
 /** Reads `.env` (if present) under the real environment: a variable set in the environment wins. */
 export function readEnv(env: Env = process.env, dotenvPath = path.resolve('.env')): Env {
@@ -173,13 +198,16 @@ export function loadConfig(env: Env = readEnv()): Config {
     if (value !== undefined && value.trim() !== '') relevant[key] = value;
   }
   const parsed = ConfigSchema.safeParse(relevant);
-  if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((issue) => {
+  const crossField = crossFieldProblems(relevant);
+  if (parsed.success && crossField.length === 0) return parsed.data;
+  const problems = (parsed.success ? [] : parsed.error.issues).map((issue) => {
     const variable = String(issue.path[0] ?? 'config');
     const value = relevant[variable];
-    const shown = value === undefined || SECRET_VARIABLES.has(variable) ? '' : ` (got ${JSON.stringify(value.slice(0, 80))})`;
+    const shown =
+      value === undefined || SECRET_VARIABLES.has(variable) ? '' : ` (got ${JSON.stringify(value.slice(0, 80))})`;
     return `${variable}: ${issue.message}${shown}`;
   });
+  for (const [variable, message] of crossField) problems.push(`${variable}: ${message}`);
   throw new ConfigError(problems);
 }
 

@@ -58,7 +58,9 @@ export class OutboundRegistry {
   for(target: ReplyTarget): Outbound {
     const outbound = this.#byPlatform.get(target.platform);
     if (!outbound) {
-      throw new Error(`No outbound client for platform "${target.platform}" in this process; is its adapter configured?`);
+      throw new Error(
+        `No outbound client for platform "${target.platform}" in this process; is its adapter configured?`,
+      );
     }
     return outbound;
   }

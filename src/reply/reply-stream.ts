@@ -200,7 +200,11 @@ export class ReplyStream {
   #live(): string {
     const sealedLength = this.#sealed.reduce((n, s) => n + s.length, 0);
     const rest = this.#text.slice(sealedLength);
-    return this.#carry ? this.#carry + rest.replace(/^\n/, '') : this.#sealed.length > 0 ? rest.replace(/^\s+/, '') : rest;
+    return this.#carry
+      ? this.#carry + rest.replace(/^\n/, '')
+      : this.#sealed.length > 0
+        ? rest.replace(/^\s+/, '')
+        : rest;
   }
 
   async #show(index: number, text: string, buttons: ReplyOptions['buttons']): Promise<void> {

@@ -19,7 +19,8 @@ export function openFenceAt(text: string): OpenFence | undefined {
     if (!m) continue;
     const marker = m[2] ?? '```';
     if (!open) open = { marker, info: (m[3] ?? '').trim() };
-    else if (marker.startsWith(open.marker[0] ?? '`') && marker.length >= open.marker.length && !(m[3] ?? '').trim()) open = undefined;
+    else if (marker.startsWith(open.marker[0] ?? '`') && marker.length >= open.marker.length && !(m[3] ?? '').trim())
+      open = undefined;
   }
   return open;
 }
@@ -66,7 +67,11 @@ export function splitOnce(text: string, max: number): Split {
   const head = text.slice(0, cut);
   const fence = openFenceAt(head);
   if (fence) {
-    return { head: `${head.replace(/\n?$/, '\n')}${fence.marker}`, consumed: cut, carry: `${fence.marker}${fence.info}\n` };
+    return {
+      head: `${head.replace(/\n?$/, '\n')}${fence.marker}`,
+      consumed: cut,
+      carry: `${fence.marker}${fence.info}\n`,
+    };
   }
   return { head: head.replace(/\s+$/, ''), consumed: cut, carry: '' };
 }

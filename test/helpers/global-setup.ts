@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { chmod, mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
@@ -24,6 +24,8 @@ export async function setup(project: TestProject): Promise<void> {
   }
   await import('node:fs/promises').then((fs) => fs.mkdir('.data', { recursive: true }));
   const dir = await mkdtemp(path.resolve('.data', 'test-pg-'));
+  // mkdtemp makes the directory private; Postgres may run as another user (see startEmbeddedPostgres).
+  await chmod(dir, 0o755);
   embedded = await startEmbeddedPostgres({ dir: path.join(dir, 'data'), ephemeral: true, database: 'postgres' });
   project.provide('pgAdminUrl', embedded.adminUrl);
 }

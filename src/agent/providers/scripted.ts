@@ -62,7 +62,8 @@ export const DEMO_SCRIPT: Script = {
 export function loadScript(file: string): ParsedScript {
   const raw: unknown = JSON.parse(readFileSync(file, 'utf8'));
   const parsed = Script.safeParse(raw);
-  if (!parsed.success) throw new Error(`SCRIPTED_MODEL_SCRIPT ${file} is not a valid script: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new Error(`SCRIPTED_MODEL_SCRIPT ${file} is not a valid script: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }
 
@@ -75,10 +76,14 @@ const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason as Error);
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
   });
 
 export class ScriptedProvider implements ModelProvider {
@@ -116,7 +121,12 @@ export class ScriptedProvider implements ModelProvider {
       try {
         return { id, name: call.name, args: z.record(z.string(), z.unknown()).parse(JSON.parse(call.rawArgs)) };
       } catch (error) {
-        return { id, name: call.name, args: {}, argsError: `invalid JSON in tool arguments: ${(error as Error).message}` };
+        return {
+          id,
+          name: call.name,
+          args: {},
+          argsError: `invalid JSON in tool arguments: ${(error as Error).message}`,
+        };
       }
     });
     return this.#answer(text, toolCalls, toolCalls.length > 0 ? 'tool_use' : 'end_turn');

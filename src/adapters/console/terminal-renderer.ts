@@ -1,0 +1,34 @@
+/**
+ * Renders a streaming reply in a terminal: appended text is written as it arrives; when earlier text
+ * changes (a status line disappears, a round is retried) the reply's lines are erased and redrawn.
+ */
+export class TerminalRenderer {
+  readonly #out: NodeJS.WriteStream;
+  #shown = '';
+
+  constructor(out: NodeJS.WriteStream) {
+    this.#out = out;
+  }
+
+  /** Starts a new reply below whatever is on screen. */
+  begin(): void {
+    this.#shown = '';
+  }
+
+  show(text: string): void {
+    if (text.startsWith(this.#shown)) {
+      this.#out.write(text.slice(this.#shown.length));
+    } else {
+      this.#erase();
+      this.#out.write(text);
+    }
+    this.#shown = text;
+  }
+
+  #erase(): void {
+    const columns = this.#out.columns || 80;
+    const rows = this.#shown.split('\n').reduce((n, line) => n + Math.max(1, Math.ceil(line.length / columns)), 0);
+    // Move to the start of the reply's first row and clear everything below.
+    this.#out.write(rows > 1 ? `\r\x1b[${rows - 1}A\x1b[J` : '\r\x1b[J');
+  }
+}

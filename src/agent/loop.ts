@@ -1,0 +1,316 @@
+import type { Logger } from 'pino';
+import type { Queryable } from '../db/pool.ts';
+import type { ReplyStream } from '../reply/reply-stream.ts';
+import type { AssistantMessage, Message, ToolCall, ToolResult } from './messages.ts';
+import { addUsage, type ModelProvider, type ModelRequest } from './model.ts';
+import type { ToolRegistry } from './tools/registry.ts';
+import { needsApproval, type Requester, type ToolOutput } from './tools/tool.ts';
+import {
+  findToolExecution,
+  recordModelRound,
+  recordToolResult,
+  recordToolStart,
+  saveCheckpoint,
+} from './turn-store.ts';
+import type { TurnState } from './turn-state.ts';
+
+export interface TurnSettings {
+  maxRounds: number;
+  emptyRoundRetries: number;
+  maxTokens: number;
+}
+
+export interface TurnContext {
+  workItemId: string;
+  conversationId: string;
+  requester: Requester;
+  /** The system prompt for this turn. */
+  system: string;
+  /** Earlier messages of the conversation. */
+  history: Message[];
+}
+
+export interface TurnDeps {
+  db: Queryable;
+  provider: ModelProvider;
+  tools: ToolRegistry;
+  sink: ReplyStream;
+  settings: TurnSettings;
+  log: Logger;
+  signal: AbortSignal;
+}
+
+export type TurnOutcome =
+  | { kind: 'final'; text: string; state: TurnState }
+  | { kind: 'awaiting_approval'; calls: ToolCall[]; state: TurnState };
+
+const EMPTY_ROUND_GUIDANCE =
+  'Your previous answer was empty. Reply to the last user message with text, or call one of the available tools.';
+const RECOVERY_MESSAGE =
+  "I couldn't produce an answer to that. Could you rephrase the request or add a little more detail?";
+const ROUND_LIMIT_INSTRUCTION =
+  'You have used every tool round this turn allows. Do not call tools. Using only the work shown, give the user a short, direct answer now, and say briefly what is left undone.';
+const MAX_TOOL_RESULT_IN_SUMMARY = 600;
+
+/** Joins the text of successive rounds the way a reader expects to see them. */
+function joinText(previous: string, next: string): string {
+  if (!previous || !next) return previous + next;
+  return /\s$/.test(previous) || /^\s/.test(next) ? previous + next : `${previous}\n\n${next}`;
+}
+
+/**
+ * Runs a turn from its current state to a resting point: a final answer, or calls that wait for a
+ * person's approval. After every round the state is checkpointed, so a replay (another worker after
+ * a crash) resumes from the last completed round, and every tool execution is recorded by its
+ * tool-call id before its result is used, so a replay never runs a tool twice.
+ */
+export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDeps): Promise<TurnOutcome> {
+  const state: TurnState = structuredClone(initial);
+  const { sink, settings } = deps;
+  if (state.final) return { kind: 'final', text: state.text, state };
+  sink.restoreText(state.text);
+
+  while (state.round < settings.maxRounds) {
+    deps.signal.throwIfAborted();
+    const retryingEmpty = state.emptyRetries > 0;
+    const request: ModelRequest = {
+      system: retryingEmpty ? `${ctx.system}\n\n${EMPTY_ROUND_GUIDANCE}` : ctx.system,
+      messages: [...ctx.history, ...state.messages],
+      tools: deps.tools.specs(),
+      maxTokens: settings.maxTokens,
+    };
+    const prefix = state.text;
+    let separated = false;
+    sink.beginRound();
+    const answer = await deps.provider.streamRound(
+      request,
+      {
+        onText: (delta) => {
+          if (!separated) {
+            separated = true;
+            const joined = joinText(prefix, delta);
+            sink.append(joined.slice(prefix.length));
+          } else {
+            sink.append(delta);
+          }
+        },
+        onRoundRestart: () => {
+          separated = false;
+          sink.restartRound();
+        },
+      },
+      deps.signal,
+    );
+    await recordModelRound(deps.db, ctx.workItemId, ctx.conversationId, state.round, answer);
+    state.usage = addUsage(state.usage, answer.usage);
+    state.round += 1;
+
+    if (!answer.text.trim() && answer.toolCalls.length === 0) {
+      if (state.emptyRetries < settings.emptyRoundRetries) {
+        state.emptyRetries += 1;
+        deps.log.warn(
+          { round: state.round, retry: state.emptyRetries },
+          'model returned an empty round; retrying with guidance',
+        );
+        await saveCheckpoint(deps.db, ctx.workItemId, state);
+        continue;
+      }
+      deps.log.warn({ round: state.round }, 'model kept returning empty rounds; answering with the recovery message');
+      return finish(ctx, state, deps, joinText(state.text, RECOVERY_MESSAGE), RECOVERY_MESSAGE);
+    }
+    state.emptyRetries = 0;
+    state.text = joinText(state.text, answer.text);
+    const assistant: AssistantMessage = { role: 'assistant', text: answer.text, toolCalls: answer.toolCalls };
+    state.messages.push(assistant);
+
+    if (answer.toolCalls.length === 0) {
+      return finish(ctx, state, deps, state.text);
+    }
+
+    // Calls that need nobody's approval run now; the rest wait for a person.
+    const waiting: ToolCall[] = [];
+    const results: ToolResult[] = [];
+    for (const call of answer.toolCalls) {
+      const tool = deps.tools.get(call.name);
+      const parsed = tool?.input.safeParse(call.args);
+      if (tool && parsed?.success && !call.argsError && needsApproval(tool, parsed.data)) {
+        waiting.push(call);
+      } else {
+        results.push(await executeToolCall(ctx, call, deps));
+      }
+    }
+    if (waiting.length > 0) {
+      state.pendingApproval = waiting;
+      // Results of the calls that already ran are kept until the decisions arrive.
+      if (results.length > 0) state.messages.push({ role: 'tool', results });
+      sink.setStatus(undefined);
+      await saveCheckpoint(deps.db, ctx.workItemId, state);
+      return { kind: 'awaiting_approval', calls: waiting, state };
+    }
+    state.messages.push({ role: 'tool', results });
+    await saveCheckpoint(deps.db, ctx.workItemId, state);
+  }
+
+  return answerAtRoundLimit(ctx, state, deps);
+}
+
+/** Records the final answer durably before it is delivered, so a crash during delivery only re-delivers. */
+async function finish(
+  ctx: TurnContext,
+  state: TurnState,
+  deps: TurnDeps,
+  text: string,
+  recoveryText?: string,
+): Promise<TurnOutcome> {
+  if (recoveryText) state.messages.push({ role: 'assistant', text: recoveryText, toolCalls: [] });
+  state.text = text;
+  state.final = true;
+  state.reply = deps.sink.snapshot();
+  await saveCheckpoint(deps.db, ctx.workItemId, state);
+  return { kind: 'final', text, state };
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more characters]`;
+}
+
+/** A compact transcript of the turn so far: the request, then each call and a shortened result. */
+function compactTranscript(messages: Message[]): string {
+  const lines: string[] = [];
+  for (const m of messages) {
+    if (m.role === 'user') lines.push(`User asked: ${m.text}`);
+    else if (m.role === 'assistant') {
+      if (m.text.trim()) lines.push(`You said: ${truncate(m.text, MAX_TOOL_RESULT_IN_SUMMARY)}`);
+      for (const c of m.toolCalls) lines.push(`You called ${c.name}(${truncate(JSON.stringify(c.args), 200)})`);
+    } else {
+      for (const r of m.results) {
+        lines.push(
+          `${r.name} ${r.isError ? 'failed' : 'returned'}: ${truncate(r.content, MAX_TOOL_RESULT_IN_SUMMARY)}`,
+        );
+      }
+    }
+  }
+  return lines.join('\n');
+}
+
+/** The round limit ends with a short answer from the compacted history, never silence. */
+async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<TurnOutcome> {
+  deps.log.warn({ rounds: state.round }, 'round limit reached; asking for a summary answer');
+  deps.sink.beginRound();
+  const prefix = state.text;
+  let separated = false;
+  let text = '';
+  try {
+    const answer = await deps.provider.streamRound(
+      {
+        system: `${ctx.system}\n\n${ROUND_LIMIT_INSTRUCTION}`,
+        messages: [{ role: 'user', text: compactTranscript(state.messages) }],
+        tools: [],
+        maxTokens: Math.min(deps.settings.maxTokens, 1024),
+      },
+      {
+        onText: (delta) => {
+          const piece = separated ? delta : joinText(prefix, delta).slice(prefix.length);
+          separated = true;
+          deps.sink.append(piece);
+        },
+        onRoundRestart: () => {
+          separated = false;
+          deps.sink.restartRound();
+        },
+      },
+      deps.signal,
+    );
+    await recordModelRound(deps.db, ctx.workItemId, ctx.conversationId, state.round, answer);
+    state.usage = addUsage(state.usage, answer.usage);
+    text = answer.text.trim() ? answer.text : '';
+  } catch (error) {
+    deps.log.warn({ err: error }, 'summary answer at the round limit failed');
+  }
+  if (!text) {
+    text = `I stopped after ${deps.settings.maxRounds} steps without a complete answer. Ask me to continue if you want me to keep going.`;
+  }
+  state.messages.push({ role: 'assistant', text, toolCalls: [] });
+  state.text = joinText(state.text, text);
+  state.final = true;
+  state.reply = deps.sink.snapshot();
+  await saveCheckpoint(deps.db, ctx.workItemId, state);
+  return { kind: 'final', text: state.text, state };
+}
+
+function asOutput(value: ToolOutput | string): ToolOutput {
+  return typeof value === 'string' ? { content: value } : value;
+}
+
+/**
+ * Runs one tool call at most once: a replay finds the recorded result; a call whose outcome a crash
+ * left unknown is run again only if the tool is idempotent, otherwise the model is told.
+ */
+export async function executeToolCall(ctx: TurnContext, call: ToolCall, deps: TurnDeps): Promise<ToolResult> {
+  const result = (output: ToolOutput): ToolResult => ({
+    toolCallId: call.id,
+    name: call.name,
+    content: output.content,
+    isError: output.isError ?? false,
+  });
+  const tool = deps.tools.get(call.name);
+  if (!tool) {
+    const known = deps.tools
+      .list()
+      .map((t) => t.name)
+      .join(', ');
+    return result({ content: `There is no tool named "${call.name}". Available tools: ${known}.`, isError: true });
+  }
+  if (call.argsError) {
+    return result({
+      content: `Your arguments for ${call.name} were not valid JSON (${call.argsError}). Send them again as a JSON object.`,
+      isError: true,
+    });
+  }
+  const parsed = tool.input.safeParse(call.args);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`).join('; ');
+    return result({ content: `Invalid arguments for ${call.name}: ${problems}`, isError: true });
+  }
+
+  const previous = await findToolExecution(deps.db, ctx.workItemId, call.id);
+  if (previous?.status === 'finished') return result(previous.result);
+  if (previous?.status === 'started' && !tool.idempotent) {
+    const unknown: ToolOutput = {
+      content: `The ${call.name} call was interrupted by a worker restart and its outcome is unknown. It was not run again. Check its effect before retrying.`,
+      isError: true,
+    };
+    await recordToolResult(deps.db, ctx.workItemId, call.id, unknown);
+    return result(unknown);
+  }
+  if (!previous) {
+    const inserted = await recordToolStart(deps.db, ctx.workItemId, call.id, call.name, parsed.data);
+    if (!inserted && !tool.idempotent) {
+      return result({
+        content: `The ${call.name} call is already being handled elsewhere; it was not run twice.`,
+        isError: true,
+      });
+    }
+  }
+
+  deps.sink.setStatus(`Running \`${call.name}\`…`);
+  let output: ToolOutput;
+  try {
+    output = asOutput(
+      await tool.execute(parsed.data, {
+        workItemId: ctx.workItemId,
+        conversationId: ctx.conversationId,
+        requester: ctx.requester,
+        signal: deps.signal,
+        log: deps.log.child({ tool: call.name, toolCallId: call.id }),
+      }),
+    );
+  } catch (error) {
+    if (deps.signal.aborted) throw error;
+    output = { content: `${call.name} failed: ${(error as Error).message}`, isError: true };
+  } finally {
+    deps.sink.setStatus(undefined);
+  }
+  await recordToolResult(deps.db, ctx.workItemId, call.id, output);
+  return result(output);
+}

@@ -1,0 +1,126 @@
+import type { Queryable } from '../db/pool.ts';
+import type { Message } from './messages.ts';
+import type { ModelRound } from './model.ts';
+import type { ToolOutput } from './tools/tool.ts';
+import { TURN_STATE_VERSION, TurnState } from './turn-state.ts';
+
+/** Reads and writes a turn's durable state. One SQL statement per function. */
+
+export async function loadCheckpoint(db: Queryable, workItemId: string): Promise<TurnState | undefined> {
+  const { rows } = await db.query<{ format_version: number; state: unknown }>(
+    'SELECT format_version, state FROM countersign.turn_checkpoints WHERE work_item_id = $1',
+    [workItemId],
+  );
+  const row = rows[0];
+  // A checkpoint written by another version of the code is not trusted: start the turn afresh.
+  if (!row || row.format_version !== TURN_STATE_VERSION) return undefined;
+  const parsed = TurnState.safeParse(row.state);
+  return parsed.success ? parsed.data : undefined;
+}
+
+export async function saveCheckpoint(db: Queryable, workItemId: string, state: TurnState): Promise<void> {
+  await db.query(
+    `INSERT INTO countersign.turn_checkpoints (work_item_id, format_version, round, state)
+     VALUES ($1, $2, $3, $4)
+     ON CONFLICT (work_item_id) DO UPDATE
+       SET format_version = EXCLUDED.format_version, round = EXCLUDED.round, state = EXCLUDED.state, updated_at = now()`,
+    [workItemId, TURN_STATE_VERSION, state.round, JSON.stringify(state)],
+  );
+}
+
+export async function deleteCheckpoint(db: Queryable, workItemId: string): Promise<void> {
+  await db.query('DELETE FROM countersign.turn_checkpoints WHERE work_item_id = $1', [workItemId]);
+}
+
+/** The conversation's most recent messages, oldest first. */
+export async function loadHistory(db: Queryable, conversationId: string, limit: number): Promise<Message[]> {
+  const { rows } = await db.query<{ message: Message }>(
+    `SELECT message FROM (
+       SELECT id, message FROM countersign.messages WHERE conversation_id = $1 ORDER BY id DESC LIMIT $2
+     ) recent ORDER BY id`,
+    [conversationId, limit],
+  );
+  return rows.map((r) => r.message);
+}
+
+export async function appendHistory(
+  db: Queryable,
+  conversationId: string,
+  workItemId: string,
+  messages: Message[],
+): Promise<void> {
+  if (messages.length === 0) return;
+  await db.query(
+    `INSERT INTO countersign.messages (conversation_id, work_item_id, message)
+     SELECT $1, $2, m FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(m, n) ORDER BY n`,
+    [conversationId, workItemId, JSON.stringify(messages)],
+  );
+}
+
+export type ToolExecution = { status: 'finished'; result: ToolOutput } | { status: 'started' } | undefined;
+
+export async function findToolExecution(db: Queryable, workItemId: string, toolCallId: string): Promise<ToolExecution> {
+  const { rows } = await db.query<{ status: 'started' | 'finished'; result: ToolOutput | null }>(
+    'SELECT status, result FROM countersign.tool_executions WHERE work_item_id = $1 AND tool_call_id = $2',
+    [workItemId, toolCallId],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return row.status === 'finished' && row.result ? { status: 'finished', result: row.result } : { status: 'started' };
+}
+
+/** Records that a tool is about to run. Returns false if it was already recorded (a replay). */
+export async function recordToolStart(
+  db: Queryable,
+  workItemId: string,
+  toolCallId: string,
+  tool: string,
+  args: unknown,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `INSERT INTO countersign.tool_executions (work_item_id, tool_call_id, tool, args, status)
+     VALUES ($1, $2, $3, $4, 'started') ON CONFLICT DO NOTHING`,
+    [workItemId, toolCallId, tool, JSON.stringify(args)],
+  );
+  return rowCount === 1;
+}
+
+export async function recordToolResult(
+  db: Queryable,
+  workItemId: string,
+  toolCallId: string,
+  result: ToolOutput,
+): Promise<void> {
+  await db.query(
+    `UPDATE countersign.tool_executions SET status = 'finished', result = $3, finished_at = now()
+     WHERE work_item_id = $1 AND tool_call_id = $2`,
+    [workItemId, toolCallId, JSON.stringify(result)],
+  );
+}
+
+export async function recordModelRound(
+  db: Queryable,
+  workItemId: string,
+  conversationId: string,
+  round: number,
+  answer: ModelRound,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO countersign.model_rounds
+       (work_item_id, round, conversation_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, fallbacks)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (work_item_id, round) DO NOTHING`,
+    [
+      workItemId,
+      round,
+      conversationId,
+      answer.provider,
+      answer.model,
+      answer.usage.inputTokens,
+      answer.usage.outputTokens,
+      answer.usage.cacheReadTokens,
+      answer.usage.cacheWriteTokens,
+      JSON.stringify(answer.fallbacks),
+    ],
+  );
+}

@@ -1,0 +1,175 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { INSTALL_DIR, type Config } from './config.ts';
+import { createLogger } from './log.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
+import { migrate } from './db/migrate.ts';
+import { createPool, type Pool } from './db/pool.ts';
+import { createProvider } from './agent/providers/index.ts';
+import { ToolRegistry } from './agent/tools/registry.ts';
+import { currentTimeTool } from './agent/tools/current-time.ts';
+import { buildSystemPrompt } from './agent/system-prompt.ts';
+import type { ModelProvider } from './agent/model.ts';
+import { OutboundRegistry, type Outbound } from './reply/outbound.ts';
+import { ConsoleOutbound } from './adapters/console/outbound.ts';
+import { runConsole } from './adapters/console/console-adapter.ts';
+import { startQueueRunner, type QueueRunner } from './queue/runner.ts';
+import { createWorkItemTask } from './queue/tasks/run-work-item.ts';
+import { TurnEvents } from './queue/turn-events.ts';
+import { WorkerLiveness } from './queue/worker-liveness.ts';
+import { startHttpServer, type HttpServer } from './http/server.ts';
+import { healthHandler } from './http/health.ts';
+
+export type Role = 'all' | 'ingress' | 'worker';
+
+export interface StartOptions {
+  role: Role;
+  /** Replace the configured model (tests, benchmarks). */
+  provider?: ModelProvider;
+  /** Extra outbound clients (test platforms). */
+  outbounds?: Outbound[];
+  /** Run the console adapter on these streams; default: when no Slack/Discord credentials are set. */
+  console?: { input: NodeJS.ReadableStream; output: NodeJS.WriteStream; interactive: boolean } | false;
+  log?: Logger;
+}
+
+export interface Countersign {
+  config: Config;
+  log: Logger;
+  pool: Pool;
+  events: TurnEvents;
+  databaseUrl: string;
+  http: HttpServer;
+  /** Resolves when the console's input ended (piped stdin) — the process should then stop. */
+  consoleDone?: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function usesConsole(config: Config): boolean {
+  return !config.SLACK_BOT_TOKEN && !config.DISCORD_TOKEN;
+}
+
+/** Resolves a path setting against the working directory (the operator's frame of reference). */
+export function resolveFromCwd(p: string): string {
+  return path.resolve(process.cwd(), p);
+}
+
+/**
+ * Starts Countersign: the database (embedded when DATABASE_URL is unset), migrations, the worker
+ * pools (role all|worker), the inbound adapters (role all|ingress) and the HTTP endpoints.
+ */
+export async function startCountersign(config: Config, options: StartOptions): Promise<Countersign> {
+  const consoleOptions =
+    options.console === false
+      ? undefined
+      : (options.console ??
+        (options.role === 'all' && usesConsole(config)
+          ? {
+              input: process.stdin,
+              output: process.stdout,
+              interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
+            }
+          : undefined));
+  const level = config.LOG_LEVEL ?? (consoleOptions?.interactive ? 'warn' : 'info');
+  const log = options.log ?? createLogger(level);
+  const cleanups: Array<() => Promise<void>> = [];
+  const runCleanups = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      await cleanup().catch((error: unknown) => log.warn({ err: error }, 'error while stopping'));
+    }
+  };
+
+  try {
+    let databaseUrl = config.DATABASE_URL;
+    if (!databaseUrl) {
+      const dir = resolveFromCwd(config.EMBEDDED_POSTGRES_DIR);
+      log.info({ dir }, 'DATABASE_URL is not set; starting an embedded Postgres');
+      const embedded: EmbeddedDatabase = await startEmbeddedPostgres({ dir, log });
+      cleanups.push(() => embedded.stop());
+      databaseUrl = embedded.url;
+    }
+    await migrate(databaseUrl, log);
+    const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE, log);
+    cleanups.push(() => pool.end());
+    const events = new TurnEvents();
+
+    const outbounds = new OutboundRegistry();
+    const consoleOutbound = new ConsoleOutbound();
+    outbounds.register(consoleOutbound);
+    for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
+
+    let runner: QueueRunner | undefined;
+    if (options.role !== 'ingress') {
+      const provider = options.provider ?? createProvider(config);
+      const tools = new ToolRegistry([currentTimeTool]);
+      const fence = new AbortController();
+      const liveness = new WorkerLiveness({
+        pool,
+        log,
+        role: options.role,
+        heartbeatSeconds: config.WORKER_HEARTBEAT_SECONDS,
+        deadAfterSeconds: config.WORKER_DEAD_AFTER_SECONDS,
+        onFenced: () => fence.abort(new Error('this worker was declared dead by its peers')),
+      });
+      await liveness.start();
+      cleanups.push(() => liveness.stop());
+      const task = createWorkItemTask({
+        pool,
+        config,
+        provider,
+        tools,
+        outbounds,
+        log,
+        events,
+        liveness,
+        fence: fence.signal,
+        systemPrompt: (item) => buildSystemPrompt({ agentName: config.AGENT_NAME, sections: [] }, item),
+      });
+      const startedRunner = await startQueueRunner({
+        connectionString: databaseUrl,
+        log,
+        interactiveConcurrency: config.WORKER_CONCURRENCY,
+        backgroundConcurrency: config.BACKGROUND_CONCURRENCY,
+        pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
+        shutdownGraceMs: config.SHUTDOWN_GRACE_SECONDS * 1000,
+        workItemTask: task,
+        onPoolCreated: (poolId) => {
+          liveness
+            .claimSlot(poolId)
+            .catch((error: unknown) => log.warn({ err: error }, 'could not record worker pool'));
+        },
+      });
+      runner = startedRunner;
+      cleanups.push(() => startedRunner.stop());
+      log.info(
+        { provider: provider.name, model: provider.model, concurrency: config.WORKER_CONCURRENCY, role: options.role },
+        'worker started',
+      );
+    }
+
+    const http = await startHttpServer(config.HTTP_PORT, config.HTTP_HOST, log);
+    cleanups.push(() => http.close());
+    http.route('/healthz', healthHandler({ pool, workerRunning: runner ? () => runner.running : undefined }));
+
+    let consoleDone: Promise<void> | undefined;
+    if (consoleOptions) {
+      consoleDone = runConsole({ pool, events, outbound: consoleOutbound, log, ...consoleOptions });
+    }
+    log.info({ port: http.port, role: options.role, installDir: INSTALL_DIR }, 'Countersign is running');
+
+    let stopping: Promise<void> | undefined;
+    return {
+      config,
+      log,
+      pool,
+      events,
+      databaseUrl,
+      http,
+      consoleDone,
+      stop: () => (stopping ??= runCleanups()),
+    };
+  } catch (error) {
+    await runCleanups();
+    throw error;
+  }
+}

@@ -1,0 +1,110 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, describeConfig, loadConfig, type Config } from './config.ts';
+import { createLogger } from './log.ts';
+import { startCountersign, type Role } from './app.ts';
+import { migrate } from './db/migrate.ts';
+import { startEmbeddedPostgres } from './db/embedded.ts';
+import { resolveFromCwd } from './app.ts';
+
+const USAGE = `Usage: countersign <command>
+
+Commands:
+  start [--role=all|ingress|worker]   run the bot (default role: all, in one process)
+  migrate                             apply database migrations and exit
+  config                              print the effective configuration (secrets masked)
+`;
+
+function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\nSee .env.example for every variable and its default.\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+async function start(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { role: { type: 'string', default: 'all' } } });
+  const role = values.role as Role;
+  if (!['all', 'ingress', 'worker'].includes(role)) {
+    process.stderr.write(`--role must be all, ingress or worker (got "${role}")\n`);
+    return 1;
+  }
+  const config = configOrExit();
+  const app = await startCountersign(config, { role });
+  let exiting = false;
+  const shutdown = async (signal: string) => {
+    if (exiting) return;
+    exiting = true;
+    app.log.info({ signal }, 'shutting down');
+    await app.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  if (app.consoleDone) {
+    await app.consoleDone;
+    await shutdown('console input ended');
+  }
+  return 0;
+}
+
+async function runMigrate(): Promise<number> {
+  const config = configOrExit();
+  const log = createLogger(config.LOG_LEVEL ?? 'info');
+  if (config.DATABASE_URL) {
+    const { applied } = await migrate(config.DATABASE_URL, log);
+    process.stdout.write(applied.length ? `Applied ${applied.join(', ')}\n` : 'Database is up to date\n');
+    return 0;
+  }
+  const db = await startEmbeddedPostgres({ dir: resolveFromCwd(config.EMBEDDED_POSTGRES_DIR), log });
+  try {
+    const { applied } = await migrate(db.url, log);
+    process.stdout.write(applied.length ? `Applied ${applied.join(', ')}\n` : 'Database is up to date\n');
+  } finally {
+    await db.stop();
+  }
+  return 0;
+}
+
+function printConfig(): number {
+  const config = configOrExit();
+  const rows = describeConfig(config);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  for (const [key, value] of rows) process.stdout.write(`${key.padEnd(width)}  ${value}\n`);
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'start':
+      return start(rest);
+    case 'migrate':
+      return runMigrate();
+    case 'config':
+      return printConfig();
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return command === undefined ? 1 : 0;
+    default:
+      process.stderr.write(`Unknown command "${command}".\n${USAGE}`);
+      return 1;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 0) process.exit(code);
+  },
+  (error: unknown) => {
+    process.stderr.write(`countersign: ${(error as Error).message ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,205 @@
+import type { Task } from 'graphile-worker';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.ts';
+import { transaction, type Pool, type PoolClient } from '../../db/pool.ts';
+import { isDatabaseUnavailable } from '../../db/errors.ts';
+import { runTurn, type TurnOutcome } from '../../agent/loop.ts';
+import type { ModelProvider } from '../../agent/model.ts';
+import type { ToolRegistry } from '../../agent/tools/registry.ts';
+import type { TurnState } from '../../agent/turn-state.ts';
+import { appendHistory, deleteCheckpoint, loadCheckpoint, loadHistory } from '../../agent/turn-store.ts';
+import { ZERO_USAGE } from '../../agent/model.ts';
+import type { OutboundRegistry } from '../../reply/outbound.ts';
+import { ReplyStream } from '../../reply/reply-stream.ts';
+import { scrubSecrets } from '../../log.ts';
+import { advanceConversation } from '../conversation-chain.ts';
+import type { TurnEvents } from '../turn-events.ts';
+import { WorkItem, WorkItemJobPayload } from '../work-item.ts';
+import type { WorkerLiveness } from '../worker-liveness.ts';
+
+/** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */
+export interface ApprovalGate {
+  /** The state a continuation resumes from, with the decided calls' results applied; or a refusal to show. */
+  resume(item: WorkItem, log: Logger): Promise<{ state: TurnState } | { refused: string }>;
+  /** Parks the turn: stores the envelope with the checkpoint (one transaction) and shows the card. */
+  park(client: PoolClient, item: WorkItem, state: TurnState): Promise<() => Promise<void>>;
+}
+
+export interface WorkerServices {
+  pool: Pool;
+  config: Config;
+  provider: ModelProvider;
+  tools: ToolRegistry;
+  outbounds: OutboundRegistry;
+  log: Logger;
+  events: TurnEvents;
+  liveness: WorkerLiveness;
+  systemPrompt(item: WorkItem): string;
+  approvals?: ApprovalGate;
+  /** Aborted when this process must stop working at once (declared dead by its peers). */
+  fence: AbortSignal;
+}
+
+type ItemStatus = 'queued' | 'running' | 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
+
+export function initialTurnState(item: WorkItem): TurnState {
+  return {
+    round: 0,
+    messages: item.input.prompt !== undefined ? [{ role: 'user', text: item.input.prompt }] : [],
+    emptyRetries: 0,
+    usage: { ...ZERO_USAGE },
+    reply: { messageIds: item.reply.messageId ? [item.reply.messageId] : [], sealed: [], carry: '' },
+    text: '',
+    final: false,
+    pendingApproval: [],
+  };
+}
+
+/** Puts a work item into a resting status and hands the conversation to its next item. */
+async function settle(
+  client: PoolClient,
+  item: WorkItem,
+  status: Exclude<ItemStatus, 'queued' | 'running'>,
+  fields: { result?: unknown; error?: string },
+): Promise<void> {
+  await client.query(
+    `UPDATE countersign.work_items SET status = $2, result = $3, error = $4, finished_at = now() WHERE id = $1`,
+    [item.id, status, fields.result === undefined ? null : JSON.stringify(fields.result), fields.error ?? null],
+  );
+  await advanceConversation(client, item.conversationId, item.id);
+}
+
+/** The graphile-worker task that runs one work item (a turn or a continuation) to a resting point. */
+export function createWorkItemTask(services: WorkerServices): Task {
+  const { pool, config } = services;
+  return async (payload, helpers) => {
+    const { workItemId } = WorkItemJobPayload.parse(payload);
+    if (helpers.job.locked_by) await services.liveness.claimSlot(helpers.job.locked_by);
+    const { rows } = await pool.query<{ status: ItemStatus; item: unknown }>(
+      `UPDATE countersign.work_items SET status = 'running', started_at = coalesce(started_at, now()), attempts = attempts + 1
+       WHERE id = $1 AND status IN ('queued', 'running')
+       RETURNING status, item`,
+      [workItemId],
+    );
+    const row = rows[0];
+    // Already at rest: a replay of a job whose item finished before the job was marked complete.
+    if (!row) return;
+    const item = WorkItem.parse(row.item);
+    const log = services.log.child({ workItemId: item.id, conversationId: item.conversationId });
+    const signal = AbortSignal.any([helpers.abortSignal ?? new AbortController().signal, services.fence]);
+    const startedAt = Date.now();
+
+    let state: TurnState;
+    const checkpoint = await loadCheckpoint(pool, item.id);
+    if (checkpoint) {
+      state = checkpoint;
+    } else if (item.input.approval && services.approvals) {
+      const resumed = await services.approvals.resume(item, log);
+      if ('refused' in resumed) {
+        const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, { log });
+        await sink.finish(resumed.refused);
+        await transaction(pool, (client) => settle(client, item, 'failed', { error: resumed.refused }));
+        services.events.emit('failed', { item, error: resumed.refused });
+        return;
+      }
+      state = resumed.state;
+    } else {
+      state = initialTurnState(item);
+    }
+    services.events.emit('started', { item, resumed: Boolean(checkpoint) });
+
+    let firstText = true;
+    const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, {
+      log,
+      initial: state.reply,
+      onDelivered: () => {
+        if (firstText) {
+          firstText = false;
+          services.events.emit('firstVisibleText', { item, latencyMs: Date.now() - Date.parse(item.createdAt) });
+        }
+      },
+    });
+    let outcome: TurnOutcome;
+    try {
+      const history = await loadHistory(pool, item.conversationId, config.AGENT_HISTORY_MESSAGES);
+      outcome = await runTurn(
+        {
+          workItemId: item.id,
+          conversationId: item.conversationId,
+          requester: item.requester,
+          system: services.systemPrompt(item),
+          history: trimToCompleteExchanges(history),
+        },
+        state,
+        {
+          db: pool,
+          provider: services.provider,
+          tools: services.tools,
+          sink,
+          settings: {
+            maxRounds: config.AGENT_MAX_ROUNDS,
+            emptyRoundRetries: config.AGENT_EMPTY_ROUND_RETRIES,
+            maxTokens: config.AGENT_MAX_TOKENS,
+          },
+          log,
+          signal,
+        },
+      );
+    } catch (error) {
+      // Infrastructure trouble or shutdown: let graphile-worker retry; the turn resumes from its checkpoint.
+      if (signal.aborted || isDatabaseUnavailable(error)) throw error;
+      const reason = scrubSecrets((error as Error).message ?? String(error));
+      log.error({ err: error }, 'turn failed');
+      const text = `${sink.text ? `${sink.text}\n\n` : ''}Sorry, I couldn't finish this: ${reason}`;
+      await sink.finish(text);
+      await transaction(pool, async (client) => {
+        await settle(client, item, 'failed', { error: reason });
+        await deleteCheckpoint(client, item.id);
+      });
+      services.events.emit('failed', { item, error: reason });
+      return;
+    }
+
+    if (outcome.kind === 'final') {
+      await sink.finish(outcome.text);
+      await transaction(pool, async (client) => {
+        await appendHistory(client, item.conversationId, item.id, outcome.state.messages);
+        await settle(client, item, 'done', { result: { text: outcome.text, usage: outcome.state.usage } });
+        await deleteCheckpoint(client, item.id);
+      });
+      log.info({ rounds: outcome.state.round, durationMs: Date.now() - startedAt }, 'turn finished');
+      services.events.emit('finished', { item, text: outcome.text, durationMs: Date.now() - startedAt });
+      return;
+    }
+
+    const parkedState: TurnState = { ...outcome.state, reply: sink.snapshot() };
+    if (!services.approvals) {
+      const text = `${sink.text ? `${sink.text}\n\n` : ''}I need approval to run ${outcome.calls.map((c) => `\`${c.name}\``).join(', ')}, but approvals are not set up in this deployment, so nothing was run.`;
+      await sink.finish(text);
+      await transaction(pool, async (client) => {
+        await settle(client, item, 'failed', { error: 'approval needed but no approval gate' });
+        await deleteCheckpoint(client, item.id);
+      });
+      services.events.emit('failed', { item, error: 'approval needed' });
+      return;
+    }
+    await sink.finish(sink.text || undefined);
+    const gate = services.approvals;
+    const showCard = await transaction(pool, async (client) => {
+      const show = await gate.park(client, item, parkedState);
+      await settle(client, item, 'awaiting_approval', {});
+      return show;
+    });
+    await showCard();
+    services.events.emit('awaitingApproval', { item, calls: outcome.calls });
+  };
+}
+
+/**
+ * History handed to the model must not start in the middle of a tool exchange (a tool result without
+ * its call), which providers reject; drop leading messages until a user message.
+ */
+function trimToCompleteExchanges<T extends { role: string }>(history: T[]): T[] {
+  const first = history.findIndex((m) => m.role === 'user');
+  return first <= 0 ? (first === 0 ? history : []) : history.slice(first);
+}

@@ -1,0 +1,14 @@
+import { EventEmitter } from 'node:events';
+import type { ToolCall } from '../agent/messages.ts';
+import type { WorkItem } from './work-item.ts';
+
+/** In-process notifications about turns this process ran (console adapter, metrics, tests). */
+export interface TurnEventMap {
+  started: [{ item: WorkItem; resumed: boolean }];
+  finished: [{ item: WorkItem; text: string; durationMs: number }];
+  awaitingApproval: [{ item: WorkItem; calls: ToolCall[] }];
+  failed: [{ item: WorkItem; error: string }];
+  firstVisibleText: [{ item: WorkItem; latencyMs: number }];
+}
+
+export class TurnEvents extends EventEmitter<TurnEventMap> {}

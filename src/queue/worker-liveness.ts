@@ -1,0 +1,121 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Pool } from '../db/pool.ts';
+
+/**
+ * Worker heartbeats. graphile-worker locks a job to its worker pool and, if that process dies, keeps
+ * the job locked for 4 hours. Each Countersign process records a heartbeat and the ids of its pools;
+ * every live process sweeps for processes whose heartbeat is stale and releases their jobs with
+ * graphile_worker.force_unlock_workers, so a dead worker's turns resume elsewhere within seconds.
+ */
+export class WorkerLiveness {
+  readonly processId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  readonly #pool: Pool;
+  readonly #log: Logger;
+  readonly #role: string;
+  readonly #heartbeatMs: number;
+  readonly #deadAfterSeconds: number;
+  readonly #knownSlots = new Set<string>();
+  #timer: NodeJS.Timeout | undefined;
+  #beating: Promise<void> | undefined;
+  #onFenced: () => void;
+
+  constructor(options: {
+    pool: Pool;
+    log: Logger;
+    role: string;
+    heartbeatSeconds: number;
+    deadAfterSeconds: number;
+    /** Called when another process declared this one dead and released its jobs. */
+    onFenced: () => void;
+  }) {
+    this.#pool = options.pool;
+    this.#log = options.log;
+    this.#role = options.role;
+    this.#heartbeatMs = options.heartbeatSeconds * 1000;
+    this.#deadAfterSeconds = options.deadAfterSeconds;
+    this.#onFenced = options.onFenced;
+  }
+
+  async start(): Promise<void> {
+    await this.#register();
+    this.#timer = setInterval(() => {
+      this.#beating ??= this.#beat().finally(() => {
+        this.#beating = undefined;
+      });
+    }, this.#heartbeatMs);
+    this.#timer.unref();
+  }
+
+  async #register(): Promise<void> {
+    await this.#pool.query(
+      `INSERT INTO countersign.worker_processes (id, hostname, pid, role) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (id) DO UPDATE SET last_seen_at = now()`,
+      [this.processId, hostname(), process.pid, this.#role],
+    );
+    for (const slot of this.#knownSlots) await this.#insertSlot(slot);
+  }
+
+  async #insertSlot(workerId: string): Promise<void> {
+    await this.#pool.query(
+      `INSERT INTO countersign.worker_slots (worker_id, process_id) VALUES ($1, $2) ON CONFLICT (worker_id) DO NOTHING`,
+      [workerId, this.processId],
+    );
+  }
+
+  /** Records that graphile-worker locks jobs under `workerId` in this process. Idempotent and cheap. */
+  async claimSlot(workerId: string): Promise<void> {
+    if (this.#knownSlots.has(workerId)) return;
+    await this.#insertSlot(workerId);
+    this.#knownSlots.add(workerId);
+  }
+
+  async #beat(): Promise<void> {
+    try {
+      const { rowCount } = await this.#pool.query(
+        'UPDATE countersign.worker_processes SET last_seen_at = now() WHERE id = $1',
+        [this.processId],
+      );
+      if (rowCount === 0) {
+        this.#log.error(
+          { processId: this.processId },
+          'this worker was declared dead by another process; aborting its turns',
+        );
+        this.#onFenced();
+        await this.#register();
+      }
+      await this.sweep();
+    } catch (error) {
+      this.#log.warn({ err: error }, 'worker heartbeat failed (database unreachable?)');
+    }
+  }
+
+  /** Releases the jobs of every process whose heartbeat is stale. Returns the dead process ids. */
+  async sweep(): Promise<string[]> {
+    const { rows } = await this.#pool.query<{ dead: string[] | null }>(
+      `WITH dead AS (
+         DELETE FROM countersign.worker_processes
+         WHERE last_seen_at < now() - make_interval(secs => $1) AND id <> $2
+         RETURNING id
+       ), slots AS (
+         SELECT worker_id FROM countersign.worker_slots WHERE process_id IN (SELECT id FROM dead)
+       )
+       SELECT (SELECT array_agg(id) FROM dead) AS dead,
+              graphile_worker.force_unlock_workers(coalesce((SELECT array_agg(worker_id) FROM slots), '{}'))`,
+      [this.#deadAfterSeconds, this.processId],
+    );
+    const dead = rows[0]?.dead ?? [];
+    if (dead.length > 0) this.#log.warn({ dead }, 'released the jobs of dead worker processes');
+    return dead;
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#beating;
+    // A clean exit: nothing of ours is locked any more, so nobody needs to wait for our heartbeat to go stale.
+    await this.#pool
+      .query('DELETE FROM countersign.worker_processes WHERE id = $1', [this.processId])
+      .catch((error: unknown) => this.#log.warn({ err: error }, 'could not remove worker heartbeat'));
+  }
+}

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, describeConfig, loadConfig } from '../../src/config.ts';
+import { runCli } from '../helpers/processes.ts';
+
+describe('configuration', () => {
+  it('lists every problem at once, naming the variable and what was expected', () => {
+    let error: unknown;
+    try {
+      loadConfig({ WORKER_CONCURRENCY: 'lots', HTTP_PORT: '99999', AI_PROVIDER: 'gemini', SLACK_MODE: 'webhook' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(4);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^WORKER_CONCURRENCY: expected a whole number between 1 and 256 \(got "lots"\)$/),
+        expect.stringMatching(/^HTTP_PORT: expected a whole number between 0 and 65535/),
+        expect.stringMatching(/^AI_PROVIDER: expected one of anthropic, openai, openrouter, scripted/),
+        expect.stringMatching(/^SLACK_MODE: /),
+      ]),
+    );
+  });
+
+  it('never echoes a secret in a problem report', () => {
+    expect(() =>
+      loadConfig({ DATABASE_URL: 'mysql://root:hunter2@db/x', SLACK_APP_TOKEN: 'xapp-secret-value' }),
+    ).toThrow(ConfigError);
+    try {
+      loadConfig({ DATABASE_URL: 'mysql://root:hunter2@db/x', SLACK_APP_TOKEN: 'xapp-secret-value' });
+    } catch (e) {
+      const text = (e as Error).message;
+      expect(text).toContain('DATABASE_URL');
+      expect(text).toContain('SLACK_BOT_TOKEN: is missing');
+      expect(text).not.toContain('hunter2');
+      expect(text).not.toContain('xapp-secret-value');
+    }
+  });
+
+  it('requires the key of the chosen model provider at startup', () => {
+    expect(() => loadConfig({ AI_PROVIDER: 'anthropic' })).toThrow(/ANTHROPIC_API_KEY: is missing/);
+    expect(() => loadConfig({ AI_PROVIDER: 'scripted', AI_PROVIDER_FALLBACK: 'openai' })).toThrow(/OPENAI_API_KEY/);
+  });
+
+  it('falls back to the offline scripted model when no provider or key is configured', () => {
+    expect(loadConfig({}).AI_PROVIDER).toBe('scripted');
+    expect(loadConfig({ OPENAI_API_KEY: 'sk-abcdefghijkl' }).AI_PROVIDER).toBe('openai');
+  });
+
+  it('masks secrets when describing the effective configuration', () => {
+    const rows = Object.fromEntries(
+      describeConfig(loadConfig({ SLACK_BOT_TOKEN: 'xoxb-1234567890-abcdef', SLACK_APP_TOKEN: 'xapp-1-A0-123-abc' })),
+    );
+    expect(rows.SLACK_BOT_TOKEN).toBe('xoxb…****');
+    expect(rows.WORKER_CONCURRENCY).toBe('8');
+  });
+
+  it('makes `countersign start` exit 1 with the whole list on bad env', async () => {
+    const run = runCli(['start'], {
+      WORKER_CONCURRENCY: '0',
+      APPROVAL_TTL_SECONDS: 'soon',
+      ANTHROPIC_API_KEY: '',
+      AI_PROVIDER: 'anthropic',
+    });
+    const { code } = await run.exited;
+    expect(code).toBe(1);
+    const err = run.stderr();
+    expect(err).toContain('Invalid configuration (3 problems)');
+    expect(err).toContain('WORKER_CONCURRENCY');
+    expect(err).toContain('APPROVAL_TTL_SECONDS');
+    expect(err).toContain('ANTHROPIC_API_KEY: is missing');
+  });
+
+  it('prints the effective configuration with `countersign config`', async () => {
+    const run = runCli(['config'], { DISCORD_TOKEN: 'discord-token-secret-value', DISCORD_APPLICATION_ID: '42' });
+    expect((await run.exited).code).toBe(0);
+    expect(run.stdout()).toMatch(/DISCORD_TOKEN\s+disc…\*\*\*\*/);
+    expect(run.stdout()).not.toContain('discord-token-secret-value');
+  });
+});

@@ -1,0 +1,101 @@
+import { loadConfig, type Config } from '../../src/config.ts';
+import { startCountersign, type Countersign, type Role } from '../../src/app.ts';
+import { ScriptedProvider, type Script } from '../../src/agent/providers/scripted.ts';
+import { createLogger } from '../../src/log.ts';
+import type { ModelProvider } from '../../src/agent/model.ts';
+import { enqueueWorkItem } from '../../src/queue/enqueue.ts';
+import { Priority, type WorkItem, type WorkItemDraft } from '../../src/queue/work-item.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { RecordingOutbound } from './recording-outbound.ts';
+
+export interface Harness {
+  db: TestDatabase;
+  app: Countersign;
+  config: Config;
+  outbound: RecordingOutbound;
+  /** Enqueues a chat turn from a person on the test platform. */
+  say(conversation: string, text: string, overrides?: Partial<WorkItemDraft>): Promise<WorkItem>;
+  /** Resolves when the work item reaches a resting status. */
+  settled(itemId: string, timeoutMs?: number): Promise<{ status: string; result: { text?: string } | null }>;
+  stop(): Promise<void>;
+}
+
+export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DATABASE_URL: databaseUrl,
+    HTTP_PORT: '0',
+    HTTP_HOST: '127.0.0.1',
+    AI_PROVIDER: 'scripted',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    WORKER_POLL_INTERVAL_MS: '200',
+    SHUTDOWN_GRACE_SECONDS: '1',
+    ...env,
+  });
+}
+
+export async function startHarness(options: {
+  script?: Script;
+  provider?: ModelProvider;
+  env?: Record<string, string>;
+  role?: Role;
+  db?: TestDatabase;
+  outbound?: RecordingOutbound;
+}): Promise<Harness> {
+  const db = options.db ?? (await createTestDatabase());
+  const config = testConfig(db.url, options.env);
+  const outbound = options.outbound ?? new RecordingOutbound();
+  const app = await startCountersign(config, {
+    role: options.role ?? 'all',
+    provider: options.provider ?? new ScriptedProvider(options.script),
+    outbounds: [outbound],
+    console: false,
+    log: createLogger(config.LOG_LEVEL ?? 'silent'),
+  });
+  const harness: Harness = {
+    db,
+    app,
+    config,
+    outbound,
+    say: (conversation, text, overrides = {}) =>
+      enqueueWorkItem(app.pool, {
+        type: 'CHAT',
+        priority: Priority.CRITICAL,
+        conversationId: conversation,
+        requester: { platform: 'test', userId: 'U1' },
+        input: { prompt: text },
+        payload: {},
+        reply: { platform: 'test', channel: conversation },
+        ...overrides,
+      }),
+    settled: (itemId, timeoutMs = 30_000) => waitForSettled(app, itemId, timeoutMs),
+    async stop() {
+      await app.stop();
+      if (!options.db) await db.drop();
+    },
+  };
+  return harness;
+}
+
+export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function waitForSettled(app: Countersign, itemId: string, timeoutMs: number) {
+  return waitFor(
+    async () => {
+      const { rows } = await app.pool.query<{ status: string; result: { text?: string } | null }>(
+        `SELECT status, result FROM countersign.work_items WHERE id = $1 AND status NOT IN ('queued', 'running')`,
+        [itemId],
+      );
+      return rows[0];
+    },
+    timeoutMs,
+    `work item ${itemId} to settle`,
+  );
+}

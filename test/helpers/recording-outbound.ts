@@ -1,0 +1,57 @@
+import type { Outbound, OutboundLimits, PostedMessage, ReplyOptions, ReplyTarget } from '../../src/reply/outbound.ts';
+
+export interface RecordedMessage {
+  id: string;
+  channel: string;
+  text: string;
+  edits: number;
+  buttons: ReplyOptions['buttons'];
+}
+
+/** A chat platform that keeps every message in memory: the simplest protocol peer for pipeline tests. */
+export class RecordingOutbound implements Outbound {
+  readonly platform: string;
+  readonly limits: OutboundLimits;
+  readonly messages = new Map<string, RecordedMessage>();
+  calls = 0;
+  #next = 1;
+  /** Make the next N calls fail (a platform outage or 429). */
+  failNext = 0;
+  failWith: Error & { retryAfterMs?: number } = new Error('platform unavailable');
+
+  constructor(platform = 'test', limits: Partial<OutboundLimits> = {}) {
+    this.platform = platform;
+    this.limits = { maxMessageLength: 4000, minEditIntervalMs: 20, ...limits };
+  }
+
+  #maybeFail(): void {
+    this.calls += 1;
+    if (this.failNext > 0) {
+      this.failNext -= 1;
+      throw this.failWith;
+    }
+  }
+
+  async post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage> {
+    this.#maybeFail();
+    if (text.length > this.limits.maxMessageLength) throw new Error(`message too long: ${text.length}`);
+    const id = `m${this.#next++}`;
+    this.messages.set(id, { id, channel: target.channel, text, edits: 0, buttons: options?.buttons });
+    return { messageId: id };
+  }
+
+  async edit(_target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void> {
+    this.#maybeFail();
+    if (text.length > this.limits.maxMessageLength) throw new Error(`message too long: ${text.length}`);
+    const message = this.messages.get(messageId);
+    if (!message) throw new Error(`unknown message ${messageId}`);
+    message.text = text;
+    message.edits += 1;
+    message.buttons = options?.buttons;
+  }
+
+  /** Visible text of a channel's messages in posting order. */
+  channelText(channel: string): string[] {
+    return [...this.messages.values()].filter((m) => m.channel === channel).map((m) => m.text);
+  }
+}

@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { ReplyStream } from '../../src/reply/reply-stream.ts';
+import { createLogger } from '../../src/log.ts';
+import { RecordingOutbound } from '../helpers/recording-outbound.ts';
+import { openFenceAt } from '../../src/reply/split.ts';
+
+const log = createLogger('silent');
+const target = { platform: 'test', channel: 'c1' };
+
+describe('streaming a reply', () => {
+  it('coalesces many deltas into few edits and ends with the complete text', async () => {
+    const outbound = new RecordingOutbound('test', { minEditIntervalMs: 50 });
+    const stream = new ReplyStream(outbound, target, { log });
+    const words = Array.from({ length: 200 }, (_, i) => `w${i} `);
+    for (const w of words) {
+      stream.append(w);
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    await stream.finish();
+    expect(outbound.channelText('c1')).toEqual([words.join('')]);
+    // 200 deltas over ~200+ ms at most one edit per 50 ms: far fewer calls than deltas.
+    expect(outbound.calls).toBeLessThan(40);
+  });
+
+  it('edits the placeholder the inbound adapter posted instead of posting a new message', async () => {
+    const outbound = new RecordingOutbound();
+    const placeholder = await outbound.post(target, 'Thinking…');
+    const stream = new ReplyStream(outbound, { ...target, messageId: placeholder.messageId }, { log });
+    stream.append('answer');
+    await stream.finish();
+    expect(outbound.channelText('c1')).toEqual(['answer']);
+  });
+
+  it('continues in new messages at safe boundaries and never loses text', async () => {
+    const outbound = new RecordingOutbound('test', { maxMessageLength: 500, minEditIntervalMs: 0 });
+    const stream = new ReplyStream(outbound, target, { log });
+    const code = Array.from({ length: 30 }, (_, i) => `line ${i} of the code block`).join('\n');
+    const text = `Intro paragraph.\n\n\`\`\`sh\n${code}\n\`\`\`\n\nOutro.`;
+    for (let i = 0; i < text.length; i += 7) stream.append(text.slice(i, i + 7));
+    await stream.finish();
+    const parts = outbound.channelText('c1');
+    expect(parts.length).toBeGreaterThan(1);
+    for (const p of parts) {
+      expect(p.length).toBeLessThanOrEqual(500);
+      expect(openFenceAt(p)).toBeUndefined();
+    }
+    const joined = parts.join('\n');
+    for (let i = 0; i < 30; i++) expect(joined).toContain(`line ${i} of the code block`);
+    expect(parts.at(-1)).toMatch(/Outro\.$/);
+  });
+
+  it('retries failed edits with the latest text until it is visible', async () => {
+    const outbound = new RecordingOutbound('test', { minEditIntervalMs: 0 });
+    const stream = new ReplyStream(outbound, target, { log });
+    stream.append('first');
+    await stream.finish();
+    const retrying = new ReplyStream(outbound, { ...target, messageId: [...outbound.messages.keys()][0] }, { log });
+    outbound.failNext = 3;
+    outbound.failWith = Object.assign(new Error('ratelimited'), { retryAfterMs: 10 });
+    retrying.append('second, ');
+    retrying.append('and final');
+    await retrying.finish();
+    expect(outbound.channelText('c1')).toEqual(['second, and final']);
+  });
+
+  it('shows a progress line while a tool runs and removes it at the end', async () => {
+    const outbound = new RecordingOutbound('test', { minEditIntervalMs: 0 });
+    const stream = new ReplyStream(outbound, target, { log });
+    stream.append('Working on it.');
+    stream.setStatus('Running `deploy`…');
+    await new Promise((r) => setTimeout(r, 30));
+    expect(outbound.channelText('c1')[0]).toBe('Working on it.\n\n_Running `deploy`…_');
+    await stream.finish();
+    expect(outbound.channelText('c1')).toEqual(['Working on it.']);
+  });
+
+  it('forgets a round that the provider restarts, so text is not shown twice', async () => {
+    const outbound = new RecordingOutbound('test', { minEditIntervalMs: 0 });
+    const stream = new ReplyStream(outbound, target, { log });
+    stream.beginRound();
+    stream.append('Hel');
+    stream.restartRound();
+    stream.append('Hello');
+    await stream.finish();
+    expect(outbound.channelText('c1')).toEqual(['Hello']);
+  });
+});
