@@ -8,6 +8,11 @@ import { createPool, type Pool } from './db/pool.ts';
 import { createProvider } from './agent/providers/index.ts';
 import { ToolRegistry } from './agent/tools/registry.ts';
 import { currentTimeTool } from './agent/tools/current-time.ts';
+import { requestHumanApprovalTool } from './agent/tools/request-human-approval.ts';
+import { ApprovalService } from './approval/service.ts';
+import type { ApprovalScope } from './approval/envelope.ts';
+import { createHousekeepingTask, HOUSEKEEPING_CRONTAB, HOUSEKEEPING_TASK } from './queue/tasks/housekeeping.ts';
+import type { AnyTool } from './agent/tools/tool.ts';
 import { buildSystemPrompt } from './agent/system-prompt.ts';
 import type { ModelProvider } from './agent/model.ts';
 import { OutboundRegistry, type Outbound } from './reply/outbound.ts';
@@ -28,6 +33,8 @@ export interface StartOptions {
   provider?: ModelProvider;
   /** Extra outbound clients (test platforms). */
   outbounds?: Outbound[];
+  /** Extra tools (tests, embedding applications). */
+  tools?: AnyTool[];
   /** Run the console adapter on these streams; default: when no Slack/Discord credentials are set. */
   console?: { input: NodeJS.ReadableStream; output: NodeJS.WriteStream; interactive: boolean } | false;
   log?: Logger;
@@ -38,6 +45,8 @@ export interface Countersign {
   log: Logger;
   pool: Pool;
   events: TurnEvents;
+  approvals: ApprovalService;
+  tools: ToolRegistry;
   databaseUrl: string;
   http: HttpServer;
   /** Resolves when the console's input ended (piped stdin) — the process should then stop. */
@@ -98,10 +107,31 @@ export async function startCountersign(config: Config, options: StartOptions): P
     outbounds.register(consoleOutbound);
     for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
 
+    const tools = new ToolRegistry([currentTimeTool, requestHumanApprovalTool, ...(options.tools ?? [])]);
+    const workspaceRoot = resolveFromCwd(config.AGENT_WORKSPACE_ROOT);
+    const scope = (): ApprovalScope => ({
+      agent: config.AGENT_NAME,
+      workspaceRoot,
+      tools: tools.fingerprint(),
+      skills: '',
+    });
+    // Clicks arrive at inbound adapters, so every role verifies and consumes them.
+    const approvals = new ApprovalService({
+      pool,
+      outbounds,
+      tools,
+      scope,
+      log,
+      settings: {
+        ttlSeconds: config.APPROVAL_TTL_SECONDS,
+        approvers: config.APPROVERS,
+        twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
+      },
+    });
+
     let runner: QueueRunner | undefined;
     if (options.role !== 'ingress') {
       const provider = options.provider ?? createProvider(config);
-      const tools = new ToolRegistry([currentTimeTool]);
       const fence = new AbortController();
       const liveness = new WorkerLiveness({
         pool,
@@ -123,6 +153,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
         events,
         liveness,
         fence: fence.signal,
+        approvals,
         systemPrompt: (item) => buildSystemPrompt({ agentName: config.AGENT_NAME, sections: [] }, item),
       });
       const startedRunner = await startQueueRunner({
@@ -133,6 +164,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
         pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
         shutdownGraceMs: config.SHUTDOWN_GRACE_SECONDS * 1000,
         workItemTask: task,
+        backgroundTasks: { [HOUSEKEEPING_TASK]: createHousekeepingTask({ approvals, log }) },
+        crontab: HOUSEKEEPING_CRONTAB,
         onPoolCreated: (poolId) => {
           liveness
             .claimSlot(poolId)
@@ -153,7 +186,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
 
     let consoleDone: Promise<void> | undefined;
     if (consoleOptions) {
-      consoleDone = runConsole({ pool, events, outbound: consoleOutbound, log, ...consoleOptions });
+      consoleDone = runConsole({ pool, events, outbound: consoleOutbound, log, approvals, ...consoleOptions });
     }
     log.info({ port: http.port, role: options.role, installDir: INSTALL_DIR }, 'Countersign is running');
 
@@ -163,6 +196,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
       log,
       pool,
       events,
+      approvals,
+      tools,
       databaseUrl,
       http,
       consoleDone,

@@ -5,6 +5,7 @@ import type { AssistantMessage, Message, ToolCall, ToolResult } from './messages
 import { addUsage, type ModelProvider, type ModelRequest } from './model.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { needsApproval, type Requester, type ToolOutput } from './tools/tool.ts';
+import type { CallDecision } from '../queue/work-item.ts';
 import {
   findToolExecution,
   recordModelRound,
@@ -38,6 +39,8 @@ export interface TurnDeps {
   settings: TurnSettings;
   log: Logger;
   signal: AbortSignal;
+  /** Told about each call a person decided on, once its result is known (approval audit). */
+  onDecidedCall?: (call: ToolCall, decision: CallDecision, result: ToolResult) => Promise<void>;
 }
 
 export type TurnOutcome =
@@ -69,6 +72,7 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
   const { sink, settings } = deps;
   if (state.final) return { kind: 'final', text: state.text, state };
   sink.restoreText(state.text);
+  if (state.pendingApproval.length > 0 && state.approvalDecisions) await applyDecisions(ctx, state, deps);
 
   while (state.round < settings.maxRounds) {
     deps.signal.throwIfAborted();
@@ -152,6 +156,40 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
   }
 
   return answerAtRoundLimit(ctx, state, deps);
+}
+
+const DENIED =
+  'A person denied this call, so it was not run. Do not try it again unless they ask; tell them what you would have done instead.';
+
+/** Runs the calls a person approved, answers the denied ones, and checkpoints the result. */
+async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<void> {
+  const decisions = new Map((state.approvalDecisions ?? []).map((d) => [d.toolCallId, d] as const));
+  const results: ToolResult[] = [];
+  for (const call of state.pendingApproval) {
+    const decision = decisions.get(call.id) ?? { toolCallId: call.id, approved: false };
+    let result: ToolResult;
+    if (decision.answer !== undefined) {
+      result = {
+        toolCallId: call.id,
+        name: call.name,
+        content: `The person answered: ${decision.answer}`,
+        isError: false,
+      };
+    } else if (decision.approved) {
+      result = await executeToolCall(ctx, call, deps);
+    } else {
+      result = { toolCallId: call.id, name: call.name, content: DENIED, isError: true };
+    }
+    results.push(result);
+    await deps.onDecidedCall?.(call, decision, result);
+  }
+  // Results of the round's calls that needed no approval are already there: keep one tool message.
+  const last = state.messages.at(-1);
+  if (last?.role === 'tool') last.results.push(...results);
+  else state.messages.push({ role: 'tool', results });
+  state.pendingApproval = [];
+  state.approvalDecisions = undefined;
+  await saveCheckpoint(deps.db, ctx.workItemId, state);
 }
 
 /** Records the final answer durably before it is delivered, so a crash during delivery only re-delivers. */

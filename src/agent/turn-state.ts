@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Message, ToolCall } from './messages.ts';
 import { ReplyState } from '../reply/reply-stream.ts';
+import { CallDecision } from '../queue/work-item.ts';
 
 /** Bumped whenever TurnState's shape changes; a checkpoint of another version is ignored. */
 export const TURN_STATE_VERSION = 1;
@@ -29,5 +30,7 @@ export const TurnState = z.object({
   final: z.boolean().default(false),
   /** Calls of the last round that wait for a person's decision. */
   pendingApproval: z.array(ToolCall).default([]),
+  /** Set by an approval continuation: the person's decisions on `pendingApproval`. */
+  approvalDecisions: z.array(CallDecision).optional(),
 });
 export type TurnState = z.infer<typeof TurnState>;

@@ -17,6 +17,8 @@ export interface QueueRunnerOptions {
   workItemTask: TaskList[string];
   /** Extra background tasks (housekeeping). */
   backgroundTasks?: TaskList;
+  /** graphile-worker crontab for the background pool (periodic housekeeping). */
+  crontab?: string;
   /** Called with each graphile-worker pool id, which is what jobs are locked under. */
   onPoolCreated: (poolId: string) => void;
 }
@@ -81,6 +83,7 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
         ...common,
         concurrency: options.backgroundConcurrency,
         taskList: { [BACKGROUND_TASK]: options.workItemTask, ...options.backgroundTasks },
+        crontab: options.crontab ?? '',
       }),
     );
   } catch (error) {

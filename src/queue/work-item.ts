@@ -34,7 +34,10 @@ export const Requester = z.object({
 export const CallDecision = z.object({
   toolCallId: z.string().min(1),
   approved: z.boolean(),
+  /** For a question the agent asked: the option the person chose. */
+  answer: z.string().optional(),
 });
+export type CallDecision = z.infer<typeof CallDecision>;
 
 export const WorkItemInput = z.object({
   /** The person's message; absent for continuations. */

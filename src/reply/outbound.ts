@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ApprovalCard } from '../approval/card.ts';
 
 /**
  * Where a work item streams its answer. It is plain data (it rides inside the job payload) so any
@@ -45,6 +46,11 @@ export interface Outbound {
   readonly limits: OutboundLimits;
   post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage>;
   edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void>;
+  /**
+   * Shows (or, with `messageId`, updates in place) an approval card in the platform's own UI.
+   * Platforms without one get the card as text with buttons through post/edit.
+   */
+  showApprovalCard?(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<PostedMessage>;
 }
 
 /** Looks up the outbound client for a reply target's platform. */

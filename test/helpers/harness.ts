@@ -3,6 +3,7 @@ import { startCountersign, type Countersign, type Role } from '../../src/app.ts'
 import { ScriptedProvider, type Script } from '../../src/agent/providers/scripted.ts';
 import { createLogger } from '../../src/log.ts';
 import type { ModelProvider } from '../../src/agent/model.ts';
+import type { AnyTool } from '../../src/agent/tools/tool.ts';
 import { enqueueWorkItem } from '../../src/queue/enqueue.ts';
 import { Priority, type WorkItem, type WorkItemDraft } from '../../src/queue/work-item.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -40,6 +41,7 @@ export async function startHarness(options: {
   role?: Role;
   db?: TestDatabase;
   outbound?: RecordingOutbound;
+  tools?: AnyTool[];
 }): Promise<Harness> {
   const db = options.db ?? (await createTestDatabase());
   const config = testConfig(db.url, options.env);
@@ -48,6 +50,7 @@ export async function startHarness(options: {
     role: options.role ?? 'all',
     provider: options.provider ?? new ScriptedProvider(options.script),
     outbounds: [outbound],
+    tools: options.tools ?? [],
     console: false,
     log: createLogger(config.LOG_LEVEL ?? 'silent'),
   });

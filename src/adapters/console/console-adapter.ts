@@ -7,6 +7,9 @@ import { enqueueWorkItem } from '../../queue/enqueue.ts';
 import type { TurnEvents } from '../../queue/turn-events.ts';
 import { Priority, type WorkItem, type WorkItemDraft } from '../../queue/work-item.ts';
 import type { ConsoleOutbound } from './outbound.ts';
+import type { ApprovalCard } from '../../approval/card.ts';
+import type { ApprovalService } from '../../approval/service.ts';
+import type { CallDecision } from '../../queue/work-item.ts';
 import { TerminalRenderer } from './terminal-renderer.ts';
 
 /** A line the console handles itself instead of sending to the agent (e.g. `/skills`). */
@@ -23,7 +26,36 @@ export interface ConsoleAdapterOptions {
   /** Render replies as they stream (a terminal) or print each final reply once (piped). */
   interactive: boolean;
   log: Logger;
+  approvals: ApprovalService;
   commands?: ConsoleCommand;
+}
+
+/**
+ * Reads a person's answer to a card: y/n for all calls, one y/n letter per call ("yn"), or for a
+ * question the option's number. Returns undefined when the answer doesn't fit the card.
+ */
+export function parseCardAnswer(card: ApprovalCard, answer: string): CallDecision[] | undefined {
+  const text = answer.trim().toLowerCase();
+  if (card.kind === 'question') {
+    const options = card.options ?? [];
+    const byNumber = Number(text);
+    const chosen = Number.isInteger(byNumber) ? options[byNumber - 1] : options.find((o) => o.toLowerCase() === text);
+    const call = card.calls[0];
+    return chosen !== undefined && call ? [{ toolCallId: call.id, approved: true, answer: chosen }] : undefined;
+  }
+  const all = /^(y|yes|a|approve)$/.test(text) ? true : /^(n|no|d|deny)$/.test(text) ? false : undefined;
+  if (all !== undefined) return card.calls.map((c) => ({ toolCallId: c.id, approved: all }));
+  if (new RegExp(`^[yn]{${card.calls.length}}$`).test(text)) {
+    return card.calls.map((c, i) => ({ toolCallId: c.id, approved: text[i] === 'y' }));
+  }
+  return undefined;
+}
+
+function cardPrompt(card: ApprovalCard): string {
+  if (card.kind === 'question') return `answer with a number 1-${card.options?.length ?? 0}`;
+  return card.calls.length === 1
+    ? 'approve? [y]es / [n]o'
+    : `approve? [y] all / [n] none / one letter per call, e.g. ${'yn'.repeat(card.calls.length).slice(0, card.calls.length)}`;
 }
 
 type TurnEnd = { kind: 'finished' | 'failed' | 'awaitingApproval' };
@@ -40,11 +72,16 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
   const conversationId = `console:${user}:${session}`;
   const renderer = new TerminalRenderer(output);
   let latest: string;
+  let pendingCard: ApprovalCard | undefined;
   outbound.onChange((_id, text, target) => {
     if (target.channel !== session) return;
     latest = text;
     if (interactive) renderer.show(text);
   });
+  outbound.onCard((card, target) => {
+    if (target.channel === session && card.state === 'pending') pendingCard = card;
+  });
+  const me = { platform: 'console', userId: user };
 
   const waitForEnd = (item: WorkItem) =>
     new Promise<TurnEnd>((resolve) => {
@@ -63,6 +100,18 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
       events.on('failed', listeners.failed);
       events.on('awaitingApproval', listeners.awaitingApproval);
     });
+
+  const afterTurn = async (end: TurnEnd) => {
+    if (!interactive) output.write(`${latest}\n`);
+    if (end.kind === 'awaitingApproval' && pendingCard) {
+      if (interactive) {
+        rl.setPrompt(`\n${cardPrompt(pendingCard)} › `);
+        rl.prompt();
+      }
+      return;
+    }
+    prompt();
+  };
 
   const rl = readline.createInterface({
     input: options.input,
@@ -84,6 +133,32 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
     const line = raw.trim();
     if (!line) {
       prompt();
+      continue;
+    }
+    if (pendingCard) {
+      const card = pendingCard;
+      const decisions = parseCardAnswer(card, line);
+      if (!decisions) {
+        output.write(`Please ${cardPrompt(card)}.\n`);
+        prompt();
+        continue;
+      }
+      // The same verify-and-consume path a Slack or Discord click takes.
+      const result = await options.approvals.submit(card.nonce, decisions, me);
+      if (!result.ok) {
+        output.write(`${result.reason}\n`);
+        prompt();
+        continue;
+      }
+      if (!('continuation' in result)) continue;
+      pendingCard = undefined;
+      latest = '';
+      if (interactive) {
+        output.write('\ncountersign › ');
+        renderer.begin();
+      }
+      const end = await waitForEnd(result.continuation);
+      await afterTurn(end);
       continue;
     }
     const command = await options.commands?.(line);
@@ -108,10 +183,7 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
       renderer.begin();
     }
     const item = await enqueueWorkItem(options.pool, draft);
-    const ended = waitForEnd(item);
-    await ended;
-    if (!interactive) output.write(`${latest}\n`);
-    prompt();
+    await afterTurn(await waitForEnd(item));
   }
   if (interactive) output.write('\n');
 }

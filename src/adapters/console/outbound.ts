@@ -1,4 +1,5 @@
 import type { Outbound, PostedMessage, ReplyTarget } from '../../reply/outbound.ts';
+import { cardText, type ApprovalCard } from '../../approval/card.ts';
 
 /**
  * The console's speaking half. Messages live in memory; whoever owns the terminal subscribes to
@@ -26,6 +27,22 @@ export class ConsoleOutbound implements Outbound {
   async edit(target: ReplyTarget, messageId: string, text: string): Promise<void> {
     this.#messages.set(messageId, { target, text });
     this.#listener?.(messageId, text, target);
+  }
+
+  #cardListener: ((card: ApprovalCard, target: ReplyTarget) => void) | undefined;
+
+  onCard(listener: (card: ApprovalCard, target: ReplyTarget) => void): void {
+    this.#cardListener = listener;
+  }
+
+  /** The console answers cards at its prompt; the card's text is shown like any message. */
+  async showApprovalCard(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<PostedMessage> {
+    const text = cardText(card);
+    const posted = messageId
+      ? (await this.edit(target, messageId, text), { messageId })
+      : await this.post(target, text);
+    this.#cardListener?.(card, target);
+    return posted;
   }
 
   text(messageId: string): string | undefined {

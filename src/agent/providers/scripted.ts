@@ -49,6 +49,21 @@ export const DEMO_SCRIPT: Script = {
       ],
     },
     {
+      match: '\\b(deploy|approve|approval)\\b',
+      rounds: [
+        {
+          text: 'This needs a human decision first.',
+          toolCalls: [
+            {
+              name: 'request_human_approval',
+              args: { question: 'Deploy the demo service to production?', options: ['Yes, deploy', 'No, cancel'] },
+            },
+          ],
+        },
+        { text: '{{lastToolResult}}. (The scripted demo model does not deploy anything for real.)', delayMs: 15 },
+      ],
+    },
+    {
       rounds: [
         {
           text: 'I am the scripted demo model, so I can only echo: "{{lastUser}}". Set AI_PROVIDER and an API key to talk to a real model, or ask me for the time to see a tool call.',

@@ -14,7 +14,8 @@ import { ReplyStream } from '../../reply/reply-stream.ts';
 import { scrubSecrets } from '../../log.ts';
 import { advanceConversation } from '../conversation-chain.ts';
 import type { TurnEvents } from '../turn-events.ts';
-import { WorkItem, WorkItemJobPayload } from '../work-item.ts';
+import { WorkItem, WorkItemJobPayload, type CallDecision } from '../work-item.ts';
+import type { ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
 
 /** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */
@@ -23,6 +24,8 @@ export interface ApprovalGate {
   resume(item: WorkItem, log: Logger): Promise<{ state: TurnState } | { refused: string }>;
   /** Parks the turn: stores the envelope with the checkpoint (one transaction) and shows the card. */
   park(client: PoolClient, item: WorkItem, state: TurnState): Promise<() => Promise<void>>;
+  /** Audits what happened to a decided call once the continuation ran (or denied) it. */
+  recordOutcome(envelopeId: string, call: ToolCall, decision: CallDecision, isError: boolean): Promise<void>;
 }
 
 export interface WorkerServices {
@@ -143,6 +146,10 @@ export function createWorkItemTask(services: WorkerServices): Task {
           },
           log,
           signal,
+          onDecidedCall: async (call, decision, result) => {
+            const envelopeId = item.input.approval?.envelopeId;
+            if (envelopeId) await services.approvals?.recordOutcome(envelopeId, call, decision, result.isError);
+          },
         },
       );
     } catch (error) {

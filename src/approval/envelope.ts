@@ -1,0 +1,103 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { CallDecision, Requester } from '../queue/work-item.ts';
+import { canonicalJson } from './canonical-json.ts';
+
+/** 24 random bytes = 192 bits, base64url: 32 characters. */
+export function newNonce(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+export const NONCE_PATTERN = /^[A-Za-z0-9_-]{32}$/;
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** One call a person is asked to decide on, as shown on the card and hashed into the plan. */
+export const PlannedCall = z.object({
+  id: z.string().min(1),
+  name: z.string().min(1),
+  args: z.record(z.string(), z.unknown()),
+  risk: z.enum(['low', 'medium', 'high']),
+});
+export type PlannedCall = z.infer<typeof PlannedCall>;
+
+export function planHash(callsCanonical: string): string {
+  return sha256(callsCanonical);
+}
+
+/** What the calls would run against; if any of it changes between request and click, the click is refused. */
+export const ApprovalScope = z.object({
+  agent: z.string(),
+  workspaceRoot: z.string(),
+  tools: z.array(z.object({ name: z.string(), version: z.string() })),
+  skills: z.string(),
+});
+export type ApprovalScope = z.infer<typeof ApprovalScope>;
+
+export function scopeHash(scope: ApprovalScope): string {
+  return sha256(canonicalJson(scope));
+}
+
+export const DecisionCode = z.union([
+  z.literal('A'), // approve all
+  z.literal('D'), // deny all
+  z.string().regex(/^[ad]\d{1,2}$/), // approve/deny call i
+  z.string().regex(/^o\d{1,2}$/), // choose option i of a question
+  z.literal('S'), // stop the running turn
+]);
+
+/**
+ * What an Approve/Deny button carries: only the nonce and the decision, as `nonce.decision`
+ * (at most 36 characters; Discord's custom_id allows 100).
+ */
+export const ButtonPayload = z
+  .string()
+  .max(100)
+  .transform((value, ctx) => {
+    const [nonce, decision, ...rest] = value.split('.');
+    const parsedDecision = DecisionCode.safeParse(decision);
+    if (rest.length > 0 || !nonce || !NONCE_PATTERN.test(nonce) || !parsedDecision.success) {
+      ctx.addIssue({ code: 'custom', message: 'not an approval button' });
+      return z.NEVER;
+    }
+    return { nonce, decision: parsedDecision.data };
+  });
+export type ButtonPayload = z.output<typeof ButtonPayload>;
+
+export function buttonValue(nonce: string, decision: string): string {
+  return `${nonce}.${decision}`;
+}
+
+export { CallDecision } from '../queue/work-item.ts';
+
+export const EnvelopeRow = z.object({
+  id: z.string(),
+  nonce: z.string(),
+  kind: z.enum(['tools', 'question']),
+  context_id: z.string(),
+  work_item_id: z.string(),
+  conversation_id: z.string(),
+  requester: Requester,
+  approvers: z.array(z.string()),
+  two_person_rule: z.boolean(),
+  calls: z.string(),
+  plan_hash: z.string(),
+  scope: ApprovalScope,
+  scope_hash: z.string(),
+  turn_state: z.unknown(),
+  reply: z.unknown(),
+  card_message_id: z.string().nullable(),
+  status: z.enum(['pending', 'consumed', 'expired']),
+  partial_decisions: z.array(CallDecision.extend({ by: Requester })),
+  decisions: z.array(CallDecision).nullable(),
+  decided_by: Requester.nullable(),
+  decided_at: z.date().nullable(),
+  continuation_work_item: z.string().nullable(),
+  expires_at: z.date(),
+  created_at: z.date(),
+  /** Whether the envelope is past its expiry by the database's clock. */
+  expired_now: z.boolean(),
+});
+export type EnvelopeRow = z.infer<typeof EnvelopeRow>;

@@ -1,0 +1,440 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { transaction, type Pool, type PoolClient } from '../db/pool.ts';
+import type { ToolCall } from '../agent/messages.ts';
+import type { ToolRegistry } from '../agent/tools/registry.ts';
+import { riskOf, type Requester } from '../agent/tools/tool.ts';
+import { TurnState } from '../agent/turn-state.ts';
+import type { OutboundRegistry, PostedMessage, ReplyTarget } from '../reply/outbound.ts';
+import { ReplyTarget as ReplyTargetSchema } from '../reply/outbound.ts';
+import { appendToConversation, advanceConversation } from '../queue/conversation-chain.ts';
+import { newWorkItem, Priority, type CallDecision, type WorkItem } from '../queue/work-item.ts';
+import { canonicalJson } from './canonical-json.ts';
+import { cardButtons, cardText, prettyArgs, type ApprovalCard } from './card.ts';
+import {
+  ButtonPayload,
+  newNonce,
+  PlannedCall,
+  planHash,
+  scopeHash,
+  type ApprovalScope,
+  type EnvelopeRow,
+} from './envelope.ts';
+import {
+  addPartialDecision,
+  audit,
+  consumeNonce,
+  expireEnvelopes,
+  findEnvelopeById,
+  findEnvelopeByNonce,
+  insertEnvelope,
+  setCardMessage,
+} from './store.ts';
+import { mayDecide, qualifiedId, verifySubmission } from './verify.ts';
+import { QUESTION_TOOL } from '../agent/tools/request-human-approval.ts';
+
+export interface ApprovalSettings {
+  ttlSeconds: number;
+  approvers: string[];
+  twoPersonRule: boolean;
+}
+
+export type SubmitResult =
+  | { ok: true; continuation: WorkItem; envelope: EnvelopeRow }
+  | { ok: true; partial: true; envelope: EnvelopeRow }
+  | { ok: false; reason: string };
+
+function label(person: Requester & { displayName?: string }): string {
+  return person.displayName ?? qualifiedId(person);
+}
+
+function parseCalls(envelope: EnvelopeRow): PlannedCall[] {
+  return PlannedCall.array().parse(JSON.parse(envelope.calls));
+}
+
+/**
+ * Approvals, platform-neutral: parks a turn behind a single-use envelope, verifies and consumes
+ * clicks, and hands a consumed decision to its continuation. Adapters only render cards and pass
+ * clicks in; nothing here knows Slack or Discord.
+ */
+export class ApprovalService {
+  readonly #pool: Pool;
+  readonly #outbounds: OutboundRegistry;
+  readonly #tools: ToolRegistry;
+  readonly #settings: ApprovalSettings;
+  readonly #scope: () => ApprovalScope;
+  readonly #log: Logger;
+
+  constructor(options: {
+    pool: Pool;
+    outbounds: OutboundRegistry;
+    tools: ToolRegistry;
+    settings: ApprovalSettings;
+    scope: () => ApprovalScope;
+    log: Logger;
+  }) {
+    this.#pool = options.pool;
+    this.#outbounds = options.outbounds;
+    this.#tools = options.tools;
+    this.#settings = options.settings;
+    this.#scope = options.scope;
+    this.#log = options.log;
+  }
+
+  #plan(calls: ToolCall[]): PlannedCall[] {
+    return calls.map((c) => {
+      const tool = this.#tools.get(c.name);
+      const parsed = tool?.input.safeParse(c.args);
+      return {
+        id: c.id,
+        name: c.name,
+        args: c.args,
+        risk: tool && parsed?.success ? riskOf(tool, parsed.data) : 'high',
+      };
+    });
+  }
+
+  /**
+   * Stores the envelope for a turn's waiting calls, inside the caller's transaction (the one that
+   * records the turn as parked). Returns a function that shows the card once that transaction committed.
+   */
+  async park(client: PoolClient, item: WorkItem, state: TurnState): Promise<() => Promise<void>> {
+    const calls = this.#plan(state.pendingApproval);
+    const callsCanonical = canonicalJson(calls);
+    const scope = this.#scope();
+    const id = randomUUID();
+    const nonce = newNonce();
+    const kind = calls.length === 1 && calls[0]?.name === QUESTION_TOOL ? 'question' : 'tools';
+    const { expiresAt } = await insertEnvelope(client, {
+      id,
+      nonce,
+      kind,
+      contextId: item.input.approvalContextId ?? item.id,
+      workItemId: item.id,
+      conversationId: item.conversationId,
+      requester: item.requester,
+      approvers: this.#settings.approvers,
+      twoPersonRule: this.#settings.twoPersonRule,
+      callsCanonical,
+      planHash: planHash(callsCanonical),
+      scope,
+      scopeHash: scopeHash(scope),
+      turnState: state,
+      reply: item.reply,
+      ttlSeconds: this.#settings.ttlSeconds,
+    });
+    await audit(client, {
+      envelopeId: id,
+      nonce,
+      event: 'requested',
+      actor: item.requester,
+      detail: { calls: calls.map((c) => c.name) },
+    });
+    return async () => {
+      const envelope = await findEnvelopeById(this.#pool, id);
+      if (!envelope) return;
+      const shown = await this.#showCard(envelope, await this.#card(envelope, 'pending', expiresAt));
+      await setCardMessage(this.#pool, id, shown.messageId);
+    };
+  }
+
+  async #card(
+    envelope: EnvelopeRow,
+    state: ApprovalCard['state'],
+    expiresAt = envelope.expires_at,
+  ): Promise<ApprovalCard> {
+    const calls = parseCalls(envelope);
+    const question = envelope.kind === 'question' ? calls[0] : undefined;
+    const decided = envelope.decisions ?? envelope.partial_decisions;
+    const by = envelope.decided_by;
+    const cardCalls = [];
+    for (const [index, c] of calls.entries()) {
+      const tool = this.#tools.get(c.name);
+      let detail: string | undefined;
+      try {
+        detail = await tool?.describeForApproval?.(c.args, {
+          workItemId: envelope.work_item_id,
+          conversationId: envelope.conversation_id,
+          requester: envelope.requester,
+          signal: AbortSignal.timeout(5000),
+          log: this.#log,
+        });
+      } catch (error) {
+        this.#log.warn({ err: error, tool: c.name }, 'could not describe a call for its approval card');
+      }
+      cardCalls.push({
+        index,
+        id: c.id,
+        tool: c.name,
+        argsPretty: prettyArgs(c.args),
+        risk: c.risk,
+        ...(detail ? { detail } : {}),
+      });
+    }
+    return {
+      envelopeId: envelope.id,
+      nonce: envelope.nonce,
+      kind: envelope.kind,
+      calls: cardCalls,
+      ...(question
+        ? {
+            question: String(question.args.question ?? ''),
+            options: (question.args.options as string[] | undefined) ?? [],
+          }
+        : {}),
+      planHashPrefix: envelope.plan_hash.slice(0, 12),
+      expiresAt,
+      requesterLabel: label(envelope.requester),
+      state,
+      decisions: decided.map((d) => ({
+        index: calls.findIndex((c) => c.id === d.toolCallId),
+        approved: d.approved,
+        ...(d.answer !== undefined ? { answer: d.answer } : {}),
+        by: label('by' in d ? (d as { by: Requester }).by : (by ?? envelope.requester)),
+      })),
+      ...(envelope.decided_at ? { decidedAt: envelope.decided_at } : {}),
+    };
+  }
+
+  async #showCard(envelope: EnvelopeRow, card: ApprovalCard): Promise<PostedMessage> {
+    const target: ReplyTarget = { ...ReplyTargetSchema.parse(envelope.reply), messageId: undefined };
+    const outbound = this.#outbounds.for(target);
+    const existing = envelope.card_message_id ?? undefined;
+    if (outbound.showApprovalCard) return outbound.showApprovalCard(target, card, existing);
+    const text = cardText(card);
+    const options = { buttons: cardButtons(card) };
+    if (existing) {
+      await outbound.edit(target, existing, text, options);
+      return { messageId: existing };
+    }
+    return outbound.post(target, text, options);
+  }
+
+  /** Updates the card in place; a failure is logged, never undoes the decision. */
+  async #refreshCard(envelope: EnvelopeRow, state: ApprovalCard['state']): Promise<void> {
+    try {
+      await this.#showCard(envelope, await this.#card(envelope, state));
+    } catch (error) {
+      this.#log.warn({ err: error, envelopeId: envelope.id }, 'could not update the approval card');
+    }
+  }
+
+  /**
+   * A button click: `value` is the button's payload (nonce + decision). Anything invalid is rejected
+   * before the nonce is consumed, with a reason meant only for the clicker.
+   */
+  async click(value: string, clicker: Requester): Promise<SubmitResult> {
+    const payload = ButtonPayload.safeParse(value);
+    if (!payload.success) {
+      await audit(this.#pool, {
+        event: 'rejected',
+        actor: clicker,
+        reason: 'malformed button payload',
+        detail: { length: value.length },
+      });
+      return { ok: false, reason: 'That button is not a valid approval button.' };
+    }
+    const { nonce, decision } = payload.data;
+    const envelope = await findEnvelopeByNonce(this.#pool, nonce);
+    await audit(this.#pool, { envelopeId: envelope?.id, nonce, event: 'click', actor: clicker, detail: { decision } });
+    if (!envelope)
+      return this.#reject(
+        undefined,
+        nonce,
+        clicker,
+        'This approval request does not exist (or the button is not ours).',
+      );
+    const calls = parseCalls(envelope);
+    const decided = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
+    if (decision === 'A' || decision === 'D') {
+      const decisions = calls.map((c) => decided.get(c.id) ?? { toolCallId: c.id, approved: decision === 'A' });
+      return this.submit(
+        nonce,
+        decisions.map(({ toolCallId, approved }) => ({ toolCallId, approved })),
+        clicker,
+      );
+    }
+    const index = Number(decision.slice(1));
+    if (decision.startsWith('o')) {
+      const question = calls[0];
+      const answer = ((question?.args.options as string[] | undefined) ?? [])[index];
+      if (envelope.kind !== 'question' || !question || answer === undefined) {
+        return this.#reject(envelope, nonce, clicker, 'That answer is not one of the options offered.');
+      }
+      return this.submit(nonce, [{ toolCallId: question.id, approved: true, answer }], clicker);
+    }
+    const call = calls[index];
+    if (!call) return this.#reject(envelope, nonce, clicker, 'That button names a call that was not requested.');
+    const approved = decision.startsWith('a');
+    if (calls.length === 1) return this.submit(nonce, [{ toolCallId: call.id, approved }], clicker);
+    // One call of several: record it; the click that decides the last call consumes the nonce.
+    // Checked as if the other calls were denied: only this call's decision is being made now.
+    const asFull = calls.map((c) => ({ toolCallId: c.id, approved: c.id === call.id && approved }));
+    const verdict = verifySubmission(envelope, calls, asFull, clicker);
+    if (!verdict.ok) return this.#reject(envelope, nonce, clicker, verdict.reason);
+    if (decided.has(call.id)) return this.#reject(envelope, nonce, clicker, `Call ${index + 1} is already decided.`);
+    const updated = await addPartialDecision(this.#pool, nonce, { toolCallId: call.id, approved, by: clicker });
+    if (!updated) return this.#reject(envelope, nonce, clicker, 'This request was already decided or has expired.');
+    await audit(this.#pool, {
+      envelopeId: envelope.id,
+      nonce,
+      event: 'partial',
+      actor: clicker,
+      detail: { call: call.id, approved },
+    });
+    if (updated.partial_decisions.length === calls.length) {
+      return this.submit(
+        nonce,
+        updated.partial_decisions.map(({ toolCallId, approved: a }) => ({ toolCallId, approved: a })),
+        clicker,
+      );
+    }
+    await this.#refreshCard(updated, 'pending');
+    return { ok: true, partial: true, envelope: updated };
+  }
+
+  async #reject(
+    envelope: EnvelopeRow | undefined,
+    nonce: string,
+    clicker: Requester,
+    reason: string,
+  ): Promise<SubmitResult> {
+    await audit(this.#pool, { envelopeId: envelope?.id, nonce, event: 'rejected', actor: clicker, reason });
+    return { ok: false, reason };
+  }
+
+  /**
+   * The verify-and-consume path every UI uses (buttons, the console): a full set of decisions for an
+   * envelope's calls. On success the nonce is consumed and the continuation enqueued in one transaction.
+   */
+  async submit(nonce: string, decisions: CallDecision[], clicker: Requester): Promise<SubmitResult> {
+    const envelope = await findEnvelopeByNonce(this.#pool, nonce);
+    const calls = envelope ? parseCalls(envelope) : [];
+    const verdict = verifySubmission(envelope, calls, decisions, clicker);
+    if (!verdict.ok) return this.#reject(envelope, nonce, clicker, verdict.reason);
+    const env = envelope as EnvelopeRow;
+    const reply = ReplyTargetSchema.parse(env.reply);
+    const continuation = newWorkItem({
+      type: 'CHAT',
+      priority: Priority.CRITICAL,
+      conversationId: env.conversation_id,
+      requester: env.requester,
+      input: {
+        approval: { envelopeId: env.id, decisions, decidedBy: clicker },
+        approvalContextId: env.context_id,
+      },
+      payload: {},
+      reply: { ...reply, messageId: undefined },
+    });
+    const consumed = await transaction(this.#pool, async (client) => {
+      const row = await consumeNonce(client, nonce, decisions, clicker, continuation.id);
+      if (!row) return undefined;
+      await appendToConversation(client, continuation);
+      await audit(client, {
+        envelopeId: env.id,
+        nonce,
+        event: 'consumed',
+        actor: clicker,
+        detail: { decisions, continuation: continuation.id },
+      });
+      return row;
+    });
+    if (!consumed) return this.#reject(env, nonce, clicker, 'This request was already decided or has just expired.');
+    await this.#refreshCard(consumed, 'decided');
+    return { ok: true, continuation, envelope: consumed };
+  }
+
+  /**
+   * For a continuation: re-checks the consumed envelope (plan hash, scope) and returns the parked
+   * turn with the decisions applied, or why it must not run.
+   */
+  async resume(item: WorkItem, log: Logger): Promise<{ state: TurnState } | { refused: string }> {
+    const approval = item.input.approval;
+    const envelope = approval ? await findEnvelopeById(this.#pool, approval.envelopeId) : undefined;
+    const refuse = async (reason: string, detail?: unknown) => {
+      log.warn({ envelopeId: envelope?.id, reason }, 'approval continuation refused');
+      await audit(this.#pool, { envelopeId: envelope?.id, nonce: envelope?.nonce, event: 'refused', reason, detail });
+      if (envelope) await this.#refreshCard(envelope, 'refused');
+      return {
+        refused: `I did not run the approved action: ${reason} Nothing was run; ask again if it is still needed.`,
+      };
+    };
+    if (
+      !envelope ||
+      envelope.status !== 'consumed' ||
+      envelope.continuation_work_item !== item.id ||
+      !envelope.decisions
+    ) {
+      return refuse('the approval does not match this continuation.');
+    }
+    if (planHash(envelope.calls) !== envelope.plan_hash) {
+      return refuse('the requested calls changed after they were shown for approval (plan hash mismatch).');
+    }
+    const parsedState = TurnState.safeParse(envelope.turn_state);
+    if (!parsedState.success) return refuse('the parked turn could not be read.');
+    const state = parsedState.data;
+    const planned = this.#plan(state.pendingApproval);
+    if (
+      canonicalJson(planned.map(({ id, name, args }) => ({ id, name, args }))) !==
+      canonicalJson(parseCalls(envelope).map(({ id, name, args }) => ({ id, name, args })))
+    ) {
+      return refuse('the requested calls changed after they were shown for approval (plan hash mismatch).');
+    }
+    const current = this.#scope();
+    if (scopeHash(current) !== envelope.scope_hash) {
+      const changed = (Object.keys(current) as Array<keyof ApprovalScope>).filter(
+        (k) => canonicalJson(current[k]) !== canonicalJson(envelope.scope[k]),
+      );
+      return refuse(`what the calls would run against changed since the request (${changed.join(', ')}).`, { changed });
+    }
+    // The continuation streams into a new reply below the card.
+    return {
+      state: {
+        ...state,
+        text: '',
+        reply: { messageIds: [], sealed: [], carry: '' },
+        approvalDecisions: envelope.decisions,
+      },
+    };
+  }
+
+  /** Records what happened to each decided call (after the continuation ran it). */
+  async recordOutcome(envelopeId: string, call: ToolCall, decision: CallDecision, isError: boolean): Promise<void> {
+    const event = decision.answer !== undefined ? 'answered' : decision.approved ? 'executed' : 'denied';
+    await audit(this.#pool, { envelopeId, event, detail: { call: call.id, tool: call.name, isError } });
+  }
+
+  /** Expires stale envelopes (housekeeping): cards say so, turns end with a clear message, nothing runs. */
+  async expireStale(): Promise<number> {
+    const expired = await expireEnvelopes(this.#pool);
+    for (const envelope of expired) {
+      await audit(this.#pool, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'expired' });
+      await this.#refreshCard(envelope, 'expired');
+      try {
+        const target = ReplyTargetSchema.parse(envelope.reply);
+        await this.#outbounds
+          .for(target)
+          .post(
+            { ...target, messageId: undefined },
+            'The approval request expired before anyone decided, so nothing was run. Ask again if it is still needed.',
+          );
+      } catch (error) {
+        this.#log.warn({ err: error, envelopeId: envelope.id }, 'could not announce an expired approval');
+      }
+      await transaction(this.#pool, async (client) => {
+        await client.query(
+          `UPDATE countersign.work_items SET status = 'cancelled', error = 'approval expired' WHERE id = $1 AND status = 'awaiting_approval'`,
+          [envelope.work_item_id],
+        );
+        await advanceConversation(client, envelope.conversation_id, envelope.work_item_id);
+      });
+    }
+    return expired.length;
+  }
+
+  /** Whether `person` may decide on the envelope behind `nonce` (for adapters that gate Stop buttons). */
+  async mayDecide(nonce: string, person: Requester): Promise<boolean> {
+    const envelope = await findEnvelopeByNonce(this.#pool, nonce);
+    return Boolean(envelope && mayDecide(envelope, person));
+  }
+}

@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { defineTool } from '../../src/agent/tools/tool.ts';
+import type { Script } from '../../src/agent/providers/scripted.ts';
+
+const runs: string[] = [];
+const deployTool = defineTool({
+  name: 'deploy_service',
+  description: 'Deploys a service.',
+  version: '1',
+  input: z.object({ service: z.string() }),
+  approval: 'always',
+  risk: 'medium',
+  idempotent: false,
+  async execute({ service }) {
+    runs.push(service);
+    return `deployed ${service}`;
+  },
+});
+const script: Script = {
+  rules: [
+    {
+      rounds: [
+        { text: 'Deploying.', toolCalls: [{ name: 'deploy_service', args: { service: 'api' } }] },
+        { text: 'Result: {{lastToolResult}}' },
+      ],
+    },
+  ],
+};
+
+describe('an approval continuation across worker failures', () => {
+  let db: TestDatabase;
+  const apps: Harness[] = [];
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    for (const a of apps) await a.stop();
+    await db.drop();
+  });
+  const start = async (role: 'all' | 'ingress' | 'worker') => {
+    const h = await startHarness({ db, script, role, tools: [deployTool] });
+    apps.push(h);
+    return h;
+  };
+
+  it('runs exactly once when no worker was alive between consume and continuation, and never again on replays', async () => {
+    const first = await start('all');
+    const item = await first.say('durable', 'deploy');
+    expect((await first.settled(item.id)).status).toBe('awaiting_approval');
+    const { nonce } = await waitFor(
+      async () =>
+        (
+          await first.app.pool.query(
+            `SELECT nonce FROM countersign.approval_envelopes WHERE work_item_id = $1 AND card_message_id IS NOT NULL`,
+            [item.id],
+          )
+        ).rows[0] as { nonce: string } | undefined,
+      10_000,
+      'the card',
+    );
+    // Every worker goes away; only an ingress process is left to take the click.
+    await first.app.stop();
+    const ingress = await start('ingress');
+    const click = await ingress.app.approvals.click(`${nonce}.A`, { platform: 'test', userId: 'U1' });
+    if (!click.ok || !('continuation' in click)) throw new Error('expected the click to be consumed');
+    const continuationId = click.continuation.id;
+    const queued = await ingress.app.pool.query(
+      `SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'workItemId' = $1`,
+      [continuationId],
+    );
+    expect(queued.rows[0].n).toBe(1);
+    expect(runs).toEqual([]);
+
+    // A worker comes back and runs the continuation.
+    const worker = await start('worker');
+    const done = await worker.settled(continuationId);
+    expect(done.status).toBe('done');
+    expect(done.result?.text).toBe('Result: deployed api');
+    expect(runs).toEqual(['api']);
+
+    // The same job delivered again (a crash after the work, before graphile-worker marked it done).
+    const replay = async () => {
+      await worker.app.pool.query(
+        `SELECT graphile_worker.add_job('countersign_interactive', json_build_object('workItemId', $1::text), priority => 1)`,
+        [continuationId],
+      );
+      await waitFor(
+        async () => {
+          const { rows } = await worker.app.pool.query(
+            `SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'workItemId' = $1`,
+            [continuationId],
+          );
+          return rows[0].n === 0 ? true : undefined;
+        },
+        15_000,
+        'the replayed job to be processed',
+      );
+    };
+    await replay();
+    expect(runs).toEqual(['api']);
+
+    // A crash in the middle of the continuation: the call was recorded as started, its outcome lost.
+    await worker.app.pool.query(`UPDATE countersign.work_items SET status = 'running' WHERE id = $1`, [continuationId]);
+    await worker.app.pool.query(
+      `UPDATE countersign.tool_executions SET status = 'started', result = NULL WHERE work_item_id = $1`,
+      [continuationId],
+    );
+    await worker.app.pool.query(`DELETE FROM countersign.turn_checkpoints WHERE work_item_id = $1`, [continuationId]);
+    await replay();
+    expect(runs).toEqual(['api']);
+    const after = await worker.settled(continuationId);
+    expect(after.result?.text).toMatch(
+      /interrupted by a worker restart and its outcome is unknown\. It was not run again/,
+    );
+  });
+});
