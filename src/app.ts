@@ -13,6 +13,8 @@ import { ApprovalService } from './approval/service.ts';
 import type { ApprovalScope } from './approval/envelope.ts';
 import { createHousekeepingTask, HOUSEKEEPING_CRONTAB, HOUSEKEEPING_TASK } from './queue/tasks/housekeeping.ts';
 import type { AnyTool } from './agent/tools/tool.ts';
+import { createSkillTools, openSkillRegistry, skillDirs, skillsPromptSection, type SkillRegistry } from './skills/index.ts';
+import { skillConsoleCommands } from './adapters/console/skill-commands.ts';
 import { buildSystemPrompt } from './agent/system-prompt.ts';
 import type { ModelProvider } from './agent/model.ts';
 import { OutboundRegistry, type Outbound } from './reply/outbound.ts';
@@ -26,6 +28,9 @@ import { startHttpServer, type HttpServer } from './http/server.ts';
 import { healthHandler } from './http/health.ts';
 
 export type Role = 'all' | 'ingress' | 'worker';
+
+/** Characters of the system prompt given to the list of skills (names and descriptions only). */
+const SKILLS_PROMPT_BUDGET = 4000;
 
 export interface StartOptions {
   role: Role;
@@ -47,6 +52,7 @@ export interface Countersign {
   events: TurnEvents;
   approvals: ApprovalService;
   tools: ToolRegistry;
+  skills: SkillRegistry;
   databaseUrl: string;
   http: HttpServer;
   /** Resolves when the console's input ended (piped stdin) — the process should then stop. */
@@ -107,13 +113,23 @@ export async function startCountersign(config: Config, options: StartOptions): P
     outbounds.register(consoleOutbound);
     for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
 
-    const tools = new ToolRegistry([currentTimeTool, requestHumanApprovalTool, ...(options.tools ?? [])]);
+    // Skills: problems are reported and the skill skipped, never fatal; edits on disk apply without a restart.
+    const skills: SkillRegistry = await openSkillRegistry({ ...skillDirs(config), log, watch: options.role !== 'ingress' });
+    cleanups.push(async () => skills.close());
+    for (const problem of skills.problems()) log.warn({ problem }, 'skill problem');
+
+    const tools = new ToolRegistry([
+      currentTimeTool,
+      requestHumanApprovalTool,
+      ...createSkillTools(skills),
+      ...(options.tools ?? []),
+    ]);
     const workspaceRoot = resolveFromCwd(config.AGENT_WORKSPACE_ROOT);
     const scope = (): ApprovalScope => ({
       agent: config.AGENT_NAME,
       workspaceRoot,
       tools: tools.fingerprint(),
-      skills: '',
+      skills: skills.version(),
     });
     // Clicks arrive at inbound adapters, so every role verifies and consumes them.
     const approvals = new ApprovalService({
@@ -154,7 +170,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
         liveness,
         fence: fence.signal,
         approvals,
-        systemPrompt: (item) => buildSystemPrompt({ agentName: config.AGENT_NAME, sections: [] }, item),
+        systemPrompt: (item) =>
+          buildSystemPrompt({ agentName: config.AGENT_NAME, sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET)] }, item),
       });
       const startedRunner = await startQueueRunner({
         connectionString: databaseUrl,
@@ -186,7 +203,15 @@ export async function startCountersign(config: Config, options: StartOptions): P
 
     let consoleDone: Promise<void> | undefined;
     if (consoleOptions) {
-      consoleDone = runConsole({ pool, events, outbound: consoleOutbound, log, approvals, ...consoleOptions });
+      consoleDone = runConsole({
+        pool,
+        events,
+        outbound: consoleOutbound,
+        log,
+        approvals,
+        commands: skillConsoleCommands(skills),
+        ...consoleOptions,
+      });
     }
     log.info({ port: http.port, role: options.role, installDir: INSTALL_DIR }, 'Countersign is running');
 
@@ -198,6 +223,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       events,
       approvals,
       tools,
+      skills,
       databaseUrl,
       http,
       consoleDone,

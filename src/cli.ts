@@ -5,6 +5,7 @@ import { startCountersign, type Role } from './app.ts';
 import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres } from './db/embedded.ts';
 import { resolveFromCwd } from './app.ts';
+import { skillsCommand } from './skills/index.ts';
 
 const USAGE = `Usage: countersign <command>
 
@@ -12,6 +13,7 @@ Commands:
   start [--role=all|ingress|worker]   run the bot (default role: all, in one process)
   migrate                             apply database migrations and exit
   config                              print the effective configuration (secrets masked)
+  skills list|lint [DIR]|new NAME     list, check or scaffold skills
 `;
 
 function configOrExit(): Config {
@@ -87,6 +89,11 @@ async function main(argv: string[]): Promise<number> {
       return runMigrate();
     case 'config':
       return printConfig();
+    case 'skills':
+      return skillsCommand(rest, {
+        out: (line) => process.stdout.write(`${line}\n`),
+        err: (line) => process.stderr.write(`${line}\n`),
+      });
     case undefined:
     case 'help':
     case '--help':

@@ -1,0 +1,253 @@
+import { z } from 'zod';
+import { LIMITS } from './limits.ts';
+import type { KeyLines } from './parse.ts';
+import { skillError, skillWarning, type SkillProblem, type SkillProblemSeverity } from './problem.ts';
+
+/** The frontmatter keys the Agent Skills format defines. Anything else is reported, not fatal. */
+export const ALLOWED_KEYS = ['name', 'description', 'license', 'compatibility', 'metadata', 'allowed-tools'] as const;
+
+const ALLOWED_KEY_SET: ReadonlySet<string> = new Set(ALLOWED_KEYS);
+
+/** What a YAML value turned out to be, in words a skill author recognises. */
+export function describeYamlValue(value: unknown): string {
+  if (value === null || value === undefined) return 'an empty value';
+  if (Array.isArray(value)) return 'a list';
+  if (value instanceof Date) return 'a date';
+  if (typeof value === 'number') return 'a number';
+  if (typeof value === 'boolean') return 'true/false';
+  if (typeof value === 'object') return 'a map';
+  if (typeof value === 'string') return 'plain text';
+  return `a ${typeof value}`;
+}
+
+/** Why a skill name is unacceptable, or undefined when it is fine. One reason, the most useful first. */
+export function skillNameProblem(name: unknown): string | undefined {
+  if (name === null || name === undefined || name === '') {
+    return '"name" is empty: use the skill\'s folder name, e.g. name: my-skill';
+  }
+  if (typeof name !== 'string') {
+    return `"name" must be text made of lowercase letters, digits and hyphens, but it is ${describeYamlValue(name)}`;
+  }
+  if (name.length > LIMITS.nameChars) {
+    return `"name" is ${name.length} characters long; the limit is ${LIMITS.nameChars}`;
+  }
+  if (/[A-Z]/.test(name) && /^[A-Za-z0-9-]+$/.test(name)) {
+    return `"name" "${name}" has uppercase letters; use "${name.toLowerCase()}"`;
+  }
+  const invalid = [...new Set(name.replace(/[a-z0-9-]/g, ''))];
+  if (invalid.length > 0) {
+    return `"name" "${name}" may only use a-z, 0-9 and hyphens; remove ${invalid.map((c) => JSON.stringify(c)).join(', ')}`;
+  }
+  if (name.startsWith('-') || name.endsWith('-')) return `"name" "${name}" must not start or end with a hyphen`;
+  if (name.includes('--')) return `"name" "${name}" must not contain consecutive hyphens (--)`;
+  return undefined;
+}
+
+const requiredText = (key: string, advice: string, max: number, overflowAdvice: string) =>
+  z.unknown().transform((value, ctx) => {
+    if (value === null || value === undefined || (typeof value === 'string' && value.trim() === '')) {
+      ctx.addIssue({ code: 'custom', message: `"${key}" is empty: ${advice}` });
+      return z.NEVER;
+    }
+    if (typeof value !== 'string') {
+      ctx.addIssue({ code: 'custom', message: `"${key}" must be text, but it is ${describeYamlValue(value)}` });
+      return z.NEVER;
+    }
+    if (value.length > max) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${key}" is ${value.length} characters long; the limit is ${max}${overflowAdvice}`,
+      });
+      return z.NEVER;
+    }
+    return value;
+  });
+
+const SkillNameField = z.unknown().transform((value, ctx) => {
+  const problem = skillNameProblem(value);
+  if (problem) {
+    ctx.addIssue({ code: 'custom', message: problem });
+    return z.NEVER;
+  }
+  return value as string;
+});
+
+const DescriptionField = requiredText(
+  'description',
+  'say what the skill does and when to use it',
+  LIMITS.descriptionChars,
+  ' — keep it to what and when, and move detail into the body',
+);
+
+const optionalText = (key: string, max?: number) => {
+  const text = z.string({
+    error: (issue) => `"${key}" must be text, but it is ${describeYamlValue(issue.input)}; it was ignored`,
+  });
+  if (max === undefined) return text;
+  return text.max(max, {
+    error: (issue) =>
+      `"${key}" is ${String((issue.input as string).length)} characters long; the limit is ${max} (it was ignored)`,
+  });
+};
+
+/** `metadata` is a string → string map; a non-string entry is dropped and reported on its own line. */
+const MetadataField = z.unknown().transform((value, ctx) => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Date) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `"metadata" must be a map of names to text values, but it is ${describeYamlValue(value)}; it was ignored`,
+    });
+    return z.NEVER;
+  }
+  const kept: Record<string, string> = {};
+  for (const [key, entry] of Object.entries(value)) {
+    if (typeof entry === 'string') {
+      kept[key] = entry;
+      continue;
+    }
+    ctx.addIssue({
+      code: 'custom',
+      path: [key],
+      message: `"metadata.${key}" must be text, but it is ${describeYamlValue(entry)}; quote the value (it was ignored)`,
+    });
+  }
+  return kept;
+});
+
+/**
+ * The spec makes `allowed-tools` a space-separated string; some clients write a YAML list, which
+ * is accepted too. In Countersign it is advisory only: it never skips a human approval.
+ */
+const AllowedToolsField = z.unknown().transform((value, ctx) => {
+  if (typeof value === 'string') return value.split(/\s+/).filter(Boolean);
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value as string[];
+  ctx.addIssue({
+    code: 'custom',
+    message: `"allowed-tools" must be a space-separated list of tool names, but it is ${describeYamlValue(value)}${Array.isArray(value) ? ' with non-text items' : ''}; it was ignored`,
+  });
+  return z.NEVER;
+});
+
+/**
+ * The checks per key. Required keys fail the skill; optional ones only warn, because a skill
+ * written for another client should still load (the spec's guide to clients asks for leniency).
+ */
+const FIELD_RULES = {
+  name: { severity: 'error', schema: SkillNameField },
+  description: { severity: 'error', schema: DescriptionField },
+  license: { severity: 'warning', schema: optionalText('license') },
+  compatibility: { severity: 'warning', schema: optionalText('compatibility', LIMITS.compatibilityChars) },
+  metadata: { severity: 'warning', schema: MetadataField },
+  'allowed-tools': { severity: 'warning', schema: AllowedToolsField },
+} as const satisfies Record<(typeof ALLOWED_KEYS)[number], { severity: SkillProblemSeverity; schema: z.ZodType }>;
+
+/** The validated frontmatter of a skill that loads. */
+export const SkillFrontmatter = z.object({
+  name: z.string(),
+  description: z.string(),
+  license: z.string().optional(),
+  compatibility: z.string().optional(),
+  metadata: z.record(z.string(), z.string()),
+  allowedTools: z.array(z.string()),
+});
+export type SkillFrontmatter = z.infer<typeof SkillFrontmatter>;
+
+export interface FrontmatterCheck {
+  /** Present when there is no error: the skill can load. */
+  frontmatter?: SkillFrontmatter;
+  problems: SkillProblem[];
+}
+
+export interface FrontmatterContext {
+  file: string;
+  keyLines: KeyLines;
+  /** The skill's folder name, which `name` must equal. */
+  folderName: string;
+}
+
+/** Checks parsed frontmatter against the Agent Skills format. Every problem carries its key's line. */
+export function validateFrontmatter(
+  data: unknown,
+  { file, keyLines, folderName }: FrontmatterContext,
+): FrontmatterCheck {
+  if (typeof data !== 'object' || data === null || Array.isArray(data) || data instanceof Date) {
+    return {
+      problems: [
+        skillError(
+          file,
+          2,
+          `the frontmatter must be YAML keys (name: …, description: …), but it is ${describeYamlValue(data)}`,
+        ),
+      ],
+    };
+  }
+  const record = data as Record<string, unknown>;
+  const problems: SkillProblem[] = [];
+  const lineOf = (key: string) => keyLines.top.get(key) ?? 1;
+
+  for (const key of Object.keys(record)) {
+    if (ALLOWED_KEY_SET.has(key)) continue;
+    problems.push(
+      skillWarning(
+        file,
+        lineOf(key),
+        `unknown key "${key}": the Agent Skills format allows ${ALLOWED_KEYS.join(', ')}; put extra fields under metadata`,
+      ),
+    );
+  }
+
+  const values: Partial<Record<(typeof ALLOWED_KEYS)[number], unknown>> = {};
+  for (const key of ALLOWED_KEYS) {
+    const rule = FIELD_RULES[key];
+    if (!(key in record)) {
+      if (rule.severity === 'error') {
+        const advice =
+          key === 'name' ? `add name: ${folderName}` : 'add a description of what the skill does and when to use it';
+        problems.push(skillError(file, 1, `missing required key "${key}": ${advice}`));
+      }
+      continue;
+    }
+    const result = rule.schema.safeParse(record[key]);
+    for (const issue of result.error?.issues ?? []) {
+      const nestedKey = issue.path[0];
+      const line =
+        (typeof nestedKey === 'string' ? keyLines.nested.get(key)?.get(nestedKey) : undefined) ?? lineOf(key);
+      problems.push(
+        rule.severity === 'error' ? skillError(file, line, issue.message) : skillWarning(file, line, issue.message),
+      );
+    }
+    values[key] = result.success ? result.data : key === 'metadata' ? textEntries(record[key]) : undefined;
+  }
+
+  if (typeof values.name === 'string' && values.name !== folderName) {
+    problems.push(
+      skillError(
+        file,
+        lineOf('name'),
+        `"name" "${values.name}" does not match its folder "${folderName}"; rename one so they are equal`,
+      ),
+    );
+  }
+
+  problems.sort((a, b) => a.line - b.line);
+  if (problems.some((p) => p.severity === 'error')) return { problems };
+  return {
+    frontmatter: SkillFrontmatter.parse({
+      name: values.name,
+      description: values.description,
+      license: typeof values.license === 'string' ? values.license : undefined,
+      compatibility: typeof values.compatibility === 'string' ? values.compatibility : undefined,
+      metadata: (values.metadata as Record<string, string> | undefined) ?? {},
+      allowedTools: (values['allowed-tools'] as string[] | undefined) ?? [],
+    }),
+    problems,
+  };
+}
+
+/** The usable part of a `metadata` map that had some non-text values. */
+function textEntries(value: unknown): Record<string, string> | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Date) return undefined;
+  return Object.fromEntries(
+    Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+}

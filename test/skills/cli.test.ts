@@ -1,0 +1,137 @@
+import { mkdtemp, readFile, rm, mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { skillsCommand } from '../../src/skills/cli.ts';
+import { INSTALL_DIR } from '../../src/config.ts';
+
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/skills');
+
+let base: string;
+
+async function cli(
+  args: string[],
+  dirs = { shippedDir: path.join(INSTALL_DIR, 'skills'), customDir: path.join(base, 'custom') },
+) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await skillsCommand(args, { out: (l) => out.push(l), err: (l) => err.push(l) }, { dirs, cwd: base });
+  return { code, out, err };
+}
+
+beforeEach(async () => {
+  base = await mkdtemp(path.join(tmpdir(), 'skills-cli-'));
+});
+
+afterEach(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+describe('skills lint', () => {
+  it('passes on the shipped skills with no problems at all', async () => {
+    const { code, out } = await cli(['lint', path.join(INSTALL_DIR, 'skills'), '--strict']);
+    expect(out).toEqual(['Checked 3 skills: 0 errors, 0 warnings.']);
+    expect(code).toBe(0);
+  });
+
+  it('fails on the malformed corpus with one file:line: severity: message line per problem', async () => {
+    const { code, out } = await cli(['lint', path.join(FIXTURES, 'malformed')]);
+    expect(code).toBe(1);
+    expect(out).toContain(
+      `${path.join(FIXTURES, 'malformed', 'name_underscore', 'SKILL.md')}:2: error: "name" "name_underscore" may only use a-z, 0-9 and hyphens; remove "_"`,
+    );
+    expect(out).toContain(
+      `${path.join(FIXTURES, 'malformed', 'yaml-duplicate-key', 'SKILL.md')}:4: error: invalid YAML: duplicated mapping key`,
+    );
+    expect(out.at(-1)).toMatch(/^Checked 38 skills: \d+ errors, \d+ warnings\.$/);
+  });
+
+  it('checks a single skill folder', async () => {
+    const { code, out } = await cli(['lint', path.join(FIXTURES, 'malformed', 'unknown-keys')]);
+    expect(code).toBe(0);
+    expect(out).toHaveLength(3);
+    expect(out[2]).toBe('Checked 1 skill: 0 errors, 2 warnings.');
+  });
+
+  it('fails on warnings too with --strict', async () => {
+    const { code } = await cli(['lint', path.join(FIXTURES, 'malformed', 'unknown-keys'), '--strict']);
+    expect(code).toBe(1);
+  });
+
+  it('prints paths relative to the working directory when they are inside it', async () => {
+    await mkdir(path.join(base, 'mine', 'bad'), { recursive: true });
+    await writeFile(path.join(base, 'mine', 'bad', 'SKILL.md'), '---\nname: bad\n---\n');
+    const { out } = await cli(['lint', 'mine']);
+    expect(out[0]).toBe(
+      `${path.join('mine', 'bad', 'SKILL.md')}:1: error: missing required key "description": add a description of what the skill does and when to use it`,
+    );
+  });
+
+  it('refuses a path that is not a folder', async () => {
+    const { code, err } = await cli(['lint', 'nowhere']);
+    expect(code).toBe(2);
+    expect(err).toEqual(['nowhere is not a folder: give a skill folder or a folder of skills.']);
+  });
+
+  it('checks the shipped and custom folders when no folder is given', async () => {
+    const { code, out } = await cli(['lint']);
+    expect(code).toBe(0);
+    expect(out).toEqual(['Checked 3 skills: 0 errors, 0 warnings.']);
+  });
+});
+
+describe('skills new', () => {
+  it('scaffolds a skill in the custom folder that passes lint strictly', async () => {
+    const { code, out } = await cli(['new', 'weekly-report']);
+    expect(code).toBe(0);
+    const file = path.join(base, 'custom', 'weekly-report', 'SKILL.md');
+    expect(out[0]).toBe(`Created ${path.join('custom', 'weekly-report', 'SKILL.md')}.`);
+    expect(await readFile(file, 'utf8')).toMatch(/^---\nname: weekly-report\ndescription: /);
+    const lint = await cli(['lint', path.join(base, 'custom', 'weekly-report'), '--strict']);
+    expect(lint.out).toEqual(['Checked 1 skill: 0 errors, 0 warnings.']);
+    expect(lint.code).toBe(0);
+  });
+
+  it('writes into --dir when given', async () => {
+    const { code } = await cli(['new', 'triage', '--dir', 'elsewhere']);
+    expect(code).toBe(0);
+    expect(await readFile(path.join(base, 'elsewhere', 'triage', 'SKILL.md'), 'utf8')).toContain('name: triage');
+  });
+
+  it('refuses an invalid name, saying why', async () => {
+    const { code, err } = await cli(['new', 'Weekly_Report']);
+    expect(code).toBe(2);
+    expect(err).toEqual([
+      'Cannot create skill: the name "Weekly_Report" may only use a-z, 0-9 and hyphens; remove "W", "_", "R".',
+    ]);
+  });
+
+  it('refuses to overwrite an existing skill', async () => {
+    await cli(['new', 'triage']);
+    const { code, err } = await cli(['new', 'triage']);
+    expect(code).toBe(1);
+    expect(err).toEqual([`${path.join('custom', 'triage')} already exists; pick another name or edit that skill.`]);
+  });
+});
+
+describe('skills list', () => {
+  it('lists the shipped skills and reports broken custom ones on stderr', async () => {
+    await mkdir(path.join(base, 'custom', 'broken'), { recursive: true });
+    await writeFile(path.join(base, 'custom', 'broken', 'SKILL.md'), 'no frontmatter here');
+    const { code, out, err } = await cli(['list']);
+    expect(code).toBe(0);
+    expect(out[0]).toMatch(/^3 skills available:\n• incident-report: .+\n• runbook: .+\n• skillmaker: .+$/);
+    expect(err).toEqual([
+      `${path.join('custom', 'broken', 'SKILL.md')}:1: error: no frontmatter: SKILL.md must start with a line "---", then name: and description:, then a closing "---"`,
+    ]);
+  });
+});
+
+describe('skills command', () => {
+  it('prints usage and exits 2 for an unknown command', async () => {
+    const { code, err } = await cli(['frobnicate']);
+    expect(code).toBe(2);
+    expect(err[0]).toBe('Unknown skills command "frobnicate".');
+  });
+});
