@@ -13,7 +13,13 @@ import { ApprovalService } from './approval/service.ts';
 import type { ApprovalScope } from './approval/envelope.ts';
 import { createHousekeepingTask, HOUSEKEEPING_CRONTAB, HOUSEKEEPING_TASK } from './queue/tasks/housekeeping.ts';
 import type { AnyTool } from './agent/tools/tool.ts';
-import { createSkillTools, openSkillRegistry, skillDirs, skillsPromptSection, type SkillRegistry } from './skills/index.ts';
+import {
+  createSkillTools,
+  openSkillRegistry,
+  skillDirs,
+  skillsPromptSection,
+  type SkillRegistry,
+} from './skills/index.ts';
 import { skillConsoleCommands } from './adapters/console/skill-commands.ts';
 import { buildSystemPrompt } from './agent/system-prompt.ts';
 import type { ModelProvider } from './agent/model.ts';
@@ -26,6 +32,10 @@ import { TurnEvents } from './queue/turn-events.ts';
 import { WorkerLiveness } from './queue/worker-liveness.ts';
 import { startHttpServer, type HttpServer } from './http/server.ts';
 import { healthHandler } from './http/health.ts';
+import { metricsHandler } from './http/metrics.ts';
+import { metrics } from './metrics.ts';
+import { requestStop, StopListener, type StopResult } from './queue/stop-requests.ts';
+import type { Requester } from './agent/tools/tool.ts';
 
 export type Role = 'all' | 'ingress' | 'worker';
 
@@ -54,6 +64,8 @@ export interface Countersign {
   tools: ToolRegistry;
   skills: SkillRegistry;
   databaseUrl: string;
+  /** A person asks to stop a running turn (Stop button, Ctrl-C); only the requester or an approver may. */
+  stopTurn(workItemId: string, by: Requester): Promise<StopResult>;
   http: HttpServer;
   /** Resolves when the console's input ended (piped stdin) — the process should then stop. */
   consoleDone?: Promise<void>;
@@ -62,6 +74,20 @@ export interface Countersign {
 
 export function usesConsole(config: Config): boolean {
   return !config.SLACK_BOT_TOKEN && !config.DISCORD_TOKEN;
+}
+
+/** Feeds turn latencies into the Prometheus histograms. */
+function observeTurns(events: TurnEvents): void {
+  const since = (createdAt: string) => (Date.now() - Date.parse(createdAt)) / 1000;
+  events.on('finished', ({ item }) => metrics.turnDuration.observe({ outcome: 'done' }, since(item.createdAt)));
+  events.on('failed', ({ item }) => metrics.turnDuration.observe({ outcome: 'failed' }, since(item.createdAt)));
+  events.on('cancelled', ({ item }) => metrics.turnDuration.observe({ outcome: 'stopped' }, since(item.createdAt)));
+  events.on('awaitingApproval', ({ item }) =>
+    metrics.turnDuration.observe({ outcome: 'awaiting_approval' }, since(item.createdAt)),
+  );
+  events.on('firstVisibleText', ({ item, latencyMs }) =>
+    metrics.firstVisibleText.observe({ platform: item.reply.platform }, latencyMs / 1000),
+  );
 }
 
 /** Resolves a path setting against the working directory (the operator's frame of reference). */
@@ -107,6 +133,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE, log);
     cleanups.push(() => pool.end());
     const events = new TurnEvents();
+    observeTurns(events);
 
     const outbounds = new OutboundRegistry();
     const consoleOutbound = new ConsoleOutbound();
@@ -114,7 +141,11 @@ export async function startCountersign(config: Config, options: StartOptions): P
     for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
 
     // Skills: problems are reported and the skill skipped, never fatal; edits on disk apply without a restart.
-    const skills: SkillRegistry = await openSkillRegistry({ ...skillDirs(config), log, watch: options.role !== 'ingress' });
+    const skills: SkillRegistry = await openSkillRegistry({
+      ...skillDirs(config),
+      log,
+      watch: options.role !== 'ingress',
+    });
     cleanups.push(async () => skills.close());
     for (const problem of skills.problems()) log.warn({ problem }, 'skill problem');
 
@@ -159,6 +190,9 @@ export async function startCountersign(config: Config, options: StartOptions): P
       });
       await liveness.start();
       cleanups.push(() => liveness.stop());
+      const stops = new StopListener(databaseUrl, log);
+      await stops.start();
+      cleanups.push(() => stops.close());
       const task = createWorkItemTask({
         pool,
         config,
@@ -169,9 +203,13 @@ export async function startCountersign(config: Config, options: StartOptions): P
         events,
         liveness,
         fence: fence.signal,
+        stops,
         approvals,
         systemPrompt: (item) =>
-          buildSystemPrompt({ agentName: config.AGENT_NAME, sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET)] }, item),
+          buildSystemPrompt(
+            { agentName: config.AGENT_NAME, sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET)] },
+            item,
+          ),
       });
       const startedRunner = await startQueueRunner({
         connectionString: databaseUrl,
@@ -200,6 +238,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const http = await startHttpServer(config.HTTP_PORT, config.HTTP_HOST, log);
     cleanups.push(() => http.close());
     http.route('/healthz', healthHandler({ pool, workerRunning: runner ? () => runner.running : undefined }));
+    http.route('/metrics', metricsHandler(pool));
+    const stopTurn = (workItemId: string, by: Requester) => requestStop(pool, workItemId, by, config.APPROVERS);
 
     let consoleDone: Promise<void> | undefined;
     if (consoleOptions) {
@@ -210,6 +250,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
         log,
         approvals,
         commands: skillConsoleCommands(skills),
+        stopTurn,
         ...consoleOptions,
       });
     }
@@ -225,6 +266,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       tools,
       skills,
       databaseUrl,
+      stopTurn,
       http,
       consoleDone,
       stop: () => (stopping ??= runCleanups()),

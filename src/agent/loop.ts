@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { Queryable } from '../db/pool.ts';
 import type { ReplyStream } from '../reply/reply-stream.ts';
 import type { AssistantMessage, Message, ToolCall, ToolResult } from './messages.ts';
-import { addUsage, type ModelProvider, type ModelRequest } from './model.ts';
+import { addUsage, type ModelProvider, type ModelRequest, type ModelRound } from './model.ts';
+import { metrics } from '../metrics.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { needsApproval, type Requester, type ToolOutput } from './tools/tool.ts';
 import type { CallDecision } from '../queue/work-item.ts';
@@ -39,6 +40,8 @@ export interface TurnDeps {
   settings: TurnSettings;
   log: Logger;
   signal: AbortSignal;
+  /** Runs before every model round (checks for a stop request). */
+  beforeRound?: () => Promise<void>;
   /** Told about each call a person decided on, once its result is known (approval audit). */
   onDecidedCall?: (call: ToolCall, decision: CallDecision, result: ToolResult) => Promise<void>;
 }
@@ -46,6 +49,16 @@ export interface TurnDeps {
 export type TurnOutcome =
   | { kind: 'final'; text: string; state: TurnState }
   | { kind: 'awaiting_approval'; calls: ToolCall[]; state: TurnState };
+
+function countRound(answer: ModelRound): void {
+  metrics.modelRounds.inc({ provider: answer.provider });
+  for (const f of answer.fallbacks) metrics.modelFallbacks.inc({ from: f.provider });
+  const { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens } = answer.usage;
+  metrics.tokens.inc({ provider: answer.provider, kind: 'input' }, inputTokens);
+  metrics.tokens.inc({ provider: answer.provider, kind: 'output' }, outputTokens);
+  metrics.tokens.inc({ provider: answer.provider, kind: 'cache_read' }, cacheReadTokens);
+  metrics.tokens.inc({ provider: answer.provider, kind: 'cache_write' }, cacheWriteTokens);
+}
 
 const EMPTY_ROUND_GUIDANCE =
   'Your previous answer was empty. Reply to the last user message with text, or call one of the available tools.';
@@ -75,6 +88,7 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
   if (state.pendingApproval.length > 0 && state.approvalDecisions) await applyDecisions(ctx, state, deps);
 
   while (state.round < settings.maxRounds) {
+    await deps.beforeRound?.();
     deps.signal.throwIfAborted();
     const retryingEmpty = state.emptyRetries > 0;
     const request: ModelRequest = {
@@ -106,6 +120,7 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
       deps.signal,
     );
     await recordModelRound(deps.db, ctx.workItemId, ctx.conversationId, state.round, answer);
+    countRound(answer);
     state.usage = addUsage(state.usage, answer.usage);
     state.round += 1;
 
@@ -350,5 +365,6 @@ export async function executeToolCall(ctx: TurnContext, call: ToolCall, deps: Tu
     deps.sink.setStatus(undefined);
   }
   await recordToolResult(deps.db, ctx.workItemId, call.id, output);
+  metrics.toolCalls.inc({ tool: call.name, outcome: output.isError ? 'error' : 'ok' });
   return result(output);
 }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.ts';
+import { metrics } from '../metrics.ts';
 import type { Requester } from '../agent/tools/tool.ts';
 import { EnvelopeRow, type CallDecision } from './envelope.ts';
 
@@ -139,6 +140,7 @@ export async function audit(
     detail?: unknown;
   },
 ): Promise<void> {
+  if (entry.event !== 'click' && entry.event !== 'partial') metrics.approvals.inc({ outcome: entry.event });
   await db.query(
     `INSERT INTO countersign.approval_audit (envelope_id, nonce_prefix, event, actor, reason, detail)
      VALUES ($1, $2, $3, $4, $5, $6)`,

@@ -8,6 +8,7 @@ export interface TurnEventMap {
   finished: [{ item: WorkItem; text: string; durationMs: number }];
   awaitingApproval: [{ item: WorkItem; calls: ToolCall[] }];
   failed: [{ item: WorkItem; error: string }];
+  cancelled: [{ item: WorkItem; by: { platform: string; userId: string } }];
   firstVisibleText: [{ item: WorkItem; latencyMs: number }];
 }
 

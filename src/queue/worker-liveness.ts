@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.ts';
+import { metrics } from '../metrics.ts';
 
 /**
  * Worker heartbeats. graphile-worker locks a job to its worker pool and, if that process dies, keeps
@@ -77,6 +78,7 @@ export class WorkerLiveness {
         'UPDATE countersign.worker_processes SET last_seen_at = now() WHERE id = $1',
         [this.processId],
       );
+      if (rowCount === 1) metrics.heartbeat.setToCurrentTime();
       if (rowCount === 0) {
         this.#log.error(
           { processId: this.processId },

@@ -28,6 +28,8 @@ export interface ConsoleAdapterOptions {
   log: Logger;
   approvals: ApprovalService;
   commands?: ConsoleCommand;
+  /** Ctrl-C during a turn stops it (through the same path as a Stop button). */
+  stopTurn?: (workItemId: string, by: { platform: string; userId: string }) => Promise<{ ok: boolean }>;
 }
 
 /**
@@ -82,6 +84,7 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
     if (target.channel === session && card.state === 'pending') pendingCard = card;
   });
   const me = { platform: 'console', userId: user };
+  let current: WorkItem | undefined;
 
   const waitForEnd = (item: WorkItem) =>
     new Promise<TurnEnd>((resolve) => {
@@ -89,16 +92,21 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
         finished: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'finished' }),
         failed: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'failed' }),
         awaitingApproval: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'awaitingApproval' }),
+        cancelled: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'failed' }),
       };
+      current = item;
       const done = (end: TurnEnd) => {
         events.off('finished', listeners.finished);
         events.off('failed', listeners.failed);
         events.off('awaitingApproval', listeners.awaitingApproval);
+        events.off('cancelled', listeners.cancelled);
+        current = undefined;
         resolve(end);
       };
       events.on('finished', listeners.finished);
       events.on('failed', listeners.failed);
       events.on('awaitingApproval', listeners.awaitingApproval);
+      events.on('cancelled', listeners.cancelled);
     });
 
   const afterTurn = async (end: TurnEnd) => {
@@ -124,6 +132,11 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
       rl.prompt();
     }
   };
+  // Ctrl-C stops the running turn; with nothing running it ends the session.
+  rl.on('SIGINT', () => {
+    if (current && options.stopTurn) void options.stopTurn(current.id, me);
+    else rl.close();
+  });
   if (interactive) {
     output.write(`Countersign console — type a message, /skills to list skills, Ctrl-D to quit.\n`);
   }

@@ -17,6 +17,8 @@ import type { TurnEvents } from '../turn-events.ts';
 import { WorkItem, WorkItemJobPayload, type CallDecision } from '../work-item.ts';
 import type { ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
+import { StopRequested, stopButtonValue, stopRequestOf, type StopListener } from '../stop-requests.ts';
+import { metrics } from '../../metrics.ts';
 
 /** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */
 export interface ApprovalGate {
@@ -41,6 +43,8 @@ export interface WorkerServices {
   approvals?: ApprovalGate;
   /** Aborted when this process must stop working at once (declared dead by its peers). */
   fence: AbortSignal;
+  /** Stop requests (Stop button, Ctrl-C) for turns running in this process. */
+  stops: StopListener;
 }
 
 type ItemStatus = 'queued' | 'running' | 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
@@ -89,116 +93,148 @@ export function createWorkItemTask(services: WorkerServices): Task {
     if (!row) return;
     const item = WorkItem.parse(row.item);
     const log = services.log.child({ workItemId: item.id, conversationId: item.conversationId });
-    const signal = AbortSignal.any([helpers.abortSignal ?? new AbortController().signal, services.fence]);
+    const stop = services.stops.track(item.id);
+    const signal = AbortSignal.any([helpers.abortSignal ?? new AbortController().signal, services.fence, stop.signal]);
     const startedAt = Date.now();
+    try {
+      await runItem();
+    } finally {
+      stop.release();
+    }
 
-    let state: TurnState;
-    const checkpoint = await loadCheckpoint(pool, item.id);
-    if (checkpoint) {
-      state = checkpoint;
-    } else if (item.input.approval && services.approvals) {
-      const resumed = await services.approvals.resume(item, log);
-      if ('refused' in resumed) {
-        const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, { log });
-        await sink.finish(resumed.refused);
-        await transaction(pool, (client) => settle(client, item, 'failed', { error: resumed.refused }));
-        services.events.emit('failed', { item, error: resumed.refused });
+    async function runItem(): Promise<void> {
+      const checkStop = async () => {
+        const by = await stopRequestOf(pool, item.id);
+        if (by) stop.abort(by);
+      };
+      await checkStop();
+
+      let state: TurnState;
+      const checkpoint = await loadCheckpoint(pool, item.id);
+      if (checkpoint) {
+        state = checkpoint;
+      } else if (item.input.approval && services.approvals) {
+        const resumed = await services.approvals.resume(item, log);
+        if ('refused' in resumed) {
+          const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, { log });
+          await sink.finish(resumed.refused);
+          await transaction(pool, (client) => settle(client, item, 'failed', { error: resumed.refused }));
+          services.events.emit('failed', { item, error: resumed.refused });
+          return;
+        }
+        state = resumed.state;
+      } else {
+        state = initialTurnState(item);
+      }
+      services.events.emit('started', { item, resumed: Boolean(checkpoint) });
+
+      let firstText = true;
+      const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, {
+        log,
+        initial: state.reply,
+        liveButtons: [{ label: 'Stop', value: stopButtonValue(item.id), style: 'danger' }],
+        onDelivered: () => {
+          if (firstText) {
+            firstText = false;
+            services.events.emit('firstVisibleText', { item, latencyMs: Date.now() - Date.parse(item.createdAt) });
+          }
+        },
+      });
+      let outcome: TurnOutcome;
+      try {
+        const history = await loadHistory(pool, item.conversationId, config.AGENT_HISTORY_MESSAGES);
+        outcome = await runTurn(
+          {
+            workItemId: item.id,
+            conversationId: item.conversationId,
+            requester: item.requester,
+            system: services.systemPrompt(item),
+            history: trimToCompleteExchanges(history),
+          },
+          state,
+          {
+            db: pool,
+            provider: services.provider,
+            tools: services.tools,
+            sink,
+            settings: {
+              maxRounds: config.AGENT_MAX_ROUNDS,
+              emptyRoundRetries: config.AGENT_EMPTY_ROUND_RETRIES,
+              maxTokens: config.AGENT_MAX_TOKENS,
+            },
+            log,
+            signal,
+            beforeRound: checkStop,
+            onDecidedCall: async (call, decision, result) => {
+              const envelopeId = item.input.approval?.envelopeId;
+              if (envelopeId) await services.approvals?.recordOutcome(envelopeId, call, decision, result.isError);
+            },
+          },
+        );
+      } catch (error) {
+        if (signal.reason instanceof StopRequested) {
+          const by = signal.reason.by;
+          const text = `${sink.text ? `${sink.text}\n\n` : ''}_Stopped by ${by.platform === 'console' ? 'you' : `${by.platform}:${by.userId}`}._`;
+          await sink.finish(text);
+          await transaction(pool, async (client) => {
+            const partial = sink.text.trim() ? [{ role: 'assistant' as const, text: sink.text, toolCalls: [] }] : [];
+            const prompt = state.messages[0]?.role === 'user' ? [state.messages[0]] : [];
+            await appendHistory(client, item.conversationId, item.id, [...prompt, ...partial]);
+            await settle(client, item, 'cancelled', { error: 'stopped by a person' });
+            await deleteCheckpoint(client, item.id);
+          });
+          metrics.turnsStopped.inc();
+          log.info({ by }, 'turn stopped');
+          services.events.emit('cancelled', { item, by });
+          return;
+        }
+        // Infrastructure trouble or shutdown: let graphile-worker retry; the turn resumes from its checkpoint.
+        if (signal.aborted || isDatabaseUnavailable(error)) throw error;
+        const reason = scrubSecrets((error as Error).message ?? String(error));
+        log.error({ err: error }, 'turn failed');
+        const text = `${sink.text ? `${sink.text}\n\n` : ''}Sorry, I couldn't finish this: ${reason}`;
+        await sink.finish(text);
+        await transaction(pool, async (client) => {
+          await settle(client, item, 'failed', { error: reason });
+          await deleteCheckpoint(client, item.id);
+        });
+        services.events.emit('failed', { item, error: reason });
         return;
       }
-      state = resumed.state;
-    } else {
-      state = initialTurnState(item);
-    }
-    services.events.emit('started', { item, resumed: Boolean(checkpoint) });
 
-    let firstText = true;
-    const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, {
-      log,
-      initial: state.reply,
-      onDelivered: () => {
-        if (firstText) {
-          firstText = false;
-          services.events.emit('firstVisibleText', { item, latencyMs: Date.now() - Date.parse(item.createdAt) });
-        }
-      },
-    });
-    let outcome: TurnOutcome;
-    try {
-      const history = await loadHistory(pool, item.conversationId, config.AGENT_HISTORY_MESSAGES);
-      outcome = await runTurn(
-        {
-          workItemId: item.id,
-          conversationId: item.conversationId,
-          requester: item.requester,
-          system: services.systemPrompt(item),
-          history: trimToCompleteExchanges(history),
-        },
-        state,
-        {
-          db: pool,
-          provider: services.provider,
-          tools: services.tools,
-          sink,
-          settings: {
-            maxRounds: config.AGENT_MAX_ROUNDS,
-            emptyRoundRetries: config.AGENT_EMPTY_ROUND_RETRIES,
-            maxTokens: config.AGENT_MAX_TOKENS,
-          },
-          log,
-          signal,
-          onDecidedCall: async (call, decision, result) => {
-            const envelopeId = item.input.approval?.envelopeId;
-            if (envelopeId) await services.approvals?.recordOutcome(envelopeId, call, decision, result.isError);
-          },
-        },
-      );
-    } catch (error) {
-      // Infrastructure trouble or shutdown: let graphile-worker retry; the turn resumes from its checkpoint.
-      if (signal.aborted || isDatabaseUnavailable(error)) throw error;
-      const reason = scrubSecrets((error as Error).message ?? String(error));
-      log.error({ err: error }, 'turn failed');
-      const text = `${sink.text ? `${sink.text}\n\n` : ''}Sorry, I couldn't finish this: ${reason}`;
-      await sink.finish(text);
-      await transaction(pool, async (client) => {
-        await settle(client, item, 'failed', { error: reason });
-        await deleteCheckpoint(client, item.id);
-      });
-      services.events.emit('failed', { item, error: reason });
-      return;
-    }
+      if (outcome.kind === 'final') {
+        await sink.finish(outcome.text);
+        await transaction(pool, async (client) => {
+          await appendHistory(client, item.conversationId, item.id, outcome.state.messages);
+          await settle(client, item, 'done', { result: { text: outcome.text, usage: outcome.state.usage } });
+          await deleteCheckpoint(client, item.id);
+        });
+        log.info({ rounds: outcome.state.round, durationMs: Date.now() - startedAt }, 'turn finished');
+        services.events.emit('finished', { item, text: outcome.text, durationMs: Date.now() - startedAt });
+        return;
+      }
 
-    if (outcome.kind === 'final') {
-      await sink.finish(outcome.text);
-      await transaction(pool, async (client) => {
-        await appendHistory(client, item.conversationId, item.id, outcome.state.messages);
-        await settle(client, item, 'done', { result: { text: outcome.text, usage: outcome.state.usage } });
-        await deleteCheckpoint(client, item.id);
+      const parkedState: TurnState = { ...outcome.state, reply: sink.snapshot() };
+      if (!services.approvals) {
+        const text = `${sink.text ? `${sink.text}\n\n` : ''}I need approval to run ${outcome.calls.map((c) => `\`${c.name}\``).join(', ')}, but approvals are not set up in this deployment, so nothing was run.`;
+        await sink.finish(text);
+        await transaction(pool, async (client) => {
+          await settle(client, item, 'failed', { error: 'approval needed but no approval gate' });
+          await deleteCheckpoint(client, item.id);
+        });
+        services.events.emit('failed', { item, error: 'approval needed' });
+        return;
+      }
+      await sink.finish(sink.text || undefined);
+      const gate = services.approvals;
+      const showCard = await transaction(pool, async (client) => {
+        const show = await gate.park(client, item, parkedState);
+        await settle(client, item, 'awaiting_approval', {});
+        return show;
       });
-      log.info({ rounds: outcome.state.round, durationMs: Date.now() - startedAt }, 'turn finished');
-      services.events.emit('finished', { item, text: outcome.text, durationMs: Date.now() - startedAt });
-      return;
+      await showCard();
+      services.events.emit('awaitingApproval', { item, calls: outcome.calls });
     }
-
-    const parkedState: TurnState = { ...outcome.state, reply: sink.snapshot() };
-    if (!services.approvals) {
-      const text = `${sink.text ? `${sink.text}\n\n` : ''}I need approval to run ${outcome.calls.map((c) => `\`${c.name}\``).join(', ')}, but approvals are not set up in this deployment, so nothing was run.`;
-      await sink.finish(text);
-      await transaction(pool, async (client) => {
-        await settle(client, item, 'failed', { error: 'approval needed but no approval gate' });
-        await deleteCheckpoint(client, item.id);
-      });
-      services.events.emit('failed', { item, error: 'approval needed' });
-      return;
-    }
-    await sink.finish(sink.text || undefined);
-    const gate = services.approvals;
-    const showCard = await transaction(pool, async (client) => {
-      const show = await gate.park(client, item, parkedState);
-      await settle(client, item, 'awaiting_approval', {});
-      return show;
-    });
-    await showCard();
-    services.events.emit('awaitingApproval', { item, calls: outcome.calls });
   };
 }
 

@@ -1,0 +1,161 @@
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Pool, Queryable } from '../db/pool.ts';
+import type { Requester } from '../agent/tools/tool.ts';
+
+export const STOP_CHANNEL = 'countersign_stop';
+export const STOP_BUTTON_PREFIX = 'stop:';
+
+export function stopButtonValue(workItemId: string): string {
+  return `${STOP_BUTTON_PREFIX}${workItemId}`;
+}
+
+export function parseStopButton(value: string): string | undefined {
+  const id = value.startsWith(STOP_BUTTON_PREFIX) ? value.slice(STOP_BUTTON_PREFIX.length) : '';
+  return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
+}
+
+export class StopRequested extends Error {
+  readonly by: Requester;
+  constructor(by: Requester) {
+    super(`stopped by ${by.platform}:${by.userId}`);
+    this.name = 'StopRequested';
+    this.by = by;
+  }
+}
+
+export type StopResult = { ok: true } | { ok: false; reason: string };
+
+/**
+ * Records a stop request for a turn and tells every worker. Only the requester or an approver may
+ * stop a turn; a turn that already finished can't be stopped.
+ */
+export async function requestStop(
+  pool: Pool,
+  workItemId: string,
+  by: Requester,
+  approvers: string[],
+): Promise<StopResult> {
+  const { rows } = await pool.query<{ requester: Requester; status: string }>(
+    `SELECT item->'requester' AS requester, status FROM countersign.work_items WHERE id = $1`,
+    [workItemId],
+  );
+  const row = rows[0];
+  if (!row) return { ok: false, reason: 'That turn does not exist.' };
+  const who = `${by.platform}:${by.userId}`;
+  const requester = `${row.requester.platform}:${row.requester.userId}`;
+  if (who !== requester && !approvers.includes(who)) {
+    return { ok: false, reason: 'Only the person who asked, or an approver, can stop this.' };
+  }
+  const updated = await pool.query(
+    `WITH stopped AS (
+       UPDATE countersign.work_items SET stop_requested_at = now(), stopped_by = $2
+       WHERE id = $1 AND status IN ('queued', 'running') AND stop_requested_at IS NULL
+       RETURNING id
+     )
+     SELECT pg_notify($3, id::text) FROM stopped`,
+    [workItemId, JSON.stringify(by), STOP_CHANNEL],
+  );
+  if (updated.rowCount === 0) return { ok: false, reason: 'This turn has already finished.' };
+  return { ok: true };
+}
+
+export async function stopRequestOf(db: Queryable, workItemId: string): Promise<Requester | undefined> {
+  const { rows } = await db.query<{ stopped_by: Requester | null }>(
+    'SELECT stopped_by FROM countersign.work_items WHERE id = $1 AND stop_requested_at IS NOT NULL',
+    [workItemId],
+  );
+  return rows[0]?.stopped_by ?? undefined;
+}
+
+/**
+ * Listens for stop requests and aborts the matching running turns of this process. Reconnects when
+ * the database goes away; turns also check for a stop between rounds, so nothing depends on one
+ * notification arriving.
+ */
+export class StopListener {
+  readonly #connectionString: string;
+  readonly #log: Logger;
+  readonly #running = new Map<string, AbortController>();
+  #client: pg.Client | undefined;
+  #closed = false;
+  #retryMs = 500;
+
+  constructor(connectionString: string, log: Logger) {
+    this.#connectionString = connectionString;
+    this.#log = log;
+  }
+
+  async start(): Promise<void> {
+    await this.#connect();
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#closed) return;
+    const client = new pg.Client({ connectionString: this.#connectionString });
+    client.on('notification', (message) => {
+      if (message.channel === STOP_CHANNEL && message.payload) void this.#onStop(message.payload);
+    });
+    client.on('error', (error) => {
+      this.#log.warn({ err: error }, 'stop listener lost its database connection');
+      this.#reconnect(client);
+    });
+    client.on('end', () => this.#reconnect(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${STOP_CHANNEL}`);
+      this.#client = client;
+      this.#retryMs = 500;
+    } catch (error) {
+      this.#log.warn({ err: error }, 'stop listener could not connect; retrying');
+      this.#reconnect(client);
+    }
+  }
+
+  #reconnect(client: pg.Client): void {
+    if (this.#closed || (this.#client && this.#client !== client)) return;
+    this.#client = undefined;
+    client.removeAllListeners('end');
+    client.end().catch(() => undefined);
+    const delay = this.#retryMs;
+    this.#retryMs = Math.min(this.#retryMs * 2, 10_000);
+    setTimeout(() => void this.#connect(), delay).unref();
+  }
+
+  async #onStop(workItemId: string): Promise<void> {
+    const controller = this.#running.get(workItemId);
+    if (!controller) return;
+    try {
+      const by = await stopRequestOf(
+        { query: (text: string, values?: unknown[]) => this.#client!.query(text, values) } as Queryable,
+        workItemId,
+      );
+      controller.abort(new StopRequested(by ?? { platform: 'unknown', userId: 'unknown' }));
+    } catch {
+      controller.abort(new StopRequested({ platform: 'unknown', userId: 'unknown' }));
+    }
+  }
+
+  /** Registers a running turn; returns the signal that fires when someone stops it. */
+  track(workItemId: string): { signal: AbortSignal; abort(by: Requester): void; release(): void } {
+    const controller = new AbortController();
+    this.#running.set(workItemId, controller);
+    return {
+      signal: controller.signal,
+      abort: (by) => controller.abort(new StopRequested(by)),
+      release: () => {
+        if (this.#running.get(workItemId) === controller) this.#running.delete(workItemId);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const client = this.#client;
+    this.#client = undefined;
+    if (client) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => undefined);
+    }
+  }
+}
