@@ -48,15 +48,15 @@ describe('graceful shutdown', () => {
   });
 
   it('on SIGTERM lets the running turn reach its next checkpoint and hands it to another worker', async () => {
-    const a = runCli(['start', '--role=worker'], env);
-    workers.push(a);
+    const pair = [runCli(['start', '--role=worker'], env), runCli(['start', '--role=worker'], env)];
+    workers.push(...pair);
     await waitFor(
       async () =>
-        Number((await h.app.pool.query('SELECT count(*) AS n FROM countersign.worker_processes')).rows[0].n) === 1
+        Number((await h.app.pool.query('SELECT count(*) AS n FROM countersign.worker_processes')).rows[0].n) === 2
           ? true
           : undefined,
       30_000,
-      'worker A',
+      'two workers',
     );
     const item = await h.say('graceful', 'go', { reply: { platform: 'console', channel: 'graceful' } });
     // Round 0 is done and checkpointed; round 1 is streaming slowly.
@@ -71,16 +71,16 @@ describe('graceful shutdown', () => {
       30_000,
       'the first checkpoint',
     );
-    const b = runCli(['start', '--role=worker'], env);
-    workers.push(b);
-    await waitFor(
-      async () =>
-        Number((await h.app.pool.query('SELECT count(*) AS n FROM countersign.worker_processes')).rows[0].n) === 2
-          ? true
-          : undefined,
-      30_000,
-      'worker B',
+    // The worker running the turn: its job's lock names a pool of that process.
+    const { rows: owner } = await h.app.pool.query<{ pid: number }>(
+      `SELECT p.pid FROM graphile_worker._private_jobs j
+         JOIN countersign.worker_slots s ON s.worker_id = j.locked_by
+         JOIN countersign.worker_processes p ON p.id = s.process_id
+       WHERE j.payload->>'workItemId' = $1`,
+      [item.id],
     );
+    const a = pair.find((w) => w.child.pid === owner[0]?.pid);
+    if (!a) throw new Error('could not tell which worker runs the turn');
     a.child.kill('SIGTERM');
     const exit = await a.exited;
     expect(exit.code).toBe(0);

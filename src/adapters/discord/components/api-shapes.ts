@@ -1,0 +1,51 @@
+/**
+ * The slice of Discord's API v10 message payload that Countersign builds by hand. Raw JSON (not
+ * discord.js builders) so any worker process can send it with a plain REST call.
+ */
+
+/** Button styles: Primary 1 (blurple), Secondary 2 (grey), Success 3 (green), Danger 4 (red). */
+export const ButtonStyle = { primary: 1, secondary: 2, success: 3, danger: 4 } as const;
+export type ButtonStyleName = keyof typeof ButtonStyle;
+
+export interface ApiButton {
+  type: 2;
+  style: (typeof ButtonStyle)[ButtonStyleName];
+  label: string;
+  custom_id: string;
+  disabled?: boolean;
+}
+
+export interface ApiActionRow {
+  type: 1;
+  components: ApiButton[];
+}
+
+export interface ApiEmbedField {
+  name: string;
+  value: string;
+  inline?: boolean;
+}
+
+export interface ApiEmbed {
+  title?: string;
+  description?: string;
+  color?: number;
+  fields?: ApiEmbedField[];
+  footer?: { text: string };
+}
+
+/** Who a message may ping. Countersign always sends `{ parse: [] }`: nobody. */
+export interface ApiAllowedMentions {
+  parse: Array<'users' | 'roles' | 'everyone'>;
+}
+
+/** Body of POST /channels/{id}/messages, PATCH of a message, and interaction responses' `data`. */
+export interface ApiMessagePayload {
+  content: string;
+  embeds: ApiEmbed[];
+  /** Always present: an edit must send `[]` to remove buttons, omitting the field keeps them. */
+  components: ApiActionRow[];
+  allowed_mentions: ApiAllowedMentions;
+}
+
+export const NO_MENTIONS: ApiAllowedMentions = { parse: [] };

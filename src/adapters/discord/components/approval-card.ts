@@ -1,0 +1,217 @@
+import { z } from 'zod';
+import { LIMITS } from '../limits.ts';
+import { neutralizeMentions } from '../format/mentions.ts';
+import {
+  ButtonStyle,
+  NO_MENTIONS,
+  type ApiActionRow,
+  type ApiButton,
+  type ApiEmbed,
+  type ApiEmbedField,
+  type ApiMessagePayload,
+} from './api-shapes.ts';
+import { actionRows, button } from './buttons.ts';
+import { approvalCustomId, ApprovalDecision } from './custom-id.ts';
+
+/**
+ * The approval card: what a risky plan will do, and the buttons that let a person allow it.
+ * The input is platform-neutral (src/approval fills it); everything Discord-specific — limits,
+ * custom_ids, `<t:…:R>` timestamps — is decided here.
+ */
+
+export const CallRisk = z.enum(['low', 'medium', 'high']);
+
+export const ApprovalCardCall = z.object({
+  /** The call's position in the plan; the button ids carry it back. */
+  index: z.number().int().min(0).max(99),
+  tool: z.string().min(1),
+  /** The arguments as the approver should read them (pretty JSON, a command line). */
+  argsPretty: z.string(),
+  risk: CallRisk,
+  /** Extra context from the tool, e.g. the diff an edit would apply. */
+  detail: z.string().optional(),
+});
+export type ApprovalCardCall = z.infer<typeof ApprovalCardCall>;
+
+export const ApprovalCardInput = z.object({
+  nonce: z.string().min(1),
+  calls: z.array(ApprovalCardCall).min(1),
+  /** The first characters of the plan's scope hash, so approvers can match card and audit log. */
+  planHashPrefix: z.string().min(1).max(64),
+  expiresAt: z.date(),
+  /** How to name the person who asked, e.g. `<@123>` (never pings: allowed_mentions is empty). */
+  requesterLabel: z.string().min(1),
+});
+export type ApprovalCardInput = z.infer<typeof ApprovalCardInput>;
+
+export const CallOutcome = z.object({ index: z.number().int().min(0), decision: ApprovalDecision });
+export type CallOutcome = z.infer<typeof CallOutcome>;
+
+const COLOR = { pending: 0xf0b232, approved: 0x23a55a, denied: 0xf23f43, mixed: 0x5865f2, expired: 0x80848e };
+const RISK_MARK = { low: '🟢 low', medium: '🟠 medium', high: '🔴 high' } as const;
+
+/** Calls that get their own Approve/Deny row; the last row is kept for Approve all / Deny all. */
+export const MAX_INDIVIDUAL_CALLS = LIMITS.actionRows - 1;
+/** Fields kept for calls; one more field says how many were left off. */
+const MAX_CALL_FIELDS = LIMITS.embedFields - 1;
+
+export function approvalCard(raw: ApprovalCardInput): ApiMessagePayload {
+  const input = ApprovalCardInput.parse(raw);
+  const n = input.calls.length;
+  const what = n === 1 ? 'an action' : `${n} actions`;
+  const individually =
+    n > MAX_INDIVIDUAL_CALLS ? ` Too many to decide one by one here: approve or deny them together.` : '';
+  return {
+    content: clip(
+      `🔐 **Approval needed** — ${clip(input.requesterLabel, 100)} asked for ${what} that need a person's OK. ` +
+        `Expires ${relativeTime(input.expiresAt)}.${individually}`,
+      LIMITS.messageContent,
+    ),
+    embeds: [callsEmbed(input, 'Approval needed', COLOR.pending, () => undefined)],
+    components: approvalButtons(input),
+    allowed_mentions: NO_MENTIONS,
+  };
+}
+
+/** The card after a decision: the same calls with each outcome, and no buttons left to click. */
+export function decidedApprovalCard(
+  raw: ApprovalCardInput,
+  outcomes: CallOutcome[],
+  deciderLabel: string,
+): ApiMessagePayload {
+  const input = ApprovalCardInput.parse(raw);
+  const byIndex = new Map(outcomes.map((o) => [o.index, o.decision]));
+  const decided = input.calls.map((c) => byIndex.get(c.index));
+  const all = (d: ApprovalDecision) => decided.every((x) => x === d);
+  const verdict = all('approve') ? 'approved' : all('deny') ? 'denied' : 'mixed';
+  const headline = { approved: '✅ **Approved**', denied: '❌ **Denied**', mixed: '☑️ **Decided**' }[verdict];
+  return {
+    content: clip(`${headline} by ${clip(deciderLabel, 100)}.`, LIMITS.messageContent),
+    embeds: [
+      callsEmbed(input, `Approval ${verdict}`, COLOR[verdict], (call) => {
+        const d = byIndex.get(call.index);
+        return d === 'approve' ? '✅ approved' : d === 'deny' ? '❌ denied' : '⏹ not decided (did not run)';
+      }),
+    ],
+    components: [],
+    allowed_mentions: NO_MENTIONS,
+  };
+}
+
+/** The card once its time ran out: nothing ran, and the buttons are gone. */
+export function expiredApprovalCard(raw: ApprovalCardInput): ApiMessagePayload {
+  const input = ApprovalCardInput.parse(raw);
+  return {
+    content: '⌛ **Approval expired** — nothing ran. Ask again if it is still needed.',
+    embeds: [callsEmbed(input, 'Approval expired', COLOR.expired, () => '⌛ expired (did not run)')],
+    components: [],
+    allowed_mentions: NO_MENTIONS,
+  };
+}
+
+function approvalButtons(input: ApprovalCardInput): ApiActionRow[] {
+  const { nonce, calls } = input;
+  const decide = (call: number | 'all', decision: ApprovalDecision) => approvalCustomId({ nonce, decision, call });
+  if (calls.length === 1) {
+    const only = calls[0]!.index;
+    return actionRows([
+      button('Approve', decide(only, 'approve'), ButtonStyle.success),
+      button('Deny', decide(only, 'deny'), ButtonStyle.danger),
+    ]);
+  }
+  const rows: ApiActionRow[] = [];
+  if (calls.length <= MAX_INDIVIDUAL_CALLS) {
+    for (const call of calls) {
+      const perCall: ApiButton[] = [
+        button(`Approve #${call.index + 1} ${call.tool}`, decide(call.index, 'approve'), ButtonStyle.success),
+        button(`Deny #${call.index + 1}`, decide(call.index, 'deny'), ButtonStyle.danger),
+      ];
+      rows.push({ type: 1, components: perCall });
+    }
+  }
+  rows.push({
+    type: 1,
+    components: [
+      button('Approve all', decide('all', 'approve'), ButtonStyle.success),
+      button('Deny all', decide('all', 'deny'), ButtonStyle.danger),
+    ],
+  });
+  return rows;
+}
+
+function callsEmbed(
+  input: ApprovalCardInput,
+  title: string,
+  color: number,
+  status: (call: ApprovalCardCall) => string | undefined,
+): ApiEmbed {
+  const description = clip(
+    `Requested by ${input.requesterLabel} · expires ${relativeTime(input.expiresAt)}`,
+    LIMITS.embedDescription,
+  );
+  const footer = { text: clip(`plan ${input.planHashPrefix}`, LIMITS.embedFooter) };
+  const shown = input.calls.length > LIMITS.embedFields ? input.calls.slice(0, MAX_CALL_FIELDS) : input.calls;
+  const names = shown.map((call) => {
+    const s = status(call);
+    return clip(
+      `#${call.index + 1} ${call.tool} · ${RISK_MARK[call.risk]} risk${s ? ` · ${s}` : ''}`,
+      LIMITS.embedFieldName,
+    );
+  });
+  const leftOff = input.calls.length - shown.length;
+  const moreField: ApiEmbedField | undefined =
+    leftOff > 0
+      ? { name: 'More calls', value: `…and ${leftOff} more not shown; they are decided with the rest.` }
+      : undefined;
+  // Every character of the embed counts toward one 6000-character total; share what is left evenly.
+  const fixed =
+    title.length +
+    description.length +
+    footer.text.length +
+    names.reduce((sum, x) => sum + x.length, 0) +
+    (moreField ? moreField.name.length + moreField.value.length : 0);
+  const perField = Math.min(
+    LIMITS.embedFieldValue,
+    Math.floor((LIMITS.embedTotal - fixed) / Math.max(1, shown.length)),
+  );
+  const fields: ApiEmbedField[] = shown.map((call, i) => ({ name: names[i]!, value: callBody(call, perField) }));
+  if (moreField) fields.push(moreField);
+  return { title, description, color, fields, footer };
+}
+
+/** Arguments (and detail) as code blocks that fit `budget` characters together. */
+function callBody(call: ApprovalCardCall, budget: number): string {
+  if (!call.detail) return codeBlock(call.argsPretty, budget);
+  const argsBudget = Math.floor(budget / 2);
+  const args = codeBlock(call.argsPretty, argsBudget);
+  return `${args}\n${codeBlock(call.detail, budget - args.length - 1)}`;
+}
+
+/**
+ * A fenced block of at most `max` characters. Backtick runs inside are broken with a zero-width
+ * space so model-written text cannot close the fence and smuggle markdown (or mentions) out.
+ */
+export function codeBlock(text: string, max: number): string {
+  const open = '```\n';
+  const close = '\n```';
+  const safe = neutralizeMentions(text).replace(/`{3,}/g, (run) => run.split('').join('\u200b'));
+  const room = max - open.length - close.length;
+  if (room <= 0) return '';
+  if (safe.length <= room) return `${open}${safe}${close}`;
+  const marker = `\n… ${safe.length} characters, cut`;
+  return `${open}${clip(safe, room - marker.length, '')}${marker}${close}`;
+}
+
+/** At most `max` characters, ending in `ellipsis` when cut, never splitting a surrogate pair. */
+export function clip(text: string, max: number, ellipsis = '…'): string {
+  if (text.length <= max) return text;
+  let end = Math.max(0, max - ellipsis.length);
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}${ellipsis}`;
+}
+
+/** Discord renders `<t:unix:R>` as "in 5 minutes" in each reader's own locale and time zone. */
+export function relativeTime(at: Date): string {
+  return `<t:${Math.floor(at.getTime() / 1000)}:R>`;
+}

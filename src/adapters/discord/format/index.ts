@@ -1,0 +1,2 @@
+export { neutralizeMentions } from './mentions.ts';
+export { splitForDiscord, toDiscordMessages } from './split.ts';

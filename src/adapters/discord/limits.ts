@@ -1,0 +1,49 @@
+/**
+ * Every Discord limit Countersign depends on, in one table. Sources: the API v10 reference
+ * (Message Resource, Message Components, Embed Limits, Interactions) and the rate-limit topic.
+ * Tests iterate this table, so a limit added here is checked against the builders that use it.
+ */
+export const LIMITS = {
+  /** Characters in a message's `content`; longer content is rejected with error 50035. */
+  messageContent: 2000,
+  /** Characters in a component's `custom_id`. */
+  customId: 100,
+  /** Characters in a button's label. */
+  buttonLabel: 80,
+  /** Buttons in one action row. */
+  buttonsPerRow: 5,
+  /** Action rows on one message. */
+  actionRows: 5,
+  /** Embeds on one message. */
+  embedsPerMessage: 10,
+  /** Characters in an embed title. */
+  embedTitle: 256,
+  /** Characters in an embed description. */
+  embedDescription: 4096,
+  /** Fields on one embed. */
+  embedFields: 25,
+  /** Characters in an embed field's name. */
+  embedFieldName: 256,
+  /** Characters in an embed field's value. */
+  embedFieldValue: 1024,
+  /** Characters in an embed footer's text. */
+  embedFooter: 2048,
+  /** Characters across title, description, fields, footer and author of all embeds on a message. */
+  embedTotal: 6000,
+  /** Choices in one autocomplete response. */
+  autocompleteChoices: 25,
+  /** Characters in a thread (channel) name. */
+  threadName: 100,
+  /** Seconds an interaction token accepts an initial response. */
+  interactionAckSeconds: 3,
+  /** Minutes an interaction token accepts follow-ups and edits. */
+  interactionTokenMinutes: 15,
+  /** Message edits per channel per window, the bucket Discord applies to PATCH on one channel's messages. */
+  channelEditsPerWindow: 5,
+  /** Length of that window in seconds. */
+  channelEditWindowSeconds: 5,
+  /** Requests per second a bot may make across all routes (interaction responses excluded). */
+  globalRequestsPerSecond: 50,
+} as const;
+
+export type DiscordLimit = keyof typeof LIMITS;

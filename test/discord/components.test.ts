@@ -1,0 +1,236 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  approvalCard,
+  approvalCustomId,
+  buttonLabel,
+  decidedApprovalCard,
+  expiredApprovalCard,
+  parseApprovalCustomId,
+  parseStopCustomId,
+  replyButtonRows,
+  stopButtonRow,
+  type ApiMessagePayload,
+  type ApprovalCardInput,
+} from '../../src/adapters/discord/components/index.ts';
+import { LIMITS } from '../../src/adapters/discord/limits.ts';
+import { FakeDiscord } from '../fakes/discord/index.ts';
+
+const NONCE = 'q1w2e3r4t5y6u7i8o9p0-_AbCdEf';
+const EXPIRES = new Date('2030-01-01T00:10:00Z');
+
+function card(calls: number, args = '{\n  "path": "/var/log"\n}'): ApprovalCardInput {
+  return {
+    nonce: NONCE,
+    calls: Array.from({ length: calls }, (_, index) => ({
+      index,
+      tool: `tool_${index}`,
+      argsPretty: args,
+      risk: 'high' as const,
+    })),
+    planHashPrefix: '9f86d081',
+    expiresAt: EXPIRES,
+    requesterLabel: '<@1234567890>',
+  };
+}
+
+const customIds = (p: ApiMessagePayload) => p.components.flatMap((r) => r.components.map((b) => b.custom_id));
+const embedText = (p: ApiMessagePayload) =>
+  p.embeds
+    .map((e) =>
+      [e.title, e.description, ...(e.fields ?? []).flatMap((f) => [f.name, f.value]), e.footer?.text].join('\n'),
+    )
+    .join('\n');
+
+describe('custom ids', () => {
+  it.each([
+    [{ nonce: NONCE, decision: 'approve', call: 0 }, `ap:${NONCE}:a0`],
+    [{ nonce: NONCE, decision: 'deny', call: 3 }, `ap:${NONCE}:d3`],
+    [{ nonce: NONCE, decision: 'approve', call: 'all' }, `ap:${NONCE}:aa`],
+    [{ nonce: NONCE, decision: 'deny', call: 'all' }, `ap:${NONCE}:da`],
+  ] as const)('encodes %o as %s and parses it back', (click, id) => {
+    expect(approvalCustomId(click)).toBe(id);
+    expect(parseApprovalCustomId(id)).toEqual(click);
+  });
+
+  it.each([
+    'ap:x',
+    'ap::a0',
+    `ap:${NONCE}:z0`,
+    `ap:${NONCE}:a100`,
+    `ap:no:pe:a0`,
+    'stop:abc',
+    `ap:${'n'.repeat(81)}:a0`,
+    '',
+  ])('rejects %j', (id) => {
+    expect(parseApprovalCustomId(id)).toBeUndefined();
+  });
+
+  it('fits the longest nonce and decision into Discord’s 100-character custom_id', () => {
+    const id = approvalCustomId({ nonce: 'n'.repeat(80), decision: 'approve', call: 99 });
+    expect(id.length).toBeLessThanOrEqual(LIMITS.customId);
+  });
+
+  it('refuses to build an id from a nonce that could not be parsed back', () => {
+    expect(() => approvalCustomId({ nonce: 'has:colon', decision: 'approve', call: 0 })).toThrow();
+  });
+});
+
+describe('buttons', () => {
+  it('renders the Stop button as one danger button whose id names the turn', () => {
+    const rows = stopButtonRow('turn-42');
+    expect(rows).toEqual([{ type: 1, components: [{ type: 2, style: 4, label: 'Stop', custom_id: 'stop:turn-42' }] }]);
+    expect(parseStopCustomId(rows[0]!.components[0]!.custom_id)).toBe('turn-42');
+  });
+
+  it('packs reply buttons five to a row', () => {
+    const rows = replyButtonRows(
+      Array.from({ length: 7 }, (_, i) => ({ label: `B${i}`, value: `v${i}`, style: 'secondary' as const })),
+    );
+    expect(rows.map((r) => r.components.length)).toEqual([5, 2]);
+  });
+
+  it('refuses more buttons than five rows of five can hold', () => {
+    const many = Array.from({ length: 26 }, (_, i) => ({ label: `B${i}`, value: `v${i}`, style: 'primary' as const }));
+    expect(() => replyButtonRows(many)).toThrow(/at most 25/);
+  });
+
+  it('shortens a label to 80 characters', () => {
+    expect(buttonLabel('x'.repeat(200))).toHaveLength(LIMITS.buttonLabel);
+  });
+});
+
+describe('approval card', () => {
+  it('shows tool, risk, arguments, plan hash and a relative expiry', () => {
+    const p = approvalCard(card(1));
+    const text = `${p.content}\n${embedText(p)}`;
+    expect(text).toContain('tool_0');
+    expect(text).toContain('high');
+    expect(text).toContain('"path": "/var/log"');
+    expect(text).toContain('9f86d081');
+    expect(text).toContain(`<t:${EXPIRES.getTime() / 1000}:R>`);
+  });
+
+  it('offers just Approve and Deny for a single call', () => {
+    const p = approvalCard(card(1));
+    expect(p.components).toHaveLength(1);
+    expect(p.components[0]!.components.map((b) => b.label)).toEqual(['Approve', 'Deny']);
+    expect(customIds(p)).toEqual([`ap:${NONCE}:a0`, `ap:${NONCE}:d0`]);
+  });
+
+  it('offers Approve/Deny per call plus Approve all/Deny all for several calls', () => {
+    const p = approvalCard(card(3));
+    expect(p.components).toHaveLength(4);
+    expect(customIds(p)).toEqual([
+      `ap:${NONCE}:a0`,
+      `ap:${NONCE}:d0`,
+      `ap:${NONCE}:a1`,
+      `ap:${NONCE}:d1`,
+      `ap:${NONCE}:a2`,
+      `ap:${NONCE}:d2`,
+      `ap:${NONCE}:aa`,
+      `ap:${NONCE}:da`,
+    ]);
+  });
+
+  it('falls back to Approve all/Deny all alone when the calls outnumber the rows, and says so', () => {
+    const p = approvalCard(card(6));
+    expect(customIds(p)).toEqual([`ap:${NONCE}:aa`, `ap:${NONCE}:da`]);
+    expect(p.content).toMatch(/together/);
+  });
+
+  it('keeps huge arguments within every embed limit, cut with a note and a closed fence', () => {
+    const p = approvalCard(card(4, 'y'.repeat(20_000)));
+    const fields = p.embeds[0]!.fields!;
+    for (const f of fields) {
+      expect(f.value.length).toBeLessThanOrEqual(LIMITS.embedFieldValue);
+      expect(f.value.match(/```/g)).toHaveLength(2);
+      expect(f.value).toMatch(/characters, cut\n```$/);
+    }
+    expect(embedText(p).length).toBeLessThanOrEqual(LIMITS.embedTotal);
+  });
+
+  it('does not let backticks in the arguments close the code block', () => {
+    const p = approvalCard(card(1, 'before ``` after @everyone'));
+    const value = p.embeds[0]!.fields![0]!.value;
+    expect(value.match(/```/g)).toHaveLength(2);
+    expect(value).not.toContain('@everyone');
+  });
+
+  it('never pings: every card sends allowed_mentions with nothing to parse', () => {
+    for (const p of [approvalCard(card(2)), decidedApprovalCard(card(2), [], 'x'), expiredApprovalCard(card(2))]) {
+      expect(p.allowed_mentions).toEqual({ parse: [] });
+    }
+  });
+
+  it('removes the buttons once decided and shows each call’s outcome', () => {
+    const p = decidedApprovalCard(
+      card(2),
+      [
+        { index: 0, decision: 'approve' },
+        { index: 1, decision: 'deny' },
+      ],
+      '<@42>',
+    );
+    expect(p.components).toEqual([]);
+    const names = p.embeds[0]!.fields!.map((f) => f.name);
+    expect(names[0]).toContain('approved');
+    expect(names[1]).toContain('denied');
+    expect(p.content).toContain('<@42>');
+  });
+
+  it('headlines a unanimous approval as Approved', () => {
+    const p = decidedApprovalCard(card(1), [{ index: 0, decision: 'approve' }], 'Bob');
+    expect(p.content).toMatch(/Approved/);
+  });
+
+  it('removes the buttons once expired and says nothing ran', () => {
+    const p = expiredApprovalCard(card(2));
+    expect(p.components).toEqual([]);
+    expect(p.content).toMatch(/expired/i);
+    expect(p.content).toMatch(/nothing ran/);
+  });
+});
+
+describe('cards Discord accepts', () => {
+  let fake: FakeDiscord;
+  beforeAll(async () => {
+    fake = await FakeDiscord.start({
+      buckets: { 'POST /channels/:channel_id/messages': { limit: 100, windowSeconds: 1 } },
+    });
+  });
+  afterAll(async () => fake.close());
+
+  const post = (payload: ApiMessagePayload) =>
+    fetch(`${fake.restUrl}/v10/channels/${fake.scene.channelId}/messages`, {
+      method: 'POST',
+      headers: { Authorization: `Bot ${fake.token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(payload),
+    });
+
+  it.each([
+    ['one call', () => approvalCard(card(1))],
+    [
+      'four calls with huge arguments and details',
+      () =>
+        approvalCard({
+          ...card(4, 'z'.repeat(9000)),
+          calls: card(4, 'z'.repeat(9000)).calls.map((c) => ({ ...c, detail: 'd'.repeat(9000) })),
+        }),
+    ],
+    ['thirty calls', () => approvalCard(card(30, 'a'.repeat(500)))],
+    ['a decided card', () => decidedApprovalCard(card(3), [{ index: 0, decision: 'approve' }], 'Bob')],
+    ['an expired card', () => expiredApprovalCard(card(3))],
+    [
+      'a stop button',
+      (): ApiMessagePayload => ({
+        content: 'Working…',
+        embeds: [],
+        components: stopButtonRow('t1'),
+        allowed_mentions: { parse: [] },
+      }),
+    ],
+  ])('accepts %s', async (_name, build) => {
+    const res = await post(build());
+    expect(res.status, JSON.stringify(await res.clone().json())).toBe(200);
+  });
+});
