@@ -31,11 +31,13 @@ import { createWorkItemTask } from './queue/tasks/run-work-item.ts';
 import { TurnEvents } from './queue/turn-events.ts';
 import { WorkerLiveness } from './queue/worker-liveness.ts';
 import { startHttpServer, type HttpServer } from './http/server.ts';
+import { enqueueWorkItem } from './queue/enqueue.ts';
 import { healthHandler } from './http/health.ts';
 import { metricsHandler } from './http/metrics.ts';
 import { metrics } from './metrics.ts';
 import { requestStop, StopListener, type StopResult } from './queue/stop-requests.ts';
 import type { Requester } from './agent/tools/tool.ts';
+import type { PlatformAdapter } from './adapters/platform.ts';
 
 export type Role = 'all' | 'ingress' | 'worker';
 
@@ -50,6 +52,8 @@ export interface StartOptions {
   outbounds?: Outbound[];
   /** Extra tools (tests, embedding applications). */
   tools?: AnyTool[];
+  /** Platform adapters to run; default: Slack and/or Discord when their tokens are configured. */
+  platforms?: PlatformAdapter[];
   /** Run the console adapter on these streams; default: when no Slack/Discord credentials are set. */
   console?: { input: NodeJS.ReadableStream; output: NodeJS.WriteStream; interactive: boolean } | false;
   log?: Logger;
@@ -74,6 +78,20 @@ export interface Countersign {
 
 export function usesConsole(config: Config): boolean {
   return !config.SLACK_BOT_TOKEN && !config.DISCORD_TOKEN;
+}
+
+/** The platforms whose credentials are configured. Loaded lazily: a console-only run needs neither SDK. */
+async function configuredPlatforms(config: Config, pool: Pool, log: Logger): Promise<PlatformAdapter[]> {
+  const platforms: PlatformAdapter[] = [];
+  if (config.SLACK_BOT_TOKEN) {
+    const { createSlackAdapter } = await import('./adapters/slack/index.ts');
+    platforms.push(createSlackAdapter(config, pool, log));
+  }
+  if (config.DISCORD_TOKEN) {
+    const { createDiscordAdapter } = await import('./adapters/discord/index.ts');
+    platforms.push(createDiscordAdapter(config, pool, log));
+  }
+  return platforms;
 }
 
 /** Feeds turn latencies into the Prometheus histograms. */
@@ -139,6 +157,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const consoleOutbound = new ConsoleOutbound();
     outbounds.register(consoleOutbound);
     for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
+    const platforms = options.platforms ?? (await configuredPlatforms(config, pool, log));
+    for (const platform of platforms) outbounds.register(platform.outbound);
 
     // Skills: problems are reported and the skill skipped, never fatal; edits on disk apply without a restart.
     const skills: SkillRegistry = await openSkillRegistry({
@@ -246,6 +266,22 @@ export async function startCountersign(config: Config, options: StartOptions): P
     http.route('/healthz', healthHandler({ pool, workerRunning: runner ? () => runner.running : undefined }));
     http.route('/metrics', metricsHandler(pool));
     const stopTurn = (workItemId: string, by: Requester) => requestStop(pool, workItemId, by, config.APPROVERS);
+
+    if (options.role !== 'worker') {
+      for (const platform of platforms) {
+        const inbound = await platform.startInbound({
+          config,
+          pool,
+          log,
+          approvals,
+          skills,
+          http,
+          enqueue: (draft) => enqueueWorkItem(pool, draft),
+          stopTurn,
+        });
+        cleanups.push(() => inbound.stop());
+      }
+    }
 
     let consoleDone: Promise<void> | undefined;
     if (consoleOptions) {
