@@ -241,7 +241,17 @@ export async function startCountersign(config: Config, options: StartOptions): P
         pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
         shutdownGraceMs: config.SHUTDOWN_GRACE_SECONDS * 1000,
         workItemTask: task,
-        backgroundTasks: { [HOUSEKEEPING_TASK]: createHousekeepingTask({ approvals, log }) },
+        backgroundTasks: {
+          [HOUSEKEEPING_TASK]: createHousekeepingTask({
+            pool,
+            approvals,
+            log,
+            settings: {
+              historyRetentionDays: config.HISTORY_RETENTION_DAYS,
+              auditRetentionDays: config.AUDIT_RETENTION_DAYS,
+            },
+          }),
+        },
         crontab: HOUSEKEEPING_CRONTAB,
         onPoolCreated: (poolId) => {
           liveness

@@ -66,6 +66,8 @@ export const ConfigSchema = z
     WORKER_DEAD_AFTER_SECONDS: int(3, 600).default(15),
     WORKER_POLL_INTERVAL_MS: int(100, 60_000).default(1000),
     SHUTDOWN_GRACE_SECONDS: int(0, 3600).default(10),
+    HISTORY_RETENTION_DAYS: int(0, 36500).default(90),
+    AUDIT_RETENTION_DAYS: int(0, 36500).default(365),
 
     AGENT_NAME: z.string().min(1).max(80).default('Countersign'),
     AGENT_MAX_ROUNDS: int(1, 100).default(10),

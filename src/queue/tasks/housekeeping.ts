@@ -1,5 +1,13 @@
 import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
+import type { Pool } from '../../db/pool.ts';
+import {
+  cleanGraphileWorker,
+  pruneAudit,
+  pruneFinishedCheckpoints,
+  pruneHistory,
+  pruneIdleConversations,
+} from '../housekeeping-sql.ts';
 
 export const HOUSEKEEPING_TASK = 'countersign_housekeeping';
 
@@ -13,9 +21,32 @@ export interface Housekeeper {
   expireStale(): Promise<number>;
 }
 
-export function createHousekeepingTask(deps: { approvals: Housekeeper; log: Logger }): Task {
+export interface HousekeepingSettings {
+  /** Days of conversation history and finished work to keep; 0 keeps everything. */
+  historyRetentionDays: number;
+  /** Days of approval audit to keep; 0 keeps everything. */
+  auditRetentionDays: number;
+}
+
+export function createHousekeepingTask(deps: {
+  pool: Pool;
+  approvals: Housekeeper;
+  settings: HousekeepingSettings;
+  log: Logger;
+}): Task {
   return async () => {
+    const { pool, settings } = deps;
     const expired = await deps.approvals.expireStale();
-    if (expired > 0) deps.log.info({ expired }, 'expired stale approval requests');
+    const checkpoints = await pruneFinishedCheckpoints(pool);
+    let history = 0;
+    if (settings.historyRetentionDays > 0) {
+      history += await pruneHistory(pool, settings.historyRetentionDays);
+      history += await pruneIdleConversations(pool, settings.historyRetentionDays);
+    }
+    const audit = settings.auditRetentionDays > 0 ? await pruneAudit(pool, settings.auditRetentionDays) : 0;
+    await cleanGraphileWorker(pool);
+    if (expired + checkpoints + history + audit > 0) {
+      deps.log.info({ expired, checkpoints, history, audit }, 'housekeeping');
+    }
   };
 }
