@@ -1,4 +1,4 @@
-import type { PoolClient } from '../db/pool.ts';
+import type { PoolClient, Queryable } from '../db/pool.ts';
 import { taskFor, type WorkItem } from './work-item.ts';
 
 /**
@@ -20,29 +20,25 @@ async function addJob(client: PoolClient, item: { id: string; priority: number }
   );
 }
 
-/** Appends a work item to its conversation; schedules it at once if the conversation is idle. Call inside a transaction. */
-export async function appendToConversation(client: PoolClient, item: WorkItem): Promise<{ started: boolean }> {
-  await client.query(
-    `INSERT INTO countersign.conversations (id, platform) VALUES ($1, $2)
-     ON CONFLICT (id) DO UPDATE SET last_activity_at = now()`,
-    [item.conversationId, item.reply.platform],
+/**
+ * Appends a work item to its conversation and schedules it at once if the conversation is idle
+ * (countersign.enqueue_work_item, one round trip). Works alone or inside a caller's transaction.
+ */
+export async function appendToConversation(db: Queryable, item: WorkItem): Promise<{ started: boolean }> {
+  const { rows } = await db.query<{ started: boolean }>(
+    'SELECT countersign.enqueue_work_item($1, $2, $3, $4, $5, $6, $7, $8) AS started',
+    [
+      item.id,
+      item.conversationId,
+      item.reply.platform,
+      item.type,
+      item.priority,
+      JSON.stringify(item),
+      item.createdAt,
+      taskFor(item.priority),
+    ],
   );
-  const head = await client.query<{ active_work_item: string | null }>(
-    'SELECT active_work_item FROM countersign.conversations WHERE id = $1 FOR UPDATE',
-    [item.conversationId],
-  );
-  await client.query(
-    `INSERT INTO countersign.work_items (id, conversation_id, type, priority, item, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6)`,
-    [item.id, item.conversationId, item.type, item.priority, JSON.stringify(item), item.createdAt],
-  );
-  if (head.rows[0]?.active_work_item) return { started: false };
-  await client.query('UPDATE countersign.conversations SET active_work_item = $2 WHERE id = $1', [
-    item.conversationId,
-    item.id,
-  ]);
-  await addJob(client, item);
-  return { started: true };
+  return { started: rows[0]?.started ?? false };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { transaction, type Pool } from '../db/pool.ts';
+import type { Pool } from '../db/pool.ts';
 import { appendToConversation } from './conversation-chain.ts';
 import { newWorkItem, WorkItem, type WorkItemDraft } from './work-item.ts';
 
@@ -9,6 +9,6 @@ import { newWorkItem, WorkItem, type WorkItemDraft } from './work-item.ts';
 export async function enqueueWorkItem(pool: Pool, draft: WorkItemDraft | WorkItem): Promise<WorkItem> {
   const item =
     'id' in draft && 'createdAt' in draft && draft.id && draft.createdAt ? WorkItem.parse(draft) : newWorkItem(draft);
-  await transaction(pool, (client) => appendToConversation(client, item));
+  await appendToConversation(pool, item);
   return item;
 }

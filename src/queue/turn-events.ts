@@ -4,7 +4,8 @@ import type { WorkItem } from './work-item.ts';
 
 /** In-process notifications about turns this process ran (console adapter, metrics, tests). */
 export interface TurnEventMap {
-  started: [{ item: WorkItem; resumed: boolean }];
+  /** The job started (attempt > 1: a replay after a crash, a hand-over or a retry). */
+  started: [{ item: WorkItem; attempt: number }];
   finished: [{ item: WorkItem; text: string; durationMs: number }];
   awaitingApproval: [{ item: WorkItem; calls: ToolCall[] }];
   failed: [{ item: WorkItem; error: string }];

@@ -16,6 +16,7 @@ import { advanceConversation } from '../conversation-chain.ts';
 import type { TurnEvents } from '../turn-events.ts';
 import { taskFor, WorkItem, WorkItemJobPayload, type CallDecision } from '../work-item.ts';
 import type { ToolCall } from '../../agent/messages.ts';
+import type { Requester } from '../../agent/tools/tool.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
 import { StopRequested, stopButtonValue, stopRequestOf, type StopListener } from '../stop-requests.ts';
 import { metrics } from '../../metrics.ts';
@@ -95,16 +96,23 @@ export function createWorkItemTask(services: WorkerServices): Task {
   return async (payload, helpers) => {
     const { workItemId } = WorkItemJobPayload.parse(payload);
     if (helpers.job.locked_by) await services.liveness.claimSlot(helpers.job.locked_by);
-    const { rows } = await pool.query<{ status: ItemStatus; item: unknown }>(
+    const { rows } = await pool.query<{
+      status: ItemStatus;
+      item: unknown;
+      attempts: number;
+      stopped_by: Requester | null;
+    }>(
       `UPDATE countersign.work_items SET status = 'running', started_at = coalesce(started_at, now()), attempts = attempts + 1
        WHERE id = $1 AND status IN ('queued', 'running')
-       RETURNING status, item`,
+       RETURNING status, item, attempts, stopped_by`,
       [workItemId],
     );
     const row = rows[0];
     // Already at rest: a replay of a job whose item finished before the job was marked complete.
     if (!row) return;
     const item = WorkItem.parse(row.item);
+    const stoppedBy = row.stopped_by;
+    services.events.emit('started', { item, attempt: row.attempts });
     const log = services.log.child({ workItemId: item.id, conversationId: item.conversationId });
     const stop = services.stops.track(item.id);
     const signal = AbortSignal.any([helpers.abortSignal ?? new AbortController().signal, services.fence, stop.signal]);
@@ -120,7 +128,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
         const by = await stopRequestOf(pool, item.id);
         if (by) stop.abort(by);
       };
-      await checkStop();
+      if (stoppedBy) stop.abort(stoppedBy);
 
       let state: TurnState;
       const checkpoint = await loadCheckpoint(pool, item.id);
@@ -139,7 +147,6 @@ export function createWorkItemTask(services: WorkerServices): Task {
       } else {
         state = initialTurnState(item);
       }
-      services.events.emit('started', { item, resumed: Boolean(checkpoint) });
 
       let firstText = true;
       const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, {
