@@ -6,6 +6,8 @@ import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres } from './db/embedded.ts';
 import { resolveFromCwd } from './app.ts';
 import { skillsCommand } from './skills/index.ts';
+import { createPool } from './db/pool.ts';
+import { formatUsage, usageSummary } from './usage.ts';
 
 const USAGE = `Usage: countersign <command>
 
@@ -14,6 +16,7 @@ Commands:
   migrate                             apply database migrations and exit
   config                              print the effective configuration (secrets masked)
   skills list|lint [DIR]|new NAME     list, check or scaffold skills
+  usage [--days=N]                    model tokens by day and conversation (default: 7 days)
 `;
 
 function configOrExit(): Config {
@@ -75,6 +78,38 @@ async function runMigrate(): Promise<number> {
   return 0;
 }
 
+/** Runs `fn` against the configured database (starting the embedded one if that is what is configured). */
+async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
+  const config = configOrExit();
+  if (config.DATABASE_URL) return fn(config.DATABASE_URL);
+  const log = createLogger(config.LOG_LEVEL ?? 'warn');
+  const db = await startEmbeddedPostgres({ dir: resolveFromCwd(config.EMBEDDED_POSTGRES_DIR), log });
+  try {
+    return await fn(db.url);
+  } finally {
+    await db.stop();
+  }
+}
+
+async function printUsage(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { days: { type: 'string', default: '7' } } });
+  const days = Number(values.days);
+  if (!Number.isInteger(days) || days < 1 || days > 3650) {
+    process.stderr.write(`--days must be a whole number from 1 to 3650 (got "${values.days}")\n`);
+    return 1;
+  }
+  return withDatabase(async (url) => {
+    await migrate(url, createLogger('silent'));
+    const pool = createPool(url, 2);
+    try {
+      process.stdout.write(`${formatUsage(await usageSummary(pool, days))}\n`);
+    } finally {
+      await pool.end();
+    }
+    return 0;
+  });
+}
+
 function printConfig(): number {
   const config = configOrExit();
   const rows = describeConfig(config);
@@ -92,6 +127,8 @@ async function main(argv: string[]): Promise<number> {
       return runMigrate();
     case 'config':
       return printConfig();
+    case 'usage':
+      return printUsage(rest);
     case 'skills':
       return skillsCommand(rest, {
         out: (line) => process.stdout.write(`${line}\n`),
