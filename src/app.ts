@@ -9,7 +9,8 @@ import { createProvider } from './agent/providers/index.ts';
 import { ToolRegistry } from './agent/tools/registry.ts';
 import { currentTimeTool } from './agent/tools/current-time.ts';
 import { requestHumanApprovalTool } from './agent/tools/request-human-approval.ts';
-import { ApprovalService } from './approval/service.ts';
+import { ApprovalService, SHOW_CARD_TASK } from './approval/service.ts';
+import { z } from 'zod';
 import type { ApprovalScope } from './approval/envelope.ts';
 import { createHousekeepingTask, HOUSEKEEPING_CRONTAB, HOUSEKEEPING_TASK } from './queue/tasks/housekeeping.ts';
 import type { AnyTool } from './agent/tools/tool.ts';
@@ -241,6 +242,12 @@ export async function startCountersign(config: Config, options: StartOptions): P
         pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
         shutdownGraceMs: config.SHUTDOWN_GRACE_SECONDS * 1000,
         workItemTask: task,
+        interactiveTasks: {
+          [SHOW_CARD_TASK]: async (payload) => {
+            const { envelopeId } = z.object({ envelopeId: z.uuid() }).parse(payload);
+            await approvals.showPendingCard(envelopeId);
+          },
+        },
         backgroundTasks: {
           [HOUSEKEEPING_TASK]: createHousekeepingTask({
             pool,

@@ -33,6 +33,9 @@ import {
 import { mayDecide, qualifiedId, verifySubmission } from './verify.ts';
 import { QUESTION_TOOL } from '../agent/tools/request-human-approval.ts';
 
+/** The job that shows an approval card (interactive pool: a person is waiting for it). */
+export const SHOW_CARD_TASK = 'countersign_show_approval_card';
+
 export interface ApprovalSettings {
   ttlSeconds: number;
   approvers: string[];
@@ -130,12 +133,22 @@ export class ApprovalService {
       actor: item.requester,
       detail: { calls: calls.map((c) => c.name) },
     });
-    return async () => {
-      const envelope = await findEnvelopeById(this.#pool, id);
-      if (!envelope) return;
-      const shown = await this.#showCard(envelope, await this.#card(envelope, 'pending', expiresAt));
-      await setCardMessage(this.#pool, id, shown.messageId);
-    };
+    // The card is shown by its own job, committed with the envelope: a worker that dies right after
+    // parking the turn can't leave an envelope nobody can see.
+    await client.query(
+      `SELECT graphile_worker.add_job($1::text, json_build_object('envelopeId', $2::text), priority => 1, max_attempts => 25)`,
+      [SHOW_CARD_TASK, id],
+    );
+    void expiresAt;
+    return async () => undefined;
+  }
+
+  /** Posts the card of a pending envelope that has none yet (the show-card job). */
+  async showPendingCard(envelopeId: string): Promise<void> {
+    const envelope = await findEnvelopeById(this.#pool, envelopeId);
+    if (!envelope || envelope.status !== 'pending' || envelope.card_message_id) return;
+    const shown = await this.#showCard(envelope, await this.#card(envelope, 'pending'));
+    await setCardMessage(this.#pool, envelopeId, shown.messageId);
   }
 
   async #card(
@@ -330,6 +343,12 @@ export class ApprovalService {
       const row = await consumeNonce(client, nonce, decisions, clicker, continuation.id);
       if (!row) return undefined;
       await appendToConversation(client, continuation);
+      // The parked turn waits for nobody any more; its continuation carries on.
+      await client.query(
+        `UPDATE countersign.work_items SET status = 'done', result = $2, finished_at = now()
+         WHERE id = $1 AND status = 'awaiting_approval'`,
+        [env.work_item_id, JSON.stringify({ continuation: continuation.id })],
+      );
       await audit(client, {
         envelopeId: env.id,
         nonce,

@@ -15,6 +15,8 @@ export interface QueueRunnerOptions {
   /** How long running turns get to reach a checkpoint on shutdown before they are aborted. */
   shutdownGraceMs: number;
   workItemTask: TaskList[string];
+  /** Extra interactive tasks (showing approval cards). */
+  interactiveTasks?: TaskList;
   /** Extra background tasks (housekeeping). */
   backgroundTasks?: TaskList;
   /** graphile-worker crontab for the background pool (periodic housekeeping). */
@@ -75,7 +77,7 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
       await run({
         ...common,
         concurrency: options.interactiveConcurrency,
-        taskList: { [INTERACTIVE_TASK]: options.workItemTask },
+        taskList: { [INTERACTIVE_TASK]: options.workItemTask, ...options.interactiveTasks },
       }),
     );
     runners.push(

@@ -80,9 +80,24 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
     latest = text;
     if (interactive) renderer.show(text);
   });
+  let cardWaiter: (() => void) | undefined;
   outbound.onCard((card, target) => {
-    if (target.channel === session && card.state === 'pending') pendingCard = card;
+    if (target.channel === session && card.state === 'pending') {
+      pendingCard = card;
+      cardWaiter?.();
+    }
   });
+  /** The card is posted by its own job, a moment after the turn parks. */
+  const cardShown = () =>
+    new Promise<void>((resolve) => {
+      if (pendingCard) return resolve();
+      const timer = setTimeout(resolve, 30_000);
+      cardWaiter = () => {
+        clearTimeout(timer);
+        cardWaiter = undefined;
+        resolve();
+      };
+    });
   const me = { platform: 'console', userId: user };
   let current: WorkItem | undefined;
 
@@ -110,6 +125,7 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
     });
 
   const afterTurn = async (end: TurnEnd) => {
+    if (end.kind === 'awaitingApproval') await cardShown();
     if (!interactive) output.write(`${latest}\n`);
     if (end.kind === 'awaitingApproval' && pendingCard) {
       if (interactive) {

@@ -1,0 +1,229 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.ts';
+import { loadConfig } from '../src/config.ts';
+import { startCountersign, type Countersign } from '../src/app.ts';
+import { createLogger } from '../src/log.ts';
+import { Priority } from '../src/queue/work-item.ts';
+import { enqueueWorkItem } from '../src/queue/enqueue.ts';
+import { HttpChatOutbound, HttpChatPlatform } from '../test/fakes/chat/http-chat-platform.ts';
+import { chaosTools } from './chaos-tools.ts';
+
+export interface ChaosOptions {
+  turns: number;
+  workers: number;
+  /** SIGKILLs spread over the run. */
+  kills: number;
+  restartPostgres: boolean;
+  /** Share of approval cards that are approved (the rest denied). */
+  approveRatio: number;
+  timeoutMs: number;
+  progress?: (line: string) => void;
+}
+
+export interface ChaosFigures {
+  turns: number;
+  finished: number;
+  approved: number;
+  denied: number;
+  effectsRunOnce: number;
+  effectsRunTwice: number;
+  effectsUnapproved: number;
+  outcomeUnknown: number;
+  completeMessages: number;
+  incompleteMessages: string[];
+  kills: number;
+  postgresRestarts: number;
+  seconds: number;
+}
+
+const WORKER = path.resolve(import.meta.dirname, 'chaos-worker.ts');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * 100 turns (by default) with tool calls and approvals while worker processes are SIGKILLed at random
+ * moments and Postgres is restarted once. Every turn must finish, no tool call may run twice, no
+ * unapproved call may run, and every final message must be complete.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
+  const log = options.progress ?? (() => undefined);
+  const root = path.resolve('.data');
+  mkdirSync(root, { recursive: true });
+  const dir = mkdtempSync(path.join(root, 'chaos-'));
+  chmodSync(dir, 0o755);
+  const pgOptions = { dir: path.join(dir, 'pg'), port: await freePort(), database: 'countersign' };
+  let pg: EmbeddedDatabase = await startEmbeddedPostgres(pgOptions);
+  const chat = await new HttpChatPlatform().start();
+  const effectsFile = path.join(dir, 'effects.log');
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/root',
+    DATABASE_URL: pg.url,
+    AI_PROVIDER: 'scripted',
+    HTTP_PORT: '0',
+    HTTP_HOST: '127.0.0.1',
+    LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'silent',
+    WORKER_HEARTBEAT_SECONDS: '1',
+    WORKER_DEAD_AFTER_SECONDS: '4',
+    WORKER_POLL_INTERVAL_MS: '300',
+    WORKER_CONCURRENCY: '8',
+    CHAOS_EFFECTS_FILE: effectsFile,
+    CHAOS_CHAT_URL: chat.url,
+  };
+  const workers = new Set<ChildProcess>();
+  const spawnWorker = () => {
+    const child = spawn(process.execPath, [WORKER], {
+      env,
+      stdio: ['ignore', 'ignore', process.env.CHAOS_LOG_LEVEL ? 'inherit' : 'ignore'],
+    });
+    workers.add(child);
+    child.on('exit', () => workers.delete(child));
+  };
+  let app: Countersign | undefined;
+  const started = performance.now();
+  let kills = 0;
+  let restarts = 0;
+  const decided = new Map<string, boolean>();
+  try {
+    // The ingress side: enqueues turns and takes the approval clicks, as Slack or Discord would.
+    app = await startCountersign(
+      loadConfig({ DATABASE_URL: pg.url, HTTP_PORT: '0', HTTP_HOST: '127.0.0.1', AI_PROVIDER: 'scripted' }),
+      {
+        role: 'ingress',
+        console: false,
+        tools: chaosTools(effectsFile),
+        outbounds: [new HttpChatOutbound(chat.url)],
+        log: createLogger('silent'),
+      },
+    );
+    for (let i = 0; i < options.workers; i++) spawnWorker();
+    const items = [];
+    for (let i = 0; i < options.turns; i++) {
+      items.push(
+        await enqueueWorkItem(app.pool, {
+          type: 'CHAT',
+          priority: Priority.CRITICAL,
+          conversationId: `chaos-${i}`,
+          requester: { platform: 'chat', userId: 'U1' },
+          input: { prompt: `task ${i}` },
+          payload: {},
+          reply: { platform: 'chat', channel: `chaos-${i}` },
+        }),
+      );
+    }
+    // Kills land every 1–3 s, so they hit turns in every phase: streaming, parked, continuing.
+    const killEvery = 2000;
+    let nextKill = performance.now() + killEvery * (0.5 + Math.random());
+    const deadline = performance.now() + options.timeoutMs;
+    for (;;) {
+      const pool = app.pool;
+      const pending = await pool
+        .query<{ nonce: string; calls: string; conversation_id: string }>(
+          `SELECT nonce, calls, conversation_id FROM countersign.approval_envelopes
+           WHERE status = 'pending' AND card_message_id IS NOT NULL`,
+        )
+        .catch(() => ({ rows: [] }));
+      for (const envelope of pending.rows) {
+        const approve = decided.get(envelope.conversation_id) ?? Math.random() < options.approveRatio;
+        decided.set(envelope.conversation_id, approve);
+        const calls = JSON.parse(envelope.calls) as Array<{ id: string }>;
+        await app.approvals
+          .submit(
+            envelope.nonce,
+            calls.map((c) => ({ toolCallId: c.id, approved: approve })),
+            { platform: 'chat', userId: 'U1' },
+          )
+          .catch(() => undefined);
+      }
+      const open = await pool
+        .query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM countersign.work_items WHERE status IN ('queued', 'running', 'awaiting_approval')`,
+        )
+        .then((r) => r.rows[0]?.n ?? 1)
+        .catch(() => 1);
+      const done = await pool
+        .query<{ n: number }>(`SELECT count(*)::int AS n FROM countersign.work_items WHERE status = 'done'`)
+        .then((r) => r.rows[0]?.n ?? 0)
+        .catch(() => 0);
+      if (open === 0 && done > 0) break;
+      if (performance.now() > deadline) {
+        const states = await pool.query(
+          `SELECT status, count(*)::int AS n, max(error) AS error FROM countersign.work_items GROUP BY status`,
+        );
+        const envelopes = await pool.query(
+          `SELECT status, (card_message_id IS NOT NULL) AS card, count(*)::int AS n FROM countersign.approval_envelopes GROUP BY 1, 2`,
+        );
+        throw new Error(
+          `chaos run did not finish in ${options.timeoutMs} ms (${open} open): items ${JSON.stringify(states.rows)}, envelopes ${JSON.stringify(envelopes.rows)}`,
+        );
+      }
+      if (kills < options.kills && performance.now() >= nextKill && workers.size > 0) {
+        const victim = [...workers][Math.floor(Math.random() * workers.size)]!;
+        victim.kill('SIGKILL');
+        kills += 1;
+        log(`killed a worker (${kills}/${options.kills})`);
+        spawnWorker();
+        nextKill = performance.now() + killEvery * (0.5 + Math.random());
+      }
+      if (options.restartPostgres && restarts === 0 && decided.size >= options.turns / 3) {
+        log('restarting Postgres');
+        await pg.stop();
+        await sleep(1000);
+        pg = await startEmbeddedPostgres(pgOptions);
+        restarts += 1;
+      }
+      await sleep(200);
+    }
+
+    // Verdicts, from the effects file and the chat platform, not from Countersign's bookkeeping.
+    const effects = existsSync(effectsFile) ? readFileSync(effectsFile, 'utf8').trim().split('\n').filter(Boolean) : [];
+    const perConversation = new Map<string, number>();
+    for (const c of effects) perConversation.set(c, (perConversation.get(c) ?? 0) + 1);
+    const approved = [...decided.values()].filter(Boolean).length;
+    let effectsRunOnce = 0;
+    let effectsRunTwice = 0;
+    let effectsUnapproved = 0;
+    for (const [conversation, n] of perConversation) {
+      if (!decided.get(conversation)) effectsUnapproved += n;
+      else if (n === 1) effectsRunOnce += 1;
+      else effectsRunTwice += 1;
+    }
+    const unknown = await app.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM countersign.tool_executions WHERE result->>'content' LIKE '%outcome is unknown%'`,
+    );
+    const results = await app.pool.query<{ conversation_id: string; text: string }>(
+      `SELECT conversation_id, result->>'text' AS text FROM countersign.work_items
+       WHERE status = 'done' AND item->'input'->'approval' IS NOT NULL`,
+    );
+    const incomplete: string[] = [];
+    let complete = 0;
+    for (const row of results.rows) {
+      const shown = chat.channelText(row.conversation_id);
+      if (row.text.endsWith(' END') && shown.includes(row.text)) complete += 1;
+      else incomplete.push(row.conversation_id);
+    }
+    return {
+      turns: items.length,
+      finished: results.rows.length,
+      approved,
+      denied: decided.size - approved,
+      effectsRunOnce,
+      effectsRunTwice,
+      effectsUnapproved,
+      outcomeUnknown: unknown.rows[0]?.n ?? 0,
+      completeMessages: complete,
+      incompleteMessages: incomplete,
+      kills,
+      postgresRestarts: restarts,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    for (const w of workers) w.kill('SIGKILL');
+    await app?.stop();
+    await chat.stop();
+    await pg.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
