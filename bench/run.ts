@@ -5,12 +5,18 @@ import { startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
 import { benchP1 } from './p1-event-to-start.ts';
+import { benchP4 } from './p4-throughput.ts';
+import { benchP5 } from './p5-critical-under-load.ts';
+import { benchP6 } from './p6-kill-resume.ts';
+import { benchP7 } from './p7-memory.ts';
 import { round } from './stats.ts';
+
+type Row = [figure: string, countersign: string | number, baseline: string | number, ratio: string, target: string];
 
 /**
  * `npm run bench`: measures Countersign against raw baselines taken in the same run, on a real
  * Postgres (DATABASE_URL, or an embedded one) over loopback. Prints a markdown table and writes JSON
- * to bench/results/.
+ * to bench/results/. BENCH_ONLY=P1,P5 picks figures.
  */
 async function main(): Promise<void> {
   const log = createLogger('warn');
@@ -20,48 +26,122 @@ async function main(): Promise<void> {
     embedded = await startEmbeddedPostgres({ dir: path.resolve('.data', 'bench-postgres'), ephemeral: true, log });
     adminUrl = embedded.adminUrl;
   }
-  const dbName = `cs_bench_${Date.now()}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${dbName}`;
-  const connectionString = url.toString();
+  const databases: string[] = [];
+  // Each figure gets a fresh database, so one's leftovers (10,000 LOW jobs) don't skew the next.
+  const freshDatabase = async (name: string) => {
+    const dbName = `cs_bench_${name}_${Date.now()}`;
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    databases.push(dbName);
+    const url = new URL(adminUrl);
+    url.pathname = `/${dbName}`;
+    await migrate(url.toString(), log);
+    return url.toString();
+  };
+  const only = (process.env.BENCH_ONLY ?? 'P1,P4,P5,P6,P7').split(',');
+  const samples = Number(process.env.BENCH_SAMPLES ?? 200);
+  const results: Record<string, unknown> = {};
+  const rows: Row[] = [];
   try {
-    await migrate(connectionString, log);
-    const samples = Number(process.env.BENCH_SAMPLES ?? 200);
-    const p1 = await benchP1(connectionString, samples);
-
-    const rows = [
-      [
-        'P1 event → job start p50 (ms)',
-        round(p1.countersign.p50),
-        round(p1.raw.p50),
-        `${round(p1.ratioP50)}×`,
-        '≤ 1.2× raw',
-      ],
-      [
-        'P1 event → job start p99 (ms)',
-        round(p1.countersign.p99),
-        round(p1.raw.p99),
-        `${round(p1.countersign.p99 / p1.raw.p99)}×`,
+    if (only.includes('P1')) {
+      const p1 = await benchP1(await freshDatabase('p1'), samples);
+      results.p1 = p1;
+      rows.push(
+        [
+          'P1 event → job start p50 (ms)',
+          round(p1.countersign.p50),
+          round(p1.raw.p50),
+          `${round(p1.ratioP50)}×`,
+          '≤ 1.2× raw',
+        ],
+        [
+          'P1 event → job start p99 (ms)',
+          round(p1.countersign.p99),
+          round(p1.raw.p99),
+          `${round(p1.countersign.p99 / p1.raw.p99)}×`,
+          '',
+        ],
+      );
+    }
+    if (only.includes('P4')) {
+      const p4 = await benchP4(await freshDatabase('p4'), Number(process.env.BENCH_TURNS ?? 1000));
+      results.p4 = p4;
+      rows.push(
+        [
+          'P4 turns per second',
+          round(p4.durable.turnsPerSecond, 1),
+          round(p4.direct.turnsPerSecond, 1),
+          `${round(p4.durable.turnsPerSecond / p4.direct.turnsPerSecond)}×`,
+          '≥ 300/s',
+        ],
+        [
+          'P4 CPU ms per turn (this process)',
+          round(p4.durable.cpuMsPerTurn),
+          round(p4.direct.cpuMsPerTurn),
+          `${round(p4.cpuRatio)}×`,
+          '≤ 3× direct',
+        ],
+        [
+          'P4 CPU ms per turn (+ Postgres)',
+          round(p4.durable.withPostgresCpuMsPerTurn),
+          round(p4.direct.cpuMsPerTurn),
+          `${round(p4.durable.withPostgresCpuMsPerTurn / p4.direct.cpuMsPerTurn)}×`,
+          '',
+        ],
+      );
+    }
+    if (only.includes('P5')) {
+      const p5 = await benchP5(await freshDatabase('p5'), 100);
+      results.p5 = p5;
+      rows.push([
+        'P5 CRITICAL start, 10k LOW waiting, p50 / p99 (ms)',
+        `${round(p5.p50)} / ${round(p5.p99)}`,
         '',
-      ],
-    ];
+        '',
+        'p99 ≤ 50 ms',
+      ]);
+    }
+    if (only.includes('P6')) {
+      const p6 = await benchP6(await freshDatabase('p6'));
+      results.p6 = p6;
+      rows.push([
+        'P6 SIGKILL → turn resumed / finished (s)',
+        `${round(p6.resumedAfterSeconds, 1)} / ${round(p6.finishedAfterSeconds, 1)}`,
+        `dead after ${p6.deadAfterSeconds} s`,
+        '',
+        '≤ 30 s',
+      ]);
+    }
+    if (only.includes('P7')) {
+      const p7 = await benchP7(await freshDatabase('p7'));
+      results.p7 = p7;
+      rows.push(
+        [
+          `P7 RSS growth per 1,000 in-flight conversations (MB; ${p7.streamingAtOnce} streaming, rest queued)`,
+          round(p7.mbPer1000, 1),
+          `${round(p7.rssBeforeMb, 1)} MB idle`,
+          '',
+          '≤ 150 MB',
+        ],
+        ['P7 RSS growth scaled to 1,000 turns streaming at once (MB)', round(p7.mbPer1000Streaming, 1), '', '', ''],
+      );
+    }
     const table = [
       '| figure | countersign | baseline | ratio | target |',
       '|---|---|---|---|---|',
       ...rows.map((r) => `| ${r.join(' | ')} |`),
     ].join('\n');
     process.stdout.write(
-      `\n${table}\n\nbaseline: raw graphile-worker add_job → task start, same database, same run; n=${samples}\n`,
+      `\n${table}\n\nbaselines, measured in this run: P1 raw graphile-worker add_job → task start (n=${samples}); P4 a direct bot (same model and outbound, no queue, no persistence)\n`,
     );
     mkdirSync(path.resolve('bench', 'results'), { recursive: true });
     const file = path.resolve('bench', 'results', `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
-    writeFileSync(file, JSON.stringify({ at: new Date().toISOString(), node: process.version, samples, p1 }, null, 2));
+    writeFileSync(file, JSON.stringify({ at: new Date().toISOString(), node: process.version, ...results }, null, 2));
     process.stdout.write(`wrote ${path.relative(process.cwd(), file)}\n`);
   } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    for (const name of databases)
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
     await admin.end();
     await embedded?.stop();
   }

@@ -1,0 +1,81 @@
+import { performance } from 'node:perf_hooks';
+import { startCountersign } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { createLogger } from '../src/log.ts';
+import { ScriptedProvider } from '../src/agent/providers/scripted.ts';
+import { enqueueWorkItem } from '../src/queue/enqueue.ts';
+import { BACKGROUND_TASK, Priority } from '../src/queue/work-item.ts';
+import { RecordingOutbound } from '../test/helpers/recording-outbound.ts';
+import { summarize, type Summary } from './stats.ts';
+
+/** CRITICAL turn start latency while every background slot is busy and 10,000 LOW jobs wait. */
+export async function benchP5(connectionString: string, samples = 100, lowJobs = 10_000): Promise<Summary> {
+  const config = loadConfig({
+    DATABASE_URL: connectionString,
+    HTTP_PORT: '0',
+    HTTP_HOST: '127.0.0.1',
+    AI_PROVIDER: 'scripted',
+    BACKGROUND_CONCURRENCY: '2',
+    SHUTDOWN_GRACE_SECONDS: '1',
+  });
+  const app = await startCountersign(config, {
+    role: 'all',
+    console: false,
+    provider: new ScriptedProvider({
+      rules: [
+        { match: '^research', rounds: [{ text: 'z'.repeat(600), chunkSize: 1, delayMs: 1000 }] },
+        { rounds: [{ text: 'ok' }] },
+      ],
+    }),
+    outbounds: [new RecordingOutbound('bench')],
+    log: createLogger('silent'),
+  });
+  try {
+    const low = { type: 'RESEARCH' as const, priority: Priority.LOW, requester: { platform: 'bench', userId: 'U1' } };
+    for (let i = 0; i < 2; i++) {
+      await enqueueWorkItem(app.pool, {
+        ...low,
+        conversationId: `busy-${i}`,
+        input: { prompt: 'research forever' },
+        reply: { platform: 'bench', channel: `busy-${i}` },
+      });
+    }
+    // 10,000 waiting LOW jobs, made in the database in one statement.
+    await app.pool.query(
+      `SELECT countersign.enqueue_work_item(id, 'low-' || g, 'bench', 'RESEARCH', 1000,
+         jsonb_build_object('id', id, 'type', 'RESEARCH', 'priority', 1000, 'conversationId', 'low-' || g,
+           'requester', jsonb_build_object('platform', 'bench', 'userId', 'U1'),
+           'input', jsonb_build_object('prompt', 'research ' || g), 'payload', '{}'::jsonb,
+           'reply', jsonb_build_object('platform', 'bench', 'channel', 'low-' || g), 'createdAt', now()),
+         now(), $2)
+       FROM (SELECT gen_random_uuid() AS id, g FROM generate_series(1, $1) g) s`,
+      [lowJobs, BACKGROUND_TASK],
+    );
+    const latencies: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      let t0 = 0;
+      const started = new Promise<void>((resolve) => {
+        const onStart = ({ item }: { item: { conversationId: string } }) => {
+          if (item.conversationId !== `critical-${i}`) return;
+          latencies.push(performance.now() - t0);
+          app.events.off('started', onStart);
+          resolve();
+        };
+        app.events.on('started', onStart);
+      });
+      t0 = performance.now();
+      await enqueueWorkItem(app.pool, {
+        type: 'CHAT',
+        priority: Priority.CRITICAL,
+        conversationId: `critical-${i}`,
+        requester: { platform: 'bench', userId: 'U1' },
+        input: { prompt: 'hello' },
+        reply: { platform: 'bench', channel: `critical-${i}` },
+      });
+      await started;
+    }
+    return summarize(latencies);
+  } finally {
+    await app.stop();
+  }
+}
