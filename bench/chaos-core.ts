@@ -17,6 +17,8 @@ export interface ChaosOptions {
   /** SIGKILLs spread over the run. */
   kills: number;
   restartPostgres: boolean;
+  /** Turns arrive evenly over this long; kills land within it (and a little after). */
+  arrivalMs: number;
   /** Share of approval cards that are approved (the rest denied). */
   approveRatio: number;
   timeoutMs: number;
@@ -99,10 +101,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
       },
     );
     for (let i = 0; i < options.workers; i++) spawnWorker();
-    const items = [];
-    for (let i = 0; i < options.turns; i++) {
+    const items: unknown[] = [];
+    const enqueueNext = async () => {
+      const i = items.length;
       items.push(
-        await enqueueWorkItem(app.pool, {
+        await enqueueWorkItem(app!.pool, {
           type: 'CHAT',
           priority: Priority.CRITICAL,
           conversationId: `chaos-${i}`,
@@ -112,12 +115,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
           reply: { platform: 'chat', channel: `chaos-${i}` },
         }),
       );
-    }
-    // Kills land every 1–3 s, so they hit turns in every phase: streaming, parked, continuing.
-    const killEvery = 2000;
-    let nextKill = performance.now() + killEvery * (0.5 + Math.random());
+    };
+    // Turns arrive over `arrivalMs` and kills land at random in that window and after it, so they
+    // hit turns in every phase: streaming, parked, continuing.
+    const begin = performance.now();
+    const killWindow = options.arrivalMs * 1.2;
+    const killTimes = Array.from({ length: options.kills }, () => begin + Math.random() * killWindow).sort(
+      (a, b) => a - b,
+    );
     const deadline = performance.now() + options.timeoutMs;
     for (;;) {
+      const due = Math.min(options.turns, Math.ceil(((performance.now() - begin) / options.arrivalMs) * options.turns));
+      while (items.length < due) await enqueueNext().catch(() => undefined);
       const pool = app.pool;
       const pending = await pool
         .query<{ nonce: string; calls: string; conversation_id: string }>(
@@ -147,7 +156,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
         .query<{ n: number }>(`SELECT count(*)::int AS n FROM countersign.work_items WHERE status = 'done'`)
         .then((r) => r.rows[0]?.n ?? 0)
         .catch(() => 0);
-      if (open === 0 && done > 0) break;
+      if (open === 0 && done > 0 && items.length === options.turns) break;
       if (performance.now() > deadline) {
         const states = await pool.query(
           `SELECT status, count(*)::int AS n, max(error) AS error FROM countersign.work_items GROUP BY status`,
@@ -159,13 +168,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
           `chaos run did not finish in ${options.timeoutMs} ms (${open} open): items ${JSON.stringify(states.rows)}, envelopes ${JSON.stringify(envelopes.rows)}`,
         );
       }
-      if (kills < options.kills && performance.now() >= nextKill && workers.size > 0) {
+      if (kills < options.kills && performance.now() >= killTimes[kills]! && workers.size > 0) {
         const victim = [...workers][Math.floor(Math.random() * workers.size)]!;
         victim.kill('SIGKILL');
         kills += 1;
         log(`killed a worker (${kills}/${options.kills})`);
         spawnWorker();
-        nextKill = performance.now() + killEvery * (0.5 + Math.random());
       }
       if (options.restartPostgres && restarts === 0 && decided.size >= options.turns / 3) {
         log('restarting Postgres');

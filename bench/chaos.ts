@@ -8,6 +8,7 @@ const figures = await runChaos({
   kills: Number(process.env.CHAOS_KILLS ?? 8),
   restartPostgres: true,
   approveRatio: 0.8,
+  arrivalMs: Number(process.env.CHAOS_ARRIVAL_MS ?? 20_000),
   timeoutMs: Number(process.env.CHAOS_TIMEOUT_MS ?? 600_000),
   progress: (line) => process.stderr.write(`chaos: ${line}\n`),
 });

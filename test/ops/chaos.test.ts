@@ -9,6 +9,7 @@ describe('chaos (reduced)', () => {
       kills: 3,
       restartPostgres: true,
       approveRatio: 0.75,
+      arrivalMs: 6000,
       timeoutMs: 150_000,
     });
     expect(figures.finished).toBe(20);
