@@ -39,6 +39,8 @@ export interface ChaosFigures {
   kills: number;
   postgresRestarts: number;
   seconds: number;
+  /** Work items that ended failed or cancelled, with their errors. */
+  failures: Array<{ conversation: string; status: string; error: string | null }>;
 }
 
 const WORKER = path.resolve(import.meta.dirname, 'chaos-worker.ts');
@@ -212,7 +214,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
       if (row.text.endsWith(' END') && shown.includes(row.text)) complete += 1;
       else incomplete.push(row.conversation_id);
     }
+    const failures = await app.pool.query<{ conversation: string; status: string; error: string | null }>(
+      `SELECT c.id AS conversation, coalesce(string_agg(w.status || CASE WHEN w.item->'input'->'approval' IS NULL THEN '' ELSE '(continuation)' END, ',' ORDER BY w.seq), 'no work items') AS status,
+              max(w.error) AS error
+       FROM countersign.conversations c LEFT JOIN countersign.work_items w ON w.conversation_id = c.id
+       GROUP BY c.id
+       HAVING count(*) FILTER (WHERE w.status = 'done' AND w.item->'input'->'approval' IS NOT NULL) <> 1
+           OR count(*) FILTER (WHERE w.status IN ('failed', 'cancelled')) > 0`,
+    );
     return {
+      failures: failures.rows,
       turns: items.length,
       finished: results.rows.length,
       approved,

@@ -14,6 +14,7 @@ const figures = await runChaos({
 });
 const ok =
   figures.finished === figures.turns &&
+  figures.failures.length === 0 &&
   figures.effectsRunTwice === 0 &&
   figures.effectsUnapproved === 0 &&
   figures.incompleteMessages.length === 0;
@@ -33,6 +34,7 @@ process.stdout.write(
     `| worker SIGKILLs | ${figures.kills} |`,
     `| Postgres restarts | ${figures.postgresRestarts} |`,
     `| seconds | ${figures.seconds.toFixed(1)} |`,
+    ...figures.failures.map((f) => `| failed: ${f.conversation} | ${f.status}: ${f.error ?? ''} |`),
     '',
   ].join('\n'),
 );

@@ -53,6 +53,8 @@ async function start(args: string[]): Promise<number> {
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  // A closed terminal: stop cleanly too, or an embedded Postgres would outlive us.
+  process.on('SIGHUP', () => void shutdown('SIGHUP'));
   if (app.consoleDone) {
     await app.consoleDone;
     await shutdown('console input ended');

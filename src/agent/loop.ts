@@ -91,7 +91,11 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
   const { sink, settings } = deps;
   if (state.final) return { kind: 'final', text: state.text, state };
   sink.restoreText(state.text);
-  if (state.pendingApproval.length > 0 && state.approvalDecisions) await applyDecisions(ctx, state, deps);
+  if (state.pendingApproval.length > 0) {
+    // Parked before a crash, but the envelope never committed: ask again rather than run on without it.
+    if (!state.approvalDecisions) return { kind: 'awaiting_approval', calls: state.pendingApproval, state };
+    await applyDecisions(ctx, state, deps);
+  }
 
   while (state.round < settings.maxRounds) {
     await deps.beforeRound?.(state.round);

@@ -115,20 +115,47 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   };
 }
 
+/** The parent pid of a process (Linux /proc), or undefined when it can't be read. */
+async function parentPid(pid: number): Promise<number | undefined> {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+};
+
+/**
+ * Clears what a previous run left: a stale pid file, or a cluster orphaned by a process that died
+ * without stopping it (its parent is gone, so it was re-parented to init). A cluster whose owner is
+ * alive is another Countersign process's: refuse rather than share it.
+ */
 async function removeStalePidFile(dir: string): Promise<void> {
   const pidFile = path.join(dir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const { readFile } = await import('node:fs/promises');
   const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
-  if (Number.isInteger(pid) && pid > 0) {
-    try {
-      process.kill(pid, 0);
+  if (Number.isInteger(pid) && pid > 0 && alive(pid)) {
+    if ((await parentPid(pid)) !== 1) {
       throw new Error(
         `The embedded Postgres in ${dir} is already running (pid ${pid}); another Countersign process owns it. Set DATABASE_URL to share one database between processes.`,
       );
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
     }
+    // Orphaned: ask it for a fast shutdown and wait for it to go.
+    process.kill(pid, 'SIGINT');
+    for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+    if (alive(pid))
+      throw new Error(`An orphaned embedded Postgres (pid ${pid}) in ${dir} did not stop; stop it and retry.`);
   }
   await rm(pidFile, { force: true });
 }

@@ -101,7 +101,9 @@ describe('the agent loop', () => {
   it('tells the model when it calls a tool that does not exist', async () => {
     const item = await h.say('loop-6', 'nosuchtool');
     const settled = await h.settled(item.id);
-    expect(settled.result?.text).toMatch(/^Got: There is no tool named "launch_rockets". Available tools: .*current_time/);
+    expect(settled.result?.text).toMatch(
+      /^Got: There is no tool named "launch_rockets". Available tools: .*current_time/,
+    );
   });
 
   it('gives the model the conversation’s earlier turns', async () => {

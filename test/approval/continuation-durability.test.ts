@@ -117,3 +117,42 @@ describe('an approval continuation across worker failures', () => {
     );
   });
 });
+
+describe('a turn killed between its checkpoint and parking', () => {
+  it('asks for approval again on replay instead of carrying on without it', async () => {
+    const db = await createTestDatabase();
+    const h = await startHarness({ db, script, tools: [deployTool] });
+    try {
+      runs.length = 0;
+      const item = await h.say('replay-park', 'deploy');
+      expect((await h.settled(item.id)).status).toBe('awaiting_approval');
+      // Undo the park as if the worker died after writing the checkpoint, before the envelope committed.
+      await h.app.pool.query(`DELETE FROM countersign.approval_envelopes WHERE work_item_id = $1`, [item.id]);
+      await h.app.pool.query(`UPDATE countersign.work_items SET status = 'running' WHERE id = $1`, [item.id]);
+      await h.app.pool.query(`UPDATE countersign.conversations SET active_work_item = $1 WHERE id = 'replay-park'`, [
+        item.id,
+      ]);
+      await h.app.pool.query(
+        `SELECT graphile_worker.add_job('countersign_interactive', json_build_object('workItemId', $1::text), priority => 1)`,
+        [item.id],
+      );
+      await waitFor(
+        async () => {
+          const { rows } = await h.app.pool.query(
+            `SELECT w.status, count(e.id)::int AS envelopes FROM countersign.work_items w
+               LEFT JOIN countersign.approval_envelopes e ON e.work_item_id = w.id
+             WHERE w.id = $1 GROUP BY w.status`,
+            [item.id],
+          );
+          return rows[0]?.status === 'awaiting_approval' && rows[0].envelopes === 1 ? true : undefined;
+        },
+        15_000,
+        'the turn to park again with a new envelope',
+      );
+      expect(runs).toEqual([]);
+    } finally {
+      await h.stop();
+      await db.drop();
+    }
+  });
+});

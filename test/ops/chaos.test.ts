@@ -12,6 +12,7 @@ describe('chaos (reduced)', () => {
       arrivalMs: 6000,
       timeoutMs: 150_000,
     });
+    expect(figures.failures).toEqual([]);
     expect(figures.finished).toBe(20);
     expect(figures.effectsRunTwice).toBe(0);
     expect(figures.effectsUnapproved).toBe(0);

@@ -75,10 +75,10 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
   const renderer = new TerminalRenderer(output);
   let latest: string;
   let pendingCard: ApprovalCard | undefined;
-  outbound.onChange((_id, text, target) => {
+  outbound.onChange((id, text, target) => {
     if (target.channel !== session) return;
     latest = text;
-    if (interactive) renderer.show(text);
+    if (interactive) renderer.show(id, text);
   });
   let cardWaiter: (() => void) | undefined;
   outbound.onCard((card, target) => {
@@ -126,10 +126,15 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
 
   const afterTurn = async (end: TurnEnd) => {
     if (end.kind === 'awaitingApproval') await cardShown();
-    if (!interactive) output.write(`${latest}\n`);
+    if (interactive) {
+      renderer.end();
+      output.write('\n');
+    } else {
+      output.write(`${latest}\n`);
+    }
     if (end.kind === 'awaitingApproval' && pendingCard) {
       if (interactive) {
-        rl.setPrompt(`\n${cardPrompt(pendingCard)} › `);
+        rl.setPrompt(`${cardPrompt(pendingCard)} › `);
         rl.prompt();
       }
       return;
@@ -144,7 +149,7 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
   });
   const prompt = () => {
     if (interactive) {
-      rl.setPrompt('\nyou › ');
+      rl.setPrompt('you › ');
       rl.prompt();
     }
   };

@@ -5,6 +5,7 @@
 export class TerminalRenderer {
   readonly #out: NodeJS.WriteStream;
   #shown = '';
+  #messageId: string | undefined;
 
   constructor(out: NodeJS.WriteStream) {
     this.#out = out;
@@ -13,9 +14,22 @@ export class TerminalRenderer {
   /** Starts a new reply below whatever is on screen. */
   begin(): void {
     this.#shown = '';
+    this.#messageId = undefined;
   }
 
-  show(text: string): void {
+  /** Ends the current reply so the prompt goes on a line of its own. */
+  end(): void {
+    if (this.#shown && !this.#shown.endsWith('\n')) this.#out.write('\n');
+    this.begin();
+  }
+
+  show(messageId: string, text: string): void {
+    if (this.#messageId !== undefined && messageId !== this.#messageId) {
+      // Another message (a continuation, an approval card): keep the previous one on screen.
+      this.#out.write('\n\n');
+      this.#shown = '';
+    }
+    this.#messageId = messageId;
     if (text.startsWith(this.#shown)) {
       this.#out.write(text.slice(this.#shown.length));
     } else {
