@@ -199,7 +199,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
 
     let runner: QueueRunner | undefined;
     if (options.role !== 'ingress') {
-      const provider = options.provider ?? createProvider(config);
+      const provider = options.provider ?? createProvider(config, log);
       const fence = new AbortController();
       const liveness = new WorkerLiveness({
         pool,

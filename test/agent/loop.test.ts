@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.ts';
-import type { Script } from '../../src/agent/providers/scripted.ts';
+import { ScriptedProvider, type Script } from '../../src/agent/providers/scripted.ts';
+import { AnthropicProvider } from '../../src/agent/providers/anthropic.ts';
+import { OpenAIProvider } from '../../src/agent/providers/openai.ts';
+import type { ModelProvider } from '../../src/agent/model.ts';
+import { startFakeAnthropic } from '../fakes/model/anthropic-server.ts';
+import { startFakeOpenAI } from '../fakes/model/openai-server.ts';
 import { loadCheckpoint, saveCheckpoint } from '../../src/agent/turn-store.ts';
 import { initialTurnState } from '../../src/queue/tasks/run-work-item.ts';
 import { newWorkItem, Priority } from '../../src/queue/work-item.ts';
@@ -42,12 +47,50 @@ const script: Script = {
   ],
 };
 
-describe('the agent loop', () => {
+/** The same specification runs against the scripted model and the real SDKs talking to fake servers. */
+const providers: Array<[string, () => Promise<{ provider: ModelProvider; close(): Promise<void> }>]> = [
+  ['scripted', async () => ({ provider: new ScriptedProvider(script), close: async () => undefined })],
+  [
+    'Anthropic SDK → fake Anthropic',
+    async () => {
+      const fake = await startFakeAnthropic({ script });
+      const provider = new AnthropicProvider({
+        apiKey: 'test-key',
+        model: 'claude-test',
+        baseURL: fake.url,
+        maxRetries: 0,
+      });
+      return { provider, close: () => fake.close() };
+    },
+  ],
+  [
+    'OpenAI SDK → fake OpenAI',
+    async () => {
+      const fake = await startFakeOpenAI({ script });
+      const provider = new OpenAIProvider({
+        name: 'openai',
+        apiKey: 'test-key',
+        model: 'gpt-test',
+        baseURL: `${fake.url}/v1`,
+        maxRetries: 0,
+      });
+      return { provider, close: () => fake.close() };
+    },
+  ],
+];
+
+describe.each(providers)('the agent loop (%s)', (_name, makeProvider) => {
   let h: Harness;
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    h = await startHarness({ script, env: { AGENT_MAX_ROUNDS: '3', AGENT_EMPTY_ROUND_RETRIES: '2' } });
+    const made = await makeProvider();
+    close = made.close;
+    h = await startHarness({ provider: made.provider, env: { AGENT_MAX_ROUNDS: '3', AGENT_EMPTY_ROUND_RETRIES: '2' } });
   });
-  afterAll(() => h.stop());
+  afterAll(async () => {
+    await h.stop();
+    await close();
+  });
 
   it('runs a tool the model asks for and answers with its result', async () => {
     const item = await h.say('loop-1', 'tool please');

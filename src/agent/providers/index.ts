@@ -1,13 +1,55 @@
-import type { Config } from '../../config.ts';
+import type { Logger } from 'pino';
+import type { Config, Provider } from '../../config.ts';
 import type { ModelProvider } from '../model.ts';
+import { AnthropicProvider } from './anthropic.ts';
+import { FallbackProvider } from './fallback.ts';
+import { OpenAIProvider } from './openai.ts';
 import { loadScript, ScriptedProvider } from './scripted.ts';
 
-/** Builds the configured model provider. Fails at startup, not on the first message, when it can't. */
-export function createProvider(config: Config): ModelProvider {
-  switch (config.AI_PROVIDER) {
+function single(config: Config, name: Provider, log?: Logger): ModelProvider {
+  const missing = (variable: string) =>
+    new Error(
+      `${variable} is missing: AI_PROVIDER${name === config.AI_PROVIDER ? '' : '_FALLBACK'} uses ${name}, which needs an API key`,
+    );
+  switch (name) {
     case 'scripted':
       return new ScriptedProvider(config.SCRIPTED_MODEL_SCRIPT ? loadScript(config.SCRIPTED_MODEL_SCRIPT) : undefined);
-    default:
-      throw new Error(`AI_PROVIDER=${config.AI_PROVIDER} is not available in this build yet`);
+    case 'anthropic':
+      if (!config.ANTHROPIC_API_KEY) throw missing('ANTHROPIC_API_KEY');
+      return new AnthropicProvider({
+        apiKey: config.ANTHROPIC_API_KEY,
+        model: config.ANTHROPIC_MODEL,
+        baseURL: config.ANTHROPIC_BASE_URL,
+        maxRetries: config.MODEL_MAX_RETRIES,
+        log,
+      });
+    case 'openai':
+      if (!config.OPENAI_API_KEY && !config.OPENAI_BASE_URL) throw missing('OPENAI_API_KEY');
+      return new OpenAIProvider({
+        name: 'openai',
+        // Local servers (Ollama, vLLM, LM Studio, llama.cpp) take any key.
+        apiKey: config.OPENAI_API_KEY ?? 'not-needed',
+        model: config.OPENAI_MODEL,
+        baseURL: config.OPENAI_BASE_URL,
+        maxRetries: config.MODEL_MAX_RETRIES,
+        log,
+      });
+    case 'openrouter':
+      if (!config.OPENROUTER_API_KEY) throw missing('OPENROUTER_API_KEY');
+      return new OpenAIProvider({
+        name: 'openrouter',
+        apiKey: config.OPENROUTER_API_KEY,
+        model: config.OPENROUTER_MODEL,
+        baseURL: config.OPENROUTER_BASE_URL,
+        maxRetries: config.MODEL_MAX_RETRIES,
+        log,
+      });
   }
+}
+
+/** Builds the configured model provider (with its fallbacks). Fails at startup, not on the first message. */
+export function createProvider(config: Config, log?: Logger): ModelProvider {
+  const names = [config.AI_PROVIDER, ...config.AI_PROVIDER_FALLBACK.filter((p) => p !== config.AI_PROVIDER)];
+  const providers = names.map((name) => single(config, name, log));
+  return providers.length === 1 ? providers[0]! : new FallbackProvider(providers, log);
 }

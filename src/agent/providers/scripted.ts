@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Message } from '../messages.ts';
 import { ZERO_USAGE, type ModelProvider, type ModelRequest, type ModelRound, type RoundCallbacks } from '../model.ts';
+import { toolCallFromJson } from './tool-args.ts';
 
 /**
  * A model that plays a script: for tests, benchmarks and offline demos. It is stateless — the round
@@ -36,7 +37,7 @@ const ScriptedRule = z.object({
 
 export const Script = z.object({ rules: z.array(ScriptedRule).min(1) });
 export type Script = z.input<typeof Script>;
-type ParsedScript = z.output<typeof Script>;
+export type ParsedScript = z.output<typeof Script>;
 
 /** What `AI_PROVIDER=scripted` plays when no script file is given: a small offline demo. */
 export const DEMO_SCRIPT: Script = {
@@ -101,6 +102,48 @@ const sleep = (ms: number, signal: AbortSignal) =>
     );
   });
 
+/** One round of a script, decided from the conversation alone. */
+export interface PlannedRound {
+  text: string;
+  chunkSize: number;
+  delayMs: number;
+  /** Tool calls with their arguments as the JSON text a model would stream. */
+  toolCalls: Array<{ id: string; name: string; json: string }>;
+  error?: string;
+}
+
+/**
+ * The round a script plays for this conversation: the rule matching the last user message, and the
+ * round numbered by how many assistant messages follow it. Also used by the fake model servers, so
+ * one script drives the scripted provider and the real SDKs alike.
+ */
+export function planRound(script: ParsedScript, messages: Message[]): PlannedRound {
+  const start = lastUserIndex(messages);
+  const lastUser = start >= 0 ? (messages[start] as { text: string }).text : '';
+  const after = messages.slice(start + 1);
+  const index = after.filter((m) => m.role === 'assistant').length;
+  const lastTool = [...after].reverse().find((m) => m.role === 'tool');
+  const lastToolResult = lastTool?.role === 'tool' ? lastTool.results.map((r) => r.content).join('\n') : '';
+  const rule = script.rules.find((r) => !r.match || new RegExp(r.match, 'i').test(lastUser));
+  const round = rule?.rounds[index];
+  if (!round) return { text: '', chunkSize: 8, delayMs: 0, toolCalls: [] };
+  return {
+    text: round.text.replaceAll('{{lastUser}}', lastUser).replaceAll('{{lastToolResult}}', lastToolResult),
+    chunkSize: round.chunkSize,
+    delayMs: round.delayMs,
+    toolCalls: round.toolCalls.map((call, i) => ({
+      id: call.id ?? `call_${start + 1}_${index}_${i}`,
+      name: call.name,
+      json: call.rawArgs ?? JSON.stringify(call.args),
+    })),
+    ...(round.error ? { error: round.error } : {}),
+  };
+}
+
+export function parseScript(script: Script): ParsedScript {
+  return Script.parse(script);
+}
+
 export class ScriptedProvider implements ModelProvider {
   readonly name = 'scripted';
   readonly model = 'script';
@@ -111,48 +154,20 @@ export class ScriptedProvider implements ModelProvider {
   }
 
   async streamRound(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound> {
-    const start = lastUserIndex(request.messages);
-    const lastUser = start >= 0 ? (request.messages[start] as { text: string }).text : '';
-    const after = request.messages.slice(start + 1);
-    const index = after.filter((m) => m.role === 'assistant').length;
-    const lastTool = [...after].reverse().find((m) => m.role === 'tool');
-    const lastToolResult = lastTool?.role === 'tool' ? lastTool.results.map((r) => r.content).join('\n') : '';
-
-    const rule = this.#script.rules.find((r) => !r.match || new RegExp(r.match, 'i').test(lastUser));
-    const round = rule?.rounds[index];
-    if (!round) {
-      return this.#answer('', [], 'end_turn');
-    }
+    const round = planRound(this.#script, request.messages);
     if (round.error) throw new Error(round.error);
-    const text = round.text.replaceAll('{{lastUser}}', lastUser).replaceAll('{{lastToolResult}}', lastToolResult);
+    const { text } = round;
     for (let i = 0; i < text.length; i += round.chunkSize) {
       if (round.delayMs > 0) await sleep(round.delayMs, signal);
       else if (signal.aborted) throw signal.reason as Error;
       callbacks.onText(text.slice(i, i + round.chunkSize));
     }
-    const toolCalls = round.toolCalls.map((call, i) => {
-      const id = call.id ?? `call_${start + 1}_${index}_${i}`;
-      if (call.rawArgs === undefined) return { id, name: call.name, args: call.args };
-      try {
-        return { id, name: call.name, args: z.record(z.string(), z.unknown()).parse(JSON.parse(call.rawArgs)) };
-      } catch (error) {
-        return {
-          id,
-          name: call.name,
-          args: {},
-          argsError: `invalid JSON in tool arguments: ${(error as Error).message}`,
-        };
-      }
-    });
-    return this.#answer(text, toolCalls, toolCalls.length > 0 ? 'tool_use' : 'end_turn');
-  }
-
-  #answer(text: string, toolCalls: ModelRound['toolCalls'], stopReason: ModelRound['stopReason']): ModelRound {
+    const toolCalls = round.toolCalls.map((c) => toolCallFromJson(c.id, c.name, c.json));
     return {
       text,
       toolCalls,
-      stopReason,
-      usage: { ...ZERO_USAGE, inputTokens: 0, outputTokens: Math.ceil(text.length / 4) },
+      stopReason: toolCalls.length > 0 ? 'tool_use' : 'end_turn',
+      usage: { ...ZERO_USAGE, outputTokens: Math.ceil(text.length / 4) },
       provider: this.name,
       model: this.model,
       fallbacks: [],

@@ -1,0 +1,166 @@
+import Anthropic from '@anthropic-ai/sdk';
+import type { Logger } from 'pino';
+import type { Message } from '../messages.ts';
+import {
+  ZERO_USAGE,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelRound,
+  type RoundCallbacks,
+  type StopReason,
+} from '../model.ts';
+import { withRetries, type RetryOptions } from './retry.ts';
+import { toolCallFromJson } from './tool-args.ts';
+
+type WireMessage = Anthropic.MessageParam;
+type Block = Anthropic.ContentBlockParam;
+
+/**
+ * Neutral messages → Messages API shape. Tool results travel in a user message; consecutive
+ * messages of one role are merged because the API wants them alternating.
+ */
+export function toAnthropicMessages(messages: Message[]): WireMessage[] {
+  const out: WireMessage[] = [];
+  const push = (role: 'user' | 'assistant', blocks: Block[]) => {
+    if (blocks.length === 0) return;
+    const last = out.at(-1);
+    if (last && last.role === role) (last.content as Block[]).push(...blocks);
+    else out.push({ role, content: blocks });
+  };
+  for (const m of messages) {
+    if (m.role === 'user') push('user', [{ type: 'text', text: m.text || ' ' }]);
+    else if (m.role === 'assistant') {
+      const blocks: Block[] = [];
+      if (m.text.trim()) blocks.push({ type: 'text', text: m.text });
+      for (const call of m.toolCalls) blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: call.args });
+      push('assistant', blocks);
+    } else {
+      push(
+        'user',
+        m.results.map((r) => ({
+          type: 'tool_result',
+          tool_use_id: r.toolCallId,
+          content: r.content,
+          is_error: r.isError,
+        })),
+      );
+    }
+  }
+  return out;
+}
+
+const STOP: Record<string, StopReason> = { end_turn: 'end_turn', tool_use: 'tool_use', max_tokens: 'max_tokens' };
+
+export interface AnthropicOptions {
+  apiKey: string;
+  model: string;
+  baseURL?: string;
+  maxRetries: number;
+  log?: Logger;
+  retry?: Pick<RetryOptions, 'sleep' | 'baseDelayMs'>;
+}
+
+export class AnthropicProvider implements ModelProvider {
+  readonly name = 'anthropic';
+  readonly model: string;
+  readonly #client: Anthropic;
+  readonly #options: AnthropicOptions;
+
+  constructor(options: AnthropicOptions) {
+    this.model = options.model;
+    this.#options = options;
+    // Retries are ours (observable, fallback-aware); the SDK must not retry underneath.
+    this.#client = new Anthropic({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0 });
+  }
+
+  streamRound(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound> {
+    return withRetries(
+      {
+        provider: this.name,
+        maxRetries: this.#options.maxRetries,
+        signal,
+        log: this.#options.log,
+        ...this.#options.retry,
+      },
+      callbacks,
+      (tracked) => this.#attempt(request, tracked, signal),
+    );
+  }
+
+  async #attempt(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound> {
+    const tools: Anthropic.ToolUnion[] = request.tools.map((t, i) => ({
+      name: t.name,
+      description: t.description,
+      input_schema: t.inputSchema as Anthropic.Tool.InputSchema,
+      // The tool list and the system prompt are the stable prefix of every round: cache it.
+      ...(i === request.tools.length - 1 ? { cache_control: { type: 'ephemeral' as const } } : {}),
+    }));
+    const stream = await this.#client.messages.create(
+      {
+        model: this.model,
+        max_tokens: request.maxTokens,
+        system: [{ type: 'text', text: request.system, cache_control: { type: 'ephemeral' } }],
+        messages: toAnthropicMessages(request.messages),
+        ...(tools.length ? { tools } : {}),
+        stream: true,
+      },
+      { signal },
+    );
+    let text = '';
+    const usage = { ...ZERO_USAGE };
+    let stopReason: StopReason = 'other';
+    let ended = false;
+    const blocks = new Map<number, { kind: 'text' | 'tool'; id: string; name: string; json: string }>();
+    for await (const event of stream) {
+      switch (event.type) {
+        case 'message_start':
+          usage.inputTokens = event.message.usage.input_tokens ?? 0;
+          usage.cacheReadTokens = event.message.usage.cache_read_input_tokens ?? 0;
+          usage.cacheWriteTokens = event.message.usage.cache_creation_input_tokens ?? 0;
+          usage.outputTokens = event.message.usage.output_tokens ?? 0;
+          break;
+        case 'content_block_start':
+          if (event.content_block.type === 'tool_use') {
+            blocks.set(event.index, {
+              kind: 'tool',
+              id: event.content_block.id,
+              name: event.content_block.name,
+              json: '',
+            });
+          } else if (event.content_block.type === 'text') {
+            blocks.set(event.index, { kind: 'text', id: '', name: '', json: '' });
+            if (event.content_block.text) {
+              text += event.content_block.text;
+              callbacks.onText(event.content_block.text);
+            }
+          }
+          break;
+        case 'content_block_delta':
+          if (event.delta.type === 'text_delta') {
+            text += event.delta.text;
+            callbacks.onText(event.delta.text);
+          } else if (event.delta.type === 'input_json_delta') {
+            const block = blocks.get(event.index);
+            if (block) block.json += event.delta.partial_json;
+          }
+          break;
+        case 'message_delta':
+          stopReason = STOP[event.delta.stop_reason ?? ''] ?? 'other';
+          usage.outputTokens = event.usage.output_tokens ?? usage.outputTokens;
+          break;
+        case 'message_stop':
+          ended = true;
+          break;
+        default:
+          break;
+      }
+    }
+    // A stream that ends without message_stop was cut: its partial tool calls must not be used.
+    if (!ended) throw new Error('the model stream ended before message_stop');
+    const toolCalls = [...blocks.entries()]
+      .sort(([a], [b]) => a - b)
+      .filter(([, b]) => b.kind === 'tool')
+      .map(([, b]) => toolCallFromJson(b.id, b.name, b.json));
+    return { text, toolCalls, stopReason, usage, provider: this.name, model: this.model, fallbacks: [] };
+  }
+}
