@@ -14,6 +14,9 @@ import { z } from 'zod';
 import type { ApprovalScope } from './approval/envelope.ts';
 import { createHousekeepingTask, HOUSEKEEPING_CRONTAB, HOUSEKEEPING_TASK } from './queue/tasks/housekeeping.ts';
 import type { AnyTool } from './agent/tools/tool.ts';
+import { createWorkspaceTools } from './agent/tools/workspace/tools.ts';
+import { createRunCommandTool, RUN_COMMAND_OFF_NOTE } from './agent/tools/run-command.ts';
+import { mkdir } from 'node:fs/promises';
 import {
   createSkillTools,
   openSkillRegistry,
@@ -170,13 +173,16 @@ export async function startCountersign(config: Config, options: StartOptions): P
     cleanups.push(async () => skills.close());
     for (const problem of skills.problems()) log.warn({ problem }, 'skill problem');
 
+    const workspaceRoot = resolveFromCwd(config.AGENT_WORKSPACE_ROOT);
+    await mkdir(workspaceRoot, { recursive: true });
     const tools = new ToolRegistry([
       currentTimeTool,
       requestHumanApprovalTool,
       ...createSkillTools(skills),
+      ...createWorkspaceTools(workspaceRoot),
+      ...(config.ENABLE_RUN_COMMAND ? [createRunCommandTool(workspaceRoot)] : []),
       ...(options.tools ?? []),
     ]);
-    const workspaceRoot = resolveFromCwd(config.AGENT_WORKSPACE_ROOT);
     const scope = (): ApprovalScope => ({
       agent: config.AGENT_NAME,
       workspaceRoot,

@@ -98,6 +98,7 @@ export const ConfigSchema = z
     CUSTOM_SKILLS_DIR: z.string().default('skills'),
     MCP_CONFIG: optionalString,
     ENABLE_RUN_COMMAND: bool.default(false),
+    TOOL_RESULT_MAX_TOKENS: int(1000, 1_000_000).default(25_000),
 
     SLACK_BOT_TOKEN: optionalString,
     SLACK_APP_TOKEN: optionalString,

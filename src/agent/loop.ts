@@ -4,6 +4,7 @@ import type { ReplyStream } from '../reply/reply-stream.ts';
 import type { AssistantMessage, Message, ToolCall, ToolResult } from './messages.ts';
 import { addUsage, type ModelProvider, type ModelRequest, type ModelRound } from './model.ts';
 import { metrics } from '../metrics.ts';
+import { fitToBudget } from './tools/result-budget.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { needsApproval, type Requester, type ToolOutput } from './tools/tool.ts';
 import type { CallDecision } from '../queue/work-item.ts';
@@ -17,6 +18,8 @@ import {
 import type { TurnState } from './turn-state.ts';
 
 export interface TurnSettings {
+  /** Tool results longer than this (estimated tokens) are cut to fit. */
+  toolResultMaxTokens?: number;
   maxRounds: number;
   emptyRoundRetries: number;
   maxTokens: number;
@@ -374,6 +377,7 @@ export async function executeToolCall(ctx: TurnContext, call: ToolCall, deps: Tu
   } finally {
     deps.sink.setStatus(undefined);
   }
+  output = { ...output, content: fitToBudget(output.content, deps.settings.toolResultMaxTokens) };
   await recordToolResult(deps.db, ctx.workItemId, call.id, output);
   metrics.toolCalls.inc({ tool: call.name, outcome: output.isError ? 'error' : 'ok' });
   return result(output);

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { startCountersign, type Countersign, type Role } from '../../src/app.ts';
 import { ScriptedProvider, type Script } from '../../src/agent/providers/scripted.ts';
@@ -23,6 +26,8 @@ export interface Harness {
 
 export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
   return loadConfig({
+    // Each harness gets a workspace of its own, so file tools and custom skills never collide.
+    AGENT_WORKSPACE_ROOT: mkdtempSync(path.join(tmpdir(), 'cs-workspace-')),
     DATABASE_URL: databaseUrl,
     HTTP_PORT: '0',
     HTTP_HOST: '127.0.0.1',

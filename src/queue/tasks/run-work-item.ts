@@ -181,6 +181,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
               maxRounds: config.AGENT_MAX_ROUNDS,
               emptyRoundRetries: config.AGENT_EMPTY_ROUND_RETRIES,
               maxTokens: config.AGENT_MAX_TOKENS,
+              toolResultMaxTokens: config.TOOL_RESULT_MAX_TOKENS,
             },
             log,
             signal,
