@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
@@ -40,8 +43,10 @@ describe('an approval continuation across worker failures', () => {
     for (const a of apps) await a.stop();
     await db.drop();
   });
+  // Every process of one deployment shares the workspace (it is part of an approval's scope).
+  const workspace = mkdtempSync(path.join(tmpdir(), 'cs-shared-ws-'));
   const start = async (role: 'all' | 'ingress' | 'worker') => {
-    const h = await startHarness({ db, script, role, tools: [deployTool] });
+    const h = await startHarness({ db, script, role, tools: [deployTool], env: { AGENT_WORKSPACE_ROOT: workspace } });
     apps.push(h);
     return h;
   };
