@@ -17,6 +17,8 @@ import type { AnyTool } from './agent/tools/tool.ts';
 import { createWorkspaceTools } from './agent/tools/workspace/tools.ts';
 import { createRunCommandTool, RUN_COMMAND_OFF_NOTE } from './agent/tools/run-command.ts';
 import { mkdir } from 'node:fs/promises';
+import { McpHub } from './agent/tools/mcp/hub.ts';
+import { loadMcpConfig } from './agent/tools/mcp/config.ts';
 import {
   createSkillTools,
   openSkillRegistry,
@@ -183,6 +185,14 @@ export async function startCountersign(config: Config, options: StartOptions): P
       ...(config.ENABLE_RUN_COMMAND ? [createRunCommandTool(workspaceRoot)] : []),
       ...(options.tools ?? []),
     ]);
+    if (config.MCP_CONFIG && options.role !== 'ingress') {
+      const hub = new McpHub(loadMcpConfig(resolveFromCwd(config.MCP_CONFIG)), log);
+      await hub.start();
+      cleanups.push(() => hub.close());
+      const register = () => hub.tools().forEach((tool) => tools.upsert(tool));
+      register();
+      hub.onToolsChanged(register);
+    }
     const scope = (): ApprovalScope => ({
       agent: config.AGENT_NAME,
       workspaceRoot,

@@ -15,6 +15,12 @@ export class ToolRegistry {
     return this;
   }
 
+  /** Adds the tool or replaces the one of the same name (a remote tool list that changed). */
+  upsert(tool: AnyTool): this {
+    this.#tools.set(tool.name, tool);
+    return this;
+  }
+
   get(name: string): AnyTool | undefined {
     return this.#tools.get(name);
   }

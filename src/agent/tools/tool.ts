@@ -40,6 +40,8 @@ export interface Tool<Args = Record<string, unknown>> {
    */
   idempotent: boolean;
   execute(args: Args, ctx: ToolContext): Promise<ToolOutput | string>;
+  /** The JSON Schema the model sees, when the tool has its own (MCP tools); default: from `input`. */
+  inputJsonSchema?: Record<string, unknown>;
   /** Extra detail for the approval card, e.g. a unified diff of an edit. */
   describeForApproval?(args: Args, ctx: ToolContext): Promise<string | undefined>;
 }
@@ -53,6 +55,8 @@ export function defineTool<Args>(tool: Tool<Args>): Tool<Args> {
 }
 
 export function toolSpec(tool: AnyTool): ToolSpec {
+  if (tool.inputJsonSchema)
+    return { name: tool.name, description: tool.description, inputSchema: tool.inputJsonSchema };
   const schema = z.toJSONSchema(tool.input, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
   delete schema.$schema;
   return { name: tool.name, description: tool.description, inputSchema: schema };
