@@ -9,14 +9,9 @@ import {
 } from '../../src/adapters/discord/rate-limits.ts';
 import { LIMITS } from '../../src/adapters/discord/limits.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { createLogger } from '../../src/log.ts';
 
-// The shared table is owned by a migration (one table for Slack and Discord); tests create it as given.
-const CREATE_TABLE = `
-  CREATE TABLE platform_rate_buckets (
-    key text PRIMARY KEY,
-    tokens double precision NOT NULL,
-    updated_at timestamptz NOT NULL
-  )`;
 
 describe('takeToken (Postgres token bucket shared by all workers)', () => {
   let db: TestDatabase;
@@ -28,7 +23,8 @@ describe('takeToken (Postgres token bucket shared by all workers)', () => {
   beforeAll(async () => {
     db = await createTestDatabase('discord_rl');
     pool = new pg.Pool({ connectionString: db.url, max: 4 });
-    await pool.query(CREATE_TABLE);
+    // The shared table comes from the migrations (one table for every platform).
+    await migrate(db.url, createLogger('silent'));
     // Separate connections stand in for separate worker processes.
     clients = await Promise.all(
       Array.from({ length: 6 }, async () => {
@@ -73,7 +69,7 @@ describe('takeToken (Postgres token bucket shared by all workers)', () => {
       expect(wait).toBeGreaterThanOrEqual((k + 1) * interval - spread - 50);
     });
     // And every token was handed out once: the row shows exactly the debt of the queued callers.
-    const { rows } = await pool.query<{ tokens: number }>('SELECT tokens FROM platform_rate_buckets WHERE key = $1', [
+    const { rows } = await pool.query<{ tokens: number }>('SELECT tokens FROM countersign.rate_buckets WHERE key = $1', [
       key,
     ]);
     expect(rows[0]!.tokens).toBeGreaterThan(bucket.capacity - callers - 1);
@@ -99,7 +95,7 @@ describe('takeToken (Postgres token bucket shared by all workers)', () => {
     const waits = [];
     for (let i = 0; i < 3; i++) waits.push(await takeToken(pool, key, bucket));
     expect(waits.slice(0, 2)).toEqual([0, 0]);
-    const { rows } = await pool.query<{ tokens: number }>('SELECT tokens FROM platform_rate_buckets WHERE key = $1', [
+    const { rows } = await pool.query<{ tokens: number }>('SELECT tokens FROM countersign.rate_buckets WHERE key = $1', [
       key,
     ]);
     expect(rows[0]!.tokens).toBeLessThan(bucket.capacity);

@@ -9,7 +9,7 @@ import { LIMITS } from './limits.ts';
  * each pacing themselves would still hit 429s together.
  *
  * Table (created by a migration, shared with the Slack adapter — not created here):
- *   platform_rate_buckets(key text primary key, tokens double precision, updated_at timestamptz)
+ *   countersign.rate_buckets(key text primary key, tokens double precision, updated_at timestamptz)
  */
 
 export interface BucketShape {
@@ -39,7 +39,7 @@ export const globalBucketKey = (applicationId: string): string => `discord:globa
  */
 const TAKE_TOKEN = `
   WITH now AS (SELECT clock_timestamp() AS t)
-  INSERT INTO platform_rate_buckets AS b (key, tokens, updated_at)
+  INSERT INTO countersign.rate_buckets AS b (key, tokens, updated_at)
   SELECT $1::text, $2::float8 - 1, now.t FROM now
   ON CONFLICT (key) DO UPDATE SET
     tokens = LEAST(

@@ -1,0 +1,241 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeDiscord } from '../fakes/discord/index.ts';
+import {
+  autocompleteInteraction,
+  buttonInteraction,
+  dmMessage,
+  guildMessageMentioningBot,
+  slashCommandInteraction,
+  threadMessage,
+} from '../fixtures/discord/payloads.ts';
+import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import type { Script } from '../../src/agent/providers/scripted.ts';
+import { z } from 'zod';
+import { defineTool } from '../../src/agent/tools/tool.ts';
+
+const code = Array.from({ length: 40 }, (_, i) => `  step_${i}() # keep this line whole`).join('\n');
+const LONG = `${'Here is the plan. '.repeat(90)}\n\n\`\`\`sh\n${code}\n\`\`\`\n\n${'And that is all. '.repeat(60)}`;
+
+const runs: string[] = [];
+const restartTool = defineTool({
+  name: 'restart_service',
+  description: 'Restarts a service',
+  version: '1',
+  input: z.object({ service: z.string() }),
+  approval: 'always',
+  risk: 'high',
+  idempotent: false,
+  async execute({ service }) {
+    runs.push(service);
+    return `restarted ${service}`;
+  },
+});
+
+const script: Script = {
+  rules: [
+    { match: 'long answer', rounds: [{ text: LONG, chunkSize: 400 }] },
+    { match: '@everyone', rounds: [{ text: 'Hey @everyone and <@123456789012345678>, look!' }] },
+    {
+      match: 'restart',
+      rounds: [
+        { text: 'Restarting.', toolCalls: [{ name: 'restart_service', args: { service: 'api' } }] },
+        { text: 'Result: {{lastToolResult}}' },
+      ],
+    },
+    { match: 'what did i say', rounds: [{ text: 'You asked: {{lastUser}}' }] },
+    { rounds: [{ text: 'echo: {{lastUser}}', chunkSize: 3, delayMs: 5 }] },
+  ],
+};
+
+describe('Discord adapter against the fake Discord', () => {
+  let fake: FakeDiscord;
+  let db: TestDatabase;
+  let h: Harness;
+  const env = () => ({
+    DISCORD_TOKEN: fake.token,
+    DISCORD_APPLICATION_ID: fake.scene.applicationId,
+    DISCORD_GUILD_ID: fake.scene.guildId,
+    DISCORD_API_URL: fake.restUrl,
+    APPROVERS: `discord:${fake.scene.human.id}`,
+  });
+
+  beforeAll(async () => {
+    fake = await FakeDiscord.start();
+    db = await createTestDatabase();
+    h = await startHarness({ db, script, env: env(), tools: [restartTool] });
+  });
+  afterAll(async () => {
+    await h.stop();
+    await fake.close();
+    await db.drop();
+  });
+
+  const finalText = (channel: string, expected: string) =>
+    fake.until(
+      () => (fake.botTextIn(channel).includes(expected) ? true : undefined),
+      `"${expected.slice(0, 40)}" in ${channel}`,
+      30_000,
+    );
+
+  it('answers a mention in a thread started on the message, streaming by edits', async () => {
+    const since = fake.requests.length;
+    const posted = fake.userSays(guildMessageMentioningBot(fake.scene, { text: 'hello there' }));
+    const thread = await fake.waitForRequest({
+      route: 'POST /channels/:channel_id/messages/:message_id/threads',
+      since,
+    });
+    const threadId = (thread.response as { id: string }).id;
+    await finalText(threadId, 'echo: hello there');
+    const reply = fake.messagesIn(threadId).find((m) => m.message.content === 'echo: hello there')!;
+    expect(reply.history.length).toBeGreaterThan(1); // placeholder, then edits
+    expect(reply.allowedMentions).toEqual({ parse: [] });
+    expect(posted).toBeDefined();
+  });
+
+  it('answers a DM in the DM', async () => {
+    fake.userSays(dmMessage(fake.scene, { text: 'psst' }));
+    await finalText(fake.scene.dmChannelId, 'echo: psst');
+  });
+
+  it('follows up in its own thread without a mention and sees the history', async () => {
+    const since = fake.requests.length;
+    fake.userSays(guildMessageMentioningBot(fake.scene, { text: 'first' }));
+    const thread = await fake.waitForRequest({
+      route: 'POST /channels/:channel_id/messages/:message_id/threads',
+      since,
+    });
+    const threadId = (thread.response as { id: string }).id;
+    await finalText(threadId, 'echo: first');
+    fake.userSays(threadMessage(fake.scene, { threadId, text: 'what did i say', mentionBot: false }));
+    await finalText(threadId, 'You asked: what did i say');
+    // The history is committed right after the final text is shown.
+    const texts = await waitFor(
+      async () => {
+        const { rows } = await h.app.pool.query(
+          `SELECT message->>'text' AS text FROM countersign.messages WHERE conversation_id = $1 ORDER BY id`,
+          [`discord:${threadId}`],
+        );
+        return rows.length === 4 ? rows.map((r) => r.text) : undefined;
+      },
+      10_000,
+      'the history',
+    );
+    expect(texts).toEqual(['first', 'echo: first', 'what did i say', 'You asked: what did i say']);
+  });
+
+  it('delivers a 4,500-character answer with a code block complete in 3 messages without breaking the block', async () => {
+    expect(LONG.length).toBeGreaterThan(4000);
+    fake.userSays(dmMessage(fake.scene, { text: 'long answer please' }));
+    const parts = await fake.until(
+      () => {
+        const texts = fake.botTextIn(fake.scene.dmChannelId);
+        const start = texts.findIndex((t) => t.startsWith('Here is the plan.'));
+        const mine = start >= 0 ? texts.slice(start) : [];
+        return mine.at(-1)?.trimEnd().endsWith('And that is all.') ? mine : undefined;
+      },
+      'the long answer',
+      30_000,
+    );
+    expect(parts).toHaveLength(3);
+    for (const p of parts) {
+      expect(p.length).toBeLessThanOrEqual(2000);
+      expect((p.match(/```/g) ?? []).length % 2).toBe(0);
+    }
+    for (let i = 0; i < 40; i++) expect(parts.join('\n')).toContain(`  step_${i}() # keep this line whole`);
+  });
+
+  it('never lets model output ping anyone', async () => {
+    fake.userSays(dmMessage(fake.scene, { text: 'say @everyone' }));
+    const message = await fake.until(
+      () => fake.messagesIn(fake.scene.dmChannelId).find((m) => String(m.message.content).startsWith('Hey @')),
+      'the reply',
+      20_000,
+    );
+    await fake.until(
+      () => (String(message.message.content).endsWith('look!') ? true : undefined),
+      'the final text',
+      20_000,
+    );
+    expect(message.pings).toMatchObject({ everyone: false, users: [], roles: [] });
+    expect(message.allowedMentions).toEqual({ parse: [] });
+  });
+
+  it('asks for approval with buttons; a bystander is refused privately, an approver approves, the tool runs once', async () => {
+    runs.length = 0;
+    fake.userSays(dmMessage(fake.scene, { text: 'restart it' }));
+    const card = await fake.until(
+      () =>
+        fake
+          .messagesIn(fake.scene.dmChannelId)
+          .find((m) => JSON.stringify(m.message.components ?? []).includes('"label":"Approve"')),
+      'the approval card',
+      20_000,
+    );
+    const buttons = (
+      card.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>
+    ).flatMap((r) => r.components);
+    const approve = buttons.find((b) => b.label === 'Approve')!;
+    const bystander = { ...fake.scene.human, id: '999999999999999999', username: 'bystander' };
+    const refused = fake.interact(
+      buttonInteraction(fake.scene, {
+        customId: approve.custom_id,
+        message: card.message,
+        user: bystander,
+        inDm: true,
+      }),
+    );
+    await fake.until(() => (refused.followupIds.length ? true : undefined), 'the ephemeral refusal', 20_000);
+    const notice = fake.message(refused.followupIds[0]!)!;
+    expect(notice.ephemeral).toBe(true);
+    expect(notice.message.content).toMatch(/not allowed/);
+    expect(runs).toEqual([]);
+    fake.interact(buttonInteraction(fake.scene, { customId: approve.custom_id, message: card.message, inDm: true }));
+    await finalText(fake.scene.dmChannelId, 'Result: restarted api');
+    expect(runs).toEqual(['api']);
+    await fake.until(
+      () => (JSON.stringify(fake.message(card.message.id as string)!.message.components) === '[]' ? true : undefined),
+      'the card to lose its buttons',
+      20_000,
+    );
+  });
+
+  it('lists skills ephemerally and runs one chosen with autocomplete', async () => {
+    const list = fake.interact(slashCommandInteraction(fake.scene, { name: 'skills' }));
+    await fake.until(() => list.response, 'the /skills answer', 20_000);
+    expect(list.response!.data).toMatchObject({ flags: 64, content: expect.stringContaining('runbook') });
+    const auto = fake.interact(autocompleteInteraction(fake.scene, { name: 'skill', focused: 'name', partial: 'run' }));
+    await fake.until(() => auto.response, 'autocomplete', 20_000);
+    expect(auto.response!.data).toEqual({ choices: [{ name: 'runbook', value: 'runbook' }] });
+    const run = fake.interact(
+      slashCommandInteraction(fake.scene, {
+        name: 'skill',
+        options: [
+          { name: 'name', type: 3, value: 'runbook' },
+          { name: 'input', type: 3, value: 'restart-api' },
+        ],
+      }),
+    );
+    await fake.until(() => (run.response?.type === 5 ? true : undefined), 'the deferred /skill', 20_000);
+  });
+
+  it('registers its slash commands once across restarts', async () => {
+    expect(fake.commandPuts(fake.scene.guildId)).toBe(1);
+    await h.stop();
+    h = await startHarness({ db, script, env: env(), tools: [restartTool] });
+    expect(fake.commandPuts(fake.scene.guildId)).toBe(1);
+  });
+
+  it('loses nothing when an edit is rate limited', async () => {
+    fake.rateLimits.failNext('PATCH /channels/:channel_id/messages/:message_id', { count: 2, retryAfterSeconds: 1 });
+    fake.userSays(dmMessage(fake.scene, { text: 'rate limit me please' }));
+    await finalText(fake.scene.dmChannelId, 'echo: rate limit me please');
+  });
+
+  it('resumes when the gateway closes and keeps answering', async () => {
+    fake.gateway.closeConnections(4000);
+    fake.userSays(dmMessage(fake.scene, { text: 'after the reconnect' }));
+    await finalText(fake.scene.dmChannelId, 'echo: after the reconnect');
+    expect(fake.gateway.countOp(6)).toBeGreaterThanOrEqual(1);
+  });
+});
