@@ -200,6 +200,34 @@ describe('Discord adapter against the fake Discord', () => {
     );
   });
 
+  it('gives a denied call a denial and runs nothing', async () => {
+    runs.length = 0;
+    const before = fake.messagesIn(fake.scene.dmChannelId).length;
+    fake.userSays(dmMessage(fake.scene, { text: 'restart it again' }));
+    const card = await fake.until(
+      () =>
+        fake
+          .messagesIn(fake.scene.dmChannelId)
+          .slice(before)
+          .find((m) => JSON.stringify(m.message.components ?? []).includes('"label":"Deny"')),
+      'the approval card',
+      20_000,
+    );
+    const deny = (card.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>)
+      .flatMap((r) => r.components)
+      .find((b) => b.label === 'Deny')!;
+    fake.interact(buttonInteraction(fake.scene, { customId: deny.custom_id, message: card.message, inDm: true }));
+    await fake.until(
+      () =>
+        fake.botTextIn(fake.scene.dmChannelId).some((t) => t.startsWith('Result: A person denied this call'))
+          ? true
+          : undefined,
+      'the denial answer',
+      20_000,
+    );
+    expect(runs).toEqual([]);
+  });
+
   it('lists skills ephemerally and runs one chosen with autocomplete', async () => {
     const list = fake.interact(slashCommandInteraction(fake.scene, { name: 'skills' }));
     await fake.until(() => list.response, 'the /skills answer', 20_000);

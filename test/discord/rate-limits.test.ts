@@ -12,7 +12,6 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
 
-
 describe('takeToken (Postgres token bucket shared by all workers)', () => {
   let db: TestDatabase;
   let pool: pg.Pool;
@@ -69,9 +68,10 @@ describe('takeToken (Postgres token bucket shared by all workers)', () => {
       expect(wait).toBeGreaterThanOrEqual((k + 1) * interval - spread - 50);
     });
     // And every token was handed out once: the row shows exactly the debt of the queued callers.
-    const { rows } = await pool.query<{ tokens: number }>('SELECT tokens FROM countersign.rate_buckets WHERE key = $1', [
-      key,
-    ]);
+    const { rows } = await pool.query<{ tokens: number }>(
+      'SELECT tokens FROM countersign.rate_buckets WHERE key = $1',
+      [key],
+    );
     expect(rows[0]!.tokens).toBeGreaterThan(bucket.capacity - callers - 1);
     expect(rows[0]!.tokens).toBeLessThanOrEqual(
       bucket.capacity - callers + (spread / 1000) * bucket.refillPerSecond + 0.01,
@@ -95,9 +95,10 @@ describe('takeToken (Postgres token bucket shared by all workers)', () => {
     const waits = [];
     for (let i = 0; i < 3; i++) waits.push(await takeToken(pool, key, bucket));
     expect(waits.slice(0, 2)).toEqual([0, 0]);
-    const { rows } = await pool.query<{ tokens: number }>('SELECT tokens FROM countersign.rate_buckets WHERE key = $1', [
-      key,
-    ]);
+    const { rows } = await pool.query<{ tokens: number }>(
+      'SELECT tokens FROM countersign.rate_buckets WHERE key = $1',
+      [key],
+    );
     expect(rows[0]!.tokens).toBeLessThan(bucket.capacity);
   });
 
