@@ -246,7 +246,13 @@ export async function startCountersign(config: Config, options: StartOptions): P
         approvals,
         systemPrompt: (item) =>
           buildSystemPrompt(
-            { agentName: config.AGENT_NAME, sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET)] },
+            {
+              agentName: config.AGENT_NAME,
+              sections: [
+                skillsPromptSection(skills, SKILLS_PROMPT_BUDGET),
+                config.ENABLE_RUN_COMMAND ? '' : RUN_COMMAND_OFF_NOTE,
+              ],
+            },
             item,
           ),
       });

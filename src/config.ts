@@ -105,6 +105,15 @@ export const ConfigSchema = z
     SLACK_SIGNING_SECRET: optionalString,
     SLACK_MODE: z.enum(['socket', 'http']).default('socket'),
     SLACK_API_URL: url.optional(),
+    SLACK_SKILLS_COMMAND: z
+      .string()
+      .regex(/^\/[a-z0-9_-]{1,31}$/, 'expected a slash command such as /skills')
+      .default('/skills'),
+    SLACK_SKILL_COMMAND: z
+      .string()
+      .regex(/^\/[a-z0-9_-]{1,31}$/, 'expected a slash command such as /skill')
+      .default('/skill'),
+    SLACK_UPDATES_PER_MINUTE: int(1, 600).default(45),
 
     DISCORD_TOKEN: optionalString,
     DISCORD_APPLICATION_ID: optionalString,

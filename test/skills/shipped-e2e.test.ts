@@ -106,7 +106,9 @@ describe('shipped skills, end to end on the scripted model', () => {
     const item = await runSkill('sk-1', 'skillmaker', 'a skill that checks deploys');
     const continuation = await approveCard(item.id);
     const done = await h.settled(continuation);
-    expect(done.result?.text).toBe(`Saved: Wrote ${Buffer.byteLength(NEW_SKILL)} bytes to skills/deploy-check/SKILL.md.`);
+    expect(done.result?.text).toBe(
+      `Saved: Wrote ${Buffer.byteLength(NEW_SKILL)} bytes to skills/deploy-check/SKILL.md.`,
+    );
     const skillDir = path.join(h.config.AGENT_WORKSPACE_ROOT, 'skills');
     const lint = runCli(['skills', 'lint', skillDir], {});
     expect((await lint.exited).code, lint.stdout() + lint.stderr()).toBe(0);

@@ -194,7 +194,9 @@ describe('MCP configuration', () => {
   });
   it('names the server and field when an entry is wrong', () => {
     const file = write(JSON.stringify({ mcpServers: { 'bad name!': { command: 'x' }, ok: { url: 'not a url' } } }));
-    expect(() => loadMcpConfig(file)).toThrow(/mcpServers\.bad name!: Invalid key in record; mcpServers\.ok\.url: Invalid URL/);
+    expect(() => loadMcpConfig(file)).toThrow(
+      /mcpServers\.bad name!: Invalid key in record; mcpServers\.ok\.url: Invalid URL/,
+    );
     expect(() => loadMcpConfig(file)).toThrow(/is not valid/);
   });
 });

@@ -35,7 +35,7 @@ export function loadMcpConfig(file: string): McpConfig {
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new Error(`MCP_CONFIG ${file} could not be read as JSON: ${(error as Error).message}`);
+    throw new Error(`MCP_CONFIG ${file} could not be read as JSON: ${(error as Error).message}`, { cause: error });
   }
   const parsed = McpConfig.safeParse(raw);
   if (!parsed.success) {

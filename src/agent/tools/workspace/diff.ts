@@ -51,7 +51,7 @@ export function unifiedDiff(oldText: string, newText: string, fromName: string, 
   while (k < ops.length) {
     while (k < ops.length && ops[k]!.kind === ' ') k++;
     if (k >= ops.length) break;
-    let start = Math.max(0, k - context);
+    const start = Math.max(0, k - context);
     let end = k;
     for (;;) {
       while (end < ops.length && ops[end]!.kind !== ' ') end++;
@@ -69,7 +69,6 @@ export function unifiedDiff(oldText: string, newText: string, fromName: string, 
     out.push(`@@ -${aStart},${aCount} +${bStart},${bCount} @@`);
     for (const o of hunk) out.push(`${o.kind}${o.line}`);
     k = stop;
-    start = stop;
   }
   return out.join('\n');
 }

@@ -1,0 +1,115 @@
+import { WebClient, ErrorCode, type WebAPIRateLimitedError } from '@slack/web-api';
+import type { Pool } from '../../db/pool.ts';
+import type { ApprovalCard } from '../../approval/card.ts';
+import { cardText } from '../../approval/card.ts';
+import type { Outbound, PostedMessage, ReplyOptions, ReplyTarget } from '../../reply/outbound.ts';
+import { waitForToken } from '../../reply/rate-bucket.ts';
+import { metrics } from '../../metrics.ts';
+import { approvalCardBlocks, replyBlocks } from './blocks.ts';
+import { markdownToMrkdwn } from './format.ts';
+
+export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
+  // Retries and 429s are the reply stream's business (newest text wins), not the client's.
+  return new WebClient(token, {
+    ...(apiUrl ? { slackApiUrl: apiUrl } : {}),
+    rejectRateLimitedCalls: true,
+    retryConfig: { retries: 0 },
+  });
+}
+
+/**
+ * Slack's speaking half: Web API calls any worker process can make. Edits draw from a
+ * per-workspace budget shared in Postgres (chat.update is Tier 3, ~50/min per workspace), so every
+ * conversation and every worker together stay inside it.
+ */
+export class SlackOutbound implements Outbound {
+  readonly platform = 'slack';
+  // Sections hold 3000 characters; leave room for mrkdwn escaping.
+  readonly limits = { maxMessageLength: 2800, minEditIntervalMs: 1000 };
+  readonly #client: WebClient;
+  readonly #pool: Pool;
+  readonly #perMinute: number;
+
+  constructor(client: WebClient, pool: Pool, updatesPerMinute: number) {
+    this.#client = client;
+    this.#pool = pool;
+    this.#perMinute = updatesPerMinute;
+  }
+
+  async #call<T>(target: ReplyTarget, method: string, call: () => Promise<T>): Promise<T> {
+    // chat.update is the call streaming makes often; its Tier 3 budget is per workspace.
+    if (method === 'chat.update') {
+      // Burst plus a minute of refill stays within the budget for any 60-second window.
+      const capacity = Math.max(1, Math.floor(this.#perMinute / 10));
+      await waitForToken(this.#pool, `slack:${target.workspace ?? 'default'}:chat.update`, {
+        capacity,
+        refillPerSecond: Math.max(this.#perMinute - capacity, 1) / 60,
+      });
+    }
+    try {
+      return await call();
+    } catch (error) {
+      if ((error as { code?: string }).code === ErrorCode.RateLimitedError) {
+        metrics.platformRateLimited.inc({ platform: 'slack', method });
+        const seconds = (error as WebAPIRateLimitedError).retryAfter;
+        throw Object.assign(new Error(`Slack rate limited ${method}`), { retryAfterMs: seconds * 1000 });
+      }
+      metrics.platformErrors.inc({ platform: 'slack' });
+      throw error;
+    }
+  }
+
+  async post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage> {
+    const result = await this.#call(target, 'chat.postMessage', () =>
+      this.#client.chat.postMessage({
+        channel: target.channel,
+        ...(target.thread ? { thread_ts: target.thread } : {}),
+        text: markdownToMrkdwn(text).slice(0, 3000),
+        blocks: replyBlocks(text, options?.buttons),
+        unfurl_links: false,
+      }),
+    );
+    return { messageId: String(result.ts) };
+  }
+
+  async edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void> {
+    await this.#call(target, 'chat.update', () =>
+      this.#client.chat.update({
+        channel: target.channel,
+        ts: messageId,
+        text: markdownToMrkdwn(text).slice(0, 3000),
+        blocks: replyBlocks(text, options?.buttons),
+      }),
+    );
+  }
+
+  async showApprovalCard(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<PostedMessage> {
+    const text = markdownToMrkdwn(cardText(card)).slice(0, 3000);
+    const blocks = approvalCardBlocks(card);
+    if (messageId) {
+      await this.#call(target, 'chat.update', () =>
+        this.#client.chat.update({ channel: target.channel, ts: messageId, text, blocks }),
+      );
+      return { messageId };
+    }
+    const result = await this.#call(target, 'chat.postMessage', () =>
+      this.#client.chat.postMessage({
+        channel: target.channel,
+        ...(target.thread ? { thread_ts: target.thread } : {}),
+        text,
+        blocks,
+      }),
+    );
+    return { messageId: String(result.ts) };
+  }
+
+  /** A message only `user` sees (rejected clicks, errors of a command). */
+  async ephemeral(channel: string, user: string, text: string, thread?: string): Promise<void> {
+    await this.#client.chat.postEphemeral({
+      channel,
+      user,
+      text: markdownToMrkdwn(text),
+      ...(thread ? { thread_ts: thread } : {}),
+    });
+  }
+}

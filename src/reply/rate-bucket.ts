@@ -1,0 +1,53 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Queryable } from '../db/pool.ts';
+
+/**
+ * Token buckets in Postgres (countersign.rate_buckets), shared by every worker process: a reply is
+ * streamed by whichever worker picked up the turn, so only a shared budget keeps many workers
+ * together inside a platform's limits.
+ */
+
+export interface BucketShape {
+  /** Tokens a full bucket holds: the burst allowed after a quiet spell. */
+  capacity: number;
+  /** Tokens added back per second. */
+  refillPerSecond: number;
+}
+
+/**
+ * Takes one token and says how long to wait before using it, in ms (0: go now). The token is
+ * reserved either way — the bucket goes negative, so the next caller is queued behind this one
+ * instead of both racing for the same refill. One statement, row-locked by the upsert, with time
+ * from the database so workers on machines with skewed clocks agree.
+ */
+const TAKE_TOKEN = `
+  WITH now AS (SELECT clock_timestamp() AS t)
+  INSERT INTO countersign.rate_buckets AS b (key, tokens, updated_at)
+  SELECT $1::text, $2::float8 - 1, now.t FROM now
+  ON CONFLICT (key) DO UPDATE SET
+    tokens = LEAST(
+      $2::float8,
+      b.tokens + GREATEST(0, EXTRACT(EPOCH FROM ((SELECT t FROM now) - b.updated_at))) * $3::float8
+    ) - 1,
+    updated_at = GREATEST(b.updated_at, (SELECT t FROM now))
+  RETURNING tokens`;
+
+export async function takeToken(db: Queryable, key: string, bucket: BucketShape): Promise<number> {
+  if (!(bucket.capacity >= 1) || !(bucket.refillPerSecond > 0)) {
+    throw new Error(`A rate bucket needs capacity ≥ 1 and a positive refill; got ${JSON.stringify(bucket)}`);
+  }
+  const { rows } = await db.query<{ tokens: number }>(TAKE_TOKEN, [key, bucket.capacity, bucket.refillPerSecond]);
+  const tokens = Number(rows[0]?.tokens);
+  return tokens >= 0 ? 0 : Math.ceil((-tokens / bucket.refillPerSecond) * 1000);
+}
+
+/** Takes a token and waits until it may be used. */
+export async function waitForToken(
+  db: Queryable,
+  key: string,
+  bucket: BucketShape,
+  signal?: AbortSignal,
+): Promise<void> {
+  const waitMs = await takeToken(db, key, bucket);
+  if (waitMs > 0) await sleep(waitMs, undefined, { signal });
+}
