@@ -103,6 +103,19 @@ describe('Slack adapter in Socket Mode', () => {
       ),
     );
     await final(fake, CHANNEL, 'You asked: what did i say', mention.ts);
+    // The follow-up ran in the thread's conversation, with the first exchange as its history.
+    const texts = await waitFor(
+      async () => {
+        const { rows } = await h.app.pool.query(
+          `SELECT message->>'text' AS text FROM countersign.messages WHERE conversation_id = $1 ORDER BY id`,
+          [`slack:${fake.team}:${CHANNEL}:${mention.ts}`],
+        );
+        return rows.length === 4 ? rows.map((r) => r.text) : undefined;
+      },
+      10_000,
+      'the thread history',
+    );
+    expect(texts).toEqual(['first', 'echo: first', 'what did i say', 'You asked: what did i say']);
   });
 
   it('ignores other bots and processes a retried delivery once', async () => {
