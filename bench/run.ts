@@ -5,6 +5,7 @@ import { startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
 import { benchP1 } from './p1-event-to-start.ts';
+import { benchP2 } from './p2-token-to-visible.ts';
 import { benchP4 } from './p4-throughput.ts';
 import { benchP5 } from './p5-critical-under-load.ts';
 import { benchP6 } from './p6-kill-resume.ts';
@@ -39,7 +40,7 @@ async function main(): Promise<void> {
     await migrate(url.toString(), log);
     return url.toString();
   };
-  const only = (process.env.BENCH_ONLY ?? 'P1,P4,P5,P6,P7').split(',');
+  const only = (process.env.BENCH_ONLY ?? 'P1,P2,P4,P5,P6,P7').split(',');
   const samples = Number(process.env.BENCH_SAMPLES ?? 200);
   const results: Record<string, unknown> = {};
   const rows: Row[] = [];
@@ -63,6 +64,17 @@ async function main(): Promise<void> {
           '',
         ],
       );
+    }
+    if (only.includes('P2')) {
+      const p2 = await benchP2(await freshDatabase('p2'));
+      results.p2 = p2;
+      rows.push([
+        'P2 model token → visible in Discord, p50 / p99 (ms)',
+        `${round(p2.latency.p50)} / ${round(p2.latency.p99)}`,
+        `edit interval ${p2.editIntervalMs} ms`,
+        `${round(p2.latency.p50 / (p2.editIntervalMs + 25))}× of target`,
+        'p50 ≤ interval + 25 ms',
+      ]);
     }
     if (only.includes('P4')) {
       const p4 = await benchP4(await freshDatabase('p4'), Number(process.env.BENCH_TURNS ?? 1000));

@@ -30,6 +30,8 @@ export interface FakeModelServer {
   requests: RecordedRequest[];
   /** Answers for the next requests, in order; after them the responder (if any) answers. */
   queue: FakeResponse[];
+  /** Every SSE event written, with the time it was written (latency benchmarks). */
+  emitted: Array<{ at: number; event: string }>;
   close(): Promise<void>;
 }
 
@@ -49,6 +51,7 @@ export async function startFakeModelServer(options: {
 }): Promise<FakeModelServer> {
   const requests: RecordedRequest[] = [];
   const queue: FakeResponse[] = [];
+  const emitted: Array<{ at: number; event: string }> = [];
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (d: Buffer) => (raw += d.toString()));
@@ -96,6 +99,7 @@ export async function startFakeModelServer(options: {
       }
       if (response.delayMs) await sleep(response.delayMs);
       res.write(event);
+      emitted.push({ at: Date.now(), event });
     }
     res.end();
   }
@@ -104,6 +108,7 @@ export async function startFakeModelServer(options: {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
     queue,
+    emitted,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
