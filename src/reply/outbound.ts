@@ -31,6 +31,8 @@ export interface ReplyButton {
 
 export interface ReplyOptions {
   buttons?: ReplyButton[];
+  /** The caller already took this edit's rate token with `reserve`. */
+  reserved?: boolean;
 }
 
 export interface OutboundLimits {
@@ -46,6 +48,11 @@ export interface Outbound {
   readonly limits: OutboundLimits;
   post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage>;
   edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void>;
+  /**
+   * Waits for, and takes, the rate token of the next edit to `target`. Streams call it before they
+   * decide what text to send, so that under a tight budget only the newest text is sent.
+   */
+  reserve?(target: ReplyTarget): Promise<void>;
   /**
    * Shows (or, with `messageId`, updates in place) an approval card in the platform's own UI.
    * Platforms without one get the card as text with buttons through post/edit.

@@ -59,6 +59,8 @@ export class ReplyStream {
   #pumping: Promise<void> | undefined;
   #lastSendAt = 0;
   #wake: (() => void) | undefined;
+  /** A rate token taken for the next edit (see Outbound.reserve). */
+  #reserved = false;
 
   constructor(outbound: Outbound, target: ReplyTarget, options: ReplyStreamOptions) {
     this.#outbound = outbound;
@@ -140,12 +142,19 @@ export class ReplyStream {
     while (this.#dirty) {
       const wait = Math.max(backoffMs, this.#lastSendAt + this.#outbound.limits.minEditIntervalMs - Date.now());
       if (wait > 0) await this.#sleep(wait);
-      this.#dirty = false;
       try {
+        // Take the platform's rate token first, then read the text: while we waited for the budget
+        // the text may have moved on (or finished), and only the newest version is worth a call.
+        if (this.#outbound.reserve && this.#messageIds[this.#sealed.length]) {
+          await this.#outbound.reserve(this.#target);
+          this.#reserved = true;
+        }
+        this.#dirty = false;
         await this.#sync();
         backoffMs = 0;
       } catch (error) {
         this.#dirty = true;
+        this.#reserved = false;
         if (Date.now() - startedAt > this.#deadlineMs && this.#finished) {
           throw new Error(`Could not deliver the reply within ${this.#deadlineMs} ms`, { cause: error });
         }
@@ -208,11 +217,13 @@ export class ReplyStream {
   }
 
   async #show(index: number, text: string, buttons: ReplyOptions['buttons']): Promise<void> {
-    const options: ReplyOptions = buttons ? { buttons } : { buttons: [] };
+    const options: ReplyOptions = { buttons: buttons ?? [] };
     this.#lastSendAt = Date.now();
     const existing = this.#messageIds[index];
     if (existing) {
-      await this.#outbound.edit(this.#target, existing, text, options);
+      const reserved = this.#reserved;
+      this.#reserved = false;
+      await this.#outbound.edit(this.#target, existing, text, reserved ? { ...options, reserved } : options);
     } else {
       const posted = await this.#outbound.post(this.#target, text, options);
       this.#messageIds[index] = posted.messageId;

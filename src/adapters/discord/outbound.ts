@@ -43,9 +43,14 @@ export class DiscordOutbound implements Outbound {
     this.#applicationId = applicationId;
   }
 
-  async #send<T>(channel: string, call: () => Promise<T>): Promise<T> {
-    await waitForToken(this.#pool, channelEditBucketKey(channel), DISCORD_BUCKETS.channelEdit);
+  /** Takes the per-channel and global tokens of the next call to the target's channel. */
+  async reserve(target: ReplyTarget): Promise<void> {
+    await waitForToken(this.#pool, channelEditBucketKey(target.channel), DISCORD_BUCKETS.channelEdit);
     await waitForToken(this.#pool, globalBucketKey(this.#applicationId), DISCORD_BUCKETS.global);
+  }
+
+  async #send<T>(channel: string, call: () => Promise<T>, reserved = false): Promise<T> {
+    if (!reserved) await this.reserve({ platform: 'discord', channel });
     try {
       return await call();
     } catch (error) {

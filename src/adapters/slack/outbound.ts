@@ -36,16 +36,18 @@ export class SlackOutbound implements Outbound {
     this.#perMinute = updatesPerMinute;
   }
 
-  async #call<T>(target: ReplyTarget, method: string, call: () => Promise<T>): Promise<T> {
-    // chat.update is the call streaming makes often; its Tier 3 budget is per workspace.
-    if (method === 'chat.update') {
-      // Burst plus a minute of refill stays within the budget for any 60-second window.
-      const capacity = Math.max(1, Math.floor(this.#perMinute / 10));
-      await waitForToken(this.#pool, `slack:${target.workspace ?? 'default'}:chat.update`, {
-        capacity,
-        refillPerSecond: Math.max(this.#perMinute - capacity, 1) / 60,
-      });
-    }
+  /** chat.update is the call streaming makes often; its Tier 3 budget is per workspace. */
+  async reserve(target: ReplyTarget): Promise<void> {
+    // Burst plus a minute of refill stays within the budget for any 60-second window.
+    const capacity = Math.max(1, Math.floor(this.#perMinute / 10));
+    await waitForToken(this.#pool, `slack:${target.workspace ?? 'default'}:chat.update`, {
+      capacity,
+      refillPerSecond: Math.max(this.#perMinute - capacity, 1) / 60,
+    });
+  }
+
+  async #call<T>(target: ReplyTarget, method: string, call: () => Promise<T>, reserved = false): Promise<T> {
+    if (method === 'chat.update' && !reserved) await this.reserve(target);
     try {
       return await call();
     } catch (error) {
@@ -73,13 +75,17 @@ export class SlackOutbound implements Outbound {
   }
 
   async edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void> {
-    await this.#call(target, 'chat.update', () =>
-      this.#client.chat.update({
-        channel: target.channel,
-        ts: messageId,
-        text: markdownToMrkdwn(text).slice(0, 3000),
-        blocks: replyBlocks(text, options?.buttons),
-      }),
+    await this.#call(
+      target,
+      'chat.update',
+      () =>
+        this.#client.chat.update({
+          channel: target.channel,
+          ts: messageId,
+          text: markdownToMrkdwn(text).slice(0, 3000),
+          blocks: replyBlocks(text, options?.buttons),
+        }),
+      options?.reserved,
     );
   }
 
