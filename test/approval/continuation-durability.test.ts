@@ -1,27 +1,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { defineTool } from '../../src/agent/tools/tool.ts';
+import { countingTool } from '../helpers/tools.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
 
 const runs: string[] = [];
-const deployTool = defineTool({
-  name: 'deploy_service',
-  description: 'Deploys a service.',
-  version: '1',
-  input: z.object({ service: z.string() }),
-  approval: 'always',
-  risk: 'medium',
-  idempotent: false,
-  async execute({ service }) {
-    runs.push(service);
-    return `deployed ${service}`;
-  },
-});
+const deployTool = countingTool('deploy_service', runs, { risk: 'medium', result: 'deployed' });
 const script: Script = {
   rules: [
     {

@@ -11,26 +11,13 @@ import {
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
-import { z } from 'zod';
-import { defineTool } from '../../src/agent/tools/tool.ts';
+import { countingTool } from '../helpers/tools.ts';
 
 const code = Array.from({ length: 40 }, (_, i) => `  step_${i}() # keep this line whole`).join('\n');
 const LONG = `${'Here is the plan. '.repeat(90)}\n\n\`\`\`sh\n${code}\n\`\`\`\n\n${'And that is all. '.repeat(60)}`;
 
 const runs: string[] = [];
-const restartTool = defineTool({
-  name: 'restart_service',
-  description: 'Restarts a service',
-  version: '1',
-  input: z.object({ service: z.string() }),
-  approval: 'always',
-  risk: 'high',
-  idempotent: false,
-  async execute({ service }) {
-    runs.push(service);
-    return `restarted ${service}`;
-  },
-});
+const restartTool = countingTool('restart_service', runs, { risk: 'high', result: 'restarted' });
 
 const script: Script = {
   rules: [

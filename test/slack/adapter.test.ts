@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { FakeSlack } from '../fakes/slack/fake-slack.ts';
 import {
   appMention,
@@ -11,24 +10,12 @@ import {
   threadReply,
 } from '../fixtures/slack/events.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
-import { defineTool } from '../../src/agent/tools/tool.ts';
+import { countingTool } from '../helpers/tools.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
 import { markdownToMrkdwn } from '../../src/adapters/slack/format.ts';
 
 const runs: string[] = [];
-const restartTool = defineTool({
-  name: 'restart_service',
-  description: 'Restarts a service',
-  version: '1',
-  input: z.object({ service: z.string() }),
-  approval: 'always',
-  risk: 'high',
-  idempotent: false,
-  async execute({ service }) {
-    runs.push(service);
-    return `restarted ${service}`;
-  },
-});
+const restartTool = countingTool('restart_service', runs, { risk: 'high', result: 'restarted' });
 const script: Script = {
   rules: [
     {

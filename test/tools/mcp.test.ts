@@ -4,20 +4,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpHub } from '../../src/agent/tools/mcp/hub.ts';
 import { loadMcpConfig } from '../../src/agent/tools/mcp/config.ts';
-import { needsApproval, riskOf, type AnyTool, type ToolContext } from '../../src/agent/tools/tool.ts';
+import { needsApproval, riskOf, type AnyTool } from '../../src/agent/tools/tool.ts';
 import { toolSpec } from '../../src/agent/tools/tool.ts';
+import { testToolContext } from '../helpers/tools.ts';
 import { createLogger } from '../../src/log.ts';
 import { startFakeMcpHttp, type FakeMcpHttp } from '../fakes/mcp/http-server.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 
 const STDIO_SERVER = path.resolve(import.meta.dirname, '../fakes/mcp/stdio-server.ts');
-const ctx: ToolContext = {
-  workItemId: 'w',
-  conversationId: 'c',
-  requester: { platform: 'test', userId: 'U1' },
-  signal: new AbortController().signal,
-  log: createLogger('silent'),
-};
+const ctx = testToolContext();
 
 function writeConfig(httpUrl: string): string {
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'cs-mcp-')), 'mcp.json');

@@ -4,18 +4,12 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspaceTools } from '../../src/agent/tools/workspace/tools.ts';
 import { unifiedDiff } from '../../src/agent/tools/workspace/diff.ts';
-import { needsApproval, riskOf, type AnyTool, type ToolContext } from '../../src/agent/tools/tool.ts';
+import { needsApproval, riskOf, type AnyTool } from '../../src/agent/tools/tool.ts';
 import { fitToBudget } from '../../src/agent/tools/result-budget.ts';
 import { createRunCommandTool } from '../../src/agent/tools/run-command.ts';
-import { createLogger } from '../../src/log.ts';
+import { testToolContext } from '../helpers/tools.ts';
 
-const ctx: ToolContext = {
-  workItemId: 'w',
-  conversationId: 'c',
-  requester: { platform: 'test', userId: 'U1' },
-  signal: new AbortController().signal,
-  log: createLogger('silent'),
-};
+const ctx = testToolContext();
 
 let root: string;
 let outside: string;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Message } from '../messages.ts';
 import { ZERO_USAGE, type ModelProvider, type ModelRequest, type ModelRound, type RoundCallbacks } from '../model.ts';
 import { toolCallFromJson } from './tool-args.ts';
+import { abortableSleep as sleep } from './retry.ts';
 
 /**
  * A model that plays a script: for tests, benchmarks and offline demos. It is stateless — the round
@@ -87,20 +88,6 @@ function lastUserIndex(messages: Message[]): number {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]?.role === 'user') return i;
   return -1;
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason as Error);
-      },
-      { once: true },
-    );
-  });
 
 /** One round of a script, decided from the conversation alone. */
 export interface PlannedRound {
