@@ -77,13 +77,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
     CHAOS_CHAT_URL: chat.url,
   };
   const workers = new Set<ChildProcess>();
+  let stopping = false;
+  // Like a process supervisor: a worker that exits on its own (not one we killed) is started again.
   const spawnWorker = () => {
     const child = spawn(process.execPath, [WORKER], {
       env,
       stdio: ['ignore', 'ignore', process.env.CHAOS_LOG_LEVEL ? 'inherit' : 'ignore'],
     });
     workers.add(child);
-    child.on('exit', () => workers.delete(child));
+    child.on('exit', (_code, signal) => {
+      workers.delete(child);
+      if (!stopping && signal !== 'SIGKILL') spawnWorker();
+    });
   };
   let app: Countersign | undefined;
   const started = performance.now();
@@ -239,6 +244,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
       seconds: (performance.now() - started) / 1000,
     };
   } finally {
+    stopping = true;
     for (const w of workers) w.kill('SIGKILL');
     await app?.stop();
     await chat.stop();

@@ -17,5 +17,6 @@ const app = await startCountersign(loadConfig(), {
 });
 process.on('unhandledRejection', (reason) => app.log.error({ err: reason }, 'unhandled promise rejection'));
 const stop = () => void app.stop().then(() => process.exit(0));
+void app.failed.then(() => app.stop().then(() => process.exit(1)));
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

@@ -4,6 +4,7 @@ import { INSTALL_DIR, type Config } from './config.ts';
 import { createLogger } from './log.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
+import { isDatabaseUnavailable } from './db/errors.ts';
 import { createPool, type Pool } from './db/pool.ts';
 import { createProvider } from './agent/providers/index.ts';
 import { ToolRegistry } from './agent/tools/registry.ts';
@@ -79,11 +80,31 @@ export interface Countersign {
   http: HttpServer;
   /** Resolves when the console's input ended (piped stdin) — the process should then stop. */
   consoleDone?: Promise<void>;
+  /** Resolves if the worker pools die on their own; the process should stop and be restarted. */
+  failed: Promise<unknown>;
   stop(): Promise<void>;
 }
 
 export function usesConsole(config: Config): boolean {
   return !config.SLACK_BOT_TOKEN && !config.DISCORD_TOKEN;
+}
+
+/**
+ * Migrates, waiting (up to two minutes) for a database that is restarting or not up yet: a process
+ * started during a database restart should come up when the database does, not crash.
+ */
+async function migrateWhenReachable(databaseUrl: string, log: Logger): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (let delay = 250; ; delay = Math.min(delay * 2, 5000)) {
+    try {
+      await migrate(databaseUrl, log);
+      return;
+    } catch (error) {
+      if (!isDatabaseUnavailable(error) || Date.now() > deadline) throw error;
+      log.warn({ err: error, retryInMs: delay }, 'database not reachable yet; waiting for it');
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 /** The platforms whose credentials are configured. Loaded lazily: a console-only run needs neither SDK. */
@@ -153,7 +174,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       cleanups.push(() => embedded.stop());
       databaseUrl = embedded.url;
     }
-    await migrate(databaseUrl, log);
+    await migrateWhenReachable(databaseUrl, log);
     const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE, log);
     cleanups.push(() => pool.end());
     const events = new TurnEvents();
@@ -213,6 +234,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
       },
     });
 
+    let reportFailure: (error: unknown) => void = () => undefined;
+    const failed = new Promise<unknown>((resolve) => (reportFailure = resolve));
     let runner: QueueRunner | undefined;
     if (options.role !== 'ingress') {
       const provider = options.provider ?? createProvider(config, log);
@@ -282,6 +305,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
           }),
         },
         crontab: HOUSEKEEPING_CRONTAB,
+        onFatal: (error) => reportFailure(error),
         onPoolCreated: (poolId) => {
           liveness
             .claimSlot(poolId)
@@ -350,6 +374,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       stopTurn,
       http,
       consoleDone,
+      failed,
       stop: () => (stopping ??= runCleanups()),
     };
   } catch (error) {

@@ -55,6 +55,12 @@ async function start(args: string[]): Promise<number> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   // A closed terminal: stop cleanly too, or an embedded Postgres would outlive us.
   process.on('SIGHUP', () => void shutdown('SIGHUP'));
+  // Worker pools that died cannot take jobs: leave (releasing our locks) so a supervisor restarts us.
+  void app.failed.then(async (error) => {
+    app.log.fatal({ err: error }, 'the worker stopped working; exiting so it can be restarted');
+    await app.stop();
+    process.exit(1);
+  });
   if (app.consoleDone) {
     await app.consoleDone;
     await shutdown('console input ended');

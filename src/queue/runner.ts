@@ -23,6 +23,8 @@ export interface QueueRunnerOptions {
   crontab?: string;
   /** Called with each graphile-worker pool id, which is what jobs are locked under. */
   onPoolCreated: (poolId: string) => void;
+  /** Called when a pool stops on its own (a fatal error): the process should shut down and restart. */
+  onFatal?: (error: unknown) => void;
 }
 
 export interface QueueRunner {
@@ -95,10 +97,17 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
   }
   let running = true;
   for (const runner of runners) {
-    runner.promise.catch((error: unknown) => {
-      running = false;
-      log.error({ err: error }, 'a worker pool stopped unexpectedly');
-    });
+    runner.promise.then(
+      () => {
+        if (running) options.onFatal?.(new Error('a worker pool stopped unexpectedly'));
+      },
+      (error: unknown) => {
+        if (!running) return;
+        running = false;
+        log.error({ err: error }, 'a worker pool stopped unexpectedly');
+        options.onFatal?.(error);
+      },
+    );
   }
   return {
     get running() {

@@ -115,9 +115,16 @@ export class WorkerLiveness {
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     await this.#beating;
-    // A clean exit: nothing of ours is locked any more, so nobody needs to wait for our heartbeat to go stale.
+    // Leaving: release anything still locked under our pools (the pools have stopped by now), then
+    // remove our heartbeat, so nobody waits for it to go stale.
     await this.#pool
-      .query('DELETE FROM countersign.worker_processes WHERE id = $1', [this.processId])
+      .query(
+        `WITH gone AS (DELETE FROM countersign.worker_processes WHERE id = $1 RETURNING id),
+         slots AS (SELECT array_agg(worker_id) AS ids FROM countersign.worker_slots WHERE process_id = $1)
+         SELECT graphile_worker.force_unlock_workers(coalesce((SELECT ids FROM slots), '{}')),
+                (SELECT count(*) FROM gone) AS removed`,
+        [this.processId],
+      )
       .catch((error: unknown) => this.#log.warn({ err: error }, 'could not remove worker heartbeat'));
   }
 }
