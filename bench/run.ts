@@ -6,6 +6,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
 import { benchP1 } from './p1-event-to-start.ts';
 import { benchP2 } from './p2-token-to-visible.ts';
+import { benchP3 } from './p3-platform-budget.ts';
 import { benchP4 } from './p4-throughput.ts';
 import { benchP5 } from './p5-critical-under-load.ts';
 import { benchP6 } from './p6-kill-resume.ts';
@@ -40,7 +41,7 @@ async function main(): Promise<void> {
     await migrate(url.toString(), log);
     return url.toString();
   };
-  const only = (process.env.BENCH_ONLY ?? 'P1,P2,P4,P5,P6,P7').split(',');
+  const only = (process.env.BENCH_ONLY ?? 'P1,P2,P3,P4,P5,P6,P7').split(',');
   const samples = Number(process.env.BENCH_SAMPLES ?? 200);
   const results: Record<string, unknown> = {};
   const rows: Row[] = [];
@@ -75,6 +76,19 @@ async function main(): Promise<void> {
         `${round(p2.latency.p50 / (p2.editIntervalMs + 25))}× of target`,
         'p50 ≤ interval + 25 ms',
       ]);
+    }
+    if (only.includes('P3')) {
+      const p3 = await benchP3(freshDatabase, Number(process.env.BENCH_P3_CONVERSATIONS ?? 200));
+      results.p3 = p3;
+      for (const r of p3) {
+        rows.push([
+          `P3 ${r.conversations} conversations, one ${r.platform === 'slack' ? 'Slack workspace' : 'Discord guild'}: busiest minute / 429s / incomplete`,
+          `${r.peakPerMinute} / ${r.rateLimited} / ${r.incomplete}`,
+          `budget ${r.budgetPerMinute}/min`,
+          `${round(r.seconds, 1)} s`,
+          'zero 429s, zero incomplete',
+        ]);
+      }
     }
     if (only.includes('P4')) {
       const p4 = await benchP4(await freshDatabase('p4'), Number(process.env.BENCH_TURNS ?? 1000));
