@@ -9,11 +9,14 @@ import {
   parseStopCustomId,
   replyButtonRows,
   stopButtonRow,
+  stopCustomId,
   type ApiMessagePayload,
   type ApprovalCardInput,
 } from '../../src/adapters/discord/components/index.ts';
 import { LIMITS } from '../../src/adapters/discord/limits.ts';
 import { FakeDiscord } from '../fakes/discord/index.ts';
+import { ButtonPayload, buttonValue } from '../../src/approval/envelope.ts';
+import { parseStopButton, stopButtonValue } from '../../src/queue/stop-requests.ts';
 
 const NONCE = 'q1w2e3r4t5y6u7i8o9p0-_AbCdEf';
 const EXPIRES = new Date('2030-01-01T00:10:00Z');
@@ -43,23 +46,24 @@ const embedText = (p: ApiMessagePayload) =>
 
 describe('custom ids', () => {
   it.each([
-    [{ nonce: NONCE, decision: 'approve', call: 0 }, `ap:${NONCE}:a0`],
-    [{ nonce: NONCE, decision: 'deny', call: 3 }, `ap:${NONCE}:d3`],
-    [{ nonce: NONCE, decision: 'approve', call: 'all' }, `ap:${NONCE}:aa`],
-    [{ nonce: NONCE, decision: 'deny', call: 'all' }, `ap:${NONCE}:da`],
+    [{ nonce: NONCE, decision: 'approve', call: 0 }, `${NONCE}.a0`],
+    [{ nonce: NONCE, decision: 'deny', call: 3 }, `${NONCE}.d3`],
+    [{ nonce: NONCE, decision: 'approve', call: 'all' }, `${NONCE}.A`],
+    [{ nonce: NONCE, decision: 'deny', call: 'all' }, `${NONCE}.D`],
   ] as const)('encodes %o as %s and parses it back', (click, id) => {
     expect(approvalCustomId(click)).toBe(id);
     expect(parseApprovalCustomId(id)).toEqual(click);
   });
 
   it.each([
-    'ap:x',
-    'ap::a0',
-    `ap:${NONCE}:z0`,
-    `ap:${NONCE}:a100`,
-    `ap:no:pe:a0`,
+    'x',
+    '.a0',
+    `${NONCE}.z0`,
+    `${NONCE}.a100`,
+    `${NONCE}.o1`,
+    `no.pe.a0`,
     'stop:abc',
-    `ap:${'n'.repeat(81)}:a0`,
+    `${'n'.repeat(81)}.a0`,
     '',
   ])('rejects %j', (id) => {
     expect(parseApprovalCustomId(id)).toBeUndefined();
@@ -71,7 +75,27 @@ describe('custom ids', () => {
   });
 
   it('refuses to build an id from a nonce that could not be parsed back', () => {
-    expect(() => approvalCustomId({ nonce: 'has:colon', decision: 'approve', call: 0 })).toThrow();
+    expect(() => approvalCustomId({ nonce: 'has.dot', decision: 'approve', call: 0 })).toThrow();
+  });
+
+  it('is the platform-neutral button value the approval service parses', () => {
+    const serviceNonce = 'Q'.repeat(32);
+    for (const [call, decision, code] of [
+      ['all', 'approve', 'A'],
+      ['all', 'deny', 'D'],
+      [2, 'approve', 'a2'],
+      [2, 'deny', 'd2'],
+    ] as const) {
+      const id = approvalCustomId({ nonce: serviceNonce, decision, call });
+      expect(id).toBe(buttonValue(serviceNonce, code));
+      expect(ButtonPayload.parse(id)).toEqual({ nonce: serviceNonce, decision: code });
+    }
+  });
+
+  it('stops a turn with the same value the stop service parses', () => {
+    const turn = '0b0f3c62-7f0e-4a8e-9d6a-2f6c1d9e4b11';
+    expect(stopCustomId(turn)).toBe(stopButtonValue(turn));
+    expect(parseStopButton(stopCustomId(turn))).toBe(turn);
   });
 });
 
@@ -114,27 +138,27 @@ describe('approval card', () => {
     const p = approvalCard(card(1));
     expect(p.components).toHaveLength(1);
     expect(p.components[0]!.components.map((b) => b.label)).toEqual(['Approve', 'Deny']);
-    expect(customIds(p)).toEqual([`ap:${NONCE}:a0`, `ap:${NONCE}:d0`]);
+    expect(customIds(p)).toEqual([`${NONCE}.A`, `${NONCE}.D`]);
   });
 
   it('offers Approve/Deny per call plus Approve all/Deny all for several calls', () => {
     const p = approvalCard(card(3));
     expect(p.components).toHaveLength(4);
     expect(customIds(p)).toEqual([
-      `ap:${NONCE}:a0`,
-      `ap:${NONCE}:d0`,
-      `ap:${NONCE}:a1`,
-      `ap:${NONCE}:d1`,
-      `ap:${NONCE}:a2`,
-      `ap:${NONCE}:d2`,
-      `ap:${NONCE}:aa`,
-      `ap:${NONCE}:da`,
+      `${NONCE}.a0`,
+      `${NONCE}.d0`,
+      `${NONCE}.a1`,
+      `${NONCE}.d1`,
+      `${NONCE}.a2`,
+      `${NONCE}.d2`,
+      `${NONCE}.A`,
+      `${NONCE}.D`,
     ]);
   });
 
   it('falls back to Approve all/Deny all alone when the calls outnumber the rows, and says so', () => {
     const p = approvalCard(card(6));
-    expect(customIds(p)).toEqual([`ap:${NONCE}:aa`, `ap:${NONCE}:da`]);
+    expect(customIds(p)).toEqual([`${NONCE}.A`, `${NONCE}.D`]);
     expect(p.content).toMatch(/together/);
   });
 

@@ -82,8 +82,10 @@ export class DiscordOutbound implements Outbound {
 
   async edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void> {
     const body = this.#payload(text, options);
-    await this.#send(target.channel, () =>
-      this.#rest.patch(Routes.channelMessage(target.channel, messageId), { body }),
+    await this.#send(
+      target.channel,
+      () => this.#rest.patch(Routes.channelMessage(target.channel, messageId), { body }),
+      options?.reserved === true,
     );
   }
 

@@ -113,10 +113,10 @@ function approvalButtons(input: ApprovalCardInput): ApiActionRow[] {
   const { nonce, calls } = input;
   const decide = (call: number | 'all', decision: ApprovalDecision) => approvalCustomId({ nonce, decision, call });
   if (calls.length === 1) {
-    const only = calls[0]!.index;
+    // One call: deciding it is deciding the whole plan, the same `A` / `D` every platform sends.
     return actionRows([
-      button('Approve', decide(only, 'approve'), ButtonStyle.success),
-      button('Deny', decide(only, 'deny'), ButtonStyle.danger),
+      button('Approve', decide('all', 'approve'), ButtonStyle.success),
+      button('Deny', decide('all', 'deny'), ButtonStyle.danger),
     ]);
   }
   const rows: ApiActionRow[] = [];

@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeDiscord } from '../fakes/discord/index.ts';
 import {
-  autocompleteInteraction,
   buttonInteraction,
   dmMessage,
   guildMessageMentioningBot,
-  slashCommandInteraction,
   threadMessage,
 } from '../fixtures/discord/payloads.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
@@ -30,6 +28,8 @@ const script: Script = {
         { text: 'Result: {{lastToolResult}}' },
       ],
     },
+    // Slow enough that the reply is visibly streamed (edited) before it is complete, even on a busy machine.
+    { match: 'hello there', rounds: [{ text: 'echo: {{lastUser}}', chunkSize: 3, delayMs: 400 }] },
     { match: 'what did i say', rounds: [{ text: 'You asked: {{lastUser}}' }] },
     { rounds: [{ text: 'echo: {{lastUser}}', chunkSize: 3, delayMs: 5 }] },
   ],
@@ -62,22 +62,29 @@ describe('Discord adapter against the fake Discord', () => {
     fake.until(
       () => (fake.botTextIn(channel).includes(expected) ? true : undefined),
       `"${expected.slice(0, 40)}" in ${channel}`,
-      30_000,
+      45_000,
     );
 
-  it('answers a mention in a thread started on the message, streaming by edits', async () => {
+  it('answers a mention in a thread started on the message, streaming the reply by edits', async () => {
     const since = fake.requests.length;
     const posted = fake.userSays(guildMessageMentioningBot(fake.scene, { text: 'hello there' }));
     const thread = await fake.waitForRequest({
       route: 'POST /channels/:channel_id/messages/:message_id/threads',
       since,
     });
+    expect(thread.params).toMatchObject({ channel_id: fake.scene.channelId, message_id: posted.message.id });
     const threadId = (thread.response as { id: string }).id;
     await finalText(threadId, 'echo: hello there');
-    const reply = fake.messagesIn(threadId).find((m) => m.message.content === 'echo: hello there')!;
-    expect(reply.history.length).toBeGreaterThan(1); // placeholder, then edits
-    expect(reply.allowedMentions).toEqual({ parse: [] });
-    expect(posted).toBeDefined();
+    expect(fake.botTextIn(threadId)).toEqual(['echo: hello there']);
+    const reply = fake.messagesIn(threadId).find((m) => m.source !== 'user')!;
+    const versions = reply.history.map((v) => v.content as string);
+    expect(versions[0]).toBe('…');
+    // Streamed: at least one partial version between the placeholder and the final text.
+    expect(versions.slice(1, -1).some((v) => 'echo: hello there'.startsWith(v) && v !== 'echo: hello there')).toBe(
+      true,
+    );
+    expect(versions.at(-1)).toBe('echo: hello there');
+    expect(reply.message.components).toEqual([]);
   });
 
   it('answers a DM in the DM', async () => {
@@ -122,7 +129,7 @@ describe('Discord adapter against the fake Discord', () => {
         return mine.at(-1)?.trimEnd().endsWith('And that is all.') ? mine : undefined;
       },
       'the long answer',
-      30_000,
+      45_000,
     );
     expect(parts).toHaveLength(3);
     for (const p of parts) {
@@ -137,13 +144,15 @@ describe('Discord adapter against the fake Discord', () => {
     const message = await fake.until(
       () => fake.messagesIn(fake.scene.dmChannelId).find((m) => String(m.message.content).startsWith('Hey @')),
       'the reply',
-      20_000,
+      45_000,
     );
     await fake.until(
       () => (String(message.message.content).endsWith('look!') ? true : undefined),
       'the final text',
-      20_000,
+      45_000,
     );
+    expect(message.message.content).not.toContain('@everyone');
+    expect(message.message.content).not.toContain('<@123456789012345678>');
     expect(message.pings).toMatchObject({ everyone: false, users: [], roles: [] });
     expect(message.allowedMentions).toEqual({ parse: [] });
   });
@@ -157,7 +166,7 @@ describe('Discord adapter against the fake Discord', () => {
           .messagesIn(fake.scene.dmChannelId)
           .find((m) => JSON.stringify(m.message.components ?? []).includes('"label":"Approve"')),
       'the approval card',
-      20_000,
+      45_000,
     );
     const buttons = (
       card.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>
@@ -172,7 +181,7 @@ describe('Discord adapter against the fake Discord', () => {
         inDm: true,
       }),
     );
-    await fake.until(() => (refused.followupIds.length ? true : undefined), 'the ephemeral refusal', 20_000);
+    await fake.until(() => (refused.followupIds.length ? true : undefined), 'the ephemeral refusal', 45_000);
     const notice = fake.message(refused.followupIds[0]!)!;
     expect(notice.ephemeral).toBe(true);
     expect(notice.message.content).toMatch(/not allowed/);
@@ -183,7 +192,7 @@ describe('Discord adapter against the fake Discord', () => {
     await fake.until(
       () => (JSON.stringify(fake.message(card.message.id as string)!.message.components) === '[]' ? true : undefined),
       'the card to lose its buttons',
-      20_000,
+      45_000,
     );
   });
 
@@ -198,7 +207,7 @@ describe('Discord adapter against the fake Discord', () => {
           .slice(before)
           .find((m) => JSON.stringify(m.message.components ?? []).includes('"label":"Deny"')),
       'the approval card',
-      20_000,
+      45_000,
     );
     const deny = (card.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>)
       .flatMap((r) => r.components)
@@ -210,47 +219,42 @@ describe('Discord adapter against the fake Discord', () => {
           ? true
           : undefined,
       'the denial answer',
-      20_000,
+      45_000,
     );
     expect(runs).toEqual([]);
   });
 
-  it('lists skills ephemerally and runs one chosen with autocomplete', async () => {
-    const list = fake.interact(slashCommandInteraction(fake.scene, { name: 'skills' }));
-    await fake.until(() => list.response, 'the /skills answer', 20_000);
-    expect(list.response!.data).toMatchObject({ flags: 64, content: expect.stringContaining('runbook') });
-    const auto = fake.interact(autocompleteInteraction(fake.scene, { name: 'skill', focused: 'name', partial: 'run' }));
-    await fake.until(() => auto.response, 'autocomplete', 20_000);
-    expect(auto.response!.data).toEqual({ choices: [{ name: 'runbook', value: 'runbook' }] });
-    const run = fake.interact(
-      slashCommandInteraction(fake.scene, {
-        name: 'skill',
-        options: [
-          { name: 'name', type: 3, value: 'runbook' },
-          { name: 'input', type: 3, value: 'restart-api' },
-        ],
-      }),
-    );
-    await fake.until(() => (run.response?.type === 5 ? true : undefined), 'the deferred /skill', 20_000);
-  });
-
-  it('registers its slash commands once across restarts', async () => {
-    expect(fake.commandPuts(fake.scene.guildId)).toBe(1);
-    await h.stop();
-    h = await startHarness({ db, script, env: env(), tools: [restartTool] });
-    expect(fake.commandPuts(fake.scene.guildId)).toBe(1);
-  });
-
-  it('loses nothing when an edit is rate limited', async () => {
+  it('loses nothing when an edit is rate limited: the final text arrives exact', async () => {
+    const since = fake.requests.length;
     fake.rateLimits.failNext('PATCH /channels/:channel_id/messages/:message_id', { count: 2, retryAfterSeconds: 1 });
     fake.userSays(dmMessage(fake.scene, { text: 'rate limit me please' }));
     await finalText(fake.scene.dmChannelId, 'echo: rate limit me please');
+    expect(
+      fake.requestsMatching({ route: 'PATCH /channels/:channel_id/messages/:message_id', status: 429, since }),
+    ).toHaveLength(2);
+    const reply = fake
+      .messagesIn(fake.scene.dmChannelId)
+      .find((m) => m.message.content === 'echo: rate limit me please')!;
+    expect(reply.history.at(-1)!.content).toBe('echo: rate limit me please');
   });
 
-  it('resumes when the gateway closes and keeps answering', async () => {
+  it('resumes when the gateway closes and keeps answering, without identifying again', async () => {
+    const identifies = fake.gateway.countOp(2);
     fake.gateway.closeConnections(4000);
     fake.userSays(dmMessage(fake.scene, { text: 'after the reconnect' }));
     await finalText(fake.scene.dmChannelId, 'echo: after the reconnect');
     expect(fake.gateway.countOp(6)).toBeGreaterThanOrEqual(1);
+    expect(fake.gateway.countOp(2)).toBe(identifies);
+  });
+
+  it('sends every message with allowed_mentions that parse nothing', () => {
+    const sent = fake.requests.filter(
+      (r) =>
+        (r.method === 'POST' || r.method === 'PATCH') &&
+        /^\/api\/v10\/(channels\/\d+\/messages|webhooks\/)/.test(r.path) &&
+        typeof (r.body as { content?: unknown } | undefined)?.content === 'string',
+    );
+    expect(sent.length).toBeGreaterThan(20);
+    for (const r of sent) expect((r.body as { allowed_mentions?: unknown }).allowed_mentions).toEqual({ parse: [] });
   });
 });

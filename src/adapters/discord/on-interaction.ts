@@ -1,0 +1,104 @@
+import {
+  MessageFlags,
+  Routes,
+  type AutocompleteInteraction,
+  type ButtonInteraction,
+  type ChatInputCommandInteraction,
+  type Interaction,
+  type REST,
+} from 'discord.js';
+import type { AdapterContext } from '../platform.ts';
+import { Priority } from '../../queue/work-item.ts';
+import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
+import type { DiscordOutbound } from './outbound.ts';
+import { parseStopCustomId } from './components/index.ts';
+import { LIMITS } from './limits.ts';
+import { requesterOf, UNAVAILABLE } from './people.ts';
+
+export interface InteractionDeps {
+  rest: REST;
+  outbound: DiscordOutbound;
+}
+
+const PRIVATE = { flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
+
+/**
+ * Slash commands, autocomplete and button clicks. Every interaction is acknowledged (deferred)
+ * before any database work: Discord fails it after 3 seconds without an answer.
+ */
+export function createInteractionHandler(ctx: AdapterContext, deps: InteractionDeps) {
+  const onButton = async (interaction: ButtonInteraction) => {
+    await interaction.deferUpdate();
+    const person = requesterOf(interaction.user);
+    const stopId = parseStopCustomId(interaction.customId);
+    // Button custom_ids are the platform-neutral values: the approval service parses them itself.
+    const result = stopId
+      ? await ctx.stopTurn(stopId, person)
+      : await ctx.approvals.click(interaction.customId, person);
+    // Only the clicker sees why nothing happened.
+    if (!result.ok) await interaction.followUp({ content: result.reason, ...PRIVATE });
+  };
+
+  const onSkills = async (interaction: ChatInputCommandInteraction) => {
+    await interaction.reply({ content: clip(formatSkillList(ctx.skills)), ...PRIVATE });
+  };
+
+  const onSkill = async (interaction: ChatInputCommandInteraction) => {
+    const run = skillRunPrompt(
+      ctx.skills,
+      interaction.options.getString('name', true),
+      interaction.options.getString('input') ?? '',
+    );
+    if (typeof run === 'string') {
+      await interaction.reply({ content: clip(run), ...PRIVATE });
+      return;
+    }
+    await interaction.deferReply();
+    const target = {
+      platform: 'discord',
+      channel: interaction.channelId,
+      ...(interaction.guildId ? { workspace: interaction.guildId } : {}),
+    };
+    // Interaction tokens expire after 15 minutes; a long turn replies through an ordinary message.
+    const placeholder = await deps.outbound.post(target, '…');
+    try {
+      await ctx.enqueue({
+        type: 'CHAT',
+        priority: Priority.CRITICAL,
+        conversationId: interaction.inGuild()
+          ? `discord:${interaction.channelId}`
+          : `discord:dm:${interaction.channelId}`,
+        requester: requesterOf(interaction.user),
+        input: { prompt: run.prompt, skill: run.skill.name },
+        payload: { interactionId: interaction.id },
+        reply: { ...target, messageId: placeholder.messageId },
+      });
+      await interaction.editReply({ content: `Running skill \`${run.skill.name}\`…`, allowedMentions: { parse: [] } });
+    } catch (error) {
+      ctx.log.error({ err: error, channel: interaction.channelId }, 'could not enqueue a Discord skill run');
+      await deps.rest.delete(Routes.channelMessage(interaction.channelId, placeholder.messageId)).catch(() => {});
+      await interaction.editReply({ content: UNAVAILABLE, allowedMentions: { parse: [] } });
+    }
+  };
+
+  const onAutocomplete = async (interaction: AutocompleteInteraction) => {
+    const typed = String(interaction.options.getFocused()).trim().toLowerCase();
+    const choices = ctx.skills
+      .list()
+      .filter((s) => s.name.toLowerCase().startsWith(typed))
+      .slice(0, LIMITS.autocompleteChoices)
+      .map((s) => ({ name: s.name, value: s.name }));
+    await interaction.respond(choices);
+  };
+
+  return async function onInteraction(interaction: Interaction): Promise<void> {
+    if (interaction.isButton()) return onButton(interaction);
+    if (interaction.isAutocomplete()) return onAutocomplete(interaction);
+    if (!interaction.isChatInputCommand()) return;
+    if (interaction.commandName === 'skills') return onSkills(interaction);
+    if (interaction.commandName === 'skill') return onSkill(interaction);
+  };
+}
+
+const clip = (text: string) =>
+  text.length <= LIMITS.messageContent ? text : `${text.slice(0, LIMITS.messageContent - 1)}…`;
