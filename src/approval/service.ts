@@ -147,8 +147,21 @@ export class ApprovalService {
   async showPendingCard(envelopeId: string): Promise<void> {
     const envelope = await findEnvelopeById(this.#pool, envelopeId);
     if (!envelope || envelope.status !== 'pending' || envelope.card_message_id) return;
-    const shown = await this.#showCard(envelope, await this.#card(envelope, 'pending'));
-    await setCardMessage(this.#pool, envelopeId, shown.messageId);
+    const card = await this.#card(envelope, 'pending');
+    // A platform rate limit is waited out here: failing the job would put the card behind
+    // graphile-worker's exponential retry delay while a person waits for it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const shown = await this.#showCard(envelope, card);
+        await setCardMessage(this.#pool, envelopeId, shown.messageId);
+        return;
+      } catch (error) {
+        const wait = (error as { retryAfterMs?: unknown }).retryAfterMs;
+        if (typeof wait !== 'number' || attempt >= 5) throw error;
+        this.#log.warn({ envelopeId, retryInMs: wait }, 'approval card rate limited; retrying');
+        await new Promise((r) => setTimeout(r, Math.min(wait, 30_000)));
+      }
+    }
   }
 
   async #card(

@@ -1,45 +1,49 @@
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpHub } from '../../src/agent/tools/mcp/hub.ts';
-import { loadMcpConfig } from '../../src/agent/tools/mcp/config.ts';
-import { needsApproval, riskOf, type AnyTool } from '../../src/agent/tools/tool.ts';
-import { toolSpec } from '../../src/agent/tools/tool.ts';
-import { testToolContext } from '../helpers/tools.ts';
+import { loadMcpConfig, parseMcpConfig } from '../../src/agent/tools/mcp/config.ts';
+import { unavailableMessage } from '../../src/agent/tools/mcp/connection.ts';
+import { McpHub, MODEL_TOOL_NAME, namespacedName } from '../../src/agent/tools/mcp/hub.ts';
+import { needsApproval, riskOf, toolSpec, type AnyTool, type ToolOutput } from '../../src/agent/tools/tool.ts';
 import { createLogger } from '../../src/log.ts';
 import { startFakeMcpHttp, type FakeMcpHttp } from '../fakes/mcp/http-server.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
+import { testToolContext } from '../helpers/tools.ts';
 
 const STDIO_SERVER = path.resolve(import.meta.dirname, '../fakes/mcp/stdio-server.ts');
 const ctx = testToolContext();
+const log = createLogger('silent');
 
-function writeConfig(httpUrl: string): string {
+function configFile(httpUrl: string): string {
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'cs-mcp-')), 'mcp.json');
   writeFileSync(
     file,
     JSON.stringify({
       mcpServers: {
         ops: { command: process.execPath, args: [STDIO_SERVER], approval: { note: 'never' } },
-        web: { url: httpUrl, headers: { Authorization: 'Bearer web-token' } },
+        web: { url: httpUrl, headers: { Authorization: 'Bearer ${WEB_TOKEN}' }, approval: { get_status: 'always' } },
       },
     }),
   );
   return file;
 }
 
-describe('MCP servers', () => {
+async function call(hub: McpHub, name: string, args: Record<string, unknown>): Promise<Required<ToolOutput>> {
+  const tool = hub.tools().find((t) => t.name === name);
+  if (!tool) throw new Error(`no tool ${name}`);
+  const out = await tool.execute(tool.input.parse(args), ctx);
+  return typeof out === 'string' ? { content: out, isError: false } : { isError: false, ...out };
+}
+
+describe('MCP servers over stdio and Streamable HTTP', () => {
   let http: FakeMcpHttp;
   let hub: McpHub;
   const tool = (name: string) => hub.tools().find((t) => t.name === name) as AnyTool;
-  const call = async (name: string, args: Record<string, unknown>) => {
-    const out = await tool(name).execute(args, ctx);
-    return typeof out === 'string' ? { content: out, isError: false } : out;
-  };
 
   beforeAll(async () => {
     http = await startFakeMcpHttp('web-token');
-    hub = new McpHub(loadMcpConfig(writeConfig(http.url)), createLogger('silent'));
+    hub = new McpHub(loadMcpConfig(configFile(http.url), { WEB_TOKEN: 'web-token' }), log);
     await hub.start();
   });
   afterAll(async () => {
@@ -47,64 +51,123 @@ describe('MCP servers', () => {
     await http.close();
   });
 
-  it('offers every server’s tools namespaced by server, with the servers’ own JSON Schemas', () => {
-    expect(
-      hub
-        .tools()
-        .map((t) => t.name)
-        .sort(),
-    ).toEqual([
-      'ops__crash',
-      'ops__get_status',
-      'ops__note',
-      'ops__restart',
-      'web__crash',
-      'web__get_status',
-      'web__note',
-      'web__restart',
-    ]);
-    expect(toolSpec(tool('web__get_status')).inputSchema).toMatchObject({
-      type: 'object',
-      properties: { service: { type: 'string' } },
-      required: ['service'],
+  it('offers every server’s tools to the model as server__tool', () => {
+    const names = hub.tools().map((t) => t.name);
+    expect(names.filter((n) => n.startsWith('ops__')).sort()).toEqual(
+      [
+        'ops__add_tool',
+        'ops__crash',
+        'ops__crash_now',
+        'ops__fail',
+        'ops__get_status',
+        'ops__note',
+        'ops__restart',
+        namespacedName('ops', 'logs.tail'),
+      ].sort(),
+    );
+    expect(names.filter((n) => n.startsWith('web__'))).toHaveLength(8);
+    for (const name of names) expect(name).toMatch(MODEL_TOOL_NAME);
+  });
+
+  it('cleans a name the model would refuse and keeps it unique with a hash of the original', () => {
+    expect(namespacedName('ops', 'logs.tail')).toMatch(/^ops__logs_tail_[0-9a-f]{8}$/);
+    expect(namespacedName('ops', 'logs.tail')).not.toBe(namespacedName('ops', 'logs/tail'));
+    expect(namespacedName('ops', 'x'.repeat(80))).toHaveLength(64);
+    expect(namespacedName('ops', 'logs_tail')).toBe('ops__logs_tail');
+  });
+
+  it('gives the model the server’s own JSON Schema', () => {
+    expect(toolSpec(tool('web__restart'))).toMatchObject({
+      name: 'web__restart',
+      description: '[MCP server web] Restarts a service',
+      inputSchema: { type: 'object', properties: { service: { type: 'string' } }, required: ['service'] },
     });
   });
 
-  it('takes approval from the annotations unless the config overrides it', () => {
-    const policy = (name: string) => [needsApproval(tool(name), {}), riskOf(tool(name), {})];
-    expect(policy('web__get_status')).toEqual([false, 'low']);
-    expect(policy('web__restart')).toEqual([true, 'high']);
-    expect(policy('web__note')).toEqual([true, 'medium']);
-    expect(policy('ops__note')).toEqual([false, 'medium']); // overridden to "never"
+  it('checks arguments against that schema before anything runs', () => {
+    const input = tool('ops__restart').input;
+    expect(input.safeParse({ service: 'api' }).success).toBe(true);
+    expect(input.safeParse({}).error?.issues[0]?.message).toBe("arguments must have required property 'service'");
+    expect(input.safeParse({ service: 5 }).error?.issues[0]?.message).toBe('arguments/service must be string');
   });
 
-  it('calls tools over stdio and over Streamable HTTP with the configured bearer token', async () => {
-    expect(await call('ops__get_status', { service: 'api' })).toEqual({
+  it('runs a read-only tool at once and asks before a destructive or unannotated one', () => {
+    const policy = (name: string) => [needsApproval(tool(name), {}) ? 'asks' : 'runs', riskOf(tool(name), {})];
+    expect(policy('ops__get_status')).toEqual(['runs', 'low']);
+    expect(policy('ops__restart')).toEqual(['asks', 'high']);
+    expect(policy('web__note')).toEqual(['asks', 'medium']);
+    expect(tool('ops__get_status').idempotent).toBe(true);
+    expect(tool('ops__restart').idempotent).toBe(false);
+  });
+
+  it('lets the config override the annotations either way', () => {
+    expect(needsApproval(tool('ops__note'), {})).toBe(false); // unannotated, overridden to "never"
+    expect(needsApproval(tool('web__get_status'), {})).toBe(true); // read-only, overridden to "always"
+  });
+
+  it('versions a tool by its schema and annotations, so a changed tool is a new approval scope', () => {
+    expect(tool('ops__get_status').version).toBe(tool('web__get_status').version);
+    expect(tool('ops__get_status').version).not.toBe(tool('ops__restart').version);
+    expect(tool('ops__get_status').version).toMatch(/^[0-9a-f]{12}$/);
+  });
+
+  it('calls tools over stdio, and over HTTP with the configured bearer token', async () => {
+    expect(await call(hub, 'ops__get_status', { service: 'api' })).toEqual({
       content: 'stdio: api is healthy',
       isError: false,
     });
-    expect(await call('web__get_status', { service: 'db' })).toEqual({
+    expect(await call(hub, 'web__get_status', { service: 'db' })).toEqual({
       content: 'http: db is healthy',
       isError: false,
     });
+    expect(http.authorizations.length).toBeGreaterThan(0);
     expect(new Set(http.authorizations)).toEqual(new Set(['Bearer web-token']));
   });
 
-  it('reports a server that died as unavailable, keeps its tools, and uses it again once it is back', async () => {
-    await call('ops__crash', {});
+  it('passes a tool’s own error back as a tool error', async () => {
+    expect(await call(hub, 'web__fail', {})).toEqual({ content: 'the database is read-only', isError: true });
+  });
+
+  it('picks up tools a server adds while running', async () => {
+    let told = 0;
+    const stop = hub.onToolsChanged(() => told++);
+    await call(hub, 'ops__add_tool', { name: 'flush_cache' });
+    await waitFor(
+      async () => (hub.tools().some((t) => t.name === 'ops__flush_cache') ? true : undefined),
+      10_000,
+      'the new tool',
+    );
+    expect(told).toBeGreaterThan(0);
+    expect(await call(hub, 'ops__flush_cache', {})).toEqual({ content: 'stdio: flush_cache works', isError: false });
+    stop();
+  });
+
+  it('says the outcome is unknown when the server dies during a call', async () => {
+    const result = await call(hub, 'ops__crash_now', {});
+    expect(result.isError).toBe(true);
+    expect(result.content).toMatch(
+      /^The connection to the MCP server "ops" was lost during the call, so whether crash_now took effect is unknown/,
+    );
+    await waitFor(async () => (hub.isConnected('ops') ? true : undefined), 30_000, 'the stdio server to come back');
+  });
+
+  it('reports a stdio server that died as unavailable, keeps its tools, and uses it again once restarted', async () => {
+    await call(hub, 'ops__crash', {});
     const unavailable = await waitFor(
       async () => {
-        const result = await call('ops__get_status', { service: 'api' });
-        return result.isError ? result : undefined;
+        const result = await call(hub, 'ops__get_status', { service: 'api' });
+        return result.content === unavailableMessage('ops') ? result : undefined;
       },
       10_000,
       'the stdio server to be noticed dead',
     );
-    expect(unavailable.content).toBe('The ops tool server is unavailable right now; try again later.');
+    expect(unavailable).toEqual({
+      content: 'The MCP server "ops" is unavailable right now; try again later.',
+      isError: true,
+    });
     expect(hub.tools().some((t) => t.name === 'ops__get_status')).toBe(true);
-    // The client restarts the stdio server with backoff.
-    await waitFor(async () => (hub.isConnected('ops') ? true : undefined), 20_000, 'the stdio server to come back');
-    expect(await call('ops__get_status', { service: 'api' })).toEqual({
+    await waitFor(async () => (hub.isConnected('ops') ? true : undefined), 30_000, 'the stdio server to come back');
+    expect(await call(hub, 'ops__get_status', { service: 'api' })).toEqual({
       content: 'stdio: api is healthy',
       isError: false,
     });
@@ -113,15 +176,67 @@ describe('MCP servers', () => {
   it('does the same for an HTTP server that goes away and comes back on its address', async () => {
     const port = http.port;
     await http.close();
-    expect((await call('web__get_status', { service: 'db' })).content).toBe(
-      'The web tool server is unavailable right now; try again later.',
-    );
+    expect(await call(hub, 'web__get_status', { service: 'db' })).toEqual({
+      content: unavailableMessage('web'),
+      isError: true,
+    });
+    expect(hub.tools().filter((t) => t.name.startsWith('web__'))).toHaveLength(8);
     http = await startFakeMcpHttp('web-token', port);
-    await waitFor(async () => (hub.isConnected('web') ? true : undefined), 30_000, 'the HTTP server to come back');
-    expect(await call('web__get_status', { service: 'db' })).toEqual({
+    await waitFor(
+      async () => {
+        const result = await call(hub, 'web__get_status', { service: 'db' });
+        return result.isError ? undefined : result;
+      },
+      60_000,
+      'the HTTP server to come back',
+    );
+    expect(await call(hub, 'web__get_status', { service: 'db' })).toEqual({
       content: 'http: db is healthy',
       isError: false,
     });
+  });
+});
+
+describe('an MCP server that is down at start-up', () => {
+  it('does not hold up start, and its tools appear once it is reachable', async () => {
+    const probe = await startFakeMcpHttp('t');
+    const port = probe.port;
+    await probe.close();
+    const config = parseMcpConfig({
+      mcpServers: { late: { url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: 'Bearer t' } } },
+    });
+    const hub = new McpHub(config, log);
+    let http: FakeMcpHttp | undefined;
+    try {
+      await hub.start(5_000);
+      expect(hub.tools()).toEqual([]);
+      expect(hub.state('late')).toBe('down');
+      http = await startFakeMcpHttp('t', port);
+      await waitFor(async () => (hub.tools().length > 0 ? true : undefined), 60_000, 'the late server’s tools');
+      expect(await call(hub, 'late__get_status', { service: 'x' })).toEqual({
+        content: 'http: x is healthy',
+        isError: false,
+      });
+    } finally {
+      await hub.close();
+      await http?.close();
+    }
+  });
+
+  it('is reported unreachable when the bearer token is wrong, without hanging start', async () => {
+    const http = await startFakeMcpHttp('right');
+    const hub = new McpHub(
+      parseMcpConfig({ mcpServers: { auth: { url: http.url, headers: { Authorization: 'Bearer wrong' } } } }),
+      log,
+    );
+    try {
+      await hub.start(5_000);
+      expect(hub.state('auth')).toBe('down');
+      expect(http.authorizations).toContain('Bearer wrong');
+    } finally {
+      await hub.close();
+      await http.close();
+    }
   });
 });
 
@@ -130,13 +245,15 @@ describe('MCP tools in a conversation', () => {
   let h: Harness;
   beforeAll(async () => {
     http = await startFakeMcpHttp('web-token');
+    process.env.WEB_TOKEN = 'web-token';
     h = await startHarness({
-      env: { MCP_CONFIG: writeConfig(http.url) },
+      env: { MCP_CONFIG: configFile(http.url) },
       script: {
         rules: [
           {
             rounds: [
-              { toolCalls: [{ name: 'web__get_status', args: { service: 'api' } }] },
+              { toolCalls: [{ name: 'web__note', args: { text: 'checking' } }] },
+              { toolCalls: [{ name: 'ops__get_status', args: { service: 'api' } }] },
               { toolCalls: [{ name: 'web__restart', args: { service: 'api' } }] },
               { text: 'Done: {{lastToolResult}}' },
             ],
@@ -148,16 +265,13 @@ describe('MCP tools in a conversation', () => {
   afterAll(async () => {
     await h.stop();
     await http.close();
+    delete process.env.WEB_TOKEN;
   });
 
-  it('runs the read-only tool at once and asks before the destructive one', async () => {
+  it('runs the read-only tool at once and asks before the others', async () => {
     const item = await h.say('mcp', 'restart api if healthy');
     expect((await h.settled(item.id)).status).toBe('awaiting_approval');
-    const executed = await h.app.pool.query(`SELECT tool FROM countersign.tool_executions WHERE work_item_id = $1`, [
-      item.id,
-    ]);
-    expect(executed.rows.map((r) => r.tool)).toEqual(['web__get_status']);
-    const envelope = await waitFor(
+    const first = await waitFor(
       async () =>
         (
           await h.app.pool.query(
@@ -168,30 +282,16 @@ describe('MCP tools in a conversation', () => {
       10_000,
       'the card',
     );
-    expect(JSON.parse(envelope.calls)).toEqual([
-      { id: expect.any(String), name: 'web__restart', args: { service: 'api' }, risk: 'high' },
+    expect(JSON.parse(first.calls)).toEqual([
+      { id: expect.any(String), name: 'web__note', args: { text: 'checking' }, risk: 'medium' },
     ]);
-    const click = await h.app.approvals.click(`${envelope.nonce}.A`, { platform: 'test', userId: 'U1' });
+    const click = await h.app.approvals.click(`${first.nonce}.A`, { platform: 'test', userId: 'U1' });
     if (!click.ok || !('continuation' in click)) throw new Error('expected a continuation');
-    expect((await h.settled(click.continuation.id)).result?.text).toBe('Done: http: restarted api');
-  });
-});
-
-describe('MCP configuration', () => {
-  const write = (text: string) => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'cs-mcp-bad-')), 'mcp.json');
-    writeFileSync(file, text);
-    return file;
-  };
-  it('names the file and the problem when the JSON is broken', () => {
-    const file = write('{ "mcpServers": ');
-    expect(() => loadMcpConfig(file)).toThrow(new RegExp(`MCP_CONFIG ${file} could not be read as JSON`));
-  });
-  it('names the server and field when an entry is wrong', () => {
-    const file = write(JSON.stringify({ mcpServers: { 'bad name!': { command: 'x' }, ok: { url: 'not a url' } } }));
-    expect(() => loadMcpConfig(file)).toThrow(
-      /mcpServers\.bad name!: Invalid key in record; mcpServers\.ok\.url: Invalid URL/,
+    expect((await h.settled(click.continuation.id)).status).toBe('awaiting_approval');
+    const executed = await h.app.pool.query(
+      `SELECT tool FROM countersign.tool_executions WHERE work_item_id IN ($1, $2) ORDER BY started_at`,
+      [item.id, click.continuation.id],
     );
-    expect(() => loadMcpConfig(file)).toThrow(/is not valid/);
+    expect(executed.rows.map((r) => r.tool)).toEqual(['web__note', 'ops__get_status']);
   });
 });

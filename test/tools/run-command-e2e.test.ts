@@ -51,13 +51,13 @@ describe.each([
         'the card',
       );
       const card = h.outbound.messages.get(envelope.card_message_id)!.text;
-      expect(card).toContain("$ sh -c 'echo ran >> runs.log; yes y | head -c 100000'");
+      expect(card).toContain("$ sh -c 'echo ran >> runs.log; yes y | head -c 100000'\nin: . (workspace root)");
       expect(card).toContain('risk 🔴 high');
       const click = await h.app.approvals.click(`${envelope.nonce}.A`, { platform: 'test', userId: 'U1' });
       if (!click.ok || !('continuation' in click)) throw new Error('expected a continuation');
       const done = await h.settled(click.continuation.id);
       expect(done.result?.text).toContain('exit code 0');
-      expect(done.result?.text).toContain('(output capped at 65536 bytes per stream)');
+      expect(done.result?.text).toContain('[stdout truncated: kept the first 65536 bytes, dropped 34464]');
       const { readFileSync } = await import('node:fs');
       expect(readFileSync(`${h.config.AGENT_WORKSPACE_ROOT}/runs.log`, 'utf8')).toBe('ran\n');
     },

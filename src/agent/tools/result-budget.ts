@@ -1,41 +1,100 @@
 /**
- * Keeps a tool result within the model's budget. Tokens are estimated at 4 characters each (close
- * for English and code with both providers' tokenizers, and cheap). Over budget, the beginning and
- * the end are kept, and the identifiers found in the cut middle (URLs, UUIDs, ids, emails, keys,
- * paths) are listed, so the model can still refer to what it can't see.
+ * Keeps a tool result within the model's budget. Tokens are estimated at 4 characters each: close
+ * enough for English, logs and code with both providers' tokenizers, and free to compute. A result
+ * over budget keeps its beginning and its end (where headers, totals and errors usually are), and
+ * the identifiers found in the cut middle are listed, so the model can still name the pod, ticket
+ * or URL it can no longer see — and fetch it with a narrower call.
  */
 export const CHARS_PER_TOKEN = 4;
 
-const IDENTIFIERS: RegExp[] = [
-  /\bhttps?:\/\/[^\s"'<>()]+/g,
-  /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi,
-  /\b[\w.+-]+@[\w-]+\.[\w.-]+\b/g,
-  /\b[A-Z][A-Z0-9]{1,9}-\d+\b/g, // ticket keys (JIRA, Linear)
-  /\b[0-9a-f]{7,40}\b/g, // commit and object ids
-  /(?:^|\s)((?:\.{0,2}\/)?(?:[\w.-]+\/)+[\w.-]+\.\w+)/g, // file paths
-  /\b[a-z0-9]+(?:-[a-z0-9]+){2,}\b/g, // k8s-style names
-];
+export const RESULT_BUDGET = {
+  defaultMaxTokens: 25_000,
+  /** Share of the budget spent on listing identifiers from the cut part. */
+  identifierShare: 0.1,
+  /** A cut moves to a line break when one is this close, so kept lines stay whole. */
+  lineSnapChars: 2_000,
+} as const;
 
-export function fitToBudget(text: string, maxTokens = 25_000): string {
+export interface BudgetOptions {
+  maxTokens?: number;
+}
+
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / CHARS_PER_TOKEN);
+}
+
+/**
+ * The kinds of identifier worth keeping, most useful first: when there are more than the budget
+ * holds, earlier kinds win. One alternation, so each stretch of text is claimed once, by the
+ * earliest matching kind (a URL's host is not listed again as a name).
+ */
+const IDENTIFIER_KINDS: Array<[kind: string, pattern: string]> = [
+  ['url', String.raw`\b(?:https?|wss?|s3|gs|ftp)://[^\s"'<>()\[\]{}|\\^\x60]+[^\s"'<>()\[\]{}|\\^\x60.,;:!?]`],
+  ['email', String.raw`\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`],
+  ['uuid', String.raw`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`],
+  ['ticket', String.raw`\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b`],
+  // Both a digit and a letter, so plain numbers and words spelled with a–f are not taken for ids.
+  ['hex', String.raw`\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}\b`],
+  ['path', String.raw`(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|\b[\w.-]+(?:/[\w.@+-]+)+\.[A-Za-z0-9]{1,8}\b`],
+  // Kubernetes-style names: pods, deployments, nodes (three or more dash-joined parts, one with a digit).
+  ['k8s', String.raw`\b(?=[a-z0-9-]*\d)[a-z0-9]+(?:-[a-z0-9]+){2,}(?:\.[a-z0-9-]+)*\b`],
+];
+const KIND_RANK = new Map(IDENTIFIER_KINDS.map(([kind], i) => [kind, i]));
+const IDENTIFIER = new RegExp(IDENTIFIER_KINDS.map(([kind, p]) => `(?<${kind}>${p})`).join('|'), 'g');
+
+/** Identifiers in `text`, deduplicated, in order of usefulness then first appearance. */
+export function findIdentifiers(text: string): string[] {
+  const seen = new Map<string, number>();
+  for (const match of text.matchAll(IDENTIFIER)) {
+    const kind = Object.entries(match.groups ?? {}).find(([, v]) => v !== undefined)?.[0] ?? 'k8s';
+    if (!seen.has(match[0])) seen.set(match[0], KIND_RANK.get(kind) ?? IDENTIFIER_KINDS.length);
+  }
+  // Array sort is stable: equal ranks keep their order of appearance.
+  return [...seen.entries()].sort((x, y) => x[1] - y[1]).map(([id]) => id);
+}
+
+/** Moves a cut to a nearby line start (head backwards, tail forwards), never splitting a surrogate pair. */
+function snap(text: string, at: number, direction: 'back' | 'forward'): number {
+  const lineStart =
+    direction === 'back' ? text.lastIndexOf('\n', at - 1) + 1 : text.indexOf('\n', Math.max(0, at - 1)) + 1;
+  if (lineStart > 0 && Math.abs(lineStart - at) <= RESULT_BUDGET.lineSnapChars) return lineStart;
+  const code = text.charCodeAt(at - 1);
+  const splitsPair = code >= 0xd800 && code <= 0xdbff;
+  return splitsPair ? (direction === 'back' ? at - 1 : at + 1) : at;
+}
+
+/**
+ * Returns `text` unchanged when it fits `maxTokens` (estimated), otherwise its beginning and end
+ * with a note in place of the middle: "[cut N of M characters to fit the budget; identifiers from
+ * the cut part: …]". The result never exceeds the budget.
+ */
+export function fitToBudget(text: string, options: BudgetOptions | number = {}): string {
+  const maxTokens = (typeof options === 'number' ? options : options.maxTokens) ?? RESULT_BUDGET.defaultMaxTokens;
   const maxChars = maxTokens * CHARS_PER_TOKEN;
   if (text.length <= maxChars) return text;
-  const middleStart = Math.floor(maxChars * 0.45);
-  const middleEnd = text.length - Math.floor(maxChars * 0.45);
-  const middle = text.slice(middleStart, middleEnd);
-  const found = new Set<string>();
-  const budgetForIds = Math.floor(maxChars * 0.08);
+
+  const idChars = Math.floor(maxChars * RESULT_BUDGET.identifierShare);
+  const noteReserve = 200; // the note's fixed words and numbers
+  const keep = Math.max(0, maxChars - idChars - noteReserve);
+  const headEnd = snap(text, Math.floor(keep / 2), 'back');
+  const tailStart = snap(text, text.length - Math.ceil(keep / 2), 'forward');
+  const middle = text.slice(headEnd, tailStart);
+
+  const listed: string[] = [];
   let used = 0;
-  for (const pattern of IDENTIFIERS) {
-    for (const match of middle.matchAll(pattern)) {
-      const id = (match[1] ?? match[0]).trim();
-      if (found.has(id) || used + id.length + 2 > budgetForIds) continue;
-      found.add(id);
-      used += id.length + 2;
+  let omitted = 0;
+  for (const id of findIdentifiers(middle)) {
+    if (used + id.length + 2 > idChars) {
+      omitted++;
+      continue;
     }
+    listed.push(id);
+    used += id.length + 2;
   }
-  const note =
-    `\n\n[… cut ${middle.length} of ${text.length} characters to fit the ${maxTokens}-token budget.` +
-    (found.size ? ` Identifiers from the cut part: ${[...found].join(', ')}` : '') +
-    ' …]\n\n';
-  return text.slice(0, middleStart) + note + text.slice(middleEnd);
+  const ids = listed.length
+    ? `; identifiers from the cut part: ${listed.join(', ')}${omitted ? ` (and ${omitted} more)` : ''}`
+    : '';
+  const head = text.slice(0, headEnd);
+  const note = `${head.endsWith('\n') ? '' : '\n'}[cut ${middle.length} of ${text.length} characters to fit the budget${ids}]\n`;
+  return head + note + text.slice(tailStart);
 }

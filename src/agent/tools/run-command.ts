@@ -1,40 +1,118 @@
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
-import { defineTool } from './tool.ts';
-import { displayPath, resolveInWorkspace } from './workspace/confine.ts';
+import { defineTool, type ToolOutput } from './tool.ts';
+import { displayPath, resolveInWorkspace, WorkspacePathError } from './workspace/confine.ts';
 
-const OUTPUT_CAP = 64 * 1024;
+export const RUN_COMMAND_LIMITS = {
+  /** Bytes kept of each of stdout and stderr. */
+  outputBytes: 64 * 1024,
+  defaultTimeoutSeconds: 60,
+  maxTimeoutSeconds: 600,
+  /** After the program exits, how long to wait for pipes a detached grandchild may still hold. */
+  pipeGraceMs: 1_000,
+  argCount: 100,
+  argChars: 4096,
+} as const;
 
-/** Quotes an argument the way a POSIX shell would need it, so the approval card shows the exact command. */
-export function shellQuote(arg: string): string {
-  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`;
-}
+export const RUN_COMMAND = 'run_command';
 
 /** What the system prompt says when running commands is switched off. */
 export const RUN_COMMAND_OFF_NOTE =
-  'Running shell commands is switched off in this deployment (ENABLE_RUN_COMMAND); say so if a request needs it.';
+  'Running programs is switched off in this deployment (ENABLE_RUN_COMMAND=false): there is no run_command tool. If a request needs one, say so and suggest what the person can run themselves.';
+
+/** The system-prompt sentence about run_command: empty when it is on (its description says enough). */
+export function runCommandPromptNote(enabled: boolean): string {
+  return enabled ? '' : RUN_COMMAND_OFF_NOTE;
+}
+
+/** Quotes an argument the way a POSIX shell needs it, so the approval card shows the exact argv. */
+export function shellQuote(arg: string): string {
+  if (arg === '') return "''";
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`;
+}
+
+const RunCommandArgs = z.object({
+  command: z
+    .array(z.string().max(RUN_COMMAND_LIMITS.argChars))
+    .min(1)
+    .max(RUN_COMMAND_LIMITS.argCount)
+    .refine((argv) => argv[0] !== '', 'the program name (the first element) must not be empty')
+    .describe(
+      'The program and its arguments, e.g. ["git", "status"]. No shell: pipes, globs and $VARS are not expanded.',
+    ),
+  cwd: z.string().max(1024).default('.').describe('Working directory, relative to the workspace'),
+  timeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(RUN_COMMAND_LIMITS.maxTimeoutSeconds)
+    .default(RUN_COMMAND_LIMITS.defaultTimeoutSeconds),
+});
+type RunCommandArgs = z.infer<typeof RunCommandArgs>;
+
+/** Keeps the first `outputBytes` of a stream, counting what it drops. */
+class CappedOutput {
+  readonly #chunks: Buffer[] = [];
+  #kept = 0;
+  dropped = 0;
+
+  add(chunk: Buffer): void {
+    const room = RUN_COMMAND_LIMITS.outputBytes - this.#kept;
+    if (room > 0) {
+      const part = chunk.subarray(0, room);
+      this.#chunks.push(part);
+      this.#kept += part.length;
+    }
+    this.dropped += Math.max(0, chunk.length - Math.max(0, room));
+  }
+
+  text(): string {
+    // A multi-byte character cut at the cap decodes to U+FFFD, which is honest about the cut.
+    return Buffer.concat(this.#chunks).toString('utf8');
+  }
+}
+
+function section(name: string, output: CappedOutput): string {
+  const text = output.text();
+  const body = text ? `${name}:\n${text}${text.endsWith('\n') ? '' : '\n'}` : `${name}: (empty)\n`;
+  return output.dropped
+    ? `${body}[${name} truncated: kept the first ${RUN_COMMAND_LIMITS.outputBytes} bytes, dropped ${output.dropped}]\n`
+    : body;
+}
 
 /**
- * Runs a program inside the workspace. Off unless ENABLE_RUN_COMMAND=true; every run needs a
- * person's approval. No shell: argv is executed as given, with a timeout, a minimal environment,
- * and capped output.
+ * Runs a program inside the workspace. Registered only when ENABLE_RUN_COMMAND=true, and every run
+ * needs a person's approval. No shell: argv is executed as given, in its own process group (so a
+ * timeout or a stop kills its children too), with a minimal environment and capped output.
  */
 export function createRunCommandTool(root: string) {
-  return defineTool({
-    name: 'run_command',
+  const where = async (cwd: string) =>
+    displayPath(await resolveInWorkspace(root, '.'), await resolveInWorkspace(root, cwd));
+  return defineTool<RunCommandArgs>({
+    name: RUN_COMMAND,
     description:
-      'Runs a program in the workspace (argv, no shell) and returns its exit code and output. A person approves every run.',
-    version: '1',
-    input: z.object({
-      command: z.array(z.string().min(1).max(4096)).min(1).max(100),
-      cwd: z.string().max(1024).default('.'),
-      timeoutSeconds: z.number().int().min(1).max(600).default(60),
-    }),
+      'Runs a program in the workspace and returns its exit code, stdout and stderr. Give argv as a list (no shell). A person approves every run.',
+    version: '2',
+    input: RunCommandArgs,
     approval: 'always',
     risk: 'high',
     idempotent: false,
-    async describeForApproval({ command, cwd, timeoutSeconds }) {
-      return `$ ${command.map(shellQuote).join(' ')}\n# in: ${cwd}  (workspace)\n# timeout: ${timeoutSeconds} s  risk: high`;
+    async describeForApproval(raw) {
+      // Approval cards pass the arguments as the model sent them, before defaults.
+      const parsed = RunCommandArgs.safeParse(raw);
+      if (!parsed.success) return 'These arguments are not valid for run_command; it will refuse them.';
+      const { command, cwd, timeoutSeconds } = parsed.data;
+      let dir: string;
+      try {
+        dir = await where(cwd);
+      } catch (error) {
+        dir = `refused: ${error instanceof WorkspacePathError ? error.message : 'not a workspace path'}`;
+      }
+      return [
+        `$ ${command.map(shellQuote).join(' ')}`,
+        `in: ${dir === '.' ? '. (workspace root)' : dir}`,
+        `timeout: ${timeoutSeconds} s · no shell · risk: high`,
+      ].join('\n');
     },
     async execute({ command, cwd, timeoutSeconds }, ctx) {
       let dir: string;
@@ -43,60 +121,67 @@ export function createRunCommandTool(root: string) {
       } catch (error) {
         return { content: (error as Error).message, isError: true };
       }
-      return new Promise((resolve) => {
-        const [program, ...args] = command as [string, ...string[]];
+      if (ctx.signal.aborted) return { content: 'Not run: the turn was stopped.', isError: true };
+      const [program, ...args] = command as [string, ...string[]];
+      const shown = `$ ${command.map(shellQuote).join(' ')}  (in ${displayPath(await resolveInWorkspace(root, '.'), dir)})`;
+      return new Promise<ToolOutput>((resolve) => {
         const child = spawn(program, args, {
           cwd: dir,
-          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, LANG: 'C.UTF-8' },
+          env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: root, LANG: 'C.UTF-8' },
           stdio: ['ignore', 'pipe', 'pipe'],
           detached: true,
         });
-        const out = { stdout: '', stderr: '', truncated: false };
-        const collect = (key: 'stdout' | 'stderr') => (chunk: Buffer) => {
-          if (out[key].length >= OUTPUT_CAP) {
-            out.truncated = true;
-            return;
-          }
-          out[key] += chunk.toString('utf8').slice(0, OUTPUT_CAP - out[key].length);
-        };
-        child.stdout.on('data', collect('stdout'));
-        child.stderr.on('data', collect('stderr'));
-        let reason = '';
+        const stdout = new CappedOutput();
+        const stderr = new CappedOutput();
+        child.stdout.on('data', (chunk: Buffer) => stdout.add(chunk));
+        child.stderr.on('data', (chunk: Buffer) => stderr.add(chunk));
+        let killedBecause = '';
+        let settled = false;
+        let graceTimer: NodeJS.Timeout | undefined;
         const kill = (why: string) => {
-          reason = why;
-          // The whole process group, so children of the program go too.
-          if (child.pid) {
-            try {
-              process.kill(-child.pid, 'SIGKILL');
-            } catch {
-              child.kill('SIGKILL');
-            }
+          if (killedBecause) return;
+          killedBecause = why;
+          try {
+            if (child.pid) process.kill(-child.pid, 'SIGKILL');
+          } catch {
+            child.kill('SIGKILL');
           }
         };
         const timer = setTimeout(() => kill(`timed out after ${timeoutSeconds} s`), timeoutSeconds * 1000);
-        const onAbort = () => kill('stopped');
+        const onAbort = () => kill('the turn was stopped');
         ctx.signal.addEventListener('abort', onAbort, { once: true });
-        child.on('error', (error) => {
+        const finish = (output: ToolOutput) => {
+          if (settled) return;
+          settled = true;
           clearTimeout(timer);
-          resolve({ content: `Could not start ${program}: ${error.message}`, isError: true });
-        });
-        child.on('close', (code, signal) => {
-          clearTimeout(timer);
+          clearTimeout(graceTimer);
           ctx.signal.removeEventListener('abort', onAbort);
-          const status = reason ? `killed: ${reason}` : `exit code ${code ?? signal}`;
-          resolve({
-            content: [
-              `$ ${command.map(shellQuote).join(' ')}  (in ${displayPath(root, dir)})`,
-              status,
-              out.stdout ? `stdout:\n${out.stdout}` : 'stdout: (empty)',
-              out.stderr ? `stderr:\n${out.stderr}` : '',
-              out.truncated ? `(output capped at ${OUTPUT_CAP} bytes per stream)` : '',
-            ]
-              .filter(Boolean)
-              .join('\n'),
-            isError: Boolean(reason) || code !== 0,
+          resolve(output);
+        };
+        const report = (code: number | null, signal: NodeJS.Signals | null) => {
+          const status = killedBecause
+            ? `killed: ${killedBecause}`
+            : code !== null
+              ? `exit code ${code}`
+              : `terminated by ${signal}`;
+          finish({
+            content: `${shown}\n${status}\n${section('stdout', stdout)}${section('stderr', stderr)}`.trimEnd(),
+            isError: Boolean(killedBecause) || code !== 0,
           });
+        };
+        child.on('error', (error: NodeJS.ErrnoException) => {
+          const reason = error.code === 'ENOENT' ? 'no such program on PATH' : (error.code ?? 'error');
+          finish({ content: `Could not start ${shellQuote(program)}: ${reason}.`, isError: true });
         });
+        child.on('exit', (code, signal) => {
+          // "close" waits for the pipes; a grandchild that left the group could hold them open forever.
+          graceTimer = setTimeout(() => {
+            child.stdout.destroy();
+            child.stderr.destroy();
+            report(code, signal);
+          }, RUN_COMMAND_LIMITS.pipeGraceMs);
+        });
+        child.on('close', (code, signal) => report(code, signal));
       });
     },
   });

@@ -8,6 +8,8 @@ export const WORKSPACE_LIMITS = {
   writeBytes: 1024 * 1024,
   listEntries: 500,
   searchMatches: 200,
+  /** Folder entries a search looks at, so one call can't walk a huge tree. */
+  searchFiles: 5000,
   sniffBytes: 8192,
 } as const;
 
@@ -23,7 +25,10 @@ export class WorkspacePathError extends Error {
  * outside it: absolute paths, `..`, percent-encoded traversal, NUL bytes, over-long paths, and
  * symlinks (the real path of the deepest existing ancestor must be inside the real root — so a
  * file that doesn't exist yet can't be created through a link either). Errors never name a path
- * outside the workspace.
+ * outside the workspace. The returned path is under the root's real path.
+ *
+ * A link swapped in between this check and the use of the path is not caught; only a process
+ * inside the workspace could do that, and one that can (run_command) can read files anyway.
  */
 export async function resolveInWorkspace(root: string, userPath: string): Promise<string> {
   if (userPath.includes('\0')) throw new WorkspacePathError('Paths may not contain NUL bytes.');
@@ -56,11 +61,22 @@ export async function resolveInWorkspace(root: string, userPath: string): Promis
       existing = parent;
     }
   }
-  const real = await realpath(existing);
-  if (real !== realRoot && !real.startsWith(realRoot + path.sep)) {
+  let real: string;
+  try {
+    real = await realpath(existing);
+  } catch {
+    // lstat found it but it can't be followed: a dangling or looping symbolic link, which could
+    // point anywhere once its target appears.
+    throw new WorkspacePathError('That path is a broken symbolic link and is refused.');
+  }
+  if (!isInside(realRoot, real)) {
     throw new WorkspacePathError('That path leads outside the workspace (through a symbolic link) and is refused.');
   }
   return target;
+}
+
+function isInside(root: string, candidate: string): boolean {
+  return candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 }
 
 /** The path as the model should see it: relative to the workspace, with forward slashes. */

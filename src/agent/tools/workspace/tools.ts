@@ -1,169 +1,236 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { readFile, realpath, rm, stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineTool, type AnyTool, type ToolOutput } from '../tool.ts';
+import { displayPath, looksBinary, resolveInWorkspace, WORKSPACE_LIMITS } from './confine.ts';
 import { unifiedDiff } from './diff.ts';
-import { displayPath, looksBinary, resolveInWorkspace, WORKSPACE_LIMITS, WorkspacePathError } from './confine.ts';
+import { describeFailure, readText, walk, writeAtomically } from './files.ts';
 
 const PathArg = z.string().min(1).max(WORKSPACE_LIMITS.pathChars).describe('Path relative to the workspace root');
 
-function refused(error: unknown): ToolOutput {
-  if (error instanceof WorkspacePathError) return { content: error.message, isError: true };
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return { content: 'No such file or directory in the workspace.', isError: true };
-  if (code === 'EISDIR') return { content: 'That is a directory, not a file.', isError: true };
-  if (code === 'ENOTDIR') return { content: 'A part of that path is a file, not a directory.', isError: true };
-  return { content: `The workspace operation failed (${code ?? 'error'}).`, isError: true };
+const ListArgs = z.object({
+  path: PathArg.default('.'),
+  recursive: z
+    .boolean()
+    .default(false)
+    .describe(`List sub-folders too (at most ${WORKSPACE_LIMITS.listEntries} entries)`),
+});
+const ReadArgs = z.object({
+  path: PathArg,
+  fromLine: z.number().int().positive().optional().describe('First line to return (1-based)'),
+  toLine: z.number().int().positive().optional().describe('Last line to return (inclusive)'),
+});
+const SearchArgs = z.object({
+  query: z.string().min(1).max(500),
+  regex: z.boolean().default(false).describe('Treat query as a JavaScript regular expression'),
+  caseSensitive: z.boolean().default(false),
+  path: PathArg.default('.').describe('Folder to search in'),
+});
+const WriteArgs = z.object({
+  path: PathArg,
+  content: z.string().describe(`The whole new content (at most ${WORKSPACE_LIMITS.writeBytes} bytes)`),
+});
+const EditArgs = z.object({
+  path: PathArg,
+  old_text: z.string().min(1).describe('Text to replace, copied exactly from the file'),
+  new_text: z.string(),
+  replace_all: z.boolean().default(false).describe('Replace every occurrence instead of exactly one'),
+});
+type EditArgs = z.infer<typeof EditArgs>;
+const DeleteArgs = z.object({ path: PathArg });
+
+/** A line this long is searched and shown only in part (a minified file would swamp the result). */
+const SEARCH_LINE_CHARS = 10_000;
+const SHOWN_LINE_CHARS = 300;
+const DELETE_PREVIEW_LINES = 10;
+const INVALID_FOR_CARD = 'These arguments are not valid for this tool; it will refuse them.';
+
+function tooLarge(content: string): ToolOutput | undefined {
+  const bytes = Buffer.byteLength(content, 'utf8');
+  if (bytes <= WORKSPACE_LIMITS.writeBytes) return undefined;
+  return {
+    content: `The content is ${bytes} bytes; files over ${WORKSPACE_LIMITS.writeBytes} bytes are not written.`,
+    isError: true,
+  };
 }
 
-async function readText(file: string): Promise<string | ToolOutput> {
-  const info = await stat(file);
-  if (info.isDirectory()) return { content: 'That is a directory; use list_files.', isError: true };
-  if (info.size > WORKSPACE_LIMITS.readBytes) {
+/** Replaces exactly one occurrence (or all, when asked), or explains why it can't. */
+export function applyEdit(
+  text: string,
+  { old_text, new_text, replace_all }: Omit<EditArgs, 'path'>,
+): string | ToolOutput {
+  const count = text.split(old_text).length - 1;
+  if (count === 0) {
     return {
-      content: `The file is ${info.size} bytes; files over ${WORKSPACE_LIMITS.readBytes} bytes are not read.`,
+      content:
+        'old_text was not found in the file. Read the file again and copy the text exactly, including spaces and line breaks.',
       isError: true,
     };
   }
-  const bytes = await readFile(file);
-  if (looksBinary(bytes))
-    return { content: 'That file is binary; only text files can be read or edited.', isError: true };
-  return bytes.toString('utf8');
+  if (count > 1 && !replace_all) {
+    return {
+      content: `old_text occurs ${count} times in the file. Include more surrounding lines to pick one, or set replace_all to change every occurrence.`,
+      isError: true,
+    };
+  }
+  return replace_all ? text.split(old_text).join(new_text) : text.replace(old_text, () => new_text);
 }
 
-/** Writes through a temporary file and a rename, so a crash never leaves half a file. */
-async function writeAtomically(file: string, content: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(4).toString('hex')}.tmp`);
-  await writeFile(temp, content, 'utf8');
-  await rename(temp, file);
-}
-
-/** The workspace tools, rooted at `root`: reading needs no approval, changing asks first. */
+/**
+ * The workspace tools, confined to `root`: listing, reading and searching run at once; writing,
+ * editing and deleting ask a person first, showing a unified diff (or the file) on the card.
+ */
 export function createWorkspaceTools(root: string): AnyTool[] {
   const resolve = (p: string) => resolveInWorkspace(root, p);
+  // Resolved paths are under the root's real path; show them relative to that.
+  const show = async (absolute: string) => displayPath(await realpath(root), absolute);
 
   const listFiles = defineTool({
     name: 'list_files',
-    description: 'Lists files and folders in the workspace (optionally recursively).',
-    version: '1',
-    input: z.object({ path: PathArg.default('.'), recursive: z.boolean().default(false) }),
+    description: 'Lists the files and folders in a workspace folder (folders end in "/", links in "@").',
+    version: '2',
+    input: ListArgs,
     approval: 'never',
     risk: 'low',
     idempotent: true,
     async execute({ path: p, recursive }) {
       try {
         const dir = await resolve(p);
-        const entries = await readdir(dir, { withFileTypes: true, recursive });
-        const lines = entries
-          .filter((e) => !e.name.startsWith('.') || p !== '.')
-          .map((e) => {
-            const full = path.join(e.parentPath, e.name);
-            return `${displayPath(root, full)}${e.isDirectory() ? '/' : ''}`;
-          })
-          .sort();
-        const shown = lines.slice(0, WORKSPACE_LIMITS.listEntries);
-        const more = lines.length - shown.length;
-        return shown.length ? `${shown.join('\n')}${more > 0 ? `\n… and ${more} more` : ''}` : '(empty)';
+        const { entries, complete } = await walk(dir, { recursive, limit: WORKSPACE_LIMITS.listEntries });
+        const base = await realpath(root);
+        const lines = entries.map(
+          (e) => displayPath(base, e.absolute) + (e.kind === 'dir' ? '/' : e.kind === 'link' ? '@' : ''),
+        );
+        if (!complete) {
+          lines.push(`[stopped after ${WORKSPACE_LIMITS.listEntries} entries; list a sub-folder to see more]`);
+        }
+        return lines.length ? lines.join('\n') : '(empty folder)';
       } catch (error) {
-        return refused(error);
+        return describeFailure(error);
       }
     },
   });
 
   const readFileTool = defineTool({
     name: 'read_file',
-    description: 'Reads a text file from the workspace, optionally only some lines (1-based, inclusive).',
-    version: '1',
-    input: z.object({
-      path: PathArg,
-      fromLine: z.number().int().positive().optional(),
-      toLine: z.number().int().positive().optional(),
-    }),
+    description: `Reads a text file from the workspace (at most ${WORKSPACE_LIMITS.readBytes} bytes), optionally only a range of lines.`,
+    version: '2',
+    input: ReadArgs,
     approval: 'never',
     risk: 'low',
     idempotent: true,
     async execute({ path: p, fromLine, toLine }) {
       try {
         const text = await readText(await resolve(p));
-        if (typeof text !== 'string') return text;
-        if (!fromLine && !toLine) return text;
+        if (typeof text !== 'string' || (fromLine === undefined && toLine === undefined)) return text;
         const lines = text.split('\n');
-        return lines.slice((fromLine ?? 1) - 1, toLine ?? lines.length).join('\n');
+        if (text.endsWith('\n')) lines.pop();
+        const from = fromLine ?? 1;
+        if (from > lines.length) {
+          return { content: `The file has ${lines.length} lines; fromLine ${from} is past its end.`, isError: true };
+        }
+        if (toLine !== undefined && toLine < from) {
+          return { content: 'toLine must not be smaller than fromLine.', isError: true };
+        }
+        return lines.slice(from - 1, toLine ?? lines.length).join('\n');
       } catch (error) {
-        return refused(error);
+        return describeFailure(error);
       }
     },
   });
 
   const searchFiles = defineTool({
     name: 'search_files',
-    description:
-      'Searches the text files of the workspace for a string (or a regular expression) and returns matching lines.',
-    version: '1',
-    input: z.object({
-      query: z.string().min(1).max(500),
-      regex: z.boolean().default(false),
-      path: PathArg.default('.'),
-    }),
+    description: `Searches the text files under a workspace folder for a string or a regular expression; returns "path:line: text" for up to ${WORKSPACE_LIMITS.searchMatches} matching lines.`,
+    version: '2',
+    input: SearchArgs,
     approval: 'never',
     risk: 'low',
     idempotent: true,
-    async execute({ query, regex, path: p }) {
+    async execute({ query, regex, caseSensitive, path: p }) {
       let pattern: RegExp;
       try {
-        pattern = regex ? new RegExp(query, 'i') : new RegExp(query.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'i');
+        const source = regex ? query : query.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+        pattern = new RegExp(source, caseSensitive ? '' : 'i');
       } catch (error) {
-        return { content: `Invalid regular expression: ${(error as Error).message}`, isError: true };
+        return { content: `That is not a valid regular expression: ${(error as Error).message}`, isError: true };
       }
       try {
         const dir = await resolve(p);
-        const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+        const base = await realpath(root);
+        const { entries, complete } = await walk(dir, { recursive: true, limit: WORKSPACE_LIMITS.searchFiles });
         const matches: string[] = [];
-        for (const e of entries) {
-          if (!e.isFile() || matches.length >= WORKSPACE_LIMITS.searchMatches) continue;
-          const full = path.join(e.parentPath, e.name);
-          const info = await stat(full);
-          if (info.size > WORKSPACE_LIMITS.readBytes) continue;
-          const bytes = await readFile(full);
+        let skipped = 0;
+        for (const entry of entries) {
+          if (entry.kind !== 'file') continue;
+          if (matches.length >= WORKSPACE_LIMITS.searchMatches) break;
+          const info = await stat(entry.absolute);
+          if (info.size > WORKSPACE_LIMITS.readBytes) {
+            skipped++;
+            continue;
+          }
+          const bytes = await readFile(entry.absolute);
           if (looksBinary(bytes)) continue;
-          bytes
-            .toString('utf8')
-            .split('\n')
-            .forEach((line, i) => {
-              if (matches.length < WORKSPACE_LIMITS.searchMatches && pattern.test(line)) {
-                matches.push(`${displayPath(root, full)}:${i + 1}: ${line.slice(0, 300)}`);
-              }
-            });
+          const lines = bytes.toString('utf8').split('\n');
+          for (const [i, line] of lines.entries()) {
+            if (!pattern.test(line.slice(0, SEARCH_LINE_CHARS))) continue;
+            matches.push(`${displayPath(base, entry.absolute)}:${i + 1}: ${line.slice(0, SHOWN_LINE_CHARS)}`);
+            if (matches.length >= WORKSPACE_LIMITS.searchMatches) break;
+          }
         }
-        return matches.length ? matches.join('\n') : 'No matches.';
+        const notes = [
+          matches.length >= WORKSPACE_LIMITS.searchMatches
+            ? `[stopped at ${WORKSPACE_LIMITS.searchMatches} matches; narrow the query or the folder]`
+            : '',
+          complete ? '' : `[searched only the first ${WORKSPACE_LIMITS.searchFiles} entries of the folder]`,
+          skipped ? `[skipped ${skipped} files over ${WORKSPACE_LIMITS.readBytes} bytes]` : '',
+        ].filter(Boolean);
+        return [...(matches.length ? matches : ['No matches.']), ...notes].join('\n');
       } catch (error) {
-        return refused(error);
+        return describeFailure(error);
       }
     },
   });
 
   const writeFileTool = defineTool({
     name: 'write_file',
-    description: 'Creates or overwrites a text file in the workspace. A person approves the change first.',
-    version: '1',
-    input: z.object({ path: PathArg, content: z.string().max(WORKSPACE_LIMITS.writeBytes) }),
+    description:
+      'Creates a text file in the workspace, or replaces its whole content (folders are created as needed). A person approves the change first.',
+    version: '2',
+    input: WriteArgs,
     approval: 'always',
     risk: 'medium',
     idempotent: false,
-    async describeForApproval({ path: p, content }) {
-      const file = await resolve(p);
-      const before = await readText(file).catch(() => '');
-      return unifiedDiff(typeof before === 'string' ? before : '', content, `a/${p}`, `b/${p}`);
+    async describeForApproval(raw) {
+      // Approval cards pass the arguments as the model sent them; parse for defaults.
+      const parsed = WriteArgs.safeParse(raw);
+      if (!parsed.success) return INVALID_FOR_CARD;
+      const { path: p, content } = parsed.data;
+      try {
+        const file = await resolve(p);
+        const shown = await show(file);
+        const exists = await stat(file).then(
+          () => true,
+          () => false,
+        );
+        if (!exists) return unifiedDiff('', content, '/dev/null', `b/${shown}`) || `Creates ${shown} (empty).`;
+        const before = await readText(file);
+        if (typeof before !== 'string') return `Replaces ${shown}, which can't be shown: ${before.content}`;
+        return (
+          unifiedDiff(before, content, `a/${shown}`, `b/${shown}`) || `No change: ${shown} already has this content.`
+        );
+      } catch (error) {
+        return describeFailure(error).content;
+      }
     },
     async execute({ path: p, content }) {
+      const large = tooLarge(content);
+      if (large) return large;
       try {
         const file = await resolve(p);
         await writeAtomically(file, content);
-        return `Wrote ${Buffer.byteLength(content)} bytes to ${displayPath(root, file)}.`;
+        return `Wrote ${Buffer.byteLength(content, 'utf8')} bytes to ${await show(file)}.`;
       } catch (error) {
-        return refused(error);
+        return describeFailure(error);
       }
     },
   });
@@ -171,23 +238,27 @@ export function createWorkspaceTools(root: string): AnyTool[] {
   const editFile = defineTool({
     name: 'edit_file',
     description:
-      'Replaces exact text in a workspace file. old_text must occur exactly once unless replace_all is true. A person approves the change first.',
-    version: '1',
-    input: z.object({
-      path: PathArg,
-      old_text: z.string().min(1),
-      new_text: z.string(),
-      replace_all: z.boolean().default(false),
-    }),
+      'Replaces exact text in a workspace text file: old_text must occur exactly once unless replace_all is true. A person approves the change first.',
+    version: '2',
+    input: EditArgs,
     approval: 'always',
     risk: 'medium',
     idempotent: false,
-    async describeForApproval(args) {
-      const file = await resolve(args.path);
-      const before = await readText(file);
-      if (typeof before !== 'string') return undefined;
-      const after = applyEdit(before, args);
-      return typeof after === 'string' ? unifiedDiff(before, after, `a/${args.path}`, `b/${args.path}`) : after.content;
+    async describeForApproval(raw) {
+      const parsed = EditArgs.safeParse(raw);
+      if (!parsed.success) return INVALID_FOR_CARD;
+      const args = parsed.data;
+      try {
+        const file = await resolve(args.path);
+        const before = await readText(file);
+        if (typeof before !== 'string') return before.content;
+        const after = applyEdit(before, args);
+        if (typeof after !== 'string') return after.content;
+        const shown = await show(file);
+        return unifiedDiff(before, after, `a/${shown}`, `b/${shown}`) || 'No change: new_text equals old_text.';
+      } catch (error) {
+        return describeFailure(error).content;
+      }
     },
     async execute(args) {
       try {
@@ -196,58 +267,58 @@ export function createWorkspaceTools(root: string): AnyTool[] {
         if (typeof before !== 'string') return before;
         const after = applyEdit(before, args);
         if (typeof after !== 'string') return after;
+        const large = tooLarge(after);
+        if (large) return large;
         await writeAtomically(file, after);
-        return `Edited ${displayPath(root, file)}.`;
+        const count = args.replace_all ? before.split(args.old_text).length - 1 : 1;
+        return `Edited ${await show(file)} (${count} replacement${count === 1 ? '' : 's'}).`;
       } catch (error) {
-        return refused(error);
+        return describeFailure(error);
       }
     },
   });
 
   const deleteFile = defineTool({
     name: 'delete_file',
-    description: 'Deletes a file from the workspace. A person approves it first.',
-    version: '1',
-    input: z.object({ path: PathArg }),
+    description: 'Deletes a file from the workspace (not a folder). A person approves it first.',
+    version: '2',
+    input: DeleteArgs,
     approval: 'always',
     risk: 'high',
     idempotent: false,
-    async describeForApproval({ path: p }) {
-      const file = await resolve(p);
-      const info = await stat(file).catch(() => undefined);
-      if (!info) return 'The file does not exist.';
-      const text = await readText(file);
-      const head = typeof text === 'string' ? text.split('\n').slice(0, 10).join('\n') : '(binary)';
-      return `Deletes ${p} (${info.size} bytes). It begins:\n${head}`;
+    async describeForApproval(raw) {
+      const parsed = DeleteArgs.safeParse(raw);
+      if (!parsed.success) return INVALID_FOR_CARD;
+      const { path: p } = parsed.data;
+      try {
+        const file = await resolve(p);
+        const shown = await show(file);
+        const info = await stat(file);
+        if (info.isDirectory()) return `${shown} is a folder; only files can be deleted.`;
+        const text = await readText(file);
+        if (typeof text !== 'string') return `Deletes ${shown} (${info.size} bytes, not text).`;
+        const lines = text.split('\n');
+        if (text.endsWith('\n')) lines.pop();
+        const head = lines.slice(0, DELETE_PREVIEW_LINES).join('\n');
+        const more =
+          lines.length > DELETE_PREVIEW_LINES ? `\n… (${lines.length - DELETE_PREVIEW_LINES} more lines)` : '';
+        return `Deletes ${shown} (${info.size} bytes, ${lines.length} lines). It begins:\n${head}${more}`;
+      } catch (error) {
+        return describeFailure(error).content;
+      }
     },
     async execute({ path: p }) {
       try {
         const file = await resolve(p);
         const info = await stat(file);
-        if (info.isDirectory()) return { content: 'That is a directory; only files can be deleted.', isError: true };
+        if (info.isDirectory()) return { content: 'That is a folder; only files can be deleted.', isError: true };
         await rm(file);
-        return `Deleted ${displayPath(root, file)}.`;
+        return `Deleted ${await show(file)}.`;
       } catch (error) {
-        return refused(error);
+        return describeFailure(error);
       }
     },
   });
 
   return [listFiles, readFileTool, searchFiles, writeFileTool, editFile, deleteFile];
-}
-
-function applyEdit(
-  text: string,
-  { old_text, new_text, replace_all }: { old_text: string; new_text: string; replace_all: boolean },
-): string | ToolOutput {
-  const count = text.split(old_text).length - 1;
-  if (count === 0)
-    return { content: 'old_text was not found in the file; read it again and copy the text exactly.', isError: true };
-  if (count > 1 && !replace_all) {
-    return {
-      content: `old_text occurs ${count} times; add surrounding lines to make it unique, or set replace_all.`,
-      isError: true,
-    };
-  }
-  return replace_all ? text.split(old_text).join(new_text) : text.replace(old_text, () => new_text);
 }

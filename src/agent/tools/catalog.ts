@@ -1,0 +1,69 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.ts';
+import { loadMcpConfig } from './mcp/config.ts';
+import { McpHub } from './mcp/hub.ts';
+import { createRunCommandTool, runCommandPromptNote } from './run-command.ts';
+import type { AnyTool } from './tool.ts';
+import { createWorkspaceTools } from './workspace/tools.ts';
+
+export type CatalogConfig = Pick<Config, 'AGENT_WORKSPACE_ROOT' | 'MCP_CONFIG' | 'ENABLE_RUN_COMMAND'>;
+
+export interface CatalogOptions {
+  /** Connect the MCP servers (default true). A process that never runs tools can skip them. */
+  mcp?: boolean;
+  /** How long start-up waits for slow MCP servers before going on without them (they keep trying). */
+  mcpStartTimeoutMs?: number;
+}
+
+export interface ToolCatalog {
+  /** Workspace tools, run_command when enabled, and the MCP tools known at start-up. */
+  tools: AnyTool[];
+  /** Sentences for the system prompt (e.g. that run_command is off). */
+  promptNotes: string[];
+  /** The workspace root, absolute. */
+  workspaceRoot: string;
+  /** The MCP tools as they are now; call again after `onMcpToolsChanged` fires. */
+  mcpTools(): AnyTool[];
+  /** Told when an MCP server's tool list changes (connect, reconnect, list_changed). */
+  onMcpToolsChanged(listener: (tools: AnyTool[]) => void): () => void;
+  close(): Promise<void>;
+}
+
+/**
+ * The file, command and MCP tools this deployment's configuration asks for. Relative paths
+ * (AGENT_WORKSPACE_ROOT, MCP_CONFIG) resolve against the current directory; the workspace is
+ * created if missing. A broken MCP_CONFIG fails start-up with its problems named.
+ */
+export async function buildToolCatalog(
+  config: CatalogConfig,
+  log: Logger,
+  options: CatalogOptions = {},
+): Promise<ToolCatalog> {
+  const workspaceRoot = path.resolve(process.cwd(), config.AGENT_WORKSPACE_ROOT);
+  await mkdir(workspaceRoot, { recursive: true });
+  const local = [
+    ...createWorkspaceTools(workspaceRoot),
+    ...(config.ENABLE_RUN_COMMAND ? [createRunCommandTool(workspaceRoot)] : []),
+  ];
+  const promptNotes = [runCommandPromptNote(config.ENABLE_RUN_COMMAND)].filter(Boolean);
+
+  let hub: McpHub | undefined;
+  if (config.MCP_CONFIG && options.mcp !== false) {
+    hub = new McpHub(loadMcpConfig(path.resolve(process.cwd(), config.MCP_CONFIG)), log);
+    await hub.start(options.mcpStartTimeoutMs);
+    // MCP names always contain "__" (server__tool) and built-in ones never do, so they can't clash.
+  }
+  const connected = hub;
+  return {
+    tools: [...local, ...(connected?.tools() ?? [])],
+    promptNotes,
+    workspaceRoot,
+    mcpTools: () => connected?.tools() ?? [],
+    onMcpToolsChanged: (listener) => connected?.onToolsChanged(() => listener(connected.tools())) ?? (() => undefined),
+    close: async () => {
+      await connected?.close();
+    },
+  };
+}
