@@ -111,11 +111,13 @@ describe('takeToken (Postgres token bucket shared by all workers)', () => {
     expect(await takeToken(pool, b, bucket)).toBe(0);
   });
 
-  it('shapes the channel edit budget from LIMITS: 5 edits per 5 seconds', () => {
-    expect(DISCORD_BUCKETS.channelEdit.capacity).toBe(LIMITS.channelEditsPerWindow);
-    expect(DISCORD_BUCKETS.channelEdit.refillPerSecond * LIMITS.channelEditWindowSeconds).toBe(
+  it('shapes the channel edit budget from LIMITS so no 5-second window sees more than 5 writes', () => {
+    const { capacity, refillPerSecond } = DISCORD_BUCKETS.channelEdit;
+    // Worst case inside one window: a full burst, then everything refilled during the window.
+    expect(capacity + refillPerSecond * LIMITS.channelEditWindowSeconds).toBeLessThanOrEqual(
       LIMITS.channelEditsPerWindow,
     );
+    expect(capacity).toBeGreaterThanOrEqual(1);
   });
 
   it('waits out the time takeToken asks for', async () => {

@@ -12,10 +12,16 @@ import { LIMITS } from './limits.ts';
  */
 
 /** Discord's documented budgets, as buckets. */
+/**
+ * Discord counts a channel's message writes in a fixed window (5 per 5 s). A token bucket allows its
+ * burst plus a window's refill inside one window, so the two are split to sum to the window's limit:
+ * capacity + refill × window ≤ 5 — never a 429 from a full burst followed by steady refills.
+ */
+const EDIT_BURST = 2;
 export const DISCORD_BUCKETS = {
   channelEdit: {
-    capacity: LIMITS.channelEditsPerWindow,
-    refillPerSecond: LIMITS.channelEditsPerWindow / LIMITS.channelEditWindowSeconds,
+    capacity: EDIT_BURST,
+    refillPerSecond: (LIMITS.channelEditsPerWindow - EDIT_BURST) / LIMITS.channelEditWindowSeconds,
   },
   global: { capacity: LIMITS.globalRequestsPerSecond, refillPerSecond: LIMITS.globalRequestsPerSecond },
 } as const satisfies Record<string, BucketShape>;
