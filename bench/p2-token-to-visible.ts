@@ -4,7 +4,7 @@ import { createLogger } from '../src/log.ts';
 import { enqueueWorkItem } from '../src/queue/enqueue.ts';
 import { Priority } from '../src/queue/work-item.ts';
 import { FakeDiscord } from '../test/fakes/discord/index.ts';
-import { startFakeAnthropic } from '../test/fakes/model/anthropic-server.ts';
+import { startFakeAnthropic } from '../test/fakes/anthropic-server.ts';
 import { summarize, type Summary } from './stats.ts';
 
 export interface P2Result {

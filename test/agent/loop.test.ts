@@ -4,8 +4,8 @@ import { ScriptedProvider, type Script } from '../../src/agent/providers/scripte
 import { AnthropicProvider } from '../../src/agent/providers/anthropic.ts';
 import { OpenAIProvider } from '../../src/agent/providers/openai.ts';
 import type { ModelProvider } from '../../src/agent/model.ts';
-import { startFakeAnthropic } from '../fakes/model/anthropic-server.ts';
-import { startFakeOpenAI } from '../fakes/model/openai-server.ts';
+import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
+import { startFakeOpenAI } from '../fakes/openai-server.ts';
 import { loadCheckpoint, saveCheckpoint } from '../../src/agent/turn-store.ts';
 import { initialTurnState } from '../../src/queue/tasks/run-work-item.ts';
 import { newWorkItem, Priority } from '../../src/queue/work-item.ts';

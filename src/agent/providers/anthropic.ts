@@ -9,11 +9,22 @@ import {
   type RoundCallbacks,
   type StopReason,
 } from '../model.ts';
-import { withRetries, type RetryOptions } from './retry.ts';
+import { idleWatch, RETRY_LIMITS, withRetries, type RetryTuning } from './retry.ts';
 import { toolCallFromJson } from './tool-args.ts';
 
 type WireMessage = Anthropic.MessageParam;
 type Block = Anthropic.ContentBlockParam;
+
+/**
+ * The API rejects empty and whitespace-only text blocks; a neutral user message can be empty
+ * (an attachment-only post, a bare mention), so it travels as a visible placeholder.
+ */
+const EMPTY_USER_TEXT = '(empty message)';
+
+/** Tool ids must match ^[a-zA-Z0-9_-]+$; ids minted by another provider may not. */
+function wireToolId(id: string): string {
+  return id.replace(/[^a-zA-Z0-9_-]/g, '_');
+}
 
 /**
  * Neutral messages → Messages API shape. Tool results travel in a user message; consecutive
@@ -28,18 +39,20 @@ export function toAnthropicMessages(messages: Message[]): WireMessage[] {
     else out.push({ role, content: blocks });
   };
   for (const m of messages) {
-    if (m.role === 'user') push('user', [{ type: 'text', text: m.text || ' ' }]);
+    if (m.role === 'user') push('user', [{ type: 'text', text: m.text.trim() ? m.text : EMPTY_USER_TEXT }]);
     else if (m.role === 'assistant') {
       const blocks: Block[] = [];
       if (m.text.trim()) blocks.push({ type: 'text', text: m.text });
-      for (const call of m.toolCalls) blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: call.args });
+      for (const call of m.toolCalls) {
+        blocks.push({ type: 'tool_use', id: wireToolId(call.id), name: call.name, input: call.args });
+      }
       push('assistant', blocks);
     } else {
       push(
         'user',
         m.results.map((r) => ({
           type: 'tool_result',
-          tool_use_id: r.toolCallId,
+          tool_use_id: wireToolId(r.toolCallId),
           content: r.content,
           is_error: r.isError,
         })),
@@ -57,7 +70,7 @@ export interface AnthropicOptions {
   baseURL?: string;
   maxRetries: number;
   log?: Logger;
-  retry?: Pick<RetryOptions, 'sleep' | 'baseDelayMs'>;
+  retry?: RetryTuning;
 }
 
 export class AnthropicProvider implements ModelProvider {
@@ -83,11 +96,27 @@ export class AnthropicProvider implements ModelProvider {
         ...this.#options.retry,
       },
       callbacks,
-      (tracked) => this.#attempt(request, tracked, signal),
+      async (tracked) => {
+        const watch = idleWatch(signal, this.#options.retry?.streamIdleMs ?? RETRY_LIMITS.streamIdleMs);
+        try {
+          return await this.#attempt(request, tracked, watch);
+        } catch (error) {
+          // A stall surfaces as whatever the SDK makes of an abort; report it as the stall it was.
+          watch.signal.throwIfAborted();
+          throw error;
+        } finally {
+          watch.done();
+        }
+      },
     );
   }
 
-  async #attempt(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound> {
+  async #attempt(
+    request: ModelRequest,
+    callbacks: RoundCallbacks,
+    watch: ReturnType<typeof idleWatch>,
+  ): Promise<ModelRound> {
+    const { signal } = watch;
     const tools: Anthropic.ToolUnion[] = request.tools.map((t, i) => ({
       name: t.name,
       description: t.description,
@@ -99,7 +128,9 @@ export class AnthropicProvider implements ModelProvider {
       {
         model: this.model,
         max_tokens: request.maxTokens,
-        system: [{ type: 'text', text: request.system, cache_control: { type: 'ephemeral' } }],
+        ...(request.system.trim()
+          ? { system: [{ type: 'text', text: request.system, cache_control: { type: 'ephemeral' } }] }
+          : {}),
         messages: toAnthropicMessages(request.messages),
         ...(tools.length ? { tools } : {}),
         stream: true,
@@ -112,6 +143,7 @@ export class AnthropicProvider implements ModelProvider {
     let ended = false;
     const blocks = new Map<number, { kind: 'text' | 'tool'; id: string; name: string; json: string }>();
     for await (const event of stream) {
+      watch.touch();
       switch (event.type) {
         case 'message_start':
           usage.inputTokens = event.message.usage.input_tokens ?? 0;
@@ -146,7 +178,11 @@ export class AnthropicProvider implements ModelProvider {
           break;
         case 'message_delta':
           stopReason = STOP[event.delta.stop_reason ?? ''] ?? 'other';
+          // Usage here is cumulative for the message; newer API versions repeat the input counts too.
           usage.outputTokens = event.usage.output_tokens ?? usage.outputTokens;
+          usage.inputTokens = event.usage.input_tokens ?? usage.inputTokens;
+          usage.cacheReadTokens = event.usage.cache_read_input_tokens ?? usage.cacheReadTokens;
+          usage.cacheWriteTokens = event.usage.cache_creation_input_tokens ?? usage.cacheWriteTokens;
           break;
         case 'message_stop':
           ended = true;
@@ -155,6 +191,8 @@ export class AnthropicProvider implements ModelProvider {
           break;
       }
     }
+    // The SDK ends the iteration quietly when aborted; a stop must not look like a cut stream.
+    signal.throwIfAborted();
     // A stream that ends without message_stop was cut: its partial tool calls must not be used.
     if (!ended) throw new Error('the model stream ended before message_stop');
     const toolCalls = [...blocks.entries()]

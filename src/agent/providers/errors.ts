@@ -2,19 +2,46 @@ import { ProviderUnavailableError } from '../model.ts';
 
 /** How a failed model call should be handled. */
 export type Failure =
-  | { kind: 'retry'; reason: string; retryAfterMs?: number; overload: boolean }
+  | {
+      kind: 'retry';
+      reason: string;
+      /** What the server asked us to wait (retry-after / retry-after-ms), when it said. */
+      retryAfterMs?: number;
+    }
   | { kind: 'unavailable'; reason: string }
   | { kind: 'fatal'; reason: string };
 
+/**
+ * Account-level exhaustion, in the words the APIs use: OpenAI (insufficient_quota,
+ * billing_hard_limit_reached), Gemini-style gateways (RESOURCE_EXHAUSTED), Anthropic (billing_error,
+ * "credit balance is too low", enforced_spend_limit_reached, "reached your specified API usage
+ * limits"), OpenRouter (402 "insufficient credits"). Waiting does not fix any of them.
+ */
 const QUOTA =
-  /insufficient_quota|billing_hard_limit_reached|RESOURCE_EXHAUSTED|credit balance|out of credits|insufficient credits|quota exceeded|exceeded your current quota/i;
+  /insufficient_quota|billing_hard_limit_reached|billing_error|RESOURCE_EXHAUSTED|spend_limit|credit balance|out of credits|insufficient credits|more credits|quota exceeded|exceeded your current quota|specified API usage limits/i;
+
+/**
+ * Error types sent inside a stream (no HTTP status: the response had already started with 200),
+ * mapped to the status the same failure has before the stream starts.
+ */
+const STATUS_OF_TYPE: Record<string, number> = {
+  overloaded_error: 529,
+  rate_limit_error: 429,
+  rate_limit_exceeded: 429,
+  api_error: 500,
+  server_error: 500,
+  timeout_error: 504,
+  billing_error: 402,
+  insufficient_quota: 402,
+};
 
 interface HttpishError {
   status?: number;
   headers?: Headers | Record<string, string>;
   message?: string;
   error?: unknown;
-  code?: string;
+  code?: unknown;
+  type?: unknown;
   name?: string;
   cause?: unknown;
 }
@@ -36,37 +63,43 @@ export function retryAfterMs(headers: HttpishError['headers'], now = Date.now())
   return Number.isFinite(date) ? Math.max(0, date - now) : undefined;
 }
 
+/** The HTTP status, or for an error event inside a stream, the status its type stands for. */
+function statusOf(e: HttpishError): number | undefined {
+  if (typeof e.status === 'number') return e.status;
+  const body = (e.error ?? {}) as { code?: unknown; type?: unknown; error?: { type?: unknown; code?: unknown } };
+  // OpenRouter puts the HTTP-like status in error.code of a mid-stream error.
+  for (const code of [body.code, body.error?.code, e.code]) {
+    if (typeof code === 'number' && code >= 400) return code;
+  }
+  for (const type of [body.error?.type, body.type, e.type, body.code, e.code]) {
+    if (typeof type === 'string' && STATUS_OF_TYPE[type]) return STATUS_OF_TYPE[type];
+  }
+  return undefined;
+}
+
+function isAbort(e: HttpishError): boolean {
+  return /abort/i.test(e.name ?? '');
+}
+
 /** Classifies an SDK or network error the same way for every provider. */
 export function classifyFailure(error: unknown): Failure {
-  const e = (error ?? {}) as HttpishError;
-  const text = `${e.message ?? ''} ${JSON.stringify(e.error ?? '')}`;
   if (error instanceof ProviderUnavailableError) return { kind: 'unavailable', reason: error.message };
-  if (e.name === 'AbortError' || /aborted/i.test(e.name ?? '')) return { kind: 'fatal', reason: 'aborted' };
-  const status = typeof e.status === 'number' ? e.status : undefined;
+  const e = (error ?? {}) as HttpishError;
+  if (isAbort(e)) return { kind: 'fatal', reason: 'aborted' };
+  const text = `${e.message ?? ''} ${JSON.stringify(e.error ?? '')} ${String(e.code ?? '')} ${String(e.type ?? '')}`;
+  const status = statusOf(e);
   if (QUOTA.test(text) || status === 402)
     return { kind: 'unavailable', reason: `quota or billing: ${oneLine(e.message)}` };
-  if (status === 429)
-    return { kind: 'retry', reason: 'rate limited (429)', retryAfterMs: retryAfterMs(e.headers), overload: true };
-  if (status === 529 || status === 503 || /overloaded/i.test(text)) {
-    return {
-      kind: 'retry',
-      reason: `overloaded (${status ?? 'stream'})`,
-      retryAfterMs: retryAfterMs(e.headers),
-      overload: true,
-    };
-  }
-  if (status !== undefined && status >= 500) {
-    return {
-      kind: 'retry',
-      reason: `server error (${status})`,
-      retryAfterMs: retryAfterMs(e.headers),
-      overload: false,
-    };
-  }
-  if (status === 408 || status === 409) return { kind: 'retry', reason: `status ${status}`, overload: false };
+  const wait = retryAfterMs(e.headers);
+  const withWait = wait === undefined ? {} : { retryAfterMs: wait };
+  if (status === 429) return { kind: 'retry', reason: 'rate limited (429)', ...withWait };
+  if (status === 529 || status === 503 || /overloaded/i.test(text))
+    return { kind: 'retry', reason: `overloaded (${status ?? 'stream'})`, ...withWait };
+  if (status !== undefined && status >= 500) return { kind: 'retry', reason: `server error (${status})`, ...withWait };
+  if (status === 408 || status === 409) return { kind: 'retry', reason: `status ${status}`, ...withWait };
   if (status !== undefined) return { kind: 'fatal', reason: `${status}: ${oneLine(e.message)}` };
-  // No status: the connection failed or the stream was cut.
-  return { kind: 'retry', reason: `connection: ${oneLine(e.message ?? String(error))}`, overload: false };
+  // No status: the connection failed (ECONNRESET, refused, timed out) or the stream was cut.
+  return { kind: 'retry', reason: `connection: ${oneLine(e.message ?? String(error))}` };
 }
 
 function oneLine(text: string | undefined): string {

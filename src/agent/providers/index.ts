@@ -6,10 +6,14 @@ import { FallbackProvider } from './fallback.ts';
 import { OpenAIProvider } from './openai.ts';
 import { loadScript, ScriptedProvider } from './scripted.ts';
 
+/** Extra request headers OpenRouter uses to attribute traffic to an app (optional, harmless elsewhere). */
+const OPENROUTER_HEADERS = { 'X-Title': 'Countersign' };
+
 function single(config: Config, name: Provider, log?: Logger): ModelProvider {
-  const missing = (variable: string) =>
+  const setting = name === config.AI_PROVIDER ? 'AI_PROVIDER' : 'AI_PROVIDER_FALLBACK';
+  const missing = (variable: string, alternative = '') =>
     new Error(
-      `${variable} is missing: AI_PROVIDER${name === config.AI_PROVIDER ? '' : '_FALLBACK'} uses ${name}, which needs an API key`,
+      `${variable} is missing: ${setting} uses ${name}, which needs an API key. Set ${variable}${alternative}, or choose another provider in ${setting}.`,
     );
   switch (name) {
     case 'scripted':
@@ -24,7 +28,8 @@ function single(config: Config, name: Provider, log?: Logger): ModelProvider {
         log,
       });
     case 'openai':
-      if (!config.OPENAI_API_KEY && !config.OPENAI_BASE_URL) throw missing('OPENAI_API_KEY');
+      if (!config.OPENAI_API_KEY && !config.OPENAI_BASE_URL)
+        throw missing('OPENAI_API_KEY', ' (or OPENAI_BASE_URL for a local server that needs none)');
       return new OpenAIProvider({
         name: 'openai',
         // Local servers (Ollama, vLLM, LM Studio, llama.cpp) take any key.
@@ -42,6 +47,7 @@ function single(config: Config, name: Provider, log?: Logger): ModelProvider {
         model: config.OPENROUTER_MODEL,
         baseURL: config.OPENROUTER_BASE_URL,
         maxRetries: config.MODEL_MAX_RETRIES,
+        headers: OPENROUTER_HEADERS,
         log,
       });
   }

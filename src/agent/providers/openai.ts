@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import type { Logger } from 'pino';
 import type { Message } from '../messages.ts';
@@ -9,14 +10,30 @@ import {
   type RoundCallbacks,
   type StopReason,
 } from '../model.ts';
-import { withRetries, type RetryOptions } from './retry.ts';
+import { idleWatch, RETRY_LIMITS, withRetries, type RetryTuning } from './retry.ts';
 import { toolCallFromJson } from './tool-args.ts';
 
 type WireMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 
+/** OpenAI rejects tool call ids longer than 40 characters; ids minted by another provider can be. */
+function wireToolId(id: string): string {
+  if (id.length <= 40) return id;
+  return `call_${createHash('sha256').update(id).digest('hex').slice(0, 32)}`;
+}
+
+/**
+ * The Chat Completions API has no error flag on a tool result, so a failure is said in the content
+ * for the model to see.
+ */
+export const TOOL_ERROR_PREFIX = 'Error: ';
+
+function toolResultContent(content: string, isError: boolean): string {
+  return isError ? `${TOOL_ERROR_PREFIX}${content}` : content;
+}
+
 /** Neutral messages → Chat Completions shape: one `tool` message per result, arguments as JSON text. */
 export function toOpenAIMessages(system: string, messages: Message[]): WireMessage[] {
-  const out: WireMessage[] = [{ role: 'system', content: system }];
+  const out: WireMessage[] = system ? [{ role: 'system', content: system }] : [];
   for (const m of messages) {
     if (m.role === 'user') out.push({ role: 'user', content: m.text });
     else if (m.role === 'assistant') {
@@ -26,7 +43,7 @@ export function toOpenAIMessages(system: string, messages: Message[]): WireMessa
         ...(m.toolCalls.length
           ? {
               tool_calls: m.toolCalls.map((c) => ({
-                id: c.id,
+                id: wireToolId(c.id),
                 type: 'function' as const,
                 function: { name: c.name, arguments: JSON.stringify(c.args) },
               })),
@@ -34,10 +51,24 @@ export function toOpenAIMessages(system: string, messages: Message[]): WireMessa
           : {}),
       });
     } else {
-      for (const r of m.results) out.push({ role: 'tool', tool_call_id: r.toolCallId, content: r.content });
+      for (const r of m.results) {
+        out.push({
+          role: 'tool',
+          tool_call_id: wireToolId(r.toolCallId),
+          content: toolResultContent(r.content, r.isError),
+        });
+      }
     }
   }
   return out;
+}
+
+/**
+ * OpenAI's own API refuses max_tokens for its reasoning models and wants max_completion_tokens;
+ * compatible servers (OpenRouter, Ollama, vLLM, llama.cpp) mostly know only max_tokens.
+ */
+function isOpenAIItself(baseURL: string | undefined): boolean {
+  return !baseURL || new URL(baseURL).hostname === 'api.openai.com';
 }
 
 const STOP: Record<string, StopReason> = { stop: 'end_turn', tool_calls: 'tool_use', length: 'max_tokens' };
@@ -50,7 +81,9 @@ export interface OpenAIOptions {
   baseURL?: string;
   maxRetries: number;
   log?: Logger;
-  retry?: Pick<RetryOptions, 'sleep' | 'baseDelayMs'>;
+  retry?: RetryTuning;
+  /** Extra headers on every request (OpenRouter's app attribution). */
+  headers?: Record<string, string>;
 }
 
 /** OpenAI Chat Completions, and every server that speaks it (OpenRouter, Ollama, vLLM, LM Studio, llama.cpp). */
@@ -64,7 +97,13 @@ export class OpenAIProvider implements ModelProvider {
     this.name = options.name;
     this.model = options.model;
     this.#options = options;
-    this.#client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0 });
+    // Retries are ours (observable, fallback-aware); the SDK must not retry underneath.
+    this.#client = new OpenAI({
+      apiKey: options.apiKey,
+      baseURL: options.baseURL ?? null,
+      maxRetries: 0,
+      ...(options.headers ? { defaultHeaders: options.headers } : {}),
+    });
   }
 
   streamRound(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound> {
@@ -77,11 +116,27 @@ export class OpenAIProvider implements ModelProvider {
         ...this.#options.retry,
       },
       callbacks,
-      (tracked) => this.#attempt(request, tracked, signal),
+      async (tracked) => {
+        const watch = idleWatch(signal, this.#options.retry?.streamIdleMs ?? RETRY_LIMITS.streamIdleMs);
+        try {
+          return await this.#attempt(request, tracked, watch);
+        } catch (error) {
+          // A stall surfaces as whatever the SDK makes of an abort; report it as the stall it was.
+          watch.signal.throwIfAborted();
+          throw error;
+        } finally {
+          watch.done();
+        }
+      },
     );
   }
 
-  async #attempt(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound> {
+  async #attempt(
+    request: ModelRequest,
+    callbacks: RoundCallbacks,
+    watch: ReturnType<typeof idleWatch>,
+  ): Promise<ModelRound> {
+    const { signal } = watch;
     const stream = await this.#client.chat.completions.create(
       {
         model: this.model,
@@ -94,7 +149,9 @@ export class OpenAIProvider implements ModelProvider {
               })),
             }
           : {}),
-        max_tokens: request.maxTokens,
+        ...(isOpenAIItself(this.#options.baseURL)
+          ? { max_completion_tokens: request.maxTokens }
+          : { max_tokens: request.maxTokens }),
         stream: true,
         stream_options: { include_usage: true },
       },
@@ -105,6 +162,7 @@ export class OpenAIProvider implements ModelProvider {
     let stopReason: StopReason | undefined;
     const calls = new Map<number, { id: string; name: string; json: string }>();
     for await (const chunk of stream) {
+      watch.touch();
       if (chunk.usage) {
         const cached = chunk.usage.prompt_tokens_details?.cached_tokens ?? 0;
         usage.inputTokens = chunk.usage.prompt_tokens - cached;
@@ -119,19 +177,26 @@ export class OpenAIProvider implements ModelProvider {
         callbacks.onText(delta.content);
       }
       for (const part of delta?.tool_calls ?? []) {
-        const call = calls.get(part.index) ?? { id: '', name: '', json: '' };
+        // Some compatible servers leave out `index`: a part with an id starts a call, one without continues it.
+        const index =
+          typeof part.index === 'number' ? part.index : part.id || calls.size === 0 ? calls.size : calls.size - 1;
+        const call = calls.get(index) ?? { id: '', name: '', json: '' };
         if (part.id) call.id = part.id;
         if (part.function?.name) call.name += part.function.name;
         if (part.function?.arguments) call.json += part.function.arguments;
-        calls.set(part.index, call);
+        calls.set(index, call);
       }
       if (choice.finish_reason) stopReason = STOP[choice.finish_reason] ?? 'other';
     }
+    // The SDK may end the iteration quietly when aborted; a stop must not look like a cut stream.
+    signal.throwIfAborted();
     // No finish_reason: the stream was cut; its partial tool calls must not be used.
     if (!stopReason) throw new Error('the model stream ended without a finish_reason');
     const toolCalls = [...calls.entries()]
       .sort(([a], [b]) => a - b)
       .map(([index, c]) => toolCallFromJson(c.id || `call_${index}`, c.name, c.json));
+    // Ollama and some others finish with 'stop' even when they called tools.
+    if (toolCalls.length > 0 && stopReason === 'end_turn') stopReason = 'tool_use';
     return { text, toolCalls, stopReason, usage, provider: this.name, model: this.model, fallbacks: [] };
   }
 }

@@ -3,15 +3,38 @@ import { ProviderUnavailableError, type RoundCallbacks } from '../model.ts';
 import { metrics } from '../../metrics.ts';
 import { classifyFailure } from './errors.ts';
 
+export const RETRY_LIMITS = {
+  /** First backoff; it doubles on each attempt. */
+  baseDelayMs: 500,
+  /** Longest backoff between two attempts. */
+  maxBackoffMs: 30_000,
+  /**
+   * A server asking for a longer pause than this is treated as unavailable: a person is waiting in
+   * a chat, so a fallback provider (or a clear error) beats a silent minute-long stall.
+   */
+  maxRetryAfterMs: 60_000,
+  /** Silence after which a stream counts as dropped; Anthropic pings and OpenRouter comments come far more often. */
+  streamIdleMs: 90_000,
+} as const;
+
 export interface RetryOptions {
   provider: string;
+  /** Retries after the first attempt (MODEL_MAX_RETRIES). */
   maxRetries: number;
   signal: AbortSignal;
   log?: Logger;
-  /** Injectable for tests. */
+  /** Injectable so tests observe the waits instead of sleeping through them. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   baseDelayMs?: number;
+  /** Injectable jitter source in [0, 1). */
+  random?: () => number;
 }
+
+/** What a provider's constructor accepts to tune its retries (tests make them instant). */
+export type RetryTuning = Pick<RetryOptions, 'sleep' | 'baseDelayMs' | 'random'> & {
+  /** Default RETRY_LIMITS.streamIdleMs. */
+  streamIdleMs?: number;
+};
 
 export const abortableSleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -28,10 +51,19 @@ export const abortableSleep = (ms: number, signal: AbortSignal) =>
   });
 
 /**
+ * Exponential backoff with "equal jitter": half the delay is fixed, half random, so many
+ * conversations hitting one rate limit do not all come back at the same instant.
+ */
+export function backoffMs(retry: number, baseDelayMs: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(RETRY_LIMITS.maxBackoffMs, baseDelayMs * 2 ** retry);
+  return ceiling / 2 + (ceiling / 2) * random();
+}
+
+/**
  * Runs one model round, retrying 429, overload, 5xx and dropped connections with exponential
  * backoff and jitter that honours retry-after. Text delivered by a failed attempt is withdrawn
- * (onRoundRestart) before the next. Quota errors, and overload that outlasts the retries, become
- * ProviderUnavailableError so a fallback provider can take the round.
+ * (onRoundRestart) before the next. Quota errors, and transient failures that outlast the retries,
+ * become ProviderUnavailableError so a fallback provider can take the round.
  */
 export async function withRetries<T>(
   options: RetryOptions,
@@ -39,7 +71,7 @@ export async function withRetries<T>(
   attempt: (callbacks: RoundCallbacks) => Promise<T>,
 ): Promise<T> {
   const sleep = options.sleep ?? abortableSleep;
-  const base = options.baseDelayMs ?? 500;
+  const base = options.baseDelayMs ?? RETRY_LIMITS.baseDelayMs;
   for (let n = 0; ; n++) {
     let delivered = false;
     const tracked: RoundCallbacks = {
@@ -47,28 +79,28 @@ export async function withRetries<T>(
         delivered = true;
         callbacks.onText(delta);
       },
-      onRoundRestart: () => callbacks.onRoundRestart(),
+      onRoundRestart: () => {
+        delivered = false;
+        callbacks.onRoundRestart();
+      },
     };
     try {
+      options.signal.throwIfAborted();
       return await attempt(tracked);
     } catch (error) {
       if (options.signal.aborted) throw error;
       const failure = classifyFailure(error);
       if (failure.kind === 'fatal') throw error;
+      // Whoever answers next (this provider again, or a fallback) streams the round from the start.
       if (delivered) callbacks.onRoundRestart();
-      if (failure.kind === 'unavailable')
-        throw new ProviderUnavailableError(options.provider, failure.reason, { cause: error });
-      if (n >= options.maxRetries) {
-        if (failure.overload) {
-          throw new ProviderUnavailableError(options.provider, `still ${failure.reason} after ${n + 1} attempts`, {
-            cause: error,
-          });
-        }
-        throw error;
+      const unavailable = (reason: string) => new ProviderUnavailableError(options.provider, reason, { cause: error });
+      if (failure.kind === 'unavailable') throw unavailable(failure.reason);
+      if (failure.retryAfterMs !== undefined && failure.retryAfterMs > RETRY_LIMITS.maxRetryAfterMs) {
+        throw unavailable(`${failure.reason}, asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s`);
       }
-      const backoff = Math.min(30_000, base * 2 ** n) * (0.5 + Math.random() / 2);
-      const wait = failure.retryAfterMs !== undefined ? Math.max(failure.retryAfterMs, 0) : backoff;
-      metrics.modelRetries.inc({ provider: options.provider, reason: failure.reason.split(' ')[0] ?? 'unknown' });
+      if (n >= options.maxRetries) throw unavailable(`still ${failure.reason} after ${n + 1} attempts`);
+      const wait = failure.retryAfterMs ?? backoffMs(n, base, options.random);
+      metrics.modelRetries.inc({ provider: options.provider, reason: failure.reason.split(/[\s:(]/)[0] || 'unknown' });
       options.log?.warn(
         { provider: options.provider, reason: failure.reason, attempt: n + 1, waitMs: Math.round(wait) },
         'retrying model round',
@@ -76,4 +108,35 @@ export async function withRetries<T>(
       await sleep(wait, options.signal);
     }
   }
+}
+
+/** A stream that went silent: retried like a dropped connection. */
+export class StreamStalledError extends Error {
+  constructor(idleMs: number) {
+    super(`the model stream sent nothing for ${Math.round(idleMs / 1000)} s`);
+    this.name = 'StreamStalledError';
+  }
+}
+
+/**
+ * Aborts an attempt whose stream goes quiet for `idleMs`. The SDKs' own timeouts stop at the
+ * response headers, so a connection that stalls mid-stream would otherwise hang the round until
+ * the user gives up. Call `touch()` on every event and `done()` when the attempt ends.
+ */
+export function idleWatch(outer: AbortSignal, idleMs: number) {
+  const controller = new AbortController();
+  const forward = () => controller.abort(outer.reason);
+  outer.addEventListener('abort', forward, { once: true });
+  let timer = setTimeout(() => controller.abort(new StreamStalledError(idleMs)), idleMs);
+  return {
+    signal: controller.signal,
+    touch() {
+      clearTimeout(timer);
+      timer = setTimeout(() => controller.abort(new StreamStalledError(idleMs)), idleMs);
+    },
+    done() {
+      clearTimeout(timer);
+      outer.removeEventListener('abort', forward);
+    },
+  };
 }
