@@ -89,7 +89,10 @@ export async function benchP3(
   conversations = 200,
 ): Promise<P3Result[]> {
   const results: P3Result[] = [];
-  const slack = await FakeSlack.start({ perMinute: { 'chat.update': 50 } });
+  // Slack's documented tiers: chat.update Tier 3, the streaming starts/stops Tier 2, appends Tier 4.
+  const slack = await FakeSlack.start({
+    perMinute: { 'chat.update': 50, 'chat.startStream': 20, 'chat.stopStream': 20, 'chat.appendStream': 100 },
+  });
   try {
     const budget = 45;
     const { seconds } = await run(

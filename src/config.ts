@@ -114,6 +114,9 @@ export const ConfigSchema = z
       .regex(/^\/[a-z0-9_-]{1,31}$/, 'expected a slash command such as /skill')
       .default('/skill'),
     SLACK_UPDATES_PER_MINUTE: int(1, 600).default(45),
+    SLACK_STREAMING: z.enum(['auto', 'off']).default('auto'),
+    SLACK_STREAM_ROLLOVER_SECONDS: int(1, 295).default(270),
+    SLACK_STREAM_STARTS_PER_MINUTE: int(1, 600).default(18),
 
     DISCORD_TOKEN: optionalString,
     DISCORD_APPLICATION_ID: optionalString,

@@ -51,3 +51,16 @@ export async function waitForToken(
   const waitMs = await takeToken(db, key, bucket);
   if (waitMs > 0) await sleep(waitMs, undefined, { signal });
 }
+
+/**
+ * Takes a token only if one is free now; otherwise gives the reservation back and returns false.
+ * For optional calls with a fallback (a native stream when edits would do), which should never wait.
+ */
+export async function tryTakeToken(db: Queryable, key: string, bucket: BucketShape): Promise<boolean> {
+  if ((await takeToken(db, key, bucket)) === 0) return true;
+  await db.query('UPDATE countersign.rate_buckets SET tokens = LEAST($2::float8, tokens + 1) WHERE key = $1', [
+    key,
+    bucket.capacity,
+  ]);
+  return false;
+}

@@ -1,7 +1,13 @@
 import { z } from 'zod';
 import type { Logger } from 'pino';
-import type { Outbound, ReplyOptions, ReplyTarget } from './outbound.ts';
-import { restAfter, splitOnce } from './split.ts';
+import {
+  StreamingUnavailable,
+  type NativeStreaming,
+  type Outbound,
+  type ReplyOptions,
+  type ReplyTarget,
+} from './outbound.ts';
+import { openFenceAt, restAfter, splitOnce } from './split.ts';
 
 /** What a resumed turn needs to keep editing the same messages instead of posting new ones. */
 export const ReplyState = z.object({
@@ -10,6 +16,10 @@ export const ReplyState = z.object({
   sealed: z.array(z.object({ length: z.number().int().nonnegative(), shown: z.string() })),
   /** What the live message starts with after a split (a reopened code fence). */
   carry: z.string().default(''),
+  /** The placeholder that shows status and Stop while the answer streams natively below it. */
+  statusMessageId: z.string().optional(),
+  /** A native stream still open: a resumed turn stops it and goes on by editing. */
+  streamingMessageId: z.string().optional(),
 });
 export type ReplyState = z.infer<typeof ReplyState>;
 
@@ -61,6 +71,17 @@ export class ReplyStream {
   #wake: (() => void) | undefined;
   /** A rate token taken for the next edit (see Outbound.reserve). */
   #reserved = false;
+  /** The platform's native streaming, while this reply uses it (undefined once it fell back to edits). */
+  #streaming: NativeStreaming | undefined;
+  /** The live message while it is a native stream, and the live text it shows. */
+  #native: { messageId: string; startedAt: number; text: string } | undefined;
+  /** The native stream of the last message was stopped with the complete text. */
+  #nativeDone = false;
+  #appendReserved = false;
+  #statusMessageId: string | undefined;
+  #statusShown: string | undefined;
+  /** A native stream a previous worker left open. */
+  #orphanStream: string | undefined;
 
   constructor(outbound: Outbound, target: ReplyTarget, options: ReplyStreamOptions) {
     this.#outbound = outbound;
@@ -69,10 +90,21 @@ export class ReplyStream {
     this.#deadlineMs = options.deliveryDeadlineMs ?? 10 * 60_000;
     this.#liveButtons = options.liveButtons;
     this.#onDelivered = options.onDelivered;
-    this.#messageIds = [...(options.initial?.messageIds ?? (target.messageId ? [target.messageId] : []))];
-    this.#sealed = [...(options.initial?.sealed ?? [])];
-    this.#carry = options.initial?.carry ?? '';
+    const initial = options.initial;
+    this.#messageIds = [...(initial?.messageIds ?? (target.messageId ? [target.messageId] : []))];
+    this.#sealed = [...(initial?.sealed ?? [])];
+    this.#carry = initial?.carry ?? '';
     this.#shown = this.#sealed.map((s) => s.shown);
+    this.#statusMessageId = initial?.statusMessageId;
+    this.#orphanStream = initial?.streamingMessageId;
+    // Native streams are append-only and cannot be resumed by another worker, so only a reply that
+    // has shown nothing yet starts one; the placeholder then carries status and Stop above it.
+    const fresh =
+      !this.#orphanStream && this.#sealed.length === 0 && this.#messageIds.every((id) => id === target.messageId);
+    if (outbound.streaming && target.thread && fresh) {
+      this.#streaming = outbound.streaming;
+      if (!this.#statusMessageId && this.#messageIds[0]) this.#statusMessageId = this.#messageIds.shift();
+    }
   }
 
   get text(): string {
@@ -80,7 +112,13 @@ export class ReplyStream {
   }
 
   snapshot(): ReplyState {
-    return { messageIds: [...this.#messageIds], sealed: [...this.#sealed], carry: this.#carry };
+    return {
+      messageIds: [...this.#messageIds],
+      sealed: [...this.#sealed],
+      carry: this.#carry,
+      ...(this.#statusMessageId ? { statusMessageId: this.#statusMessageId } : {}),
+      ...(this.#native ? { streamingMessageId: this.#native.messageId } : {}),
+    };
   }
 
   /** Restores the text a resumed turn had already produced, without re-sending what is visible. */
@@ -145,7 +183,12 @@ export class ReplyStream {
       try {
         // Take the platform's rate token first, then read the text: while we waited for the budget
         // the text may have moved on (or finished), and only the newest version is worth a call.
-        if (this.#outbound.reserve && this.#messageIds[this.#sealed.length]) {
+        if (this.#streaming) {
+          if (this.#native && !this.#finished && !this.#appendReserved) {
+            await this.#streaming.reserveAppend(this.#target);
+            this.#appendReserved = true;
+          }
+        } else if (this.#outbound.reserve && this.#messageIds[this.#sealed.length]) {
           await this.#outbound.reserve(this.#target);
           this.#reserved = true;
         }
@@ -177,6 +220,19 @@ export class ReplyStream {
 
   /** Makes the platform show the current text: seals full messages, edits changed ones, posts new ones. */
   async #sync(): Promise<void> {
+    if (this.#orphanStream) {
+      // Its text may run ahead of the checkpoint; end it and correct it by editing.
+      await this.#outbound.streaming?.stop(this.#target, this.#orphanStream).catch(() => undefined);
+      this.#orphanStream = undefined;
+    }
+    if (this.#streaming && (await this.#syncNative())) return;
+    if (this.#nativeDone) return this.#removeStatus();
+    await this.#syncEdits();
+    if (this.#finished) await this.#removeStatus();
+  }
+
+  /** Shows the text by editing messages (and posting new ones for long replies). */
+  async #syncEdits(): Promise<void> {
     const max = this.#outbound.limits.maxMessageLength;
     const statusSuffix = this.#status ? `\n\n_${this.#status}_` : '';
     for (;;) {
@@ -203,6 +259,131 @@ export class ReplyStream {
     if (this.#shown[index] === visible && !this.#finished) return;
     if (this.#shown[index] === visible && this.#messageIds[index] && !this.#liveButtons) return;
     await this.#show(index, visible, buttons);
+  }
+
+  /**
+   * Shows the text through the platform's native stream: appends while the text only grows, stops
+   * the stream when the turn finishes, rolls over to a new stream before one grows too old or too
+   * long. False when it had to fall back to edits (the caller then syncs by editing).
+   */
+  async #syncNative(): Promise<boolean> {
+    const streaming = this.#streaming;
+    if (!streaming) return false;
+    try {
+      await this.#syncStatus();
+      for (;;) {
+        if (this.#nativeDone) {
+          await this.#removeStatus();
+          return true;
+        }
+        const live = this.#live();
+        const native = this.#native;
+        if (!native) {
+          // Only whole words go out, so a mention split across deltas is never half-sent.
+          const room = live.slice(0, streaming.maxLength);
+          let end = this.#finished && room.length === live.length ? live.length : wordBoundary(room, 0);
+          // One word longer than a whole message goes out cut.
+          if (end === 0 && live.length > streaming.maxLength) end = room.length;
+          if (end === 0) {
+            if (!this.#finished) return true;
+            this.#fallBack('nothing to stream');
+            return false;
+          }
+          const started = await streaming.start(this.#target, live.slice(0, end));
+          if (!started) {
+            this.#fallBack('no native stream available');
+            return false;
+          }
+          this.#native = { messageId: started.messageId, startedAt: Date.now(), text: live.slice(0, end) };
+          this.#messageIds[this.#sealed.length] = started.messageId;
+          this.#onDelivered?.(this.#native.text);
+          continue;
+        }
+        if (!live.startsWith(native.text)) {
+          // Text was taken back (a model round restarted): a stream cannot unsay it; edits can.
+          await streaming.stop(this.#target, native.messageId).catch(() => undefined);
+          this.#fallBack('the text was revised');
+          return false;
+        }
+        if (Date.now() - native.startedAt >= streaming.maxAgeMs || live.length > streaming.maxLength) {
+          await this.#rollOver(live, streaming);
+          continue;
+        }
+        if (this.#finished) {
+          await streaming.stop(this.#target, native.messageId, live.slice(native.text.length) || undefined);
+          this.#shown[this.#sealed.length] = live;
+          this.#native = undefined;
+          this.#nativeDone = true;
+          this.#onDelivered?.(live);
+          continue;
+        }
+        const end = wordBoundary(live, native.text.length);
+        if (end > native.text.length) {
+          const reserved = this.#appendReserved;
+          this.#appendReserved = false;
+          await streaming.append(this.#target, native.messageId, live.slice(native.text.length, end), reserved);
+          native.text = live.slice(0, end);
+          this.#onDelivered?.(native.text);
+        }
+        return true;
+      }
+    } catch (error) {
+      if (!(error instanceof StreamingUnavailable)) throw error;
+      this.#log.warn({ err: error }, 'native streaming refused a call; continuing by editing');
+      if (this.#native) await streaming.stop(this.#target, this.#native.messageId).catch(() => undefined);
+      this.#fallBack(error.message);
+      return false;
+    }
+  }
+
+  /** Ends the live stream at a line break (closing an open code block) and seals it; the rest goes in a new one. */
+  async #rollOver(live: string, streaming: NativeStreaming): Promise<void> {
+    const native = this.#native!;
+    const limit = Math.min(live.length, streaming.maxLength);
+    // At a line break still to come, else exactly at what the stream shows (a word boundary).
+    const cut = Math.max(live.lastIndexOf('\n', limit - 1) + 1, native.text.length);
+    const head = live.slice(0, cut);
+    const fence = openFenceAt(head);
+    const close = fence ? `${head.endsWith('\n') ? '' : '\n'}${fence.marker}` : '';
+    await streaming.stop(this.#target, native.messageId, `${live.slice(native.text.length, cut)}${close}` || undefined);
+    const rest = this.#text.slice(this.#sealed.reduce((n, s) => n + s.length, 0));
+    const skipped = rest.length - (live.length - this.#carry.length);
+    this.#sealed.push({ length: skipped + cut - this.#carry.length, shown: head + close });
+    this.#shown[this.#sealed.length - 1] = head + close;
+    this.#carry = fence ? `${fence.marker}${fence.info}\n` : '';
+    this.#native = undefined;
+  }
+
+  /** The placeholder above a native stream: the status line and the Stop button while the turn runs. */
+  async #syncStatus(): Promise<void> {
+    if (!this.#statusMessageId || this.#finished) return;
+    const text = this.#status ? `_${this.#status}_` : PLACEHOLDER;
+    if (this.#statusShown === text) return;
+    await this.#outbound.edit(this.#target, this.#statusMessageId, text, { buttons: this.#liveButtons ?? [] });
+    this.#statusShown = text;
+  }
+
+  async #removeStatus(): Promise<void> {
+    const id = this.#statusMessageId;
+    if (!id) return;
+    if (this.#outbound.streaming) await this.#outbound.streaming.remove(this.#target, id);
+    else await this.#outbound.edit(this.#target, id, PLACEHOLDER);
+    this.#statusMessageId = undefined;
+  }
+
+  /** Goes on by editing: a live native message becomes an ordinary message; an unused placeholder, the reply. */
+  #fallBack(reason: string): void {
+    this.#log.info({ reason }, 'reply continues by editing');
+    this.#streaming = undefined;
+    this.#appendReserved = false;
+    const index = this.#sealed.length;
+    if (this.#native) {
+      this.#messageIds[index] = this.#native.messageId;
+      this.#native = undefined;
+    } else if (this.#statusMessageId && index === 0 && !this.#messageIds[0]) {
+      this.#messageIds[0] = this.#statusMessageId;
+      this.#statusMessageId = undefined;
+    }
   }
 
   /** The text of the message still being written. */
@@ -236,4 +417,10 @@ export class ReplyStream {
   nudge(): void {
     this.#wake?.();
   }
+}
+
+/** The end of the last whole word of `text` after `from` (just past a whitespace), or `from`. */
+function wordBoundary(text: string, from: number): number {
+  for (let i = text.length; i > from; i--) if (/\s/.test(text[i - 1] ?? '')) return i;
+  return from;
 }

@@ -77,6 +77,18 @@ export async function startHarness(options: {
       }),
     settled: (itemId, timeoutMs = 30_000) => waitForSettled(app, itemId, timeoutMs),
     async stop() {
+      // A test ends when it sees the reply, which can be before the worker has settled the turn and
+      // graphile-worker has completed its job; stopping in between strands that completion.
+      await waitFor(
+        async () => {
+          const { rows } = await app.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE locked_at IS NOT NULL`,
+          );
+          return rows[0]?.n === 0 ? true : undefined;
+        },
+        10_000,
+        'running jobs to complete before stopping',
+      ).catch(() => undefined);
       await app.stop();
       if (!options.db) await db.drop();
     },

@@ -1,20 +1,8 @@
 import type { ReplyButton } from '../../reply/outbound.ts';
 import { cardButtons, cardText, type ApprovalCard } from '../../approval/card.ts';
-import { markdownToMrkdwn } from './format.ts';
-
-/** Block Kit limits Countersign depends on (api.slack.com/reference/block-kit). */
-export const LIMITS = {
-  sectionText: 3000,
-  buttonText: 75,
-  buttonValue: 2000,
-  actionId: 255,
-  actionsElements: 25,
-  blocks: 50,
-  /** chat.update is Tier 3: about 50 a minute, per workspace. */
-  updatesPerMinute: 50,
-} as const;
-
 import type { KnownBlock } from '@slack/web-api';
+import { markdownToMrkdwn } from './format/index.ts';
+import { LIMITS } from './limits.ts';
 
 type Block = KnownBlock;
 

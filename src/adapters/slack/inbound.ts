@@ -86,7 +86,13 @@ export async function startSlackInbound(
     if (!(await firstDelivery(eventId))) return;
     const isDm = event.channel_type === 'im';
     const thread = isDm ? event.thread_ts : (event.thread_ts ?? event.ts);
-    const target = { platform: 'slack', channel: event.channel, workspace: team, ...(thread ? { thread } : {}) };
+    const target = {
+      platform: 'slack',
+      channel: event.channel,
+      workspace: team,
+      recipient: event.user,
+      ...(thread ? { thread } : {}),
+    };
     const placeholder = await deps.outbound.post(target, '…');
     try {
       await ctx.enqueue({
@@ -137,7 +143,7 @@ export async function startSlackInbound(
       return;
     }
     const team = command.team_id;
-    const target = { platform: 'slack', channel: command.channel_id, workspace: team };
+    const target = { platform: 'slack', channel: command.channel_id, workspace: team, recipient: command.user_id };
     const placeholder = await deps.outbound.post(target, `Running skill \`${run.skill.name}\`…`);
     const threaded = { ...target, thread: placeholder.messageId };
     const reply = await deps.outbound.post(threaded, '…');

@@ -2,11 +2,11 @@ import { WebClient, ErrorCode, type WebAPIRateLimitedError } from '@slack/web-ap
 import type { Pool } from '../../db/pool.ts';
 import type { ApprovalCard } from '../../approval/card.ts';
 import { cardText } from '../../approval/card.ts';
-import type { Outbound, PostedMessage, ReplyOptions, ReplyTarget } from '../../reply/outbound.ts';
+import type { NativeStreaming, Outbound, PostedMessage, ReplyOptions, ReplyTarget } from '../../reply/outbound.ts';
 import { waitForToken } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
 import { approvalCardBlocks, replyBlocks } from './blocks.ts';
-import { markdownToMrkdwn } from './format.ts';
+import { markdownToMrkdwn } from './format/index.ts';
 
 export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
   // Retries and 429s are the reply stream's business (newest text wins), not the client's.
@@ -26,14 +26,16 @@ export class SlackOutbound implements Outbound {
   readonly platform = 'slack';
   // Sections hold 3000 characters; leave room for mrkdwn escaping.
   readonly limits = { maxMessageLength: 2800, minEditIntervalMs: 1000 };
+  readonly streaming: NativeStreaming | undefined;
   readonly #client: WebClient;
   readonly #pool: Pool;
   readonly #perMinute: number;
 
-  constructor(client: WebClient, pool: Pool, updatesPerMinute: number) {
+  constructor(client: WebClient, pool: Pool, updatesPerMinute: number, streaming?: NativeStreaming) {
     this.#client = client;
     this.#pool = pool;
     this.#perMinute = updatesPerMinute;
+    this.streaming = streaming;
   }
 
   /** chat.update is the call streaming makes often; its Tier 3 budget is per workspace. */

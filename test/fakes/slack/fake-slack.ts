@@ -1,267 +1,259 @@
-import { createHmac, randomUUID } from 'node:crypto';
+/**
+ * A fake Slack for tests, one loopback HTTP server: the Web API under `/api/<method>` (form or
+ * JSON bodies, bearer tokens, Slack's response shapes and errors, per-workspace rate limits with
+ * 429 + Retry-After), Socket Mode on `/link/` (hello, envelopes, acks, disconnect), and helpers
+ * that deliver events to an HTTP-mode app signed like Slack. The real @slack/bolt App runs
+ * against it with `clientOptions: { slackApiUrl: fake.apiUrl }` — see README.md.
+ */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { parseCall, readBody } from './body.ts';
+import { postToApp, type HttpDelivery, type HttpDeliveryOptions, type HttpDeliveryResult } from './http-delivery.ts';
+import { SlackRateLimiter, type CallRecord } from './rate-limiter.ts';
+import { SocketModeServer, type DeliverOptions, type SocketAck, type SocketEnvelope } from './socket-mode.ts';
+import { METHODS, type CallContext, type Workspace } from './web-api.ts';
+import { SlackWorld, type StoredMessage } from './world.ts';
 
-/**
- * A fake Slack for tests: the Web API methods Countersign calls (form or JSON bodies, bearer
- * tokens, `{ok:false,error}` answers, 429 + Retry-After when a method's per-workspace budget is
- * spent), apps.connections.open and a Socket Mode WebSocket that sends `hello`, delivers envelopes
- * and waits for their acks, and signed HTTP delivery for HTTP mode.
- */
-export interface SlackMessage {
-  channel: string;
-  ts: string;
-  thread_ts?: string;
-  text: string;
-  blocks: unknown[];
-  edits: number;
-  ephemeralFor?: string;
-}
+export type { CallRecord } from './rate-limiter.ts';
+export type { SocketAck, SocketEnvelope } from './socket-mode.ts';
+export type { StoredMessage, MessageVersion } from './world.ts';
+export type { Workspace } from './web-api.ts';
 
 export interface FakeSlackOptions {
+  /** Workspaces and their bot tokens; the first is the default. One workspace when omitted. */
+  workspaces?: Array<Partial<Workspace> & { team: string; botToken: string }>;
+  /** Shorthand for a single workspace's bot token. */
   botToken?: string;
-  appToken?: string;
   team?: string;
-  /** Calls a method may take per minute per workspace before it answers 429. */
+  /** The app-level token (xapp-…) apps.connections.open requires. */
+  appToken?: string;
+  /** Per-minute budgets per method, applied in each workspace separately (e.g. `{'chat.update': 50}`). */
   perMinute?: Record<string, number>;
+  /** Whether chat.startStream / appendStream / stopStream exist. Default true. */
+  streaming?: boolean;
+  /** How often the Socket Mode server pings clients, as Slack does; 0 turns pings off. Default 10 s. */
+  pingIntervalMs?: number;
 }
 
 export class FakeSlack {
-  readonly botToken: string;
   readonly appToken: string;
-  readonly team: string;
+  readonly workspaces: Workspace[];
   readonly botUserId = 'U0BOT00001';
   readonly botId = 'B0BOT00001';
-  readonly messages: SlackMessage[] = [];
-  /** Every Web API call: method and minute (for "calls per minute" assertions). */
-  readonly calls: Array<{ method: string; at: number; status: number }> = [];
+  readonly appId = 'A0FAKEAPP1';
+  readonly world = new SlackWorld();
+  readonly rateLimits: SlackRateLimiter;
+  readonly socketMode: SocketModeServer;
+  /** Whether the streaming methods exist; flip it to test an adapter's fallback. */
+  streaming: boolean;
   url = '';
   readonly #server: http.Server;
-  readonly #wss: WebSocketServer;
-  readonly #sockets = new Set<WebSocket>();
-  readonly #pendingAcks = new Map<string, (ack: unknown) => void>();
-  readonly #perMinute: Record<string, number>;
-  readonly #failNext = new Map<string, { count: number; retryAfter: number }>();
-  #tsCounter = 0;
 
   private constructor(options: FakeSlackOptions) {
-    this.botToken = options.botToken ?? 'xoxb-fake-bot-token';
-    this.appToken = options.appToken ?? 'xapp-1-fake-app-token';
-    this.team = options.team ?? 'T0TEAM0001';
-    this.#perMinute = options.perMinute ?? {};
-    this.#server = http.createServer((req, res) => void this.#onRequest(req, res));
-    this.#wss = new WebSocketServer({ noServer: true });
-    this.#server.on('upgrade', (req, socket, head) => {
-      if (!req.url?.startsWith('/socket')) return socket.destroy();
-      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#onSocket(ws));
+    this.appToken = options.appToken ?? 'xapp-1-A0FAKEAPP1-1-fakeapptoken';
+    this.workspaces = (
+      options.workspaces ?? [
+        { team: options.team ?? 'T0TEAM0001', botToken: options.botToken ?? 'xoxb-fake-bot-token' },
+      ]
+    ).map((w, i) => ({ name: w.name ?? `fake-${i + 1}`, team: w.team, botToken: w.botToken }));
+    this.rateLimits = new SlackRateLimiter(options.perMinute);
+    this.streaming = options.streaming ?? true;
+    this.socketMode = new SocketModeServer({ appId: this.appId, pingIntervalMs: options.pingIntervalMs ?? 10_000 });
+    this.#server = http.createServer((req, res) => {
+      this.#onRequest(req, res).catch((error: unknown) => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ ok: false, error: 'fatal_error', detail: String(error) }));
+      });
     });
+    this.#server.on('upgrade', (req, socket, head) => this.socketMode.handleUpgrade(req, socket, head));
   }
 
   static async start(options: FakeSlackOptions = {}): Promise<FakeSlack> {
     const fake = new FakeSlack(options);
     await new Promise<void>((resolve) => fake.#server.listen(0, '127.0.0.1', resolve));
     fake.url = `http://127.0.0.1:${(fake.#server.address() as AddressInfo).port}`;
+    fake.socketMode.setBaseUrl(fake.url);
     return fake;
   }
 
-  /** The Web API base to give the SDKs (`slackApiUrl`). */
+  /** The Web API base to give the SDKs as `slackApiUrl` (it must end with a slash). */
   get apiUrl(): string {
     return `${this.url}/api/`;
   }
 
+  /** The first workspace's bot token. */
+  get botToken(): string {
+    return this.#first.botToken;
+  }
+
+  /** The first workspace's team id. */
+  get team(): string {
+    return this.#first.team;
+  }
+
+  get #first(): Workspace {
+    const first = this.workspaces[0];
+    if (!first) throw new Error('FakeSlack needs at least one workspace');
+    return first;
+  }
+
+  /** Every Web API call answered, in order. */
+  get calls(): CallRecord[] {
+    return this.rateLimits.calls;
+  }
+
+  /** Every stored message, ephemerals and deleted ones included. */
+  get messages(): StoredMessage[] {
+    return this.world.messages;
+  }
+
+  /** Open Socket Mode connections. */
   get connected(): number {
-    return this.#sockets.size;
+    return this.socketMode.connections;
   }
 
+  /** The next `count` calls to `method` answer 429 with `Retry-After: retryAfterSeconds`. */
   failNext(method: string, count: number, retryAfterSeconds: number): void {
-    this.#failNext.set(method, { count, retryAfter: retryAfterSeconds });
+    this.rateLimits.failNext(method, count, retryAfterSeconds);
   }
 
-  #nextTs(): string {
-    this.#tsCounter += 1;
-    return `${Math.floor(Date.now() / 1000)}.${String(this.#tsCounter).padStart(6, '0')}`;
+  /** The current text of the visible messages in a channel (in one thread, when given), oldest first. */
+  textIn(channel: string, thread?: string): string[] {
+    return this.world
+      .visible(channel)
+      .filter((m) => thread === undefined || m.thread_ts === thread || m.ts === thread)
+      .map((m) => m.text);
+  }
+
+  /** The app's own visible messages in a channel (one thread, when given), oldest first. */
+  botMessages(channel: string, thread?: string): StoredMessage[] {
+    return this.world
+      .visible(channel)
+      .filter((m) => m.user === this.botUserId && (thread === undefined || m.thread_ts === thread));
+  }
+
+  // --- Inbound: what users do ------------------------------------------------------------------
+
+  /**
+   * Sends an envelope over Socket Mode and resolves with the app's ack. Messages carried by
+   * `message` / `app_mention` events are stored first, as they exist in Slack before the event
+   * is sent, so conversations.replies sees them.
+   */
+  deliver(envelope: SocketEnvelope, options?: DeliverOptions): Promise<SocketAck> {
+    if (envelope.type === 'events_api') this.seed(envelope.payload);
+    return this.socketMode.deliver(envelope, options);
+  }
+
+  /** POSTs a delivery to an HTTP-mode app's Request URL, signed like Slack. */
+  post(url: string, delivery: HttpDelivery, options: HttpDeliveryOptions): Promise<HttpDeliveryResult> {
+    if ('json' in delivery) this.seed(delivery.json);
+    return postToApp(url, delivery, options);
+  }
+
+  /**
+   * Stores the message an Events API body (or a bare `message` / `app_mention` event) describes,
+   * as it would exist in Slack, without delivering anything. deliver() and post() call it.
+   */
+  seed(body: unknown): void {
+    if (body && typeof body === 'object' && !('event' in body) && 'channel' in body) body = { event: body };
+    if (!body || typeof body !== 'object') return;
+    const { event, team_id: team } = body as { event?: Record<string, unknown>; team_id?: string };
+    if (!event || (event.type !== 'message' && event.type !== 'app_mention')) return;
+    if (event.subtype !== undefined && event.subtype !== 'bot_message' && event.subtype !== 'thread_broadcast') return;
+    const channel = typeof event.channel === 'string' ? event.channel : undefined;
+    const ts = typeof event.ts === 'string' ? event.ts : undefined;
+    // An app_mention and its message event describe the same message; store it once.
+    if (!channel || !ts || this.world.find(channel, ts)) return;
+    this.world.add(
+      {
+        team: team ?? this.team,
+        channel,
+        ts,
+        ...(typeof event.thread_ts === 'string' && event.thread_ts !== ts ? { thread_ts: event.thread_ts } : {}),
+        user: typeof event.user === 'string' ? event.user : 'U0UNKNOWN1',
+        ...(typeof event.bot_id === 'string' ? { bot_id: event.bot_id } : {}),
+        text: typeof event.text === 'string' ? event.text : '',
+        blocks: Array.isArray(event.blocks) ? event.blocks : [],
+      },
+      'user',
+    );
   }
 
   // --- Web API ----------------------------------------------------------------------------------
 
   async #onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const reply = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+    const answer = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
       res.end(JSON.stringify(body));
     };
-    const method = (req.url ?? '').replace(/^\/api\//, '').split('?')[0] ?? '';
-    let raw = '';
-    for await (const chunk of req) raw += chunk;
-    const type = String(req.headers['content-type'] ?? '');
-    const args: Record<string, unknown> = type.includes('json')
-      ? (JSON.parse(raw || '{}') as Record<string, unknown>)
-      : Object.fromEntries(new URLSearchParams(raw));
-    for (const key of ['blocks', 'attachments']) {
-      if (typeof args[key] === 'string') args[key] = JSON.parse(args[key] as string);
-    }
-    const token = String(req.headers.authorization ?? '').replace(/^Bearer /, '') || String(args.token ?? '');
-    const record = (status: number) => this.calls.push({ method, at: Date.now(), status });
-    const wantApp = method === 'apps.connections.open';
-    if (token !== (wantApp ? this.appToken : this.botToken)) {
-      record(200);
-      return reply(200, { ok: false, error: wantApp ? 'not_allowed_token_type' : 'invalid_auth' });
-    }
-    const forced = this.#failNext.get(method);
-    const limit = this.#perMinute[method];
-    const lastMinute = this.calls.filter(
-      (c) => c.method === method && c.status === 200 && c.at > Date.now() - 60_000,
-    ).length;
-    if ((forced && forced.count > 0) || (limit !== undefined && lastMinute >= limit)) {
-      if (forced && forced.count > 0) forced.count -= 1;
-      record(429);
-      return reply(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(forced?.retryAfter ?? 1) });
-    }
-    record(200);
-    switch (method) {
-      case 'auth.test':
-        return reply(200, {
-          ok: true,
-          url: 'https://fake.slack.com/',
-          team: 'Fake',
-          user: 'countersign',
-          team_id: this.team,
-          user_id: this.botUserId,
-          bot_id: this.botId,
-          is_enterprise_install: false,
-        });
-      case 'apps.connections.open':
-        return reply(200, { ok: true, url: `${this.url.replace('http', 'ws')}/socket?ticket=${randomUUID()}` });
-      case 'chat.postMessage': {
-        const message: SlackMessage = {
-          channel: String(args.channel),
-          ts: this.#nextTs(),
-          ...(args.thread_ts ? { thread_ts: String(args.thread_ts) } : {}),
-          text: String(args.text ?? ''),
-          blocks: (args.blocks as unknown[]) ?? [],
-          edits: 0,
-        };
-        this.messages.push(message);
-        return reply(200, {
-          ok: true,
-          channel: message.channel,
-          ts: message.ts,
-          message: { type: 'message', text: message.text, ts: message.ts, bot_id: this.botId, user: this.botUserId },
-        });
-      }
-      case 'chat.update': {
-        const message = this.messages.find((m) => m.channel === String(args.channel) && m.ts === String(args.ts));
-        if (!message) return reply(200, { ok: false, error: 'message_not_found' });
-        message.text = String(args.text ?? '');
-        message.blocks = (args.blocks as unknown[]) ?? [];
-        message.edits += 1;
-        return reply(200, { ok: true, channel: message.channel, ts: message.ts, text: message.text });
-      }
-      case 'chat.postEphemeral': {
-        const message: SlackMessage = {
-          channel: String(args.channel),
-          ts: this.#nextTs(),
-          text: String(args.text ?? ''),
-          blocks: [],
-          edits: 0,
-          ephemeralFor: String(args.user),
-          ...(args.thread_ts ? { thread_ts: String(args.thread_ts) } : {}),
-        };
-        this.messages.push(message);
-        return reply(200, { ok: true, message_ts: message.ts });
-      }
-      default:
-        return reply(200, { ok: false, error: 'unknown_method' });
-    }
-  }
-
-  /** The visible text of the bot's messages in a channel (a thread, when given), oldest first. */
-  textIn(channel: string, thread?: string): string[] {
-    return this.messages
-      .filter((m) => m.channel === channel && !m.ephemeralFor && (thread === undefined || m.thread_ts === thread))
-      .map((m) => m.text);
-  }
-
-  // --- Socket Mode ------------------------------------------------------------------------------
-
-  #onSocket(ws: WebSocket): void {
-    this.#sockets.add(ws);
-    ws.on('close', () => this.#sockets.delete(ws));
-    ws.on('message', (data) => {
-      const message = JSON.parse(data.toString()) as { envelope_id?: string; payload?: unknown };
-      if (message.envelope_id) this.#pendingAcks.get(message.envelope_id)?.(message.payload);
-    });
-    ws.send(
-      JSON.stringify({
-        type: 'hello',
-        num_connections: this.#sockets.size,
-        debug_info: { host: 'fake-slack', build_number: 1, approximate_connection_time: 18060 },
-        connection_info: { app_id: 'A0FAKEAPP1' },
-      }),
-    );
-  }
-
-  /** Sends an envelope over Socket Mode; resolves with the ack's payload (rejects if none comes). */
-  deliver(
-    type: 'events_api' | 'slash_commands' | 'interactive',
-    payload: unknown,
-    options: { retryAttempt?: number } = {},
-  ): Promise<unknown> {
-    const socket = [...this.#sockets][0];
-    if (!socket) return Promise.reject(new Error('no Socket Mode connection'));
-    const envelope_id = randomUUID();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pendingAcks.delete(envelope_id);
-        reject(new Error(`no ack for envelope ${envelope_id}`));
-      }, 10_000);
-      this.#pendingAcks.set(envelope_id, (ack) => {
-        clearTimeout(timer);
-        this.#pendingAcks.delete(envelope_id);
-        resolve(ack);
+    const path = new URL(req.url ?? '/', 'http://fake').pathname;
+    const method = /^\/api\/([A-Za-z.]+)$/.exec(path)?.[1];
+    if (!method) return answer(404, { ok: false, error: 'not_found' });
+    const raw = await readBody(req);
+    const parsed = parseCall(req.headers, req.url ?? '/', raw);
+    const now = Date.now();
+    const record = (status: number, team: string | undefined, error?: string, cause?: CallRecord['cause']) =>
+      this.rateLimits.record({
+        method,
+        team,
+        at: now,
+        status,
+        ...(error ? { error } : {}),
+        ...(cause ? { cause } : {}),
       });
-      socket.send(
-        JSON.stringify({
-          envelope_id,
-          type,
-          payload,
-          accepts_response_payload: type !== 'events_api',
-          retry_attempt: options.retryAttempt ?? 0,
-          retry_reason: options.retryAttempt ? 'timeout' : '',
-        }),
-      );
-    });
-  }
 
-  // --- HTTP delivery ----------------------------------------------------------------------------
+    if ('error' in parsed) {
+      record(200, undefined, parsed.error);
+      return answer(200, { ok: false, error: parsed.error });
+    }
+    const workspace = this.workspaces.find((w) => w.botToken === parsed.token);
+    const isAppToken = parsed.token === this.appToken;
+    const authError = !parsed.token
+      ? 'not_authed'
+      : method === 'apps.connections.open'
+        ? isAppToken
+          ? undefined
+          : workspace
+            ? 'not_allowed_token_type'
+            : 'invalid_auth'
+        : workspace
+          ? undefined
+          : isAppToken
+            ? 'not_allowed_token_type'
+            : 'invalid_auth';
+    if (authError) {
+      record(200, workspace?.team, authError);
+      return answer(200, { ok: false, error: authError });
+    }
 
-  /** POSTs a signed delivery to an HTTP-mode app, as Slack does. */
-  async post(
-    url: string,
-    body: { json: unknown } | { form: Record<string, string> },
-    options: { signingSecret: string; retryNum?: number; badSignature?: boolean },
-  ): Promise<{ status: number; text: string }> {
-    const raw = 'json' in body ? JSON.stringify(body.json) : new URLSearchParams(body.form).toString();
-    const timestamp = String(Math.floor(Date.now() / 1000));
-    const signature = `v0=${createHmac('sha256', options.signingSecret).update(`v0:${timestamp}:${raw}`).digest('hex')}`;
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'json' in body ? 'application/json' : 'application/x-www-form-urlencoded',
-        'x-slack-request-timestamp': timestamp,
-        'x-slack-signature': options.badSignature ? `v0=${'0'.repeat(64)}` : signature,
-        ...(options.retryNum
-          ? { 'x-slack-retry-num': String(options.retryNum), 'x-slack-retry-reason': 'http_timeout' }
-          : {}),
-      },
-      body: raw,
-    });
-    return { status: res.status, text: await res.text() };
+    const team = workspace?.team ?? this.team;
+    const limited = this.rateLimits.check(method, team, now);
+    if (limited) {
+      record(429, team, 'ratelimited', limited.cause);
+      return answer(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(limited.retryAfterSeconds) });
+    }
+
+    const handler = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined;
+    if (!handler) {
+      record(200, team, 'unknown_method');
+      return answer(200, { ok: false, error: 'unknown_method', req_method: method });
+    }
+    const context: CallContext = {
+      world: this.world,
+      workspace: workspace ?? this.#first,
+      botUserId: this.botUserId,
+      botId: this.botId,
+      appId: this.appId,
+      streaming: this.streaming,
+      openConnection: () => this.socketMode.issueUrl(),
+    };
+    const result = handler(parsed.args, context);
+    record(200, team, result.ok ? undefined : String(result.error));
+    return answer(200, result.ok || result.error !== 'unknown_method' ? result : { ...result, req_method: method });
   }
 
   async close(): Promise<void> {
-    for (const ws of this.#sockets) ws.terminate();
-    this.#wss.close();
+    this.socketMode.close();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }

@@ -1,0 +1,2 @@
+export { escapeMrkdwn, markdownToMrkdwn } from './mrkdwn.ts';
+export { neutralizeMarkdownMentions, neutralizeMentions, type MentionPolicy } from './mentions.ts';

@@ -1,0 +1,46 @@
+/**
+ * Every Slack limit Countersign depends on, in one table. Sources: the Block Kit reference
+ * (blocks, section, actions, context, button element, plain_text object), chat.postMessage
+ * (`text` truncation, `msg_too_long`), the streaming methods (`markdown_text`), and the Web API
+ * rate-limit tiers. Tests iterate this table, so a limit added here is checked against the
+ * builders that use it.
+ */
+export const LIMITS = {
+  /** Blocks in one message. */
+  blocks: 50,
+  /** Characters in a section block's text. */
+  sectionText: 3000,
+  /** Fields in one section block. */
+  sectionFields: 10,
+  /** Characters in one section field. */
+  sectionFieldText: 2000,
+  /** Characters in a header block's text. */
+  headerText: 150,
+  /** Elements in one context block. */
+  contextElements: 10,
+  /** Elements (buttons) in one actions block. */
+  actionsElements: 25,
+  /** Characters in a button's label. */
+  buttonText: 75,
+  /** Characters in a button's value. */
+  buttonValue: 2000,
+  /** Characters in an action_id. */
+  actionId: 255,
+  /** Characters in a block_id. */
+  blockId: 255,
+  /**
+   * Characters Countersign puts in a button's value and action_id: Discord's custom_id allows 100,
+   * and one token format serves both platforms.
+   */
+  buttonToken: 100,
+  /** Characters of a message's top-level `text`; Slack truncates past 40,000 (and rejects with msg_too_long). */
+  messageText: 40_000,
+  /** Characters of `markdown_text` per chat.startStream / appendStream / stopStream call. */
+  streamMarkdownText: 12_000,
+  /** chat.update per minute per workspace (Tier 3). */
+  chatUpdatePerMinute: 50,
+  /** chat.appendStream per minute per workspace (Tier 4). */
+  appendStreamPerMinute: 100,
+} as const;
+
+export type SlackLimit = keyof typeof LIMITS;

@@ -1,0 +1,146 @@
+import { ErrorCode, type WebAPIPlatformError, type WebAPIRateLimitedError, type WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { Pool } from '../../db/pool.ts';
+import { metrics } from '../../metrics.ts';
+import {
+  StreamingUnavailable,
+  type NativeStreaming,
+  type PostedMessage,
+  type ReplyTarget,
+} from '../../reply/outbound.ts';
+import { tryTakeToken, waitForToken, type BucketShape } from '../../reply/rate-bucket.ts';
+import { neutralizeMarkdownMentions } from './format/index.ts';
+import { LIMITS } from './limits.ts';
+
+/**
+ * Per-workspace budgets under the methods' tiers (chat.startStream and chat.stopStream are Tier 2,
+ * about 20 a minute; chat.appendStream Tier 4, 100+): a burst plus a minute of refill stays inside.
+ */
+function budget(perMinute: number): BucketShape {
+  const capacity = Math.max(1, Math.floor(perMinute / 6));
+  return { capacity, refillPerSecond: (perMinute - capacity) / 60 };
+}
+const APPENDS = budget(90);
+const UNSUPPORTED_RECHECK_MS = 10 * 60_000;
+
+/** Errors after which the stream is over for good; anything else (network, 5xx) is retried. */
+const STREAM_GONE = new Set([
+  'message_not_in_streaming_state',
+  'message_not_found',
+  'cant_update_message',
+  'unknown_method',
+  'method_deprecated',
+  'not_allowed_token_type',
+  'missing_scope',
+  'channel_not_found',
+  'is_archived',
+]);
+
+/**
+ * Slack's native streaming (chat.startStream / appendStream / stopStream) for the reply stream.
+ * Streams are threaded replies to the person who asked; a stream that cannot start (no thread, no
+ * budget left this minute, the method missing) makes the reply fall back to posting and editing.
+ */
+export class SlackNativeStreaming implements NativeStreaming {
+  readonly maxAgeMs: number;
+  // markdown_text holds 12,000 characters a call; mention neutralizing adds a little.
+  readonly maxLength = LIMITS.streamMarkdownText - 1000;
+  readonly #client: WebClient;
+  readonly #pool: Pool;
+  readonly #log: Logger;
+  readonly #starts: BucketShape;
+  readonly #stops: BucketShape;
+  /** Workspaces where Slack said the methods don't exist (GovSlack, proxies): asked again after a while. */
+  readonly #unsupportedUntil = new Map<string, number>();
+
+  constructor(client: WebClient, pool: Pool, log: Logger, options: { maxAgeMs: number; startsPerMinute: number }) {
+    // Every stream started is stopped once, so stops get the same budget.
+    this.#starts = budget(options.startsPerMinute);
+    this.#stops = budget(options.startsPerMinute);
+    this.#client = client;
+    this.#pool = pool;
+    this.#log = log.child({ component: 'slack-streaming' });
+    this.maxAgeMs = options.maxAgeMs;
+  }
+
+  #key(target: ReplyTarget, method: string): string {
+    return `slack:${target.workspace ?? 'default'}:${method}`;
+  }
+
+  async start(target: ReplyTarget, text: string): Promise<PostedMessage | undefined> {
+    const workspace = target.workspace ?? 'default';
+    if (!target.thread || (this.#unsupportedUntil.get(workspace) ?? 0) > Date.now()) return undefined;
+    const isDm = target.channel.startsWith('D');
+    if (!isDm && !(target.recipient && target.workspace)) return undefined;
+    if (!(await tryTakeToken(this.#pool, this.#key(target, 'chat.startStream'), this.#starts))) return undefined;
+    try {
+      const result = await this.#client.chat.startStream({
+        channel: target.channel,
+        thread_ts: target.thread,
+        markdown_text: neutralizeMarkdownMentions(text),
+        ...(target.recipient && target.workspace
+          ? { recipient_user_id: target.recipient, recipient_team_id: target.workspace }
+          : {}),
+      });
+      return { messageId: String(result.ts) };
+    } catch (error) {
+      const code = (error as WebAPIPlatformError).data?.error;
+      if (code === 'unknown_method' || code === 'method_deprecated')
+        this.#unsupportedUntil.set(workspace, Date.now() + UNSUPPORTED_RECHECK_MS);
+      // Posting a message instead is always possible; a stream is only nicer.
+      this.#log.warn({ err: error, code }, 'chat.startStream failed; replying by editing instead');
+      return undefined;
+    }
+  }
+
+  async reserveAppend(target: ReplyTarget): Promise<void> {
+    await waitForToken(this.#pool, this.#key(target, 'chat.appendStream'), APPENDS);
+  }
+
+  async append(target: ReplyTarget, messageId: string, text: string, reserved = false): Promise<void> {
+    if (!reserved) await this.reserveAppend(target);
+    await this.#call('chat.appendStream', () =>
+      this.#client.chat.appendStream({
+        channel: target.channel,
+        ts: messageId,
+        markdown_text: neutralizeMarkdownMentions(text),
+      }),
+    );
+  }
+
+  async stop(target: ReplyTarget, messageId: string, text?: string): Promise<void> {
+    await waitForToken(this.#pool, this.#key(target, 'chat.stopStream'), this.#stops);
+    await this.#call('chat.stopStream', () =>
+      this.#client.chat.stopStream({
+        channel: target.channel,
+        ts: messageId,
+        ...(text ? { markdown_text: neutralizeMarkdownMentions(text) } : {}),
+      }),
+    );
+  }
+
+  async remove(target: ReplyTarget, messageId: string): Promise<void> {
+    try {
+      await this.#call('chat.delete', () => this.#client.chat.delete({ channel: target.channel, ts: messageId }));
+    } catch (error) {
+      // Already gone (deleted by a person) is what we wanted.
+      if (!(error instanceof StreamingUnavailable)) throw error;
+    }
+  }
+
+  async #call<T>(method: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if ((error as { code?: string }).code === ErrorCode.RateLimitedError) {
+        metrics.platformRateLimited.inc({ platform: 'slack', method });
+        const seconds = (error as WebAPIRateLimitedError).retryAfter;
+        throw Object.assign(new Error(`Slack rate limited ${method}`), { retryAfterMs: seconds * 1000 });
+      }
+      const code = (error as WebAPIPlatformError).data?.error;
+      if (code && STREAM_GONE.has(code)) throw new StreamingUnavailable(`${method}: ${code}`, { cause: error });
+      metrics.platformErrors.inc({ platform: 'slack' });
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,366 @@
+/**
+ * The Web API methods the fake answers, each in Slack's documented response shape. Handlers get
+ * the parsed arguments and the calling workspace; authentication and rate limiting happen before
+ * (in fake-slack.ts). Errors are `{ok:false, error}` with HTTP 200, as Slack sends them.
+ */
+import { checkMessage } from './message-rules.ts';
+import type { SlackWorld, StoredMessage } from './world.ts';
+
+export interface Workspace {
+  team: string;
+  name: string;
+  botToken: string;
+}
+
+export interface CallContext {
+  world: SlackWorld;
+  workspace: Workspace;
+  botUserId: string;
+  botId: string;
+  appId: string;
+  /** Whether chat.startStream / appendStream / stopStream exist (off: `unknown_method`). */
+  streaming: boolean;
+  /** Issues a one-time Socket Mode URL (apps.connections.open). */
+  openConnection(): string;
+}
+
+export type Answer = { ok: true } & Record<string, unknown>;
+export type Failure = { ok: false; error: string } & Record<string, unknown>;
+type Handler = (args: Record<string, unknown>, ctx: CallContext) => Answer | Failure;
+
+/** markdown_text on the streaming methods is limited to 12,000 characters. */
+const STREAM_MARKDOWN_MAX = 12_000;
+
+const fail = (error: string, extra: Record<string, unknown> = {}): Failure => ({ ok: false, error, ...extra });
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : undefined;
+const blocksOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+function messageJson(m: StoredMessage, ctx: CallContext): Record<string, unknown> {
+  const replies = ctx.world.replyCount(m.channel, m.ts);
+  return {
+    type: 'message',
+    // The app's own posts carry bot_id and app_id; other bots' posts are subtype bot_message.
+    ...(m.bot_id && m.user === ctx.botUserId ? { bot_id: m.bot_id, app_id: ctx.appId } : {}),
+    ...(m.bot_id && m.user !== ctx.botUserId ? { subtype: 'bot_message', bot_id: m.bot_id } : {}),
+    user: m.user,
+    text: m.text,
+    ...(m.blocks.length ? { blocks: m.blocks } : {}),
+    ts: m.ts,
+    team: m.team,
+    ...(m.thread_ts ? { thread_ts: m.thread_ts, parent_user_id: ctx.world.find(m.channel, m.thread_ts)?.user } : {}),
+    ...(replies.length
+      ? {
+          thread_ts: m.ts,
+          reply_count: replies.length,
+          reply_users: [...new Set(replies.map((r) => r.user))],
+          latest_reply: replies.at(-1)?.ts,
+        }
+      : {}),
+    ...(m.edits > 0 && !m.streaming
+      ? { edited: { user: m.user, ts: `${Math.floor(lastEditAt(m) / 1000)}.000000` } }
+      : {}),
+    ...(Object.keys(m.reactions).length
+      ? { reactions: Object.entries(m.reactions).map(([name, users]) => ({ name, users, count: users.length })) }
+      : {}),
+    ...(m.streaming ? { streaming_state: m.streaming } : {}),
+  };
+}
+
+const lastEditAt = (m: StoredMessage): number => m.history.at(-1)?.at ?? 0;
+
+function requireChannel(args: Record<string, unknown>, ctx: CallContext): Failure | string {
+  const channel = str(args.channel);
+  if (!channel || !ctx.world.channel(channel)) return fail('channel_not_found');
+  if (ctx.world.channel(channel)?.is_archived) return fail('is_archived');
+  return channel;
+}
+
+function ownMessage(args: Record<string, unknown>, ctx: CallContext): Failure | StoredMessage {
+  const channel = requireChannel(args, ctx);
+  if (typeof channel !== 'string') return channel;
+  const ts = str(args.ts);
+  const message = ts ? ctx.world.find(channel, ts) : undefined;
+  if (!message) return fail('message_not_found');
+  if (message.user !== ctx.botUserId) return fail('cant_update_message');
+  return message;
+}
+
+/** Text of the markdown_text argument plus any markdown_text chunks, in order. */
+function streamText(args: Record<string, unknown>): string {
+  const chunks = Array.isArray(args.chunks) ? (args.chunks as Array<Record<string, unknown>>) : [];
+  const fromChunks = chunks.filter((c) => c?.type === 'markdown_text').map((c) => String(c.text ?? ''));
+  return [typeof args.markdown_text === 'string' ? args.markdown_text : '', ...fromChunks].join('');
+}
+
+function streamArgsProblem(args: Record<string, unknown>, required: boolean): Failure | undefined {
+  const text = typeof args.markdown_text === 'string' ? args.markdown_text : '';
+  if (text.length > STREAM_MARKDOWN_MAX) return fail('msg_too_long');
+  if (required && !text && !Array.isArray(args.chunks)) {
+    return fail('invalid_arguments', {
+      response_metadata: { messages: ['[ERROR] either markdown_text or chunks is required'] },
+    });
+  }
+  return undefined;
+}
+
+const streamingOnly =
+  (handler: Handler): Handler =>
+  (args, ctx) =>
+    ctx.streaming ? handler(args, ctx) : fail('unknown_method');
+
+export const METHODS: Record<string, Handler> = {
+  'auth.test': (_args, ctx) => ({
+    ok: true,
+    url: `https://${ctx.workspace.name}.slack.com/`,
+    team: ctx.workspace.name,
+    user: 'countersign',
+    team_id: ctx.workspace.team,
+    user_id: ctx.botUserId,
+    bot_id: ctx.botId,
+    is_enterprise_install: false,
+  }),
+
+  'apps.connections.open': (_args, ctx) => ({ ok: true, url: ctx.openConnection() }),
+
+  'chat.postMessage': (args, ctx) => {
+    const channel = requireChannel(args, ctx);
+    if (typeof channel !== 'string') return channel;
+    const violation = checkMessage(args.text, args.blocks);
+    if (violation)
+      return fail(
+        violation.error,
+        violation.messages.length ? { response_metadata: { messages: violation.messages } } : {},
+      );
+    const threadTs = str(args.thread_ts);
+    const message = ctx.world.add(
+      {
+        team: ctx.workspace.team,
+        channel,
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+        user: ctx.botUserId,
+        bot_id: ctx.botId,
+        text: str(args.text) ?? '',
+        blocks: blocksOf(args.blocks),
+      },
+      'chat.postMessage',
+    );
+    return { ok: true, channel, ts: message.ts, message: messageJson(message, ctx) };
+  },
+
+  'chat.update': (args, ctx) => {
+    const message = ownMessage(args, ctx);
+    if ('ok' in message) return message;
+    const text = args.text === undefined ? message.text : (str(args.text) ?? '');
+    const blocks = args.blocks === undefined ? message.blocks : blocksOf(args.blocks);
+    const violation = checkMessage(text, blocks);
+    if (violation)
+      return fail(
+        violation.error,
+        violation.messages.length ? { response_metadata: { messages: violation.messages } } : {},
+      );
+    ctx.world.edit(message, { text, blocks }, 'chat.update');
+    return { ok: true, channel: message.channel, ts: message.ts, text, message: messageJson(message, ctx) };
+  },
+
+  'chat.postEphemeral': (args, ctx) => {
+    const channel = requireChannel(args, ctx);
+    if (typeof channel !== 'string') return channel;
+    const user = str(args.user);
+    if (!user || !ctx.world.user(user, ctx.workspace.team)) return fail('user_not_found');
+    const violation = checkMessage(args.text, args.blocks);
+    if (violation)
+      return fail(
+        violation.error,
+        violation.messages.length ? { response_metadata: { messages: violation.messages } } : {},
+      );
+    const threadTs = str(args.thread_ts);
+    const message = ctx.world.add(
+      {
+        team: ctx.workspace.team,
+        channel,
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+        user: ctx.botUserId,
+        bot_id: ctx.botId,
+        text: str(args.text) ?? '',
+        blocks: blocksOf(args.blocks),
+        ephemeralFor: user,
+      },
+      'chat.postEphemeral',
+    );
+    return { ok: true, message_ts: message.ts };
+  },
+
+  'chat.delete': (args, ctx) => {
+    const message = ownMessage(args, ctx);
+    if ('ok' in message) return message.error === 'cant_update_message' ? fail('cant_delete_message') : message;
+    message.deleted = true;
+    return { ok: true, channel: message.channel, ts: message.ts };
+  },
+
+  'conversations.replies': (args, ctx) => {
+    const channel = requireChannel(args, ctx);
+    if (typeof channel !== 'string') return channel;
+    const ts = str(args.ts);
+    const thread = ts ? ctx.world.thread(channel, ts) : [];
+    if (!thread.length) return fail('thread_not_found');
+    return page(
+      thread.map((m) => messageJson(m, ctx)),
+      args,
+    );
+  },
+
+  'conversations.history': (args, ctx) => {
+    const channel = requireChannel(args, ctx);
+    if (typeof channel !== 'string') return channel;
+    const oldest = str(args.oldest);
+    const latest = str(args.latest);
+    const messages = ctx.world
+      .channelHistory(channel)
+      .filter((m) => (oldest === undefined || m.ts > oldest) && (latest === undefined || m.ts < latest));
+    return page(
+      messages.map((m) => messageJson(m, ctx)),
+      args,
+    );
+  },
+
+  'conversations.info': (args, ctx) => {
+    const id = str(args.channel);
+    const channel = id ? ctx.world.channel(id) : undefined;
+    if (!channel) return fail('channel_not_found');
+    return {
+      ok: true,
+      channel: {
+        id: channel.id,
+        ...(channel.is_im
+          ? { is_im: true, user: channel.user ?? 'U0ALICE001', is_org_shared: false, created: 1700000000 }
+          : {
+              name: channel.name,
+              is_channel: !channel.is_private,
+              is_group: channel.is_private,
+              is_im: false,
+              is_mpim: false,
+              is_private: channel.is_private,
+              is_archived: channel.is_archived,
+              is_general: false,
+              is_member: true,
+              is_shared: false,
+              is_ext_shared: false,
+              is_org_shared: false,
+              context_team_id: ctx.workspace.team,
+              created: 1700000000,
+              creator: 'U0ADMIN001',
+              name_normalized: channel.name,
+              topic: { value: '', creator: '', last_set: 0 },
+              purpose: { value: '', creator: '', last_set: 0 },
+            }),
+      },
+    };
+  },
+
+  'users.info': (args, ctx) => {
+    const id = str(args.user);
+    const user = id ? ctx.world.user(id, ctx.workspace.team) : undefined;
+    if (!user) return fail('user_not_found');
+    return {
+      ok: true,
+      user: {
+        id: user.id,
+        team_id: user.team_id,
+        name: user.name,
+        deleted: false,
+        real_name: user.real_name,
+        tz: user.tz,
+        is_bot: user.is_bot,
+        is_app_user: false,
+        is_admin: false,
+        profile: { real_name: user.real_name, display_name: user.name, team: user.team_id },
+      },
+    };
+  },
+
+  'reactions.add': (args, ctx) => {
+    const channel = requireChannel(args, ctx);
+    if (typeof channel !== 'string') return channel;
+    const name = str(args.name);
+    if (!name) return fail('invalid_name');
+    const ts = str(args.timestamp);
+    const message = ts ? ctx.world.find(channel, ts) : undefined;
+    if (!message) return fail('message_not_found');
+    const users = (message.reactions[name] ??= []);
+    if (users.includes(ctx.botUserId)) return fail('already_reacted');
+    users.push(ctx.botUserId);
+    return { ok: true };
+  },
+
+  'chat.startStream': streamingOnly((args, ctx) => {
+    const channel = requireChannel(args, ctx);
+    if (typeof channel !== 'string') return channel;
+    const threadTs = str(args.thread_ts);
+    // Streamed messages are always replies to a user's request.
+    if (!threadTs)
+      return fail('invalid_arguments', {
+        response_metadata: { messages: ['[ERROR] missing required field: thread_ts'] },
+      });
+    // Outside DMs Slack must know who is being answered.
+    if (!ctx.world.channel(channel)?.is_im && (!str(args.recipient_user_id) || !str(args.recipient_team_id))) {
+      return fail('invalid_arguments', {
+        response_metadata: { messages: ['[ERROR] recipient_user_id and recipient_team_id are required outside DMs'] },
+      });
+    }
+    const problem = streamArgsProblem(args, false);
+    if (problem) return problem;
+    const message = ctx.world.add(
+      {
+        team: ctx.workspace.team,
+        channel,
+        thread_ts: threadTs,
+        user: ctx.botUserId,
+        bot_id: ctx.botId,
+        text: streamText(args),
+        blocks: [],
+        streaming: 'in_progress',
+      },
+      'chat.startStream',
+    );
+    return { ok: true, channel, ts: message.ts };
+  }),
+
+  'chat.appendStream': streamingOnly((args, ctx) => {
+    const message = ownMessage(args, ctx);
+    if ('ok' in message) return message;
+    if (message.streaming !== 'in_progress') return fail('message_not_in_streaming_state');
+    const problem = streamArgsProblem(args, true);
+    if (problem) return problem;
+    ctx.world.edit(message, { text: message.text + streamText(args), blocks: message.blocks }, 'chat.appendStream');
+    return { ok: true, channel: message.channel, ts: message.ts };
+  }),
+
+  'chat.stopStream': streamingOnly((args, ctx) => {
+    const message = ownMessage(args, ctx);
+    if ('ok' in message) return message;
+    if (message.streaming !== 'in_progress') return fail('message_not_in_streaming_state');
+    const problem = streamArgsProblem(args, false);
+    if (problem) return problem;
+    const blocks = [...message.blocks, ...blocksOf(args.blocks)];
+    const tail = streamText(args);
+    if (tail || blocks.length !== message.blocks.length) {
+      ctx.world.edit(message, { text: message.text + tail, blocks }, 'chat.stopStream');
+    }
+    message.streaming = 'completed';
+    return { ok: true, channel: message.channel, ts: message.ts, message: messageJson(message, ctx) };
+  }),
+};
+
+function page(items: Array<Record<string, unknown>>, args: Record<string, unknown>): Answer {
+  const limit = Math.min(Math.max(Number(args.limit) || 100, 1), 1000);
+  const start = Number(str(args.cursor)?.replace(/^offset:/, '') ?? 0) || 0;
+  const slice = items.slice(start, start + limit);
+  const more = start + limit < items.length;
+  return {
+    ok: true,
+    messages: slice,
+    has_more: more,
+    response_metadata: { next_cursor: more ? `offset:${start + limit}` : '' },
+  };
+}

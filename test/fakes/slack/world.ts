@@ -1,0 +1,144 @@
+/**
+ * What the fake Slack remembers: every message per channel (bot replies, messages a test says a
+ * user wrote, ephemerals), each with its edit history, plus the users and channels that
+ * users.info and conversations.info describe.
+ */
+import { nextSlackTs } from './ts.ts';
+
+export interface MessageVersion {
+  text: string;
+  blocks: unknown[];
+  /** The method that produced this version (chat.postMessage, chat.update, chat.appendStream, …). */
+  by: string;
+  at: number;
+}
+
+export interface StoredMessage {
+  team: string;
+  channel: string;
+  ts: string;
+  /** The parent's ts for a thread reply (absent on top-level messages and on parents). */
+  thread_ts?: string;
+  /** Author: a user id, or the bot user for the app's own messages. */
+  user: string;
+  /** Set on messages the app (or another bot) posted. */
+  bot_id?: string;
+  /** The current visible text. */
+  text: string;
+  blocks: unknown[];
+  /** Every version, oldest first; `history[0]` is the message as first posted. */
+  history: MessageVersion[];
+  /** Number of edits after the first post (chat.update, stream appends). */
+  edits: number;
+  deleted: boolean;
+  /** Set on chat.postEphemeral messages: only this user saw it. */
+  ephemeralFor?: string;
+  /** Messages made by chat.startStream are 'in_progress' until chat.stopStream. */
+  streaming?: 'in_progress' | 'completed';
+  /** Reaction name → users who reacted. */
+  reactions: Record<string, string[]>;
+}
+
+export interface SlackUser {
+  id: string;
+  team_id: string;
+  name: string;
+  real_name: string;
+  is_bot: boolean;
+  tz: string;
+}
+
+export interface SlackChannel {
+  id: string;
+  name: string;
+  is_im: boolean;
+  is_private: boolean;
+  is_archived: boolean;
+  /** For a DM: the other member. */
+  user?: string;
+}
+
+export class SlackWorld {
+  readonly messages: StoredMessage[] = [];
+  readonly users = new Map<string, SlackUser>();
+  readonly channels = new Map<string, SlackChannel>();
+
+  add(
+    message: Omit<StoredMessage, 'ts' | 'history' | 'edits' | 'deleted' | 'reactions'> & { ts?: string },
+    by: string,
+  ): StoredMessage {
+    const stored: StoredMessage = {
+      ...message,
+      ts: message.ts ?? nextSlackTs(),
+      history: [{ text: message.text, blocks: message.blocks, by, at: Date.now() }],
+      edits: 0,
+      deleted: false,
+      reactions: {},
+    };
+    this.messages.push(stored);
+    return stored;
+  }
+
+  /** A message visible in the channel (ephemerals and deleted messages are not). */
+  find(channel: string, ts: string): StoredMessage | undefined {
+    return this.messages.find((m) => m.channel === channel && m.ts === ts && !m.deleted && !m.ephemeralFor);
+  }
+
+  edit(message: StoredMessage, change: { text: string; blocks: unknown[] }, by: string): void {
+    message.text = change.text;
+    message.blocks = change.blocks;
+    message.edits += 1;
+    message.history.push({ text: change.text, blocks: change.blocks, by, at: Date.now() });
+  }
+
+  /** A thread as conversations.replies lists it: the parent first, then replies oldest first. */
+  thread(channel: string, threadTs: string): StoredMessage[] {
+    const parent = this.find(channel, threadTs);
+    if (!parent) return [];
+    const replies = this.visible(channel).filter((m) => m.thread_ts === threadTs && m.ts !== threadTs);
+    return [parent, ...replies.sort(byTs)];
+  }
+
+  /** Top-level messages of a channel, newest first, as conversations.history lists them. */
+  channelHistory(channel: string): StoredMessage[] {
+    return this.visible(channel)
+      .filter((m) => m.thread_ts === undefined || m.thread_ts === m.ts)
+      .sort(byTs)
+      .reverse();
+  }
+
+  replyCount(channel: string, ts: string): StoredMessage[] {
+    return this.visible(channel).filter((m) => m.thread_ts === ts && m.ts !== ts);
+  }
+
+  visible(channel: string): StoredMessage[] {
+    return this.messages.filter((m) => m.channel === channel && !m.deleted && !m.ephemeralFor);
+  }
+
+  user(id: string, team: string): SlackUser | undefined {
+    const known = this.users.get(id);
+    if (known) return known;
+    // Any well-formed user id exists, so tests need not declare every person they mention.
+    if (!/^[UW][A-Z0-9]{2,}$/.test(id)) return undefined;
+    const name = id.toLowerCase();
+    return { id, team_id: team, name, real_name: `User ${id}`, is_bot: false, tz: 'Etc/UTC' };
+  }
+
+  channel(id: string): SlackChannel | undefined {
+    const known = this.channels.get(id);
+    if (known) return known;
+    // C… public channel, G… private channel, D… DM: Slack's id prefixes.
+    if (!/^[CGD][A-Z0-9]{2,}$/.test(id)) return undefined;
+    return {
+      id,
+      name: id.startsWith('D') ? id : `channel-${id.toLowerCase()}`,
+      is_im: id.startsWith('D'),
+      is_private: !id.startsWith('C'),
+      is_archived: false,
+    };
+  }
+}
+
+function byTs(a: StoredMessage, b: StoredMessage): number {
+  return a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0;
+}
