@@ -281,7 +281,7 @@ export class ReplyStream {
         if (!native) {
           // Only whole words go out, so a mention split across deltas is never half-sent.
           const room = live.slice(0, streaming.maxLength);
-          let end = this.#finished && room.length === live.length ? live.length : wordBoundary(room, 0);
+          let end = this.#finished && room.length === live.length ? live.length : streamBoundary(room, 0);
           // One word longer than a whole message goes out cut.
           if (end === 0 && live.length > streaming.maxLength) end = room.length;
           if (end === 0) {
@@ -317,7 +317,7 @@ export class ReplyStream {
           this.#onDelivered?.(live);
           continue;
         }
-        const end = wordBoundary(live, native.text.length);
+        const end = streamBoundary(live, native.text.length);
         if (end > native.text.length) {
           const reserved = this.#appendReserved;
           this.#appendReserved = false;
@@ -345,9 +345,10 @@ export class ReplyStream {
     const head = live.slice(0, cut);
     const fence = openFenceAt(head);
     const close = fence ? `${head.endsWith('\n') ? '' : '\n'}${fence.marker}` : '';
-    await streaming.stop(this.#target, native.messageId, `${live.slice(native.text.length, cut)}${close}` || undefined);
+    // Measured before the await: the model keeps appending while the stream stops.
     const rest = this.#text.slice(this.#sealed.reduce((n, s) => n + s.length, 0));
     const skipped = rest.length - (live.length - this.#carry.length);
+    await streaming.stop(this.#target, native.messageId, `${live.slice(native.text.length, cut)}${close}` || undefined);
     this.#sealed.push({ length: skipped + cut - this.#carry.length, shown: head + close });
     this.#shown[this.#sealed.length - 1] = head + close;
     this.#carry = fence ? `${fence.marker}${fence.info}\n` : '';
@@ -419,8 +420,21 @@ export class ReplyStream {
   }
 }
 
-/** The end of the last whole word of `text` after `from` (just past a whitespace), or `from`. */
-function wordBoundary(text: string, from: number): number {
-  for (let i = text.length; i > from; i--) if (/\s/.test(text[i - 1] ?? '')) return i;
-  return from;
+/**
+ * How far a native stream may go in `text` beyond `from`: the end of the last whole word, or inside a
+ * code block the end of the last whole line, so a rollover never has to cut a code line in two.
+ */
+function streamBoundary(text: string, from: number): number {
+  let end = from;
+  for (let i = text.length; i > from; i--) {
+    if (/\s/.test(text[i - 1] ?? '')) {
+      end = i;
+      break;
+    }
+  }
+  if (end > from && openFenceAt(text.slice(0, end))) {
+    const line = text.lastIndexOf('\n', end - 1) + 1;
+    return line > from ? line : from;
+  }
+  return end;
 }

@@ -44,8 +44,12 @@ class AppendOnlyPeer implements NativeStreaming {
     const m = this.outbound.messages.get(id)!;
     m.text += text;
   }
+  /** Runs while a stop call is in flight (the model goes on writing meanwhile). */
+  duringStop: (() => void) | undefined;
   async stop(_t: ReplyTarget, id: string, text?: string): Promise<void> {
     this.log.push('stop');
+    this.duringStop?.();
+    await tick(1);
     if (!this.open.delete(id)) throw new StreamingUnavailable('message_not_in_streaming_state');
     if (text) this.outbound.messages.get(id)!.text += text;
   }
@@ -154,7 +158,27 @@ describe('native streaming', () => {
       expect(next, line).toBeGreaterThanOrEqual(at);
       at = next + line.length;
     }
-    expect(joined.split('echo step 7\n').length).toBe(2);
+    // No code line is ever cut in two by a rollover.
+    for (const line of lines) expect(joined.split(`${line}\n`).length, line).toBe(2);
+  });
+
+  it('loses nothing the model writes while a rollover is stopping the old stream', async () => {
+    const o = setup({ placeholder: false });
+    o.peer.maxAgeMs = 20;
+    const { stream } = await start(o);
+    const lines = Array.from({ length: 30 }, (_, i) => `line ${i} of the answer`);
+    let next = 0;
+    o.peer.duringStop = () => {
+      if (next < lines.length) stream.append(`${lines[next++]}\n`);
+    };
+    while (next < lines.length) {
+      stream.append(`${lines[next++]}\n`);
+      await tick(4);
+    }
+    await stream.finish();
+    const joined = o.outbound.channelText('C1').join('\n');
+    for (const line of lines) expect(joined.split(`${line}\n`).length, line).toBe(2);
+    expect(o.outbound.channelText('C1').length).toBeGreaterThan(1);
   });
 
   it('splits a reply longer than a streamed message holds', async () => {

@@ -358,7 +358,12 @@ describe('Slack native streaming', () => {
       },
       30_000,
       `the settled reply in ${channel}`,
-    );
+    ).catch((error: Error) => {
+      const state = fake
+        .botMessages(channel, thread)
+        .map((m) => [m.streaming, m.history.map((v) => v.by).join(','), m.text]);
+      throw new Error(`${error.message}; the bot's messages: ${JSON.stringify(state)}`);
+    });
 
   it('streams a threaded answer with chat.startStream/appendStream/stopStream to the person who asked', async () => {
     const mention = appMention({ user: ALICE, channel: CHANNEL, text: 'tell me slowly' });
