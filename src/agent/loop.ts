@@ -14,6 +14,7 @@ import {
   recordToolResult,
   recordToolStart,
   saveCheckpoint,
+  type RoundRecord,
 } from './turn-store.ts';
 import type { TurnState } from './turn-state.ts';
 
@@ -53,10 +54,13 @@ export type TurnOutcome =
   | { kind: 'final'; text: string; state: TurnState }
   | { kind: 'awaiting_approval'; calls: ToolCall[]; state: TurnState };
 
-/** Saves the turn after a round, with the reply's message ids so a resumed turn edits the same messages. */
-async function checkpoint(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<void> {
+/**
+ * Saves the turn after a round, with the reply's message ids so a resumed turn edits the same
+ * messages, and the round's model usage when it is not recorded yet (same statement).
+ */
+async function checkpoint(ctx: TurnContext, state: TurnState, deps: TurnDeps, round?: RoundRecord): Promise<void> {
   state.reply = deps.sink.snapshot();
-  await saveCheckpoint(deps.db, ctx.workItemId, state);
+  await saveCheckpoint(deps.db, ctx.workItemId, state, round);
 }
 
 function countRound(answer: ModelRound): void {
@@ -132,7 +136,9 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
       },
       deps.signal,
     );
-    await recordModelRound(deps.db, ctx.workItemId, ctx.conversationId, state.round, answer);
+    // The round's usage is written with the checkpoint that ends the round (one round trip), or
+    // before the first tool of the round runs, whichever comes first.
+    let unrecorded: RoundRecord | undefined = { conversationId: ctx.conversationId, round: state.round, answer };
     countRound(answer);
     state.usage = addUsage(state.usage, answer.usage);
     state.round += 1;
@@ -144,11 +150,11 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
           { round: state.round, retry: state.emptyRetries },
           'model returned an empty round; retrying with guidance',
         );
-        await checkpoint(ctx, state, deps);
+        await checkpoint(ctx, state, deps, unrecorded);
         continue;
       }
       deps.log.warn({ round: state.round }, 'model kept returning empty rounds; answering with the recovery message');
-      return finish(ctx, state, deps, joinText(state.text, RECOVERY_MESSAGE), RECOVERY_MESSAGE);
+      return finish(ctx, state, deps, unrecorded, joinText(state.text, RECOVERY_MESSAGE), RECOVERY_MESSAGE);
     }
     state.emptyRetries = 0;
     state.text = joinText(state.text, answer.text);
@@ -156,7 +162,7 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
     state.messages.push(assistant);
 
     if (answer.toolCalls.length === 0) {
-      return finish(ctx, state, deps, state.text);
+      return finish(ctx, state, deps, unrecorded, state.text);
     }
 
     // Calls that need nobody's approval run now; the rest wait for a person.
@@ -168,6 +174,10 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
       if (tool && parsed?.success && !call.argsError && needsApproval(tool, parsed.data)) {
         waiting.push(call);
       } else {
+        if (unrecorded) {
+          await recordModelRound(deps.db, ctx.workItemId, unrecorded);
+          unrecorded = undefined;
+        }
         results.push(await executeToolCall(ctx, call, deps));
       }
     }
@@ -176,11 +186,11 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
       // Results of the calls that already ran are kept until the decisions arrive.
       if (results.length > 0) state.messages.push({ role: 'tool', results });
       sink.setStatus(undefined);
-      await checkpoint(ctx, state, deps);
+      await checkpoint(ctx, state, deps, unrecorded);
       return { kind: 'awaiting_approval', calls: waiting, state };
     }
     state.messages.push({ role: 'tool', results });
-    await checkpoint(ctx, state, deps);
+    await checkpoint(ctx, state, deps, unrecorded);
   }
 
   return answerAtRoundLimit(ctx, state, deps);
@@ -225,14 +235,14 @@ async function finish(
   ctx: TurnContext,
   state: TurnState,
   deps: TurnDeps,
+  round: RoundRecord | undefined,
   text: string,
   recoveryText?: string,
 ): Promise<TurnOutcome> {
   if (recoveryText) state.messages.push({ role: 'assistant', text: recoveryText, toolCalls: [] });
   state.text = text;
   state.final = true;
-  state.reply = deps.sink.snapshot();
-  await checkpoint(ctx, state, deps);
+  await checkpoint(ctx, state, deps, round);
   return { kind: 'final', text, state };
 }
 
@@ -266,6 +276,7 @@ async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: Turn
   const prefix = state.text;
   let separated = false;
   let text = '';
+  let round: RoundRecord | undefined;
   try {
     const answer = await deps.provider.streamRound(
       {
@@ -287,7 +298,7 @@ async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: Turn
       },
       deps.signal,
     );
-    await recordModelRound(deps.db, ctx.workItemId, ctx.conversationId, state.round, answer);
+    round = { conversationId: ctx.conversationId, round: state.round, answer };
     state.usage = addUsage(state.usage, answer.usage);
     text = answer.text.trim() ? answer.text : '';
   } catch (error) {
@@ -299,8 +310,7 @@ async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: Turn
   state.messages.push({ role: 'assistant', text, toolCalls: [] });
   state.text = joinText(state.text, text);
   state.final = true;
-  state.reply = deps.sink.snapshot();
-  await checkpoint(ctx, state, deps);
+  await checkpoint(ctx, state, deps, round);
   return { kind: 'final', text: state.text, state };
 }
 

@@ -4,7 +4,10 @@ import type { ModelRound } from './model.ts';
 import type { ToolOutput } from './tools/tool.ts';
 import { TURN_STATE_VERSION, TurnState } from './turn-state.ts';
 
-/** Reads and writes a turn's durable state. One SQL statement per function. */
+/**
+ * Reads and writes a turn's durable state. One SQL statement (one round trip) per function; the
+ * ones on every turn's path are named, so each connection parses and plans them once.
+ */
 
 export async function loadCheckpoint(db: Queryable, workItemId: string): Promise<TurnState | undefined> {
   const { rows } = await db.query<{ format_version: number; state: unknown }>(
@@ -12,20 +15,69 @@ export async function loadCheckpoint(db: Queryable, workItemId: string): Promise
     [workItemId],
   );
   const row = rows[0];
+  return row ? checkpointFromRow(row.format_version, row.state) : undefined;
+}
+
+/** A stored checkpoint's state, if there is one and this version of the code wrote it. */
+export function checkpointFromRow(formatVersion: number | null, state: unknown): TurnState | undefined {
   // A checkpoint written by another version of the code is not trusted: start the turn afresh.
-  if (!row || row.format_version !== TURN_STATE_VERSION) return undefined;
-  const parsed = TurnState.safeParse(row.state);
+  if (formatVersion !== TURN_STATE_VERSION) return undefined;
+  const parsed = TurnState.safeParse(state);
   return parsed.success ? parsed.data : undefined;
 }
 
-export async function saveCheckpoint(db: Queryable, workItemId: string, state: TurnState): Promise<void> {
-  await db.query(
-    `INSERT INTO countersign.turn_checkpoints (work_item_id, format_version, round, state)
+/** A model round whose usage is recorded together with the checkpoint that follows it. */
+export interface RoundRecord {
+  conversationId: string;
+  round: number;
+  answer: ModelRound;
+}
+
+const UPSERT_CHECKPOINT = `INSERT INTO countersign.turn_checkpoints (work_item_id, format_version, round, state)
      VALUES ($1, $2, $3, $4)
      ON CONFLICT (work_item_id) DO UPDATE
-       SET format_version = EXCLUDED.format_version, round = EXCLUDED.round, state = EXCLUDED.state, updated_at = now()`,
-    [workItemId, TURN_STATE_VERSION, state.round, JSON.stringify(state)],
-  );
+       SET format_version = EXCLUDED.format_version, round = EXCLUDED.round, state = EXCLUDED.state, updated_at = now()`;
+
+/**
+ * Saves the turn's state. With `round`, the model round's usage is recorded in the same statement
+ * (one round trip; both commit together).
+ */
+export async function saveCheckpoint(
+  db: Queryable,
+  workItemId: string,
+  state: TurnState,
+  round?: RoundRecord,
+): Promise<void> {
+  const checkpoint = [workItemId, TURN_STATE_VERSION, state.round, JSON.stringify(state)];
+  if (!round) {
+    await db.query({ name: 'cs_save_checkpoint', text: UPSERT_CHECKPOINT, values: checkpoint });
+    return;
+  }
+  await db.query({
+    name: 'cs_save_checkpoint_and_round',
+    text: `WITH model_round AS (
+       INSERT INTO countersign.model_rounds
+         (work_item_id, round, conversation_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, fallbacks)
+       VALUES ($1, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       ON CONFLICT (work_item_id, round) DO NOTHING
+     )
+     ${UPSERT_CHECKPOINT}`,
+    values: [...checkpoint, ...roundValues(round)],
+  });
+}
+
+function roundValues({ round, conversationId, answer }: RoundRecord): unknown[] {
+  return [
+    round,
+    conversationId,
+    answer.provider,
+    answer.model,
+    answer.usage.inputTokens,
+    answer.usage.outputTokens,
+    answer.usage.cacheReadTokens,
+    answer.usage.cacheWriteTokens,
+    JSON.stringify(answer.fallbacks),
+  ];
 }
 
 export async function deleteCheckpoint(db: Queryable, workItemId: string): Promise<void> {
@@ -98,29 +150,12 @@ export async function recordToolResult(
   );
 }
 
-export async function recordModelRound(
-  db: Queryable,
-  workItemId: string,
-  conversationId: string,
-  round: number,
-  answer: ModelRound,
-): Promise<void> {
+export async function recordModelRound(db: Queryable, workItemId: string, record: RoundRecord): Promise<void> {
   await db.query(
     `INSERT INTO countersign.model_rounds
        (work_item_id, round, conversation_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, fallbacks)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (work_item_id, round) DO NOTHING`,
-    [
-      workItemId,
-      round,
-      conversationId,
-      answer.provider,
-      answer.model,
-      answer.usage.inputTokens,
-      answer.usage.outputTokens,
-      answer.usage.cacheReadTokens,
-      answer.usage.cacheWriteTokens,
-      JSON.stringify(answer.fallbacks),
-    ],
+    [workItemId, ...roundValues(record)],
   );
 }

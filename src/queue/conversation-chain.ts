@@ -1,5 +1,6 @@
-import type { PoolClient, Queryable } from '../db/pool.ts';
-import { taskFor, type WorkItem } from './work-item.ts';
+import type { Queryable } from '../db/pool.ts';
+import type { Message } from '../agent/messages.ts';
+import { BACKGROUND_TASK, INTERACTIVE_TASK, Priority, taskFor, type WorkItem } from './work-item.ts';
 
 /**
  * Per-conversation ordering without a graphile-worker queue per conversation.
@@ -13,21 +14,15 @@ import { taskFor, type WorkItem } from './work-item.ts';
  * one job per busy conversation, and different conversations run in parallel.
  */
 
-async function addJob(client: PoolClient, item: { id: string; priority: number }): Promise<void> {
-  await client.query(
-    `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text), priority => $3::int, max_attempts => 25)`,
-    [taskFor(item.priority), item.id, item.priority],
-  );
-}
-
 /**
  * Appends a work item to its conversation and schedules it at once if the conversation is idle
  * (countersign.enqueue_work_item, one round trip). Works alone or inside a caller's transaction.
  */
 export async function appendToConversation(db: Queryable, item: WorkItem): Promise<{ started: boolean }> {
-  const { rows } = await db.query<{ started: boolean }>(
-    'SELECT countersign.enqueue_work_item($1, $2, $3, $4, $5, $6, $7, $8) AS started',
-    [
+  const { rows } = await db.query<{ started: boolean }>({
+    name: 'cs_enqueue_work_item',
+    text: 'SELECT countersign.enqueue_work_item($1, $2, $3, $4, $5, $6, $7, $8) AS started',
+    values: [
       item.id,
       item.conversationId,
       item.reply.platform,
@@ -37,34 +32,61 @@ export async function appendToConversation(db: Queryable, item: WorkItem): Promi
       item.createdAt,
       taskFor(item.priority),
     ],
-  );
+  });
   return { started: rows[0]?.started ?? false };
+}
+
+/** The arguments that let the database pick a job's task from its priority the way `taskFor` does. */
+function taskRule(): [interactiveTask: string, backgroundTask: string, interactiveMaxPriority: number] {
+  return [INTERACTIVE_TASK, BACKGROUND_TASK, Priority.HIGH];
 }
 
 /**
  * Moves the conversation's head past `workItemId` (which just reached a resting state) and schedules
- * the next queued item, if any. Call inside the transaction that records the item's new status.
+ * the next queued item, if any (countersign.advance_conversation, one round trip). Call inside the
+ * transaction that records the item's new status.
  */
-export async function advanceConversation(
-  client: PoolClient,
-  conversationId: string,
-  workItemId: string,
-): Promise<void> {
-  const head = await client.query<{ active_work_item: string | null }>(
-    'SELECT active_work_item FROM countersign.conversations WHERE id = $1 FOR UPDATE',
-    [conversationId],
-  );
-  // Someone else already advanced past us (a replayed job finishing twice): nothing to hand over.
-  if (head.rows[0]?.active_work_item !== workItemId) return;
-  const next = await client.query<{ id: string; priority: number }>(
-    `SELECT id, priority FROM countersign.work_items
-     WHERE conversation_id = $1 AND status = 'queued' ORDER BY seq LIMIT 1`,
-    [conversationId],
-  );
-  const nextItem = next.rows[0];
-  await client.query('UPDATE countersign.conversations SET active_work_item = $2 WHERE id = $1', [
+export async function advanceConversation(db: Queryable, conversationId: string, workItemId: string): Promise<void> {
+  await db.query('SELECT countersign.advance_conversation($1, $2, $3, $4, $5)', [
     conversationId,
-    nextItem?.id ?? null,
+    workItemId,
+    ...taskRule(),
   ]);
-  if (nextItem) await addJob(client, nextItem);
+}
+
+export interface Settlement {
+  status: 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
+  result?: unknown;
+  error?: string;
+  /** Messages to append to the conversation's history. */
+  messages?: Message[];
+  /** Drop the turn's checkpoint (it is complete). */
+  deleteCheckpoint?: boolean;
+}
+
+/**
+ * Puts a work item into a resting status, appends its messages to the history, hands the
+ * conversation to its next item and drops the checkpoint — one statement
+ * (countersign.settle_work_item), so all of it commits or none of it does. Works alone or inside a
+ * caller's transaction.
+ */
+export async function settleWorkItem(
+  db: Queryable,
+  item: { id: string; conversationId: string },
+  settlement: Settlement,
+): Promise<void> {
+  await db.query({
+    name: 'cs_settle_work_item',
+    text: 'SELECT countersign.settle_work_item($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+    values: [
+      item.id,
+      item.conversationId,
+      settlement.status,
+      settlement.result === undefined ? null : JSON.stringify(settlement.result),
+      settlement.error ?? null,
+      settlement.messages && settlement.messages.length > 0 ? JSON.stringify(settlement.messages) : null,
+      settlement.deleteCheckpoint ?? false,
+      ...taskRule(),
+    ],
+  });
 }

@@ -61,10 +61,11 @@ export async function requestStop(
 }
 
 export async function stopRequestOf(db: Queryable, workItemId: string): Promise<Requester | undefined> {
-  const { rows } = await db.query<{ stopped_by: Requester | null }>(
-    'SELECT stopped_by FROM countersign.work_items WHERE id = $1 AND stop_requested_at IS NOT NULL',
-    [workItemId],
-  );
+  const { rows } = await db.query<{ stopped_by: Requester | null }>({
+    name: 'cs_stop_request_of',
+    text: 'SELECT stopped_by FROM countersign.work_items WHERE id = $1 AND stop_requested_at IS NOT NULL',
+    values: [workItemId],
+  });
   return rows[0]?.stopped_by ?? undefined;
 }
 

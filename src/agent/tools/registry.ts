@@ -4,6 +4,8 @@ import { toolSpec, type AnyTool } from './tool.ts';
 /** The set of tools one agent can call, by name. */
 export class ToolRegistry {
   readonly #tools = new Map<string, AnyTool>();
+  /** specs() of the current tools: building JSON Schemas from zod on every model round is costly. */
+  #specs: ToolSpec[] | undefined;
 
   constructor(tools: Iterable<AnyTool> = []) {
     for (const tool of tools) this.add(tool);
@@ -12,12 +14,14 @@ export class ToolRegistry {
   add(tool: AnyTool): this {
     if (this.#tools.has(tool.name)) throw new Error(`Two tools are named "${tool.name}"; tool names must be unique`);
     this.#tools.set(tool.name, tool);
+    this.#specs = undefined;
     return this;
   }
 
   /** Adds the tool or replaces the one of the same name (a remote tool list that changed). */
   upsert(tool: AnyTool): this {
     this.#tools.set(tool.name, tool);
+    this.#specs = undefined;
     return this;
   }
 
@@ -29,8 +33,10 @@ export class ToolRegistry {
     return [...this.#tools.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /** The tools as the model sees them. Shared between calls: callers must not modify them. */
   specs(): ToolSpec[] {
-    return this.list().map(toolSpec);
+    this.#specs ??= this.list().map(toolSpec);
+    return [...this.#specs];
   }
 
   /** Name and version of every tool, for an approval's scope hash. */

@@ -1,21 +1,21 @@
 import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
-import { transaction, type Pool, type PoolClient } from '../../db/pool.ts';
+import { transaction, type Pool, type PoolClient, type Queryable } from '../../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../../db/errors.ts';
 import { runTurn, type TurnOutcome } from '../../agent/loop.ts';
 import type { ModelProvider } from '../../agent/model.ts';
 import type { ToolRegistry } from '../../agent/tools/registry.ts';
 import type { TurnState } from '../../agent/turn-state.ts';
-import { appendHistory, deleteCheckpoint, loadCheckpoint, loadHistory } from '../../agent/turn-store.ts';
+import { checkpointFromRow } from '../../agent/turn-store.ts';
 import { ZERO_USAGE } from '../../agent/model.ts';
 import type { OutboundRegistry } from '../../reply/outbound.ts';
 import { ReplyStream } from '../../reply/reply-stream.ts';
 import { scrubSecrets } from '../../log.ts';
-import { advanceConversation } from '../conversation-chain.ts';
+import { settleWorkItem, type Settlement } from '../conversation-chain.ts';
 import type { TurnEvents } from '../turn-events.ts';
 import { taskFor, WorkItem, WorkItemJobPayload, type CallDecision } from '../work-item.ts';
-import type { ToolCall } from '../../agent/messages.ts';
+import type { Message, ToolCall } from '../../agent/messages.ts';
 import type { Requester } from '../../agent/tools/tool.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
 import { StopRequested, stopButtonValue, stopRequestOf, type StopListener } from '../stop-requests.ts';
@@ -76,18 +76,43 @@ export function initialTurnState(item: WorkItem): TurnState {
   };
 }
 
-/** Puts a work item into a resting status and hands the conversation to its next item. */
-async function settle(
-  client: PoolClient,
-  item: WorkItem,
-  status: Exclude<ItemStatus, 'queued' | 'running'>,
-  fields: { result?: unknown; error?: string },
-): Promise<void> {
-  await client.query(
-    `UPDATE countersign.work_items SET status = $2, result = $3, error = $4, finished_at = now() WHERE id = $1`,
-    [item.id, status, fields.result === undefined ? null : JSON.stringify(fields.result), fields.error ?? null],
-  );
-  await advanceConversation(client, item.conversationId, item.id);
+/** Puts a work item into a resting status and hands the conversation to its next item (one statement). */
+async function settle(db: Queryable, item: WorkItem, settlement: Settlement): Promise<void> {
+  await settleWorkItem(db, item, settlement);
+}
+
+interface StartedRow {
+  status: ItemStatus;
+  item: unknown;
+  attempts: number;
+  stopped_by: Requester | null;
+  checkpoint_version: number | null;
+  checkpoint: unknown;
+  history: Message[];
+}
+
+/**
+ * Marks the item running and reads everything the turn starts from — the item, its stop request,
+ * its checkpoint and the conversation's recent history — in one round trip. No row: the item is
+ * already at rest.
+ */
+async function startWorkItem(db: Queryable, workItemId: string, historyLimit: number): Promise<StartedRow | undefined> {
+  const { rows } = await db.query<StartedRow>({
+    name: 'cs_start_work_item',
+    text: `WITH started AS (
+       UPDATE countersign.work_items SET status = 'running', started_at = coalesce(started_at, now()), attempts = attempts + 1
+       WHERE id = $1 AND status IN ('queued', 'running')
+       RETURNING status, item, attempts, stopped_by, conversation_id
+     )
+     SELECT s.status, s.item, s.attempts, s.stopped_by,
+            c.format_version AS checkpoint_version, c.state AS checkpoint,
+            (SELECT coalesce(jsonb_agg(recent.message ORDER BY recent.id), '[]'::jsonb)
+               FROM (SELECT id, message FROM countersign.messages m
+                     WHERE m.conversation_id = s.conversation_id ORDER BY id DESC LIMIT $2) recent) AS history
+     FROM started s LEFT JOIN countersign.turn_checkpoints c ON c.work_item_id = $1`,
+    values: [workItemId, historyLimit],
+  });
+  return rows[0];
 }
 
 /** The graphile-worker task that runs one work item (a turn or a continuation) to a resting point. */
@@ -96,42 +121,44 @@ export function createWorkItemTask(services: WorkerServices): Task {
   return async (payload, helpers) => {
     const { workItemId } = WorkItemJobPayload.parse(payload);
     if (helpers.job.locked_by) await services.liveness.claimSlot(helpers.job.locked_by);
-    const { rows } = await pool.query<{
-      status: ItemStatus;
-      item: unknown;
-      attempts: number;
-      stopped_by: Requester | null;
-    }>(
-      `UPDATE countersign.work_items SET status = 'running', started_at = coalesce(started_at, now()), attempts = attempts + 1
-       WHERE id = $1 AND status IN ('queued', 'running')
-       RETURNING status, item, attempts, stopped_by`,
-      [workItemId],
-    );
-    const row = rows[0];
-    // Already at rest: a replay of a job whose item finished before the job was marked complete.
-    if (!row) return;
-    const item = WorkItem.parse(row.item);
-    const stoppedBy = row.stopped_by;
-    services.events.emit('started', { item, attempt: row.attempts });
-    const log = services.log.child({ workItemId: item.id, conversationId: item.conversationId });
-    const stop = services.stops.track(item.id);
-    const signal = AbortSignal.any([helpers.abortSignal ?? new AbortController().signal, services.fence, stop.signal]);
-    const startedAt = Date.now();
+    // Tracked before the item is read: a stop request committed after the read below is notified
+    // to a tracked turn, and one committed before it is in the row. So the first round needs no
+    // separate check.
+    const stop = services.stops.track(workItemId);
     try {
-      await runItem();
+      const row = await startWorkItem(pool, workItemId, config.AGENT_HISTORY_MESSAGES);
+      // Already at rest: a replay of a job whose item finished before the job was marked complete.
+      if (!row) return;
+      const item = WorkItem.parse(row.item);
+      services.events.emit('started', { item, attempt: row.attempts });
+      await runItem(item, row, stop);
     } finally {
       stop.release();
     }
 
-    async function runItem(): Promise<void> {
+    async function runItem(item: WorkItem, row: StartedRow, stop: ReturnType<StopListener['track']>): Promise<void> {
+      const log = services.log.child({ workItemId: item.id, conversationId: item.conversationId });
+      const signal = AbortSignal.any([
+        helpers.abortSignal ?? new AbortController().signal,
+        services.fence,
+        stop.signal,
+      ]);
+      const startedAt = Date.now();
+      // The stop request was read with the item; later ones come by notification, and are also
+      // checked for before every further round (in case a notification was missed).
+      let stopChecked = true;
       const checkStop = async () => {
+        if (stopChecked) {
+          stopChecked = false;
+          return;
+        }
         const by = await stopRequestOf(pool, item.id);
         if (by) stop.abort(by);
       };
-      if (stoppedBy) stop.abort(stoppedBy);
+      if (row.stopped_by) stop.abort(row.stopped_by);
 
       let state: TurnState;
-      const checkpoint = await loadCheckpoint(pool, item.id);
+      const checkpoint = checkpointFromRow(row.checkpoint_version, row.checkpoint);
       if (checkpoint) {
         state = checkpoint;
       } else if (item.input.approval && services.approvals) {
@@ -139,7 +166,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
         if ('refused' in resumed) {
           const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, { log });
           await sink.finish(resumed.refused);
-          await transaction(pool, (client) => settle(client, item, 'failed', { error: resumed.refused }));
+          await settle(pool, item, { status: 'failed', error: resumed.refused });
           services.events.emit('failed', { item, error: resumed.refused });
           return;
         }
@@ -162,7 +189,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
       });
       let outcome: TurnOutcome;
       try {
-        const history = await loadHistory(pool, item.conversationId, config.AGENT_HISTORY_MESSAGES);
+        const history = row.history;
         outcome = await runTurn(
           {
             workItemId: item.id,
@@ -209,12 +236,13 @@ export function createWorkItemTask(services: WorkerServices): Task {
           const by = signal.reason.by;
           const text = `${sink.text ? `${sink.text}\n\n` : ''}_Stopped by ${by.platform === 'console' ? 'you' : `${by.platform}:${by.userId}`}._`;
           await sink.finish(text);
-          await transaction(pool, async (client) => {
-            const partial = sink.text.trim() ? [{ role: 'assistant' as const, text: sink.text, toolCalls: [] }] : [];
-            const prompt = state.messages[0]?.role === 'user' ? [state.messages[0]] : [];
-            await appendHistory(client, item.conversationId, item.id, [...prompt, ...partial]);
-            await settle(client, item, 'cancelled', { error: 'stopped by a person' });
-            await deleteCheckpoint(client, item.id);
+          const partial = sink.text.trim() ? [{ role: 'assistant' as const, text: sink.text, toolCalls: [] }] : [];
+          const prompt = state.messages[0]?.role === 'user' ? [state.messages[0]] : [];
+          await settle(pool, item, {
+            status: 'cancelled',
+            error: 'stopped by a person',
+            messages: [...prompt, ...partial],
+            deleteCheckpoint: true,
           });
           metrics.turnsStopped.inc();
           log.info({ by }, 'turn stopped');
@@ -232,20 +260,18 @@ export function createWorkItemTask(services: WorkerServices): Task {
         log.error({ err: error }, 'turn failed');
         const text = `${sink.text ? `${sink.text}\n\n` : ''}Sorry, I couldn't finish this: ${reason}`;
         await sink.finish(text);
-        await transaction(pool, async (client) => {
-          await settle(client, item, 'failed', { error: reason });
-          await deleteCheckpoint(client, item.id);
-        });
+        await settle(pool, item, { status: 'failed', error: reason, deleteCheckpoint: true });
         services.events.emit('failed', { item, error: reason });
         return;
       }
 
       if (outcome.kind === 'final') {
         await sink.finish(outcome.text);
-        await transaction(pool, async (client) => {
-          await appendHistory(client, item.conversationId, item.id, outcome.state.messages);
-          await settle(client, item, 'done', { result: { text: outcome.text, usage: outcome.state.usage } });
-          await deleteCheckpoint(client, item.id);
+        await settle(pool, item, {
+          status: 'done',
+          result: { text: outcome.text, usage: outcome.state.usage },
+          messages: outcome.state.messages,
+          deleteCheckpoint: true,
         });
         log.info({ rounds: outcome.state.round, durationMs: Date.now() - startedAt }, 'turn finished');
         services.events.emit('finished', { item, text: outcome.text, durationMs: Date.now() - startedAt });
@@ -256,9 +282,10 @@ export function createWorkItemTask(services: WorkerServices): Task {
       if (!services.approvals) {
         const text = `${sink.text ? `${sink.text}\n\n` : ''}I need approval to run ${outcome.calls.map((c) => `\`${c.name}\``).join(', ')}, but approvals are not set up in this deployment, so nothing was run.`;
         await sink.finish(text);
-        await transaction(pool, async (client) => {
-          await settle(client, item, 'failed', { error: 'approval needed but no approval gate' });
-          await deleteCheckpoint(client, item.id);
+        await settle(pool, item, {
+          status: 'failed',
+          error: 'approval needed but no approval gate',
+          deleteCheckpoint: true,
         });
         services.events.emit('failed', { item, error: 'approval needed' });
         return;
@@ -267,7 +294,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
       const gate = services.approvals;
       const showCard = await transaction(pool, async (client) => {
         const show = await gate.park(client, item, parkedState);
-        await settle(client, item, 'awaiting_approval', {});
+        await settle(client, item, { status: 'awaiting_approval' });
         return show;
       });
       await showCard();
