@@ -171,8 +171,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
         const envelopes = await pool.query(
           `SELECT status, (card_message_id IS NOT NULL) AS card, count(*)::int AS n FROM countersign.approval_envelopes GROUP BY 1, 2`,
         );
+        // What each unfinished item is waiting for: its job (locked by whom, since when, errors) and the workers.
+        const stuck = await pool.query(
+          `SELECT w.id, w.status, w.attempts, w.started_at, (c.work_item_id IS NOT NULL) AS checkpoint,
+                  j.locked_by, j.locked_at, j.run_at, j.attempts AS job_attempts, j.last_error, t.identifier AS task,
+                  (SELECT process_id FROM countersign.worker_slots s WHERE s.worker_id = j.locked_by) AS slot_process
+             FROM countersign.work_items w
+             LEFT JOIN countersign.turn_checkpoints c ON c.work_item_id = w.id
+             LEFT JOIN graphile_worker._private_jobs j ON j.payload->>'workItemId' = w.id::text
+             LEFT JOIN graphile_worker._private_tasks t ON t.id = j.task_id
+            WHERE w.status IN ('queued', 'running', 'awaiting_approval')`,
+        );
+        const pools = await pool.query(`SELECT * FROM countersign.worker_processes`).catch(() => ({ rows: [] }));
         throw new Error(
-          `chaos run did not finish in ${options.timeoutMs} ms (${open} open): items ${JSON.stringify(states.rows)}, envelopes ${JSON.stringify(envelopes.rows)}`,
+          `chaos run did not finish in ${options.timeoutMs} ms (${open} open): items ${JSON.stringify(states.rows)}, envelopes ${JSON.stringify(envelopes.rows)}, unfinished ${JSON.stringify(stuck.rows)}, workers ${JSON.stringify(pools.rows)}`,
         );
       }
       if (kills < options.kills && performance.now() >= killTimes[kills]! && workers.size > 0) {

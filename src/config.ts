@@ -71,6 +71,7 @@ export const ConfigSchema = z
 
     AGENT_NAME: z.string().min(1).max(80).default('Countersign'),
     AGENT_MAX_ROUNDS: int(1, 100).default(10),
+    STOP_BUTTON_AFTER_MS: int(0, 60_000).default(1500),
     AGENT_EMPTY_ROUND_RETRIES: int(0, 10).default(2),
     AGENT_MAX_TOKENS: int(64, 200_000).default(4096),
     AGENT_HISTORY_MESSAGES: int(2, 1000).default(50),

@@ -39,6 +39,11 @@ export interface ReplyStreamOptions {
   deliveryDeadlineMs?: number;
   /** Buttons shown on the last message while the turn runs (e.g. Stop). */
   liveButtons?: ReplyOptions['buttons'];
+  /**
+   * Live buttons appear only once the turn has run this long: a quick answer never shows a Stop
+   * button it would have to take away again (an extra edit against the platform's budget).
+   */
+  liveButtonsAfterMs?: number;
   /** Called after every successful platform call, with the text now visible (benchmarks, metrics). */
   onDelivered?: (visibleText: string) => void;
 }
@@ -54,6 +59,10 @@ export class ReplyStream {
   readonly #log: Logger;
   readonly #deadlineMs: number;
   readonly #liveButtons: ReplyOptions['buttons'];
+  readonly #liveButtonsAt: number;
+  #liveButtonsTimer: NodeJS.Timeout | undefined;
+  /** Whether each message shows the live buttons right now, as far as we know. */
+  #buttonsShown: boolean[] = [];
   readonly #onDelivered: ((visibleText: string) => void) | undefined;
 
   #text = '';
@@ -88,7 +97,14 @@ export class ReplyStream {
     this.#target = target;
     this.#log = options.log;
     this.#deadlineMs = options.deliveryDeadlineMs ?? 10 * 60_000;
-    this.#liveButtons = options.liveButtons;
+    this.#liveButtons = options.liveButtons?.length ? options.liveButtons : undefined;
+    const delay = options.liveButtonsAfterMs ?? 0;
+    this.#liveButtonsAt = Date.now() + delay;
+    if (this.#liveButtons && delay > 0) {
+      // The buttons are due even when the text has not changed by then (a long silent tool run).
+      this.#liveButtonsTimer = setTimeout(() => this.#schedule(), delay);
+      this.#liveButtonsTimer.unref();
+    }
     this.#onDelivered = options.onDelivered;
     const initial = options.initial;
     this.#messageIds = [...(initial?.messageIds ?? (target.messageId ? [target.messageId] : []))];
@@ -157,6 +173,7 @@ export class ReplyStream {
     this.#status = undefined;
     this.#finished = true;
     this.#dirty = true;
+    clearTimeout(this.#liveButtonsTimer);
     await this.#ensurePump();
     // A pump that was mid-call when we finished may have sent stale text; run once more if so.
     while (this.#dirty) await this.#ensurePump();
@@ -255,9 +272,9 @@ export class ReplyStream {
     const index = this.#sealed.length;
     const live = this.#live();
     const visible = `${live.length > 0 ? live : PLACEHOLDER}${live.length + statusSuffix.length <= max ? statusSuffix : ''}`;
-    const buttons = this.#finished ? undefined : this.#liveButtons;
-    if (this.#shown[index] === visible && !this.#finished) return;
-    if (this.#shown[index] === visible && this.#messageIds[index] && !this.#liveButtons) return;
+    const buttons = this.#buttonsNow();
+    if (this.#shown[index] === visible && this.#messageIds[index] && this.#buttonsShown[index] === Boolean(buttons))
+      return;
     await this.#show(index, visible, buttons);
   }
 
@@ -359,9 +376,12 @@ export class ReplyStream {
   async #syncStatus(): Promise<void> {
     if (!this.#statusMessageId || this.#finished) return;
     const text = this.#status ? `_${this.#status}_` : PLACEHOLDER;
-    if (this.#statusShown === text) return;
-    await this.#outbound.edit(this.#target, this.#statusMessageId, text, { buttons: this.#liveButtons ?? [] });
-    this.#statusShown = text;
+    const buttons = this.#buttonsNow();
+    const key = `${text}${buttons ? '\u0000buttons' : ''}`;
+    // The placeholder as the inbound adapter posted it needs no edit until there is something to add.
+    if (this.#statusShown === key || (this.#statusShown === undefined && text === PLACEHOLDER && !buttons)) return;
+    await this.#outbound.edit(this.#target, this.#statusMessageId, text, { buttons: buttons ?? [] });
+    this.#statusShown = key;
   }
 
   async #removeStatus(): Promise<void> {
@@ -411,7 +431,13 @@ export class ReplyStream {
       this.#messageIds[index] = posted.messageId;
     }
     this.#shown[index] = text;
+    this.#buttonsShown[index] = Boolean(buttons?.length);
     this.#onDelivered?.(text);
+  }
+
+  /** The live buttons, while the turn runs and once they are due. */
+  #buttonsNow(): ReplyOptions['buttons'] {
+    return !this.#finished && Date.now() >= this.#liveButtonsAt ? this.#liveButtons : undefined;
   }
 
   /** Wakes a pump waiting out its interval (used when the turn finishes). */

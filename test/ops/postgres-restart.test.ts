@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { chmodSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,14 +8,18 @@ import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 describe('a Postgres restart in the middle of a turn', () => {
   let h: Harness | undefined;
   let pg: EmbeddedDatabase | undefined;
+  let dir: string | undefined;
   afterAll(async () => {
     await h?.stop();
     await pg?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('loses nothing: the turn finishes, its tool ran once, and the reply is one complete message', async () => {
     // A cluster of this test's own, so restarting it disturbs no other test.
-    const dir = await mkdtemp(path.resolve('.data', 'restart-pg-'));
+    // `.data` exists only once an embedded Postgres ran; with DATABASE_URL set it may not.
+    await mkdir(path.resolve('.data'), { recursive: true });
+    dir = await mkdtemp(path.resolve('.data', 'restart-pg-'));
     chmodSync(dir, 0o755);
     const port = await freePort();
     const options = { dir: path.join(dir, 'data'), port, database: 'countersign' };

@@ -84,4 +84,33 @@ describe('streaming a reply', () => {
     await stream.finish();
     expect(outbound.channelText('c1')).toEqual(['Hello']);
   });
+
+  describe('live buttons after a delay', () => {
+    const stop = [{ label: 'Stop', value: 'stop:1', style: 'danger' as const }];
+
+    it('a quick answer is posted once, never with a Stop button to take away again', async () => {
+      const outbound = new RecordingOutbound('test', { minEditIntervalMs: 50 });
+      const stream = new ReplyStream(outbound, target, { log, liveButtons: stop, liveButtonsAfterMs: 1000 });
+      stream.append('quick answer');
+      await new Promise((r) => setTimeout(r, 5));
+      await stream.finish();
+      expect(outbound.channelText('c1')).toEqual(['quick answer']);
+      expect(outbound.calls).toBe(1);
+      expect([...outbound.messages.values()][0]!.buttons).toEqual([]);
+    });
+
+    it('a long turn gets the button once it is due, even with no new text, and loses it at the end', async () => {
+      const outbound = new RecordingOutbound('test', { minEditIntervalMs: 5 });
+      const stream = new ReplyStream(outbound, target, { log, liveButtons: stop, liveButtonsAfterMs: 60 });
+      stream.append('working on it');
+      await new Promise((r) => setTimeout(r, 20));
+      const message = [...outbound.messages.values()][0]!;
+      expect(message.buttons).toEqual([]);
+      await new Promise((r) => setTimeout(r, 120));
+      expect(message.buttons).toEqual(stop);
+      await stream.finish('done');
+      expect(message.text).toBe('done');
+      expect(message.buttons).toEqual([]);
+    });
+  });
 });

@@ -180,6 +180,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
         log,
         initial: state.reply,
         liveButtons: [{ label: 'Stop', value: stopButtonValue(item.id), style: 'danger' }],
+        liveButtonsAfterMs: config.STOP_BUTTON_AFTER_MS,
         onDelivered: () => {
           if (firstText) {
             firstText = false;
