@@ -19,6 +19,8 @@ export interface P4Result {
 const INSTANT = { rules: [{ rounds: [{ text: 'instant answer', chunkSize: 100 }] }] };
 
 const cpuMs = processCpuMs;
+/** Platform events being enqueued at once, as an ingress handles deliveries. */
+const INGRESS_CONCURRENCY = 8;
 
 /**
  * The minimal direct bot: the same scripted model and the same outbound, the same reply streaming,
@@ -79,16 +81,22 @@ async function durable(connectionString: string, chatUrl: string, turns: number)
     const cpu0 = cpuMs();
     const pg0 = postgresCpuMs();
     const t0 = performance.now();
-    for (let i = 0; i < turns; i++) {
-      await enqueueWorkItem(app.pool, {
-        type: 'CHAT',
-        priority: Priority.CRITICAL,
-        conversationId: `p4-${i}`,
-        requester: { platform: 'bench', userId: 'U1' },
-        input: { prompt: `hi ${i}` },
-        reply: { platform: 'bench', channel: `p4-${i}` },
-      });
-    }
+    // Events arrive the way a platform delivers them to an ingress: concurrently (Socket Mode
+    // envelopes and HTTP requests are handled as they come), so several enqueues are in flight.
+    let next = 0;
+    const ingress = async () => {
+      for (let i = next++; i < turns; i = next++) {
+        await enqueueWorkItem(app.pool, {
+          type: 'CHAT',
+          priority: Priority.CRITICAL,
+          conversationId: `p4-${i}`,
+          requester: { platform: 'bench', userId: 'U1' },
+          input: { prompt: `hi ${i}` },
+          reply: { platform: 'bench', channel: `p4-${i}` },
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: INGRESS_CONCURRENCY }, ingress));
     await allDone;
     const seconds = (performance.now() - t0) / 1000;
     const own = (cpuMs() - cpu0) / turns;

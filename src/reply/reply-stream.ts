@@ -195,6 +195,12 @@ export class ReplyStream {
     const startedAt = Date.now();
     let backoffMs = 0;
     while (this.#dirty) {
+      // Nothing to send (typically a finish that changes nothing): neither the platform's interval
+      // nor a rate token is worth spending, and the turn's worker slot is freed at once.
+      if (backoffMs === 0 && this.#upToDate()) {
+        this.#dirty = false;
+        break;
+      }
       const wait = Math.max(backoffMs, this.#lastSendAt + this.#outbound.limits.minEditIntervalMs - Date.now());
       if (wait > 0) await this.#sleep(wait);
       try {
@@ -251,7 +257,7 @@ export class ReplyStream {
   /** Shows the text by editing messages (and posting new ones for long replies). */
   async #syncEdits(): Promise<void> {
     const max = this.#outbound.limits.maxMessageLength;
-    const statusSuffix = this.#status ? `\n\n_${this.#status}_` : '';
+    const statusSuffix = this.#statusSuffix();
     for (;;) {
       const live = this.#live();
       if (live.length + statusSuffix.length <= max) break;
@@ -270,12 +276,40 @@ export class ReplyStream {
       if (last && skipped > 0) last.length += skipped;
     }
     const index = this.#sealed.length;
-    const live = this.#live();
-    const visible = `${live.length > 0 ? live : PLACEHOLDER}${live.length + statusSuffix.length <= max ? statusSuffix : ''}`;
+    const visible = this.#visible(this.#live(), statusSuffix);
     const buttons = this.#buttonsNow();
     if (this.#shown[index] === visible && this.#messageIds[index] && this.#buttonsShown[index] === Boolean(buttons))
       return;
     await this.#show(index, visible, buttons);
+  }
+
+  /** The status line as it follows the text. */
+  #statusSuffix(): string {
+    return this.#status ? `\n\n_${this.#status}_` : '';
+  }
+
+  /** The message being written as it should look: its text (or the placeholder) and the status line if it fits. */
+  #visible(live: string, statusSuffix: string): string {
+    const fits = live.length + statusSuffix.length <= this.#outbound.limits.maxMessageLength;
+    return `${live.length > 0 ? live : PLACEHOLDER}${fits ? statusSuffix : ''}`;
+  }
+
+  /**
+   * Whether a sync would send nothing: the reply is edited in place (no native stream, no status
+   * placeholder to clean up), needs no new message, and already shows this text and these buttons.
+   * Errs towards false: a false only costs a sync that finds nothing to do.
+   */
+  #upToDate(): boolean {
+    if (this.#orphanStream || this.#streaming || this.#nativeDone || this.#statusMessageId) return false;
+    const index = this.#sealed.length;
+    if (!this.#messageIds[index]) return false;
+    const statusSuffix = this.#statusSuffix();
+    const live = this.#live();
+    if (live.length + statusSuffix.length > this.#outbound.limits.maxMessageLength) return false;
+    return (
+      this.#shown[index] === this.#visible(live, statusSuffix) &&
+      this.#buttonsShown[index] === Boolean(this.#buttonsNow())
+    );
   }
 
   /**

@@ -85,6 +85,30 @@ describe('streaming a reply', () => {
     expect(outbound.channelText('c1')).toEqual(['Hello']);
   });
 
+  it('finishing with the text already visible sends nothing more and does not wait out the edit interval', async () => {
+    // An hour between edits: a finish that waited for the interval would never resolve within the test.
+    const outbound = new RecordingOutbound('test', { minEditIntervalMs: 3_600_000 });
+    const stream = new ReplyStream(outbound, target, { log });
+    stream.append('the whole answer');
+    await new Promise((r) => setTimeout(r, 5));
+    expect(outbound.calls).toBe(1);
+    await stream.finish('the whole answer');
+    expect(outbound.calls).toBe(1);
+    expect(outbound.channelText('c1')).toEqual(['the whole answer']);
+  }, 5_000);
+
+  it('finishing with changed text still waits for the interval and sends the newest text', async () => {
+    const outbound = new RecordingOutbound('test', { minEditIntervalMs: 40 });
+    const stream = new ReplyStream(outbound, target, { log });
+    stream.append('draft');
+    await new Promise((r) => setTimeout(r, 5));
+    const before = Date.now();
+    await stream.finish('final');
+    expect(Date.now() - before).toBeGreaterThanOrEqual(30);
+    expect(outbound.calls).toBe(2);
+    expect(outbound.channelText('c1')).toEqual(['final']);
+  });
+
   describe('live buttons after a delay', () => {
     const stop = [{ label: 'Stop', value: 'stop:1', style: 'danger' as const }];
 
