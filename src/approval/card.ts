@@ -25,6 +25,17 @@ export interface ApprovalCard {
 }
 
 const RISK_MARK = { low: '🟢 low', medium: '🟠 medium', high: '🔴 high' } as const;
+
+/** A call's first line on a card: its number, tool and risk. */
+export function callHeading(call: ApprovalCard['calls'][number]): string {
+  return `${call.index + 1}. \`${call.tool}\` — risk ${RISK_MARK[call.risk]}`;
+}
+
+/** What a card that is no longer pending says about why nothing more will run. */
+export const CLOSED_NOTE = {
+  expired: '⌛ Expired — nothing was run.',
+  refused: '⛔ Refused — the plan or its scope changed after the request; nothing was run.',
+} as const;
 const MAX_ARGS_CHARS = 1500;
 
 /** Pretty-prints arguments for a person, cut safely (never inside a surrogate pair) with a note. */
@@ -38,7 +49,7 @@ export function prettyArgs(args: unknown, max = MAX_ARGS_CHARS): string {
 }
 
 /** Neutralises fences inside text that is shown in a code block. */
-function fenceSafe(text: string): string {
+export function fenceSafe(text: string): string {
   return text.replaceAll('```', '`\u200b``');
 }
 
@@ -53,28 +64,21 @@ export function cardText(card: ApprovalCard): string {
       `**Approval needed** for ${card.requesterLabel}: ${card.calls.length} call${card.calls.length === 1 ? '' : 's'}`,
     );
     for (const call of card.calls) {
-      lines.push(
-        '',
-        `${call.index + 1}. \`${call.tool}\` — risk ${RISK_MARK[call.risk]}`,
-        '```json',
-        fenceSafe(call.argsPretty),
-        '```',
-      );
+      lines.push('', callHeading(call), '```json', fenceSafe(call.argsPretty), '```');
       if (call.detail) lines.push('```diff', fenceSafe(call.detail), '```');
     }
   }
   lines.push('', `plan ${card.planHashPrefix} · expires ${card.expiresAt.toISOString()}`);
   if (card.state === 'decided') {
     for (const d of card.decisions ?? []) {
-      const what = d.answer !== undefined ? `answered "${d.answer}"` : d.approved ? 'approved' : 'denied';
       const call = card.calls[d.index];
-      lines.push(`${card.kind === 'question' ? '' : `${d.index + 1}. \`${call?.tool ?? '?'}\` `}${what} by ${d.by}`);
+      lines.push(`${card.kind === 'question' ? '' : `${d.index + 1}. \`${call?.tool ?? '?'}\` `}${decisionText(d)}`);
     }
     if (card.decidedAt) lines.push(`decided ${card.decidedAt.toISOString()}`);
   } else if (card.state === 'expired') {
-    lines.push('⌛ Expired — nothing was run.');
+    lines.push(CLOSED_NOTE.expired);
   } else if (card.state === 'refused') {
-    lines.push('⛔ Refused — the plan or its scope changed after the request; nothing was run.');
+    lines.push(CLOSED_NOTE.refused);
   }
   return lines.join('\n');
 }
@@ -82,34 +86,43 @@ export function cardText(card: ApprovalCard): string {
 /** The card's buttons while it is pending (none once decided or expired). */
 export function cardButtons(card: ApprovalCard): ReplyButton[] {
   if (card.state !== 'pending') return [];
-  if (card.kind === 'question') {
-    return (card.options ?? []).map((o, i) => ({
-      label: o.slice(0, 75),
-      value: buttonValue(card.nonce, `o${i}`),
-      style: 'primary',
-    }));
-  }
-  const buttons: ReplyButton[] = [];
-  if (card.calls.length === 1) {
-    buttons.push({ label: 'Approve', value: buttonValue(card.nonce, 'A'), style: 'primary' });
-    buttons.push({ label: 'Deny', value: buttonValue(card.nonce, 'D'), style: 'danger' });
-    return buttons;
-  }
-  const decided = new Set((card.decisions ?? []).map((d) => d.index));
-  for (const call of card.calls) {
-    if (decided.has(call.index)) continue;
-    buttons.push({
-      label: `Approve ${call.index + 1}`,
-      value: buttonValue(card.nonce, `a${call.index}`),
-      style: 'primary',
-    });
-    buttons.push({
-      label: `Deny ${call.index + 1}`,
-      value: buttonValue(card.nonce, `d${call.index}`),
-      style: 'danger',
-    });
-  }
-  buttons.push({ label: 'Approve all', value: buttonValue(card.nonce, 'A'), style: 'primary' });
-  buttons.push({ label: 'Deny all', value: buttonValue(card.nonce, 'D'), style: 'danger' });
-  return buttons;
+  if (card.kind === 'question') return questionButtons(card);
+  if (card.calls.length === 1) return allCallsButtons(card);
+  return [...card.calls.flatMap((call) => callButtons(card, call.index)), ...allCallsButtons(card)];
+}
+
+/** The answers to a question card, one button each. */
+export function questionButtons(card: ApprovalCard): ReplyButton[] {
+  return (card.options ?? []).map((o, i) => ({
+    label: o.slice(0, 75),
+    value: buttonValue(card.nonce, `o${i}`),
+    style: 'primary',
+  }));
+}
+
+/** Approve n / Deny n for one call of a multi-call card; none once that call is decided. */
+export function callButtons(card: ApprovalCard, index: number): ReplyButton[] {
+  if (card.state !== 'pending' || card.calls.length < 2) return [];
+  if ((card.decisions ?? []).some((d) => d.index === index)) return [];
+  return [
+    { label: `Approve ${index + 1}`, value: buttonValue(card.nonce, `a${index}`), style: 'primary' },
+    { label: `Deny ${index + 1}`, value: buttonValue(card.nonce, `d${index}`), style: 'danger' },
+  ];
+}
+
+/** Approve / Deny for a single call, Approve all / Deny all for several (the undecided ones). */
+export function allCallsButtons(card: ApprovalCard): ReplyButton[] {
+  if (card.state !== 'pending') return [];
+  const all = card.calls.length === 1 ? '' : ' all';
+  return [
+    { label: `Approve${all}`, value: buttonValue(card.nonce, 'A'), style: 'primary' },
+    { label: `Deny${all}`, value: buttonValue(card.nonce, 'D'), style: 'danger' },
+  ];
+}
+
+/** How one decision reads on a card, e.g. "approved by <@U1>". */
+export function decisionText(decision: NonNullable<ApprovalCard['decisions']>[number]): string {
+  const what =
+    decision.answer !== undefined ? `answered "${decision.answer}"` : decision.approved ? 'approved' : 'denied';
+  return `${what} by ${decision.by}`;
 }

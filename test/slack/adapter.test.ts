@@ -140,8 +140,8 @@ describe('Slack adapter in Socket Mode', () => {
     await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, mention)));
     await final(fake, CHANNEL, 'Hi &lt;!channel&gt; and &lt;@U999&gt;! *done*', mention.ts);
     expect(markdownToMrkdwn('## Title\n- [docs](https://x.y/z) and `<@U1>`')).toBe(
-      // Even inside code, a mention token is broken up rather than sent (test/slack/format.test.ts).
-      '*Title*\n• <https://x.y/z|docs> and `@\u200BU1`',
+      // Inside code a mention token is escaped: shown as written, never sent as a mention (test/slack/format.test.ts).
+      '*Title*\n• <https://x.y/z|docs> and `&lt;@U1&gt;`',
     );
   });
 

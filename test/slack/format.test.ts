@@ -32,9 +32,14 @@ describe('markdownToMrkdwn', () => {
     ['thematic break', '---', '──────────'],
     ['escapes & < >', 'a < b && c > d', 'a &lt; b &amp;&amp; c &gt; d'],
     ['escapes an HTML tag', '<script>x</script>', '&lt;script&gt;x&lt;/script&gt;'],
-    ['code span verbatim', 'run `a **b** <c> & d`', 'run `a **b** <c> & d`'],
+    ['code span unstyled, only escaped', 'run `a **b** <c> & d`', 'run `a **b** &lt;c&gt; &amp; d`'],
     ['double-backtick code span', '``a ` b``', '``a ` b``'],
-    ['fenced block verbatim, language dropped', '```sh\necho **x** <y> & z\n```', '```\necho **x** <y> & z\n```'],
+    [
+      'fenced block unstyled, only escaped, language dropped',
+      '```sh\necho **x** <y> & z\n```',
+      '```\necho **x** &lt;y&gt; &amp; z\n```',
+    ],
+    ["generics in a code span survive Slack's <…> parsing", '`map<string,string>`', '`map&lt;string,string&gt;`'],
     ['tilde fence', '~~~\n~~not strike~~\n~~~', '```\n~~not strike~~\n```'],
     ['unclosed fence runs to the end', '```\n# not a heading', '```\n# not a heading\n```'],
     ['text after a fence is converted again', '```\nx\n```\n**y**', '```\nx\n```\n*y*'],
@@ -50,9 +55,9 @@ describe('markdownToMrkdwn', () => {
     expect(out).not.toMatch(/<[!@]/);
   });
 
-  it('neutralizes mentions inside code too', () => {
-    expect(markdownToMrkdwn('`<!here>`')).toBe(`\`@${ZWSP}here\``);
-    expect(markdownToMrkdwn('```\n<@U999>\n```')).toBe(`\`\`\`\n@${ZWSP}U999\n\`\`\``);
+  it('shows mention tokens inside code literally, escaped, never as mentions', () => {
+    expect(markdownToMrkdwn('`<!here>`')).toBe('`&lt;!here&gt;`');
+    expect(markdownToMrkdwn('```\n<@U999>\n@channel\n```')).toBe(`\`\`\`\n&lt;@U999&gt;\n@${ZWSP}channel\n\`\`\``);
   });
 
   it('keeps a mention of an allowed user', () => {

@@ -1,5 +1,14 @@
 import type { ReplyButton } from '../../reply/outbound.ts';
-import { cardButtons, cardText, type ApprovalCard } from '../../approval/card.ts';
+import {
+  allCallsButtons,
+  callButtons,
+  callHeading,
+  CLOSED_NOTE,
+  decisionText,
+  fenceSafe,
+  questionButtons,
+  type ApprovalCard,
+} from '../../approval/card.ts';
 import type { KnownBlock } from '@slack/web-api';
 import { markdownToMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';
@@ -38,7 +47,92 @@ export function replyBlocks(markdown: string, buttons: ReplyButton[] = []): Bloc
   return [...sections, ...actions(buttons, 'countersign')].slice(0, LIMITS.blocks);
 }
 
-/** The approval card: one section per call, context, and Approve/Deny (per call and for all). */
+/**
+ * Calls shown with their own blocks (heading and arguments, maybe a diff, their buttons or decision):
+ * at most three blocks each, leaving room in Slack's 50 for the header, footer and Approve all row.
+ */
+const MAX_CARD_CALLS = 14;
+
+/**
+ * A code block in a section, under an optional heading, cut (with a note saying how much) until its
+ * mrkdwn fits the section limit.
+ */
+function codeSection(code: string, language = '', heading = ''): Block {
+  let keep = code.length;
+  for (;;) {
+    const shown = keep < code.length ? `${code.slice(0, keep)}\n… (${code.length - keep} more characters)` : code;
+    const text = markdownToMrkdwn(`${heading ? `${heading}\n` : ''}\`\`\`${language}\n${fenceSafe(shown)}\n\`\`\``);
+    if (text.length <= LIMITS.sectionText) return section(text);
+    // Escaping can grow text up to five-fold (& → &amp;): shrink in proportion, then a little more.
+    keep = Math.max(0, Math.floor(keep * (LIMITS.sectionText / text.length) * 0.95));
+  }
+}
+
+function context(markdown: string): Block {
+  return { type: 'context', elements: [{ type: 'mrkdwn', text: markdownToMrkdwn(markdown).slice(0, 3000) }] };
+}
+
+/** Slack renders `<!date^…>` in each reader's own time zone; the fallback is shown where it can't. */
+function slackDate(date: Date): string {
+  const seconds = Math.floor(date.getTime() / 1000);
+  return `<!date^${seconds}^{date_short_pretty} at {time}|${date.toISOString()}>`;
+}
+
+/**
+ * The approval card as Block Kit: a header, one section per call (tool, risk, arguments, the diff it
+ * would apply) with that call's own Approve/Deny, the plan hash and expiry, then Approve all / Deny
+ * all. Once decided, each call shows who decided it and the buttons are gone.
+ */
 export function approvalCardBlocks(card: ApprovalCard): Block[] {
-  return replyBlocks(cardText(card), cardButtons(card));
+  const blocks: Block[] = [];
+  if (card.kind === 'question') {
+    blocks.push(section(markdownToMrkdwn(`**Question from the agent** (asked for ${card.requesterLabel})`)));
+    blocks.push(section(markdownToMrkdwn(card.question ?? '').slice(0, LIMITS.sectionText) || ' '));
+    const answers = (card.options ?? []).map((o, i) => `${i + 1}. ${o}`).join('\n');
+    if (answers) blocks.push(section(markdownToMrkdwn(answers).slice(0, LIMITS.sectionText)));
+    for (const d of card.decisions ?? []) blocks.push(context(decisionText(d)));
+  } else {
+    const n = card.calls.length;
+    blocks.push(
+      section(markdownToMrkdwn(`**Approval needed** for ${card.requesterLabel}: ${n} call${n === 1 ? '' : 's'}`)),
+    );
+    const decided = new Map((card.decisions ?? []).map((d) => [d.index, d]));
+    for (const call of card.calls.slice(0, MAX_CARD_CALLS)) {
+      blocks.push(codeSection(call.argsPretty, 'json', callHeading(call)));
+      if (call.detail) blocks.push(codeSection(call.detail, 'diff'));
+      const decision = decided.get(call.index);
+      if (decision) blocks.push(context(decisionText(decision)));
+      else blocks.push(...actions(callButtons(card, call.index), `countersign_call${call.index}`));
+    }
+    if (n > MAX_CARD_CALLS) {
+      blocks.push(
+        context(`… and ${n - MAX_CARD_CALLS} more calls, not shown: Approve all / Deny all decides them too.`),
+      );
+    }
+  }
+  const closed = card.state === 'expired' || card.state === 'refused' ? ` · ${CLOSED_NOTE[card.state]}` : '';
+  const when = card.state === 'decided' && card.decidedAt ? `decided ${slackDate(card.decidedAt)}` : '';
+  blocks.push({
+    type: 'context',
+    elements: [
+      {
+        type: 'mrkdwn',
+        text: `plan \`${card.planHashPrefix}\` · ${when || `expires ${slackDate(card.expiresAt)}`}${closed}`,
+      },
+    ],
+  });
+  const closing = card.kind === 'question' ? questionButtons(card) : allCallsButtons(card);
+  if (card.state === 'pending') blocks.push(...actions(closing, 'countersign_all'));
+  return fitBlocks(blocks);
+}
+
+/**
+ * A last guard on Slack's 50 blocks (MAX_CARD_CALLS keeps a card well inside it): never drop the
+ * closing Approve all / Deny all row.
+ */
+function fitBlocks(blocks: Block[]): Block[] {
+  if (blocks.length <= LIMITS.blocks) return blocks;
+  const lastActions = blocks.at(-1)?.type === 'actions' ? blocks.slice(-1) : [];
+  const head = blocks.slice(0, blocks.length - lastActions.length);
+  return [...head.slice(0, LIMITS.blocks - lastActions.length), ...lastActions];
 }

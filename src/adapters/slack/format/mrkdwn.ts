@@ -1,9 +1,11 @@
 /**
  * CommonMark (what models write) → Slack mrkdwn. Slack's dialect differs: `*bold*`, `_italic_`,
  * `~strike~`, `<url|label>` links, no headings, and `&`, `<`, `>` must be sent as entities
- * (docs.slack.dev "Formatting text for app surfaces"). Code spans and fenced blocks are copied
- * verbatim — never restyled — and the result is passed through neutralizeMentions, so whatever
- * the model writes, nobody is pinged unless allowed.
+ * (docs.slack.dev "Formatting text for app surfaces"). Code spans and fenced blocks are never
+ * restyled, but their `&`, `<`, `>` are escaped too: Slack parses `<…>` inside backticks as well
+ * (`map<string,string>` shows as `mapstring,string`), and shows the entities as the characters.
+ * The result is passed through neutralizeMentions, so whatever the model writes, nobody is pinged
+ * unless allowed.
  */
 import { neutralizeMentions, type MentionPolicy } from './mentions.ts';
 
@@ -43,7 +45,7 @@ export function markdownToMrkdwn(markdown: string, policy: MentionPolicy = {}): 
 }
 
 function codeBlock(body: string[]): string {
-  return `\`\`\`\n${body.join('\n')}\n\`\`\``;
+  return `\`\`\`\n${escapeMrkdwn(body.join('\n'))}\n\`\`\``;
 }
 
 function convertLine(line: string, policy: MentionPolicy): string {
@@ -60,7 +62,7 @@ function convertLine(line: string, policy: MentionPolicy): string {
   return inline(line, policy);
 }
 
-/** Inline spans of one line: code spans verbatim, everything else converted and escaped. */
+/** Inline spans of one line: code spans only escaped, everything else converted and escaped. */
 function inline(text: string, policy: MentionPolicy): string {
   const slots: string[] = [];
   const keep = (converted: string) => {
@@ -68,7 +70,7 @@ function inline(text: string, policy: MentionPolicy): string {
     return `${SLOT}${slots.length - 1}${SLOT}`;
   };
   // Code spans: a run of n backticks closed by a run of exactly n.
-  let s = text.replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (span) => keep(span));
+  let s = text.replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (span) => keep(escapeMrkdwn(span)));
   s = s.replace(/<@([UW][A-Z0-9]+)>/g, (token, id: string) =>
     (policy.allowedUserIds ?? []).includes(id) ? keep(token) : token,
   );
