@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     if (only.includes('P1')) {
-      const p1 = await benchP1(await freshDatabase('p1'), samples);
+      const p1 = await benchP1(await freshDatabase('p1'), await freshDatabase('p1raw'), samples);
       results.p1 = p1;
       rows.push(
         [
@@ -62,6 +62,13 @@ async function main(): Promise<void> {
           round(p1.countersign.p99),
           round(p1.raw.p99),
           `${round(p1.countersign.p99 / p1.raw.p99)}×`,
+          '',
+        ],
+        [
+          'P1 event → turn ready (state read) p50 / p99 (ms)',
+          `${round(p1.turnReady.p50)} / ${round(p1.turnReady.p99)}`,
+          `${round(p1.raw.p50)} / ${round(p1.raw.p99)}`,
+          `${round(p1.turnReady.p50 / p1.raw.p50)}×`,
           '',
         ],
       );

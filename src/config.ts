@@ -82,7 +82,7 @@ export const ConfigSchema = z
     MODEL_MAX_RETRIES: int(0, 10).default(3),
     SCRIPTED_MODEL_SCRIPT: optionalString,
     ANTHROPIC_API_KEY: optionalString,
-    ANTHROPIC_MODEL: z.string().min(1).default('claude-sonnet-4-5'),
+    ANTHROPIC_MODEL: z.string().min(1).default('claude-sonnet-5-5'),
     ANTHROPIC_BASE_URL: url.optional(),
     OPENAI_API_KEY: optionalString,
     OPENAI_MODEL: z.string().min(1).default('gpt-4.1'),

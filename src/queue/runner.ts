@@ -72,6 +72,12 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
     gracefulShutdownAbortTimeout: options.shutdownGraceMs,
     // Countersign schedules periodic work itself; no crontab file.
     crontab: '',
+    // Completions and failures go through graphile-worker's batcher (flushed on the next tick, so no
+    // later): unbatched, a failJob that loses its database is a promise nobody catches, which took
+    // the whole process down when a task ended after shutdown began; batched, graphile-worker waits
+    // for pending ones on shutdown and handles their errors. Under load, concurrent completions also
+    // share a round trip.
+    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   };
   const runners: Runner[] = [];
   try {

@@ -4,6 +4,8 @@ import type { WorkItem } from './work-item.ts';
 
 /** In-process notifications about turns this process ran (console adapter, metrics, tests). */
 export interface TurnEventMap {
+  /** graphile-worker handed this process the item's job; its state is not read yet (benchmarks). */
+  jobStarted: [{ workItemId: string }];
   /** The job started (attempt > 1: a replay after a crash, a hand-over or a retry). */
   started: [{ item: WorkItem; attempt: number }];
   finished: [{ item: WorkItem; text: string; durationMs: number }];

@@ -120,6 +120,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
   const { pool, config } = services;
   return async (payload, helpers) => {
     const { workItemId } = WorkItemJobPayload.parse(payload);
+    services.events.emit('jobStarted', { workItemId });
     if (helpers.job.locked_by) await services.liveness.claimSlot(helpers.job.locked_by);
     // Tracked before the item is read: a stop request committed after the read below is notified
     // to a tracked turn, and one committed before it is in the row. So the first round needs no
