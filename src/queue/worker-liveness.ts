@@ -5,6 +5,16 @@ import type { Pool } from '../db/pool.ts';
 import { metrics } from '../metrics.ts';
 
 /**
+ * Released jobs are ready at once, but force_unlock_workers sends no notification, so live workers
+ * would only find them at their next poll. Announcing them the way graphile_worker.add_job announces
+ * new jobs (its `jobs:insert` channel, `count` = how many) wakes that many idle workers now. Reads
+ * the `released` CTE of the statement it is part of (counted in the statement's snapshot, before
+ * the unlock).
+ */
+const NUDGE_RELEASED = `(SELECT pg_notify('jobs:insert', json_build_object('count', n)::text)
+                          FROM released WHERE n > 0) AS nudged`;
+
+/**
  * Worker heartbeats. graphile-worker locks a job to its worker pool and, if that process dies, keeps
  * the job locked for 4 hours. Each Countersign process records a heartbeat and the ids of its pools;
  * every live process sweeps for processes whose heartbeat is stale and releases their jobs with
@@ -102,9 +112,12 @@ export class WorkerLiveness {
          RETURNING id
        ), slots AS (
          SELECT worker_id FROM countersign.worker_slots WHERE process_id IN (SELECT id FROM dead)
+       ), released AS (
+         SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE locked_by IN (SELECT worker_id FROM slots)
        )
        SELECT (SELECT array_agg(id) FROM dead) AS dead,
-              graphile_worker.force_unlock_workers(coalesce((SELECT array_agg(worker_id) FROM slots), '{}'))`,
+              graphile_worker.force_unlock_workers(coalesce((SELECT array_agg(worker_id) FROM slots), '{}')),
+              ${NUDGE_RELEASED}`,
       [this.#deadAfterSeconds, this.processId],
     );
     const dead = rows[0]?.dead ?? [];
@@ -120,9 +133,13 @@ export class WorkerLiveness {
     await this.#pool
       .query(
         `WITH gone AS (DELETE FROM countersign.worker_processes WHERE id = $1 RETURNING id),
-         slots AS (SELECT array_agg(worker_id) AS ids FROM countersign.worker_slots WHERE process_id = $1)
+         slots AS (SELECT array_agg(worker_id) AS ids FROM countersign.worker_slots WHERE process_id = $1),
+         released AS (
+           SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE locked_by = ANY ((SELECT ids FROM slots)::text[])
+         )
          SELECT graphile_worker.force_unlock_workers(coalesce((SELECT ids FROM slots), '{}')),
-                (SELECT count(*) FROM gone) AS removed`,
+                (SELECT count(*) FROM gone) AS removed,
+                ${NUDGE_RELEASED}`,
         [this.processId],
       )
       .catch((error: unknown) => this.#log.warn({ err: error }, 'could not remove worker heartbeat'));
