@@ -59,7 +59,8 @@ export class ReplyStream {
   readonly #log: Logger;
   readonly #deadlineMs: number;
   readonly #liveButtons: ReplyOptions['buttons'];
-  readonly #liveButtonsAt: number;
+  /** Set by the timer itself (not by comparing clocks: a timer may fire a millisecond before Date.now says it is due). */
+  #liveButtonsDue: boolean;
   #liveButtonsTimer: NodeJS.Timeout | undefined;
   /** Whether each message shows the live buttons right now, as far as we know. */
   #buttonsShown: boolean[] = [];
@@ -99,10 +100,13 @@ export class ReplyStream {
     this.#deadlineMs = options.deliveryDeadlineMs ?? 10 * 60_000;
     this.#liveButtons = options.liveButtons?.length ? options.liveButtons : undefined;
     const delay = options.liveButtonsAfterMs ?? 0;
-    this.#liveButtonsAt = Date.now() + delay;
+    this.#liveButtonsDue = delay <= 0;
     if (this.#liveButtons && delay > 0) {
       // The buttons are due even when the text has not changed by then (a long silent tool run).
-      this.#liveButtonsTimer = setTimeout(() => this.#schedule(), delay);
+      this.#liveButtonsTimer = setTimeout(() => {
+        this.#liveButtonsDue = true;
+        this.#schedule();
+      }, delay);
       this.#liveButtonsTimer.unref();
     }
     this.#onDelivered = options.onDelivered;
@@ -277,10 +281,17 @@ export class ReplyStream {
     }
     const index = this.#sealed.length;
     const visible = this.#visible(this.#live(), statusSuffix);
-    const buttons = this.#buttonsNow();
-    if (this.#shown[index] === visible && this.#messageIds[index] && this.#buttonsShown[index] === Boolean(buttons))
-      return;
-    await this.#show(index, visible, buttons);
+    if (this.#alreadyShows(index, visible)) return;
+    await this.#show(index, visible, this.#buttonsNow());
+  }
+
+  /** Whether message `index` exists and already shows `visible` with the buttons due now. */
+  #alreadyShows(index: number, visible: string): boolean {
+    return (
+      Boolean(this.#messageIds[index]) &&
+      this.#shown[index] === visible &&
+      this.#buttonsShown[index] === Boolean(this.#buttonsNow())
+    );
   }
 
   /** The status line as it follows the text. */
@@ -301,15 +312,11 @@ export class ReplyStream {
    */
   #upToDate(): boolean {
     if (this.#orphanStream || this.#streaming || this.#nativeDone || this.#statusMessageId) return false;
-    const index = this.#sealed.length;
-    if (!this.#messageIds[index]) return false;
     const statusSuffix = this.#statusSuffix();
     const live = this.#live();
+    // Too long for one message: a sync would seal part of it first.
     if (live.length + statusSuffix.length > this.#outbound.limits.maxMessageLength) return false;
-    return (
-      this.#shown[index] === this.#visible(live, statusSuffix) &&
-      this.#buttonsShown[index] === Boolean(this.#buttonsNow())
-    );
+    return this.#alreadyShows(this.#sealed.length, this.#visible(live, statusSuffix));
   }
 
   /**
@@ -471,7 +478,7 @@ export class ReplyStream {
 
   /** The live buttons, while the turn runs and once they are due. */
   #buttonsNow(): ReplyOptions['buttons'] {
-    return !this.#finished && Date.now() >= this.#liveButtonsAt ? this.#liveButtons : undefined;
+    return !this.#finished && this.#liveButtonsDue ? this.#liveButtons : undefined;
   }
 
   /** Wakes a pump waiting out its interval (used when the turn finishes). */

@@ -65,6 +65,17 @@ const max = (values: number[]) => Math.max(0, ...values);
 const measures: Array<[limit: keyof typeof LIMITS, measure: (b: KnownBlock[]) => number]> = [
   ['blocks', (b) => b.length],
   ['sectionText', (b) => max(sections(b).map((s) => s.text?.text.length ?? 0))],
+  [
+    'contextText',
+    (b) =>
+      max(
+        b.flatMap((x) =>
+          x.type === 'context'
+            ? x.elements.map((e) => ('text' in e && typeof e.text === 'string' ? e.text.length : 0))
+            : [],
+        ),
+      ),
+  ],
   ['actionsElements', (b) => max(b.map((x) => (x.type === 'actions' ? x.elements.length : 0)))],
   ['buttonText', (b) => max(buttons(b).map((e) => e.text.text.length))],
   ['buttonToken', (b) => max(buttons(b).flatMap((e) => [e.value.length, e.action_id.length]))],

@@ -49,7 +49,8 @@ export function replyBlocks(markdown: string, buttons: ReplyButton[] = []): Bloc
 
 /**
  * Calls shown with their own blocks (heading and arguments, maybe a diff, their buttons or decision):
- * at most three blocks each, leaving room in Slack's 50 for the header, footer and Approve all row.
+ * at most three blocks each, so 14 calls plus the header, the "more calls" line, the footer and the
+ * Approve all row stay within Slack's 50 (46).
  */
 const MAX_CARD_CALLS = 14;
 
@@ -68,8 +69,9 @@ function codeSection(code: string, language = '', heading = ''): Block {
   }
 }
 
-function context(markdown: string): Block {
-  return { type: 'context', elements: [{ type: 'mrkdwn', text: markdownToMrkdwn(markdown).slice(0, 3000) }] };
+/** A context line of mrkdwn as given (callers convert model or user text with markdownToMrkdwn). */
+function context(mrkdwn: string): Block {
+  return { type: 'context', elements: [{ type: 'mrkdwn', text: mrkdwn.slice(0, LIMITS.contextText) }] };
 }
 
 /** Slack renders `<!date^…>` in each reader's own time zone; the fallback is shown where it can't. */
@@ -87,10 +89,10 @@ export function approvalCardBlocks(card: ApprovalCard): Block[] {
   const blocks: Block[] = [];
   if (card.kind === 'question') {
     blocks.push(section(markdownToMrkdwn(`**Question from the agent** (asked for ${card.requesterLabel})`)));
-    blocks.push(section(markdownToMrkdwn(card.question ?? '').slice(0, LIMITS.sectionText) || ' '));
+    blocks.push(section(markdownToMrkdwn(card.question ?? '') || ' '));
     const answers = (card.options ?? []).map((o, i) => `${i + 1}. ${o}`).join('\n');
-    if (answers) blocks.push(section(markdownToMrkdwn(answers).slice(0, LIMITS.sectionText)));
-    for (const d of card.decisions ?? []) blocks.push(context(decisionText(d)));
+    if (answers) blocks.push(section(markdownToMrkdwn(answers)));
+    for (const d of card.decisions ?? []) blocks.push(context(markdownToMrkdwn(decisionText(d))));
   } else {
     const n = card.calls.length;
     blocks.push(
@@ -101,7 +103,7 @@ export function approvalCardBlocks(card: ApprovalCard): Block[] {
       blocks.push(codeSection(call.argsPretty, 'json', callHeading(call)));
       if (call.detail) blocks.push(codeSection(call.detail, 'diff'));
       const decision = decided.get(call.index);
-      if (decision) blocks.push(context(decisionText(decision)));
+      if (decision) blocks.push(context(markdownToMrkdwn(decisionText(decision))));
       else blocks.push(...actions(callButtons(card, call.index), `countersign_call${call.index}`));
     }
     if (n > MAX_CARD_CALLS) {
@@ -112,27 +114,8 @@ export function approvalCardBlocks(card: ApprovalCard): Block[] {
   }
   const closed = card.state === 'expired' || card.state === 'refused' ? ` · ${CLOSED_NOTE[card.state]}` : '';
   const when = card.state === 'decided' && card.decidedAt ? `decided ${slackDate(card.decidedAt)}` : '';
-  blocks.push({
-    type: 'context',
-    elements: [
-      {
-        type: 'mrkdwn',
-        text: `plan \`${card.planHashPrefix}\` · ${when || `expires ${slackDate(card.expiresAt)}`}${closed}`,
-      },
-    ],
-  });
+  blocks.push(context(`plan \`${card.planHashPrefix}\` · ${when || `expires ${slackDate(card.expiresAt)}`}${closed}`));
   const closing = card.kind === 'question' ? questionButtons(card) : allCallsButtons(card);
   if (card.state === 'pending') blocks.push(...actions(closing, 'countersign_all'));
-  return fitBlocks(blocks);
-}
-
-/**
- * A last guard on Slack's 50 blocks (MAX_CARD_CALLS keeps a card well inside it): never drop the
- * closing Approve all / Deny all row.
- */
-function fitBlocks(blocks: Block[]): Block[] {
-  if (blocks.length <= LIMITS.blocks) return blocks;
-  const lastActions = blocks.at(-1)?.type === 'actions' ? blocks.slice(-1) : [];
-  const head = blocks.slice(0, blocks.length - lastActions.length);
-  return [...head.slice(0, LIMITS.blocks - lastActions.length), ...lastActions];
+  return blocks;
 }

@@ -16,6 +16,8 @@ export const LIMITS = {
   sectionFieldText: 2000,
   /** Characters in a header block's text. */
   headerText: 150,
+  /** Characters of a mrkdwn text element in a context block. */
+  contextText: 3000,
   /** Elements in one context block. */
   contextElements: 10,
   /** Elements (buttons) in one actions block. */
