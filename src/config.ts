@@ -17,6 +17,7 @@ export const SECRET_VARIABLES = new Set([
   'SLACK_APP_TOKEN',
   'SLACK_SIGNING_SECRET',
   'DISCORD_TOKEN',
+  'METRICS_TOKEN',
 ]);
 
 const int = (min: number, max: number) =>
@@ -52,6 +53,8 @@ export const ConfigSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
     HTTP_PORT: int(0, 65535).default(3000),
     HTTP_HOST: z.string().default('0.0.0.0'),
+    /** Set: /metrics answers only requests with `Authorization: Bearer <token>`; unset: only loopback clients. */
+    METRICS_TOKEN: optionalString,
 
     DATABASE_URL: z
       .string()
@@ -100,6 +103,8 @@ export const ConfigSchema = z
     MCP_CONFIG: optionalString,
     ENABLE_RUN_COMMAND: bool.default(false),
     TOOL_RESULT_MAX_TOKENS: int(1000, 1_000_000).default(25_000),
+    /** A tool running longer than this is abandoned, recorded as failed, and never replayed. */
+    TOOL_TIMEOUT_SECONDS: int(1, 3600).default(120),
 
     SLACK_BOT_TOKEN: optionalString,
     SLACK_APP_TOKEN: optionalString,
@@ -123,6 +128,9 @@ export const ConfigSchema = z
     DISCORD_APPLICATION_ID: optionalString,
     DISCORD_GUILD_ID: optionalString,
     DISCORD_API_URL: url.optional(),
+
+    /** Which platforms' inbound halves this process runs (ingress and all roles); unset: every configured one. */
+    INGRESS_PLATFORMS: list.pipe(z.array(z.enum(['slack', 'discord'], { error: 'expected slack and/or discord' }))).optional(),
   })
   .transform((c) => ({
     ...c,
