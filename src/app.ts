@@ -107,18 +107,43 @@ async function migrateWhenReachable(databaseUrl: string, log: Logger): Promise<v
   }
 }
 
+type PlatformName = 'slack' | 'discord';
+
 /** The platforms whose credentials are configured. Loaded lazily: a console-only run needs neither SDK. */
-async function configuredPlatforms(config: Config, pool: Pool, log: Logger): Promise<PlatformAdapter[]> {
-  const platforms: PlatformAdapter[] = [];
+async function configuredPlatforms(
+  config: Config,
+  pool: Pool,
+  log: Logger,
+): Promise<Array<{ name: PlatformName; adapter: PlatformAdapter }>> {
+  const platforms: Array<{ name: PlatformName; adapter: PlatformAdapter }> = [];
   if (config.SLACK_BOT_TOKEN) {
     const { createSlackAdapter } = await import('./adapters/slack/index.ts');
-    platforms.push(createSlackAdapter(config, pool, log));
+    platforms.push({ name: 'slack', adapter: createSlackAdapter(config, pool, log) });
   }
   if (config.DISCORD_TOKEN) {
     const { createDiscordAdapter } = await import('./adapters/discord/index.ts');
-    platforms.push(createDiscordAdapter(config, pool, log));
+    platforms.push({ name: 'discord', adapter: createDiscordAdapter(config, pool, log) });
   }
   return platforms;
+}
+
+/**
+ * Refuses a role that could do nothing: an ingress process with no platform to listen to would
+ * start, report itself healthy and sit idle while messages go unanswered.
+ */
+export function checkRole(config: Config, role: Role): void {
+  if (role !== 'ingress') return;
+  const configured = [config.SLACK_BOT_TOKEN && 'slack', config.DISCORD_TOKEN && 'discord'].filter(Boolean);
+  if (configured.length === 0) {
+    throw new Error(
+      '--role=ingress has no platform to listen to: set SLACK_BOT_TOKEN or DISCORD_TOKEN (the console runs only with --role=all)',
+    );
+  }
+}
+
+/** Whether this process runs the named platform's inbound half (INGRESS_PLATFORMS; unset: every one). */
+function listensTo(config: Config, name: PlatformName): boolean {
+  return config.INGRESS_PLATFORMS === undefined || config.INGRESS_PLATFORMS.includes(name);
 }
 
 /** Feeds turn latencies into the Prometheus histograms. */
@@ -145,6 +170,7 @@ export function resolveFromCwd(p: string): string {
  * pools (role all|worker), the inbound adapters (role all|ingress) and the HTTP endpoints.
  */
 export async function startCountersign(config: Config, options: StartOptions): Promise<Countersign> {
+  if (!options.platforms) checkRole(config, options.role);
   const consoleOptions =
     options.console === false
       ? undefined
@@ -156,7 +182,9 @@ export async function startCountersign(config: Config, options: StartOptions): P
               interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
             }
           : undefined));
-  const level = config.LOG_LEVEL ?? (consoleOptions?.interactive ? 'warn' : 'info');
+  // With the console, stdout is the answer stream (a terminal or a pipe): logs stay on stderr and
+  // quiet, so a piped run reads as questions and answers, not JSON.
+  const level = config.LOG_LEVEL ?? (consoleOptions ? 'warn' : 'info');
   const log = options.log ?? createLogger(level);
   const cleanups: Array<() => Promise<void>> = [];
   const runCleanups = async () => {
@@ -184,8 +212,10 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const consoleOutbound = new ConsoleOutbound();
     outbounds.register(consoleOutbound);
     for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
-    const platforms = options.platforms ?? (await configuredPlatforms(config, pool, log));
-    for (const platform of platforms) outbounds.register(platform.outbound);
+    const platforms = options.platforms
+      ? options.platforms.map((adapter) => ({ name: undefined, adapter }))
+      : await configuredPlatforms(config, pool, log);
+    for (const { adapter } of platforms) outbounds.register(adapter.outbound);
 
     // Skills: problems are reported and the skill skipped, never fatal; edits on disk apply without a restart.
     const skills: SkillRegistry = await openSkillRegistry({
@@ -331,8 +361,9 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const stopTurn = (workItemId: string, by: Requester) => requestStop(pool, workItemId, by, config.APPROVERS);
 
     if (options.role !== 'worker') {
-      for (const platform of platforms) {
-        const inbound = await platform.startInbound({
+      for (const { name, adapter } of platforms) {
+        if (name && !listensTo(config, name)) continue;
+        const inbound = await adapter.startInbound({
           config,
           pool,
           log,

@@ -91,7 +91,8 @@ export const ConfigSchema = z
     OPENAI_MODEL: z.string().min(1).default('gpt-4.1'),
     OPENAI_BASE_URL: url.optional(),
     OPENROUTER_API_KEY: optionalString,
-    OPENROUTER_MODEL: z.string().min(1).default('anthropic/claude-sonnet-4.5'),
+    // A family alias OpenRouter keeps pointing at the newest Sonnet: a default must not retire under users.
+    OPENROUTER_MODEL: z.string().min(1).default('~anthropic/claude-sonnet-latest'),
     OPENROUTER_BASE_URL: url.default('https://openrouter.ai/api/v1'),
 
     APPROVAL_TTL_SECONDS: int(30, 7 * 24 * 3600).default(3600),
@@ -130,7 +131,9 @@ export const ConfigSchema = z
     DISCORD_API_URL: url.optional(),
 
     /** Which platforms' inbound halves this process runs (ingress and all roles); unset: every configured one. */
-    INGRESS_PLATFORMS: list.pipe(z.array(z.enum(['slack', 'discord'], { error: 'expected slack and/or discord' }))).optional(),
+    INGRESS_PLATFORMS: list
+      .pipe(z.array(z.enum(['slack', 'discord'], { error: 'expected slack and/or discord' })))
+      .optional(),
   })
   .transform((c) => ({
     ...c,
@@ -149,6 +152,33 @@ export const ConfigSchema = z
 export type Config = z.infer<typeof ConfigSchema>;
 
 type Env = Record<string, string | undefined>;
+
+/** What a person id in APPROVERS looks like on each platform (ids are case-sensitive). */
+const PERSON_ID: Record<string, { pattern: RegExp; example: string }> = {
+  slack: { pattern: /^[UW][A-Z0-9]{2,}$/, example: 'slack:U0123ABCD' },
+  discord: { pattern: /^\d{1,20}$/, example: 'discord:123456789012345678' },
+};
+
+/**
+ * APPROVERS entries that would silently match nobody: a missing platform (`U123`), a stray space
+ * (`slack: U123`), a lowercased Slack id (`slack:u123`), or an id of the wrong shape.
+ */
+export function approverProblems(raw: string): string[] {
+  const problems: string[] = [];
+  for (const entry of raw.split(',').filter((e) => e.trim() !== '')) {
+    const shown = JSON.stringify(entry.trim().slice(0, 60));
+    const match = /^([a-z]+):(\S+)$/.exec(entry.trim());
+    if (!match) {
+      problems.push(`${shown} is not platform:user-id (e.g. slack:U0123ABCD or discord:123456789012345678)`);
+      continue;
+    }
+    const [, platform = '', id = ''] = match;
+    const shape = PERSON_ID[platform];
+    if (shape && !shape.pattern.test(id))
+      problems.push(`${shown} is not a ${platform} user id (e.g. ${shape.example})`);
+  }
+  return problems;
+}
 
 /**
  * Problems that involve several variables. They are checked on the raw values, next to the schema,
@@ -189,6 +219,13 @@ function crossFieldProblems(env: Env): Array<[string, string]> {
   if ((env.SLACK_APP_TOKEN || env.SLACK_SIGNING_SECRET) && !env.SLACK_BOT_TOKEN) {
     need('SLACK_BOT_TOKEN', 'is missing: the Slack adapter needs the bot token (xoxb-…) to post replies');
   }
+  for (const platform of (env.INGRESS_PLATFORMS ?? '').split(',').map((s) => s.trim())) {
+    if (platform === 'slack' && !env.SLACK_BOT_TOKEN)
+      need('INGRESS_PLATFORMS', 'names slack, but SLACK_BOT_TOKEN is not set');
+    if (platform === 'discord' && !env.DISCORD_TOKEN)
+      need('INGRESS_PLATFORMS', 'names discord, but DISCORD_TOKEN is not set');
+  }
+  for (const problem of approverProblems(env.APPROVERS ?? '')) need('APPROVERS', problem);
   if (env.DISCORD_TOKEN && !env.DISCORD_APPLICATION_ID) {
     need('DISCORD_APPLICATION_ID', 'is missing: slash commands are registered under the application id');
   }

@@ -78,4 +78,52 @@ describe('configuration', () => {
     expect(run.stdout()).toMatch(/DISCORD_TOKEN\s+disc…\*\*\*\*/);
     expect(run.stdout()).not.toContain('discord-token-secret-value');
   });
+
+  it('refuses APPROVERS entries that would silently match nobody, naming each', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        APPROVERS: 'U123, slack:u123,slack: U123,discord:alice,slack:U0123ABCD,discord:123456789012345678',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toEqual([
+      'APPROVERS: "U123" is not platform:user-id (e.g. slack:U0123ABCD or discord:123456789012345678)',
+      'APPROVERS: "slack:u123" is not a slack user id (e.g. slack:U0123ABCD)',
+      'APPROVERS: "slack: U123" is not platform:user-id (e.g. slack:U0123ABCD or discord:123456789012345678)',
+      'APPROVERS: "discord:alice" is not a discord user id (e.g. discord:123456789012345678)',
+    ]);
+    expect(loadConfig({ APPROVERS: 'slack:U0123ABCD, discord:123456789012345678' }).APPROVERS).toEqual([
+      'slack:U0123ABCD',
+      'discord:123456789012345678',
+    ]);
+  });
+
+  it('refuses INGRESS_PLATFORMS naming a platform that has no token', () => {
+    expect(() => loadConfig({ INGRESS_PLATFORMS: 'discord' })).toThrow(
+      /INGRESS_PLATFORMS: names discord, but DISCORD_TOKEN is not set/,
+    );
+    expect(() => loadConfig({ INGRESS_PLATFORMS: 'teams' })).toThrow(
+      /INGRESS_PLATFORMS: expected slack and\/or discord/,
+    );
+    expect(
+      loadConfig({ INGRESS_PLATFORMS: 'slack', SLACK_BOT_TOKEN: 'xoxb-1-2', SLACK_APP_TOKEN: 'xapp-1-2' })
+        .INGRESS_PLATFORMS,
+    ).toEqual(['slack']);
+  });
+
+  it('defaults the OpenRouter model to an alias that does not retire', () => {
+    expect(loadConfig({}).OPENROUTER_MODEL).toBe('~anthropic/claude-sonnet-latest');
+  });
+
+  it('refuses `start --role=ingress` with no platform to listen to, in one line', async () => {
+    const run = runCli(['start', '--role=ingress'], {});
+    expect((await run.exited).code).toBe(1);
+    expect(run.stderr().trim()).toBe(
+      'countersign: --role=ingress has no platform to listen to: set SLACK_BOT_TOKEN or DISCORD_TOKEN (the console runs only with --role=all)',
+    );
+  });
 });
