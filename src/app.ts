@@ -129,7 +129,8 @@ async function configuredPlatforms(
 
 /**
  * Refuses a role that could do nothing: an ingress process with no platform to listen to would
- * start, report itself healthy and sit idle while messages go unanswered.
+ * start, report itself healthy and sit idle while messages go unanswered. (Checked by the CLI:
+ * an embedding application may run an ingress that enqueues work items itself.)
  */
 export function checkRole(config: Config, role: Role): void {
   if (role !== 'ingress') return;
@@ -170,7 +171,6 @@ export function resolveFromCwd(p: string): string {
  * pools (role all|worker), the inbound adapters (role all|ingress) and the HTTP endpoints.
  */
 export async function startCountersign(config: Config, options: StartOptions): Promise<Countersign> {
-  if (!options.platforms) checkRole(config, options.role);
   const consoleOptions =
     options.console === false
       ? undefined

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.ts';
 import { createLogger } from './log.ts';
-import { startCountersign, type Role } from './app.ts';
+import { checkRole, startCountersign, type Role } from './app.ts';
 import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres } from './db/embedded.ts';
 import { resolveFromCwd } from './app.ts';
@@ -39,6 +39,7 @@ async function start(args: string[]): Promise<number> {
     return 1;
   }
   const config = configOrExit();
+  checkRole(config, role);
   const app = await startCountersign(config, { role });
   // A library promise rejected while the database is away must not take the whole process down:
   // turns are durable and resume, so log it loudly and keep serving.
