@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { SECRET_VARIABLES } from './config.ts';
 
 export type { Logger };
 
@@ -21,14 +22,8 @@ const REDACT = [
   '*.headers["x-api-key"]',
   '*.DATABASE_URL',
   '*.connectionString',
-  'DATABASE_URL',
-  'ANTHROPIC_API_KEY',
-  'OPENAI_API_KEY',
-  'OPENROUTER_API_KEY',
-  'SLACK_BOT_TOKEN',
-  'SLACK_APP_TOKEN',
-  'SLACK_SIGNING_SECRET',
-  'DISCORD_TOKEN',
+  // Every secret variable, at the top of a logged object and one level down (a logged config).
+  ...[...SECRET_VARIABLES].flatMap((name) => [name, `*.${name}`]),
 ];
 
 /** Known secret shapes, scrubbed from log messages and error texts. */
