@@ -91,6 +91,8 @@ export const EnvelopeRow = z.object({
   card_message_id: z.string().nullable(),
   status: z.enum(['pending', 'consumed', 'expired']),
   partial_decisions: z.array(CallDecision.extend({ by: Requester })),
+  /** `partial_decisions` exactly as read, for compare-and-set updates. */
+  partial_decisions_read: z.string(),
   decisions: z.array(CallDecision).nullable(),
   decided_by: Requester.nullable(),
   decided_at: z.date().nullable(),

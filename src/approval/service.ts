@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { Counter } from 'prom-client';
+import { registry } from '../metrics.ts';
 import { transaction, type Pool, type PoolClient } from '../db/pool.ts';
 import type { ToolCall } from '../agent/messages.ts';
 import type { ToolRegistry } from '../agent/tools/registry.ts';
@@ -21,25 +23,51 @@ import {
   type EnvelopeRow,
 } from './envelope.ts';
 import {
-  addPartialDecision,
   audit,
+  auditRejection,
   consumeNonce,
   expireEnvelopes,
   findEnvelopeById,
   findEnvelopeByNonce,
   insertEnvelope,
+  recordPartialDecisions,
   setCardMessage,
 } from './store.ts';
-import { mayDecide, qualifiedId, verifySubmission } from './verify.ts';
+import {
+  alreadyDecided,
+  mayDecide,
+  qualifiedId,
+  verifyAdded,
+  verifyCoverage,
+  verifyOpen,
+  type RecordedDecision,
+} from './verify.ts';
 import { QUESTION_TOOL } from '../agent/tools/request-human-approval.ts';
 
 /** The job that shows an approval card (interactive pool: a person is waiting for it). */
 export const SHOW_CARD_TASK = 'countersign_show_approval_card';
 
+/**
+ * Rejected clicks audited per clicker per minute (database clock); the rest are counted in
+ * countersign.approval_audit_budget and the metric below. A person mis-clicking never comes near it.
+ */
+export const REJECTION_AUDITS_PER_MINUTE = 20;
+
+/** Tries of one decision against concurrent clicks; each lost try is another click's progress. */
+const MAX_DECISION_ATTEMPTS = 100;
+
+const unauditedRejections = new Counter({
+  name: 'countersign_approval_rejections_unaudited_total',
+  help: 'Rejected approval clicks past their clicker’s per-minute audit budget: refused, counted, not written to the audit log.',
+  registers: [registry],
+});
+
 export interface ApprovalSettings {
   ttlSeconds: number;
   approvers: string[];
   twoPersonRule: boolean;
+  /** Rejected clicks audited per clicker per minute; default REJECTION_AUDITS_PER_MINUTE. */
+  rejectionAuditsPerMinute?: number;
 }
 
 export type SubmitResult =
@@ -172,6 +200,9 @@ export class ApprovalService {
     const calls = parseCalls(envelope);
     const question = envelope.kind === 'question' ? calls[0] : undefined;
     const decided = envelope.decisions ?? envelope.partial_decisions;
+    // Who decided each call: recorded per call (the consuming click records them all); envelopes
+    // consumed before that name only the last clicker.
+    const deciders = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d.by] as const));
     const by = envelope.decided_by;
     const cardCalls = [];
     for (const [index, c] of calls.entries()) {
@@ -216,7 +247,7 @@ export class ApprovalService {
         index: calls.findIndex((c) => c.id === d.toolCallId),
         approved: d.approved,
         ...(d.answer !== undefined ? { answer: d.answer } : {}),
-        by: label('by' in d ? (d as { by: Requester }).by : (by ?? envelope.requester)),
+        by: label(deciders.get(d.toolCallId) ?? by ?? envelope.requester),
       })),
       ...(envelope.decided_at ? { decidedAt: envelope.decided_at } : {}),
     };
@@ -252,128 +283,210 @@ export class ApprovalService {
   async click(value: string, clicker: Requester): Promise<SubmitResult> {
     const payload = ButtonPayload.safeParse(value);
     if (!payload.success) {
-      await audit(this.#pool, {
-        event: 'rejected',
-        actor: clicker,
-        reason: 'malformed button payload',
+      return this.#reject(undefined, undefined, clicker, 'That button is not a valid approval button.', {
+        auditReason: 'malformed button payload',
         detail: { length: value.length },
       });
-      return { ok: false, reason: 'That button is not a valid approval button.' };
     }
     const { nonce, decision } = payload.data;
-    const envelope = await findEnvelopeByNonce(this.#pool, nonce);
-    await audit(this.#pool, { envelopeId: envelope?.id, nonce, event: 'click', actor: clicker, detail: { decision } });
-    if (!envelope)
-      return this.#reject(
-        undefined,
-        nonce,
-        clicker,
-        'This approval request does not exist (or the button is not ours).',
-      );
-    const calls = parseCalls(envelope);
-    const decided = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
-    if (decision === 'A' || decision === 'D') {
-      const decisions = calls.map((c) => decided.get(c.id) ?? { toolCallId: c.id, approved: decision === 'A' });
-      return this.submit(
-        nonce,
-        decisions.map(({ toolCallId, approved }) => ({ toolCallId, approved })),
-        clicker,
-      );
-    }
-    const index = Number(decision.slice(1));
-    if (decision.startsWith('o')) {
-      const question = calls[0];
-      const answer = ((question?.args.options as string[] | undefined) ?? [])[index];
-      if (envelope.kind !== 'question' || !question || answer === undefined) {
-        return this.#reject(envelope, nonce, clicker, 'That answer is not one of the options offered.');
+    return this.#decide(nonce, clicker, { decision }, (envelope, calls) => {
+      const recorded = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
+      if (decision === 'A' || decision === 'D') {
+        // Approve all / Deny all decide the calls nobody has decided yet; recorded decisions stand.
+        return calls.filter((c) => !recorded.has(c.id)).map((c) => ({ toolCallId: c.id, approved: decision === 'A' }));
       }
-      return this.submit(nonce, [{ toolCallId: question.id, approved: true, answer }], clicker);
-    }
-    const call = calls[index];
-    if (!call) return this.#reject(envelope, nonce, clicker, 'That button names a call that was not requested.');
-    const approved = decision.startsWith('a');
-    if (calls.length === 1) return this.submit(nonce, [{ toolCallId: call.id, approved }], clicker);
-    // One call of several: record it; the click that decides the last call consumes the nonce.
-    // Checked as if the other calls were denied: only this call's decision is being made now.
-    const asFull = calls.map((c) => ({ toolCallId: c.id, approved: c.id === call.id && approved }));
-    const verdict = verifySubmission(envelope, calls, asFull, clicker);
-    if (!verdict.ok) return this.#reject(envelope, nonce, clicker, verdict.reason);
-    if (decided.has(call.id)) return this.#reject(envelope, nonce, clicker, `Call ${index + 1} is already decided.`);
-    const updated = await addPartialDecision(this.#pool, nonce, { toolCallId: call.id, approved, by: clicker });
-    if (!updated) return this.#reject(envelope, nonce, clicker, 'This request was already decided or has expired.');
-    await audit(this.#pool, {
-      envelopeId: envelope.id,
-      nonce,
-      event: 'partial',
-      actor: clicker,
-      detail: { call: call.id, approved },
+      // A Stop button's payload shares the format but is no decision (adapters route it to stopTurn).
+      if (decision === 'S') return { reason: 'That button is not an approval decision.' };
+      const index = Number(decision.slice(1));
+      if (decision.startsWith('o')) {
+        const question = calls[0];
+        const answer = ((question?.args.options as string[] | undefined) ?? [])[index];
+        if (envelope.kind !== 'question' || !question || answer === undefined) {
+          return { reason: 'That answer is not one of the options offered.' };
+        }
+        return [{ toolCallId: question.id, approved: true, answer }];
+      }
+      const call = calls[index];
+      if (!call) return { reason: 'That button names a call that was not requested.' };
+      const approved = decision.startsWith('a');
+      const earlier = recorded.get(call.id);
+      if (earlier) {
+        return earlier.approved === approved
+          ? { reason: `${alreadyDecided(calls, earlier)}; nothing more to do for it.` }
+          : { reason: `${alreadyDecided(calls, earlier)}; a recorded decision is never changed.` };
+      }
+      return [{ toolCallId: call.id, approved }];
     });
-    if (updated.partial_decisions.length === calls.length) {
-      return this.submit(
-        nonce,
-        updated.partial_decisions.map(({ toolCallId, approved: a }) => ({ toolCallId, approved: a })),
-        clicker,
-      );
+  }
+
+  /**
+   * The verify-and-consume path of UIs that send every decision at once (the console): a full set of
+   * decisions for an envelope's calls. Calls someone already decided must be given the same decision.
+   */
+  async submit(nonce: string, decisions: CallDecision[], clicker: Requester): Promise<SubmitResult> {
+    return this.#decide(nonce, clicker, { decisions }, (envelope, calls) => {
+      const coverage = verifyCoverage(calls, decisions);
+      if (!coverage.ok) return coverage;
+      const recorded = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
+      const added: CallDecision[] = [];
+      for (const d of decisions) {
+        const earlier = recorded.get(d.toolCallId);
+        if (!earlier) added.push(d);
+        else if (earlier.approved !== d.approved || earlier.answer !== d.answer) {
+          return { reason: `${alreadyDecided(calls, earlier)}; a recorded decision is never changed.` };
+        }
+      }
+      return added;
+    });
+  }
+
+  /**
+   * Adds the decisions `choose` makes from the envelope as read, then records them with a
+   * compare-and-set on the decisions read: partially, or — when every call is decided — by consuming
+   * the nonce and enqueueing the continuation in one transaction. Losing the race to another click
+   * means re-reading and choosing again, never overwriting what that click recorded. Each lost race
+   * is someone else's progress (a decision added, or the envelope closed), so this ends.
+   */
+  async #decide(
+    nonce: string,
+    clicker: Requester,
+    detail: unknown,
+    choose: (envelope: EnvelopeRow, calls: PlannedCall[]) => CallDecision[] | { reason: string },
+  ): Promise<SubmitResult> {
+    for (let attempt = 0; attempt < MAX_DECISION_ATTEMPTS; attempt++) {
+      const read = await findEnvelopeByNonce(this.#pool, nonce);
+      const open = verifyOpen(read, clicker);
+      if (!open.ok) return this.#reject(read, nonce, clicker, open.reason, { detail });
+      const { envelope } = open;
+      const calls = parseCalls(envelope);
+      const chosen = choose(envelope, calls);
+      if (!Array.isArray(chosen)) return this.#reject(envelope, nonce, clicker, chosen.reason, { detail });
+      const verdict = verifyAdded(envelope, calls, chosen, clicker);
+      if (!verdict.ok) return this.#reject(envelope, nonce, clicker, verdict.reason, { detail });
+      const decided = [...envelope.partial_decisions, ...chosen.map((d) => ({ ...d, by: clicker }))];
+      const outcome =
+        decided.length === calls.length
+          ? await this.#consume(envelope, calls, decided, clicker, detail)
+          : await this.#recordPartial(envelope, chosen, decided, clicker, detail);
+      if (outcome) return outcome;
+      this.#log.debug({ envelopeId: envelope.id, attempt }, 'approval decision lost a race; re-reading');
     }
+    return this.#reject(undefined, nonce, clicker, 'Too many people are deciding on this request at once; try again.', {
+      detail,
+    });
+  }
+
+  async #recordPartial(
+    envelope: EnvelopeRow,
+    chosen: CallDecision[],
+    decided: RecordedDecision[],
+    clicker: Requester,
+    detail: unknown,
+  ): Promise<SubmitResult | undefined> {
+    const updated = await transaction(this.#pool, async (client) => {
+      const row = await recordPartialDecisions(client, envelope.nonce, envelope.partial_decisions_read, decided);
+      if (!row) return undefined;
+      await audit(client, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'click', actor: clicker, detail });
+      for (const d of chosen) {
+        await audit(client, {
+          envelopeId: envelope.id,
+          nonce: envelope.nonce,
+          event: 'partial',
+          actor: clicker,
+          detail: { call: d.toolCallId, approved: d.approved },
+        });
+      }
+      return row;
+    });
+    if (!updated) return undefined;
     await this.#refreshCard(updated, 'pending');
     return { ok: true, partial: true, envelope: updated };
   }
 
-  async #reject(
-    envelope: EnvelopeRow | undefined,
-    nonce: string,
+  async #consume(
+    envelope: EnvelopeRow,
+    calls: PlannedCall[],
+    decided: RecordedDecision[],
     clicker: Requester,
-    reason: string,
-  ): Promise<SubmitResult> {
-    await audit(this.#pool, { envelopeId: envelope?.id, nonce, event: 'rejected', actor: clicker, reason });
-    return { ok: false, reason };
-  }
-
-  /**
-   * The verify-and-consume path every UI uses (buttons, the console): a full set of decisions for an
-   * envelope's calls. On success the nonce is consumed and the continuation enqueued in one transaction.
-   */
-  async submit(nonce: string, decisions: CallDecision[], clicker: Requester): Promise<SubmitResult> {
-    const envelope = await findEnvelopeByNonce(this.#pool, nonce);
-    const calls = envelope ? parseCalls(envelope) : [];
-    const verdict = verifySubmission(envelope, calls, decisions, clicker);
-    if (!verdict.ok) return this.#reject(envelope, nonce, clicker, verdict.reason);
-    const env = envelope as EnvelopeRow;
-    const reply = ReplyTargetSchema.parse(env.reply);
+    detail: unknown,
+  ): Promise<SubmitResult | undefined> {
+    // In the order of the calls, as the continuation and the card read them.
+    const byId = new Map(decided.map((d) => [d.toolCallId, d] as const));
+    const inOrder = calls.map((c) => byId.get(c.id)!);
+    const decisions: CallDecision[] = inOrder.map(({ toolCallId, approved, answer }) =>
+      answer === undefined ? { toolCallId, approved } : { toolCallId, approved, answer },
+    );
+    const reply = ReplyTargetSchema.parse(envelope.reply);
     const continuation = newWorkItem({
       type: 'CHAT',
       priority: Priority.CRITICAL,
-      conversationId: env.conversation_id,
-      requester: env.requester,
+      conversationId: envelope.conversation_id,
+      requester: envelope.requester,
       input: {
-        approval: { envelopeId: env.id, decisions, decidedBy: clicker },
-        approvalContextId: env.context_id,
+        approval: { envelopeId: envelope.id, decisions, decidedBy: clicker },
+        approvalContextId: envelope.context_id,
       },
       payload: {},
       reply: { ...reply, messageId: undefined },
     });
     const consumed = await transaction(this.#pool, async (client) => {
-      const row = await consumeNonce(client, nonce, decisions, clicker, continuation.id);
+      const row = await consumeNonce(
+        client,
+        envelope.nonce,
+        envelope.partial_decisions_read,
+        inOrder,
+        decisions,
+        clicker,
+        continuation.id,
+      );
       if (!row) return undefined;
+      await audit(client, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'click', actor: clicker, detail });
       await appendToConversation(client, continuation);
       // The parked turn waits for nobody any more; its continuation carries on.
       await client.query(
         `UPDATE countersign.work_items SET status = 'done', result = $2, finished_at = now()
          WHERE id = $1 AND status = 'awaiting_approval'`,
-        [env.work_item_id, JSON.stringify({ continuation: continuation.id })],
+        [envelope.work_item_id, JSON.stringify({ continuation: continuation.id })],
       );
       await audit(client, {
-        envelopeId: env.id,
-        nonce,
+        envelopeId: envelope.id,
+        nonce: envelope.nonce,
         event: 'consumed',
         actor: clicker,
         detail: { decisions, continuation: continuation.id },
       });
       return row;
     });
-    if (!consumed) return this.#reject(env, nonce, clicker, 'This request was already decided or has just expired.');
+    if (!consumed) return undefined;
     await this.#refreshCard(consumed, 'decided');
     return { ok: true, continuation, envelope: consumed };
+  }
+
+  /**
+   * Refuses a click. Its audit row counts against the clicker's per-minute budget, so a flood of
+   * forged clicks cannot grow the audit log without bound; past the budget it is only counted.
+   */
+  async #reject(
+    envelope: EnvelopeRow | undefined,
+    nonce: string | undefined,
+    clicker: Requester,
+    reason: string,
+    options: { auditReason?: string; detail?: unknown } = {},
+  ): Promise<SubmitResult> {
+    const written = await auditRejection(
+      this.#pool,
+      {
+        envelopeId: envelope?.id,
+        nonce,
+        actor: clicker,
+        actorKey: qualifiedId(clicker),
+        reason: options.auditReason ?? reason,
+        detail: options.detail,
+      },
+      this.#settings.rejectionAuditsPerMinute ?? REJECTION_AUDITS_PER_MINUTE,
+    );
+    if (!written) unauditedRejections.inc();
+    return { ok: false, reason };
   }
 
   /**

@@ -5,7 +5,12 @@ import { EnvelopeRow, type CallDecision } from './envelope.ts';
 
 /** SQL of approval envelopes and their audit log. One statement per function. */
 
-const SELECT_ENVELOPE = `SELECT *, expires_at <= now() AS expired_now FROM countersign.approval_envelopes`;
+/**
+ * Every envelope read carries `partial_decisions` as the text it had, so a later update can require
+ * the column to be unchanged since (compare-and-set) without depending on how it was parsed.
+ */
+const ENVELOPE_COLUMNS = `*, partial_decisions::text AS partial_decisions_read`;
+const SELECT_ENVELOPE = `SELECT ${ENVELOPE_COLUMNS}, expires_at <= now() AS expired_now FROM countersign.approval_envelopes`;
 
 export interface NewEnvelope {
   id: string;
@@ -70,39 +75,47 @@ export async function setCardMessage(db: Queryable, id: string, messageId: strin
 }
 
 /**
- * Consumes the nonce: a conditional update that only one submission can win, and only while the
- * envelope is pending and unexpired by the database's clock.
+ * Consumes the nonce: a conditional update that only one submission can win, only while the envelope
+ * is pending and unexpired by the database's clock, and only if the per-call decisions are still the
+ * ones the caller read (`partialRead`) — a decision recorded meanwhile makes this miss, and the caller
+ * re-reads and re-verifies instead of overwriting it. `decided` (every call, with who decided it)
+ * replaces the partial decisions so the card can say who decided what.
  */
 export async function consumeNonce(
   db: Queryable,
   nonce: string,
+  partialRead: string,
+  decided: Array<CallDecision & { by: Requester }>,
   decisions: CallDecision[],
   decidedBy: Requester,
   continuationId: string,
 ): Promise<EnvelopeRow | undefined> {
   const { rows } = await db.query(
     `UPDATE countersign.approval_envelopes
-       SET status = 'consumed', decisions = $2, decided_by = $3, decided_at = now(), continuation_work_item = $4
-     WHERE nonce = $1 AND status = 'pending' AND expires_at > now()
-     RETURNING *, false AS expired_now`,
-    [nonce, JSON.stringify(decisions), JSON.stringify(decidedBy), continuationId],
+       SET status = 'consumed', partial_decisions = $3::jsonb, decisions = $4::jsonb, decided_by = $5::jsonb,
+           decided_at = now(), continuation_work_item = $6::uuid
+     WHERE nonce = $1::text AND status = 'pending' AND expires_at > now() AND partial_decisions = $2::jsonb
+     RETURNING ${ENVELOPE_COLUMNS}, false AS expired_now`,
+    [nonce, partialRead, JSON.stringify(decided), JSON.stringify(decisions), JSON.stringify(decidedBy), continuationId],
   );
   return rows[0] ? EnvelopeRow.parse(rows[0]) : undefined;
 }
 
-/** Records one call's decision from a single-call button, unless that call is already decided. */
-export async function addPartialDecision(
+/**
+ * Records per-call decisions (single-call buttons, or Approve all while another call is decided)
+ * as the new list `decided`, only if the list is still the one the caller read (`partialRead`).
+ */
+export async function recordPartialDecisions(
   db: Queryable,
   nonce: string,
-  decision: CallDecision & { by: Requester },
+  partialRead: string,
+  decided: Array<CallDecision & { by: Requester }>,
 ): Promise<EnvelopeRow | undefined> {
   const { rows } = await db.query(
-    `UPDATE countersign.approval_envelopes
-       SET partial_decisions = partial_decisions || jsonb_build_array($2::jsonb)
-     WHERE nonce = $1 AND status = 'pending' AND expires_at > now()
-       AND NOT partial_decisions @> jsonb_build_array(jsonb_build_object('toolCallId', $3::text))
-     RETURNING *, false AS expired_now`,
-    [nonce, JSON.stringify(decision), decision.toolCallId],
+    `UPDATE countersign.approval_envelopes SET partial_decisions = $3::jsonb
+     WHERE nonce = $1::text AND status = 'pending' AND expires_at > now() AND partial_decisions = $2::jsonb
+     RETURNING ${ENVELOPE_COLUMNS}, false AS expired_now`,
+    [nonce, partialRead, JSON.stringify(decided)],
   );
   return rows[0] ? EnvelopeRow.parse(rows[0]) : undefined;
 }
@@ -112,7 +125,7 @@ export async function expireEnvelopes(db: Queryable): Promise<EnvelopeRow[]> {
   const { rows } = await db.query(
     `UPDATE countersign.approval_envelopes SET status = 'expired'
      WHERE status = 'pending' AND expires_at <= now()
-     RETURNING *, true AS expired_now`,
+     RETURNING ${ENVELOPE_COLUMNS}, true AS expired_now`,
   );
   return rows.map((r) => EnvelopeRow.parse(r));
 }
@@ -153,4 +166,42 @@ export async function audit(
       entry.detail === undefined ? null : JSON.stringify(entry.detail),
     ],
   );
+}
+
+/**
+ * Audits a rejected click within the clicker's budget of `perMinute` rows per minute of the
+ * database's clock, in one statement: the budget row is claimed under its row lock, so concurrent
+ * rejections cannot overshoot it. Past the budget nothing is written to the audit log; the
+ * rejection is counted in the budget row instead. Returns whether the audit row was written.
+ */
+export async function auditRejection(
+  db: Queryable,
+  entry: { envelopeId?: string; nonce?: string; actor: Requester; actorKey: string; reason: string; detail?: unknown },
+  perMinute: number,
+): Promise<boolean> {
+  metrics.approvals.inc({ outcome: 'rejected' });
+  // Once a window has suppressed anything its `written` stays at the budget, so a returned row with
+  // nothing suppressed is exactly the case where this rejection took one of the budget's slots.
+  const { rowCount } = await db.query(
+    `WITH slot AS (
+       INSERT INTO countersign.approval_audit_budget AS b (actor, window_start, written, suppressed)
+       VALUES ($1::text, date_trunc('minute', now()), least(1, $2::int), greatest(0, 1 - $2::int))
+       ON CONFLICT (actor, window_start) DO UPDATE
+         SET written = b.written + CASE WHEN b.written < $2::int THEN 1 ELSE 0 END,
+             suppressed = b.suppressed + CASE WHEN b.written < $2::int THEN 0 ELSE 1 END
+       RETURNING suppressed
+     )
+     INSERT INTO countersign.approval_audit (envelope_id, nonce_prefix, event, actor, reason, detail)
+     SELECT $3::uuid, $4::text, 'rejected', $5::jsonb, $6::text, $7::jsonb FROM slot WHERE slot.suppressed = 0`,
+    [
+      entry.actorKey,
+      perMinute,
+      entry.envelopeId ?? null,
+      entry.nonce ? entry.nonce.slice(0, 6) : null,
+      JSON.stringify(entry.actor),
+      entry.reason,
+      entry.detail === undefined ? null : JSON.stringify(entry.detail),
+    ],
+  );
+  return rowCount === 1;
 }

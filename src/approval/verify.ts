@@ -1,6 +1,9 @@
 import type { Requester } from '../agent/tools/tool.ts';
 import type { CallDecision, EnvelopeRow, PlannedCall } from './envelope.ts';
 
+/** A decision recorded on the envelope, with who made it. */
+export type RecordedDecision = EnvelopeRow['partial_decisions'][number];
+
 export type Verdict = { ok: true } | { ok: false; reason: string };
 
 export function qualifiedId(person: Requester): string {
@@ -14,15 +17,13 @@ export function mayDecide(envelope: Pick<EnvelopeRow, 'approvers' | 'requester'>
 }
 
 /**
- * Checks a submission against its envelope before anything is consumed: the envelope is pending and
- * unexpired, the clicker may decide, and the decisions cover the requested calls one to one.
+ * Whether a decision can be taken on the envelope now, by this person: it exists, is pending and
+ * unexpired by the database's clock, and the clicker is the requester or an approver.
  */
-export function verifySubmission(
+export function verifyOpen(
   envelope: EnvelopeRow | undefined,
-  calls: PlannedCall[],
-  decisions: CallDecision[],
   clicker: Requester,
-): Verdict {
+): { ok: true; envelope: EnvelopeRow } | { ok: false; reason: string } {
   if (!envelope) return { ok: false, reason: 'This approval request does not exist (or the button is not ours).' };
   if (envelope.status === 'consumed') return { ok: false, reason: 'This request was already decided.' };
   if (envelope.status === 'expired' || envelope.expired_now) {
@@ -34,6 +35,11 @@ export function verifySubmission(
       reason: 'You are not allowed to decide on this request; only the requester or an approver can.',
     };
   }
+  return { ok: true, envelope };
+}
+
+/** Whether a full submission (the console, a stale card) names every requested call exactly once. */
+export function verifyCoverage(calls: PlannedCall[], decisions: CallDecision[]): Verdict {
   const requested = new Set(calls.map((c) => c.id));
   const seen = new Set<string>();
   for (const d of decisions) {
@@ -45,14 +51,48 @@ export function verifySubmission(
   if (seen.size !== requested.size) {
     return { ok: false, reason: `Every requested call needs a decision (${requested.size - seen.size} missing).` };
   }
-  if (envelope.kind === 'question') {
+  return { ok: true };
+}
+
+/** How a recorded decision reads in a refusal, e.g. "Call 2 was already denied by slack:U1". */
+export function alreadyDecided(calls: PlannedCall[], recorded: RecordedDecision): string {
+  const index = calls.findIndex((c) => c.id === recorded.toolCallId);
+  const what = recorded.answer !== undefined ? 'answered' : recorded.approved ? 'approved' : 'denied';
+  return `Call ${index + 1} was already ${what} by ${recorded.by.displayName ?? qualifiedId(recorded.by)}`;
+}
+
+/**
+ * Checks the decisions a clicker adds now, against the envelope as read: each names a requested,
+ * still undecided call; a question's answer is one of its options; and under the two-person rule the
+ * requester approves none of their own high-risk calls. Decisions recorded earlier were checked
+ * against whoever made them, so an approver's approval never counts as the requester's.
+ */
+export function verifyAdded(
+  envelope: EnvelopeRow,
+  calls: PlannedCall[],
+  added: CallDecision[],
+  clicker: Requester,
+): Verdict {
+  const byId = new Map(calls.map((c) => [c.id, c] as const));
+  const recorded = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
+  const seen = new Set<string>();
+  for (const d of added) {
+    if (!byId.has(d.toolCallId))
+      return { ok: false, reason: `The decision names a call that was not requested (${d.toolCallId}).` };
+    if (seen.has(d.toolCallId)) return { ok: false, reason: `The call ${d.toolCallId} was decided twice.` };
+    seen.add(d.toolCallId);
+    const earlier = recorded.get(d.toolCallId);
+    if (earlier)
+      return { ok: false, reason: `${alreadyDecided(calls, earlier)}; a recorded decision is never changed.` };
+  }
+  if (envelope.kind === 'question' && added.length > 0) {
     const options = (calls[0]?.args.options as string[] | undefined) ?? [];
-    const answer = decisions[0]?.answer;
+    const answer = added[0]?.answer;
     if (!answer || !options.includes(answer))
       return { ok: false, reason: 'That answer is not one of the options offered.' };
   }
   if (envelope.two_person_rule && qualifiedId(clicker) === qualifiedId(envelope.requester)) {
-    const ownHighRisk = decisions.some((d) => d.approved && calls.find((c) => c.id === d.toolCallId)?.risk === 'high');
+    const ownHighRisk = added.some((d) => d.approved && byId.get(d.toolCallId)?.risk === 'high');
     if (ownHighRisk) {
       return {
         ok: false,

@@ -152,7 +152,8 @@ describe('approvals', () => {
     const item = await h.say('ap-race', 'deploy api');
     const envelope = await parked(item);
     const approve = card(envelope.card_message_id).buttons!.find((b) => b.label === 'Approve')!;
-    const results = await Promise.all(Array.from({ length: 100 }, () => h.app.approvals.click(approve.value, bob)));
+    // The requester clicks (the tests below count bob's rejections, and this one spends alice's budget).
+    const results = await Promise.all(Array.from({ length: 100 }, () => h.app.approvals.click(approve.value, alice)));
     const winners = results.filter((r) => r.ok);
     expect(winners).toHaveLength(1);
     expect(results.filter((r) => !r.ok)).toHaveLength(99);
@@ -165,8 +166,14 @@ describe('approvals', () => {
     if (!('continuation' in winner)) throw new Error('expected a continuation');
     await h.settled(winner.continuation.id);
     expect(runs).toEqual(['api']);
+    // Every loser is audited, up to the clicker's per-minute budget; the rest are counted there.
     const audits = await auditEvents(envelope.id);
-    expect(audits.filter((a) => a.event === 'rejected')).toHaveLength(99);
+    const budget = await h.app.pool.query(
+      `SELECT coalesce(sum(written), 0)::int AS written, coalesce(sum(suppressed), 0)::int AS suppressed
+       FROM countersign.approval_audit_budget WHERE actor = 'test:U1'`,
+    );
+    expect(audits.filter((a) => a.event === 'rejected')).toHaveLength(budget.rows[0].written);
+    expect(budget.rows[0].written + budget.rows[0].suppressed).toBe(99);
   });
 
   it('rejects bad submissions before consuming the nonce, which stays usable', async () => {

@@ -18,7 +18,8 @@ import {
  * content_block_delta (text_delta or input_json_delta) / content_block_stop, then message_delta
  * (stop_reason, usage) and message_stop. Errors use the API's shape
  * `{type:'error', error:{type, message}, request_id}` with a `request-id` header, and a failure after
- * the stream started is an `event: error` frame. Requests the real API rejects (roles not
+ * the stream started is an `event: error` frame. With `models`, any other model id gets the API's
+ * 404 `not_found_error` ("model: <id>"). Requests the real API rejects (roles not
  * alternating, a tool_result without its tool_use, empty text blocks, more than four cache
  * breakpoints) get a 400, so a test cannot pass on a request Anthropic would refuse.
  *
@@ -159,7 +160,7 @@ export const anthropicDialect: Dialect = {
         frame('content_block_start', {
           type: 'content_block_start',
           index,
-          content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
+          content_block: { type: 'tool_use', id: call.id ?? `toolu_fake_${index}`, name: call.name, input: {} },
         }),
       );
       for (const partial_json of call.json) {
@@ -183,6 +184,13 @@ export const anthropicDialect: Dialect = {
       frame('message_stop', { type: 'message_stop' }),
     );
     return frames;
+  },
+  // What the API answers for an unknown or retired model id: 404 not_found_error naming the model.
+  modelNotFound(model, requestId) {
+    return {
+      status: 404,
+      body: { type: 'error', error: { type: 'not_found_error', message: `model: ${model}` }, request_id: requestId },
+    };
   },
   streamError(kind, message) {
     const { type } = STREAM_ERROR[kind];

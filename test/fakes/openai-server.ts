@@ -21,7 +21,8 @@ import {
  * the request asked with stream_options.include_usage — a usage chunk with empty `choices`, and
  * `data: [DONE]`. Errors are `{error:{message, type, param, code}}` with an `x-request-id` header; a
  * failure after the stream started is a `data:` line carrying an `error` object (OpenRouter puts the
- * HTTP-like status in error.code). Requests the real API rejects (a tool message not answering a
+ * HTTP-like status in error.code). With `models`, any other model id gets OpenAI's 404
+ * `model_not_found`. A tool call's id may be left out, as some compatible servers do. Requests the real API rejects (a tool message not answering a
  * preceding tool call, unanswered tool calls, ids over 40 characters) get a 400.
  *
  *   const fake = createFakeOpenAI();
@@ -115,7 +116,16 @@ export const openaiDialect: Dialect = {
     for (const content of r.text ?? []) frames.push(chunk({ content }));
     for (const [index, call] of (r.toolCalls ?? []).entries()) {
       frames.push(
-        chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }),
+        chunk({
+          tool_calls: [
+            {
+              index,
+              ...(call.id === undefined ? {} : { id: call.id }),
+              type: 'function',
+              function: { name: call.name, arguments: '' },
+            },
+          ],
+        }),
       );
       for (const args of call.json) frames.push(chunk({ tool_calls: [{ index, function: { arguments: args } }] }));
     }
@@ -140,6 +150,20 @@ export const openaiDialect: Dialect = {
     }
     frames.push({ data: '[DONE]' });
     return frames;
+  },
+  // OpenAI's words for an unknown or retired model; OpenRouter says 400 "… is not a valid model ID" instead.
+  modelNotFound(model) {
+    return {
+      status: 404,
+      body: {
+        error: {
+          message: `The model \`${model}\` does not exist or you do not have access to it.`,
+          type: 'invalid_request_error',
+          param: null,
+          code: 'model_not_found',
+        },
+      },
+    };
   },
   streamError(kind, message) {
     const { type, code } = STREAM_ERROR[kind];

@@ -16,8 +16,11 @@ export interface FakeStream {
   kind: 'stream';
   /** Text pieces, one delta event each, in order. */
   text?: string[];
-  /** Tool calls; each `json` piece is sent as a separate argument delta. */
-  toolCalls?: Array<{ id: string; name: string; json: string[] }>;
+  /**
+   * Tool calls; each `json` piece is sent as a separate argument delta. An OpenAI-compatible server
+   * may leave `id` out (some do); the Anthropic API always sends one.
+   */
+  toolCalls?: Array<{ id?: string; name: string; json: string[] }>;
   /** Default: 'tool_use' when there are tool calls, else 'end_turn'. */
   stop?: 'end_turn' | 'tool_use' | 'max_tokens';
   usage?: { input: number; output: number; cacheRead?: number; cacheWrite?: number };
@@ -69,6 +72,8 @@ export interface Dialect {
   errorBody(status: number, body: unknown, requestId: string): unknown;
   /** The SSE frames of a successful stream, in order (the request decides optional parts such as usage). */
   render(stream: FakeStream, request: Record<string, unknown>): SseFrame[];
+  /** The API's answer to a model id it does not serve (unknown or retired). */
+  modelNotFound(model: string, requestId: string): { status: number; body: unknown };
   /** The frame the API sends when a stream fails after it started. */
   streamError(kind: ErrorKind, message: string): SseFrame;
   /** What the real API would reject in this request body (400), or undefined if it is valid. */
@@ -80,6 +85,11 @@ export interface FakeModelOptions {
   responder?: (body: Record<string, unknown>) => FakeResponse;
   /** Reject requests the real API would reject (default true). */
   strict?: boolean;
+  /**
+   * The model ids this API serves; a request for any other gets the API's "model not found" answer
+   * (unless a queued answer is waiting: queued answers come first). Default: any model.
+   */
+  models?: string[];
 }
 
 /** A started fake: where it listens, what it received, what it will answer. */
@@ -132,7 +142,12 @@ export function createFakeModelServer(dialect: Dialect, options: FakeModelOption
     requests.push({ method: req.method, path: req.url ?? '', headers: req.headers, body });
     const invalid = options.strict === false ? undefined : dialect.validate?.(body);
     if (invalid) return json(400, dialect.errorBody(400, invalid, requestId));
-    const response = queue.shift() ?? options.responder?.(body);
+    const queued = queue.shift();
+    if (!queued && options.models && !options.models.includes(String(body.model))) {
+      const { status, body: error } = dialect.modelNotFound(String(body.model), requestId);
+      return json(status, error);
+    }
+    const response = queued ?? options.responder?.(body);
     if (!response) return json(500, dialect.errorBody(500, 'the fake has no scripted response left', requestId));
     if (response.kind === 'error') {
       return json(response.status, dialect.errorBody(response.status, response.body, requestId), response.headers);

@@ -10,7 +10,7 @@ import {
   type StopReason,
 } from '../model.ts';
 import { idleWatch, RETRY_LIMITS, withRetries, type RetryTuning } from './retry.ts';
-import { toolCallFromJson } from './tool-args.ts';
+import { distinctToolCallIds, toolCallFromJson } from './tool-args.ts';
 
 type WireMessage = Anthropic.MessageParam;
 type Block = Anthropic.ContentBlockParam;
@@ -71,6 +71,8 @@ export interface AnthropicOptions {
   maxRetries: number;
   log?: Logger;
   retry?: RetryTuning;
+  /** The variable that set `model`, named when the API does not serve it. */
+  modelSetting?: string;
 }
 
 export class AnthropicProvider implements ModelProvider {
@@ -78,10 +80,12 @@ export class AnthropicProvider implements ModelProvider {
   readonly model: string;
   readonly #client: Anthropic;
   readonly #options: AnthropicOptions;
+  readonly #modelSetting: string;
 
   constructor(options: AnthropicOptions) {
     this.model = options.model;
     this.#options = options;
+    this.#modelSetting = options.modelSetting ?? 'ANTHROPIC_MODEL';
     // Retries are ours (observable, fallback-aware); the SDK must not retry underneath.
     this.#client = new Anthropic({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0 });
   }
@@ -90,6 +94,8 @@ export class AnthropicProvider implements ModelProvider {
     return withRetries(
       {
         provider: this.name,
+        model: this.model,
+        modelSetting: this.#modelSetting,
         maxRetries: this.#options.maxRetries,
         signal,
         log: this.#options.log,
@@ -195,10 +201,14 @@ export class AnthropicProvider implements ModelProvider {
     signal.throwIfAborted();
     // A stream that ends without message_stop was cut: its partial tool calls must not be used.
     if (!ended) throw new Error('the model stream ended before message_stop');
-    const toolCalls = [...blocks.entries()]
-      .sort(([a], [b]) => a - b)
-      .filter(([, b]) => b.kind === 'tool')
-      .map(([, b]) => toolCallFromJson(b.id, b.name, b.json));
+    // Anthropic's ids are unique; proxies that speak its API are held to the same rule.
+    const toolCalls = distinctToolCallIds(
+      [...blocks.entries()]
+        .sort(([a], [b]) => a - b)
+        .filter(([, b]) => b.kind === 'tool')
+        .map(([, b]) => toolCallFromJson(b.id, b.name, b.json)),
+      request.messages,
+    );
     return { text, toolCalls, stopReason, usage, provider: this.name, model: this.model, fallbacks: [] };
   }
 }

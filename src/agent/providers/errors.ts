@@ -9,7 +9,33 @@ export type Failure =
       retryAfterMs?: number;
     }
   | { kind: 'unavailable'; reason: string }
+  /** The configured model id is not one the API serves (a typo, or a retired model). */
+  | { kind: 'model_not_found'; reason: string }
   | { kind: 'fatal'; reason: string };
+
+/**
+ * A model id the API does not serve. Another provider (AI_PROVIDER_FALLBACK) may still answer, so it
+ * is a ProviderUnavailableError; retrying the same one never helps. The message names the variable
+ * to fix, since that is what a person reading the turn's error can change.
+ */
+export class ModelNotServedError extends ProviderUnavailableError {
+  constructor(provider: string, setting: string, model: string, detail: string, options?: { cause?: unknown }) {
+    super(
+      provider,
+      `${setting}=${model} is not a model this API serves (not found or retired): set ${setting} to a current model id. (${provider} said: ${detail})`,
+      options,
+    );
+    this.name = 'ModelNotServedError';
+  }
+}
+
+/**
+ * "Model not found" in the words of each API: OpenAI's `model_not_found` code (404), OpenRouter's
+ * 400 "… is not a valid model ID". Anthropic answers 404 `not_found_error` with "model: <id>",
+ * vLLM 404 "The model `x` does not exist", Ollama 404 "model \"x\" not found": a 404 that names the
+ * model. A 404 that does not (a wrong base URL) is not a model problem and stays fatal.
+ */
+const MODEL_NOT_FOUND = /model_not_found|is not a valid model id/i;
 
 /**
  * Account-level exhaustion, in the words the APIs use: OpenAI (insufficient_quota,
@@ -88,6 +114,8 @@ export function classifyFailure(error: unknown): Failure {
   if (isAbort(e)) return { kind: 'fatal', reason: 'aborted' };
   const text = `${e.message ?? ''} ${JSON.stringify(e.error ?? '')} ${String(e.code ?? '')} ${String(e.type ?? '')}`;
   const status = statusOf(e);
+  if (MODEL_NOT_FOUND.test(text) || (status === 404 && /\bmodel\b/i.test(text)))
+    return { kind: 'model_not_found', reason: oneLine(e.message) };
   if (QUOTA.test(text) || status === 402)
     return { kind: 'unavailable', reason: `quota or billing: ${oneLine(e.message)}` };
   const wait = retryAfterMs(e.headers);

@@ -23,6 +23,7 @@ function single(config: Config, name: Provider, log?: Logger): ModelProvider {
       return new AnthropicProvider({
         apiKey: config.ANTHROPIC_API_KEY,
         model: config.ANTHROPIC_MODEL,
+        modelSetting: 'ANTHROPIC_MODEL',
         baseURL: config.ANTHROPIC_BASE_URL,
         maxRetries: config.MODEL_MAX_RETRIES,
         log,
@@ -35,6 +36,7 @@ function single(config: Config, name: Provider, log?: Logger): ModelProvider {
         // Local servers (Ollama, vLLM, LM Studio, llama.cpp) take any key.
         apiKey: config.OPENAI_API_KEY ?? 'not-needed',
         model: config.OPENAI_MODEL,
+        modelSetting: 'OPENAI_MODEL',
         baseURL: config.OPENAI_BASE_URL,
         maxRetries: config.MODEL_MAX_RETRIES,
         log,
@@ -45,6 +47,7 @@ function single(config: Config, name: Provider, log?: Logger): ModelProvider {
         name: 'openrouter',
         apiKey: config.OPENROUTER_API_KEY,
         model: config.OPENROUTER_MODEL,
+        modelSetting: 'OPENROUTER_MODEL',
         baseURL: config.OPENROUTER_BASE_URL,
         maxRetries: config.MODEL_MAX_RETRIES,
         headers: OPENROUTER_HEADERS,

@@ -11,7 +11,7 @@ import {
   type StopReason,
 } from '../model.ts';
 import { idleWatch, RETRY_LIMITS, withRetries, type RetryTuning } from './retry.ts';
-import { toolCallFromJson } from './tool-args.ts';
+import { distinctToolCallIds, toolCallFromJson } from './tool-args.ts';
 
 type WireMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 
@@ -82,6 +82,8 @@ export interface OpenAIOptions {
   maxRetries: number;
   log?: Logger;
   retry?: RetryTuning;
+  /** The variable that set `model`, named when the API does not serve it. */
+  modelSetting?: string;
   /** Extra headers on every request (OpenRouter's app attribution). */
   headers?: Record<string, string>;
 }
@@ -92,11 +94,13 @@ export class OpenAIProvider implements ModelProvider {
   readonly model: string;
   readonly #client: OpenAI;
   readonly #options: OpenAIOptions;
+  readonly #modelSetting: string;
 
   constructor(options: OpenAIOptions) {
     this.name = options.name;
     this.model = options.model;
     this.#options = options;
+    this.#modelSetting = options.modelSetting ?? `${options.name.toUpperCase()}_MODEL`;
     // Retries are ours (observable, fallback-aware); the SDK must not retry underneath.
     this.#client = new OpenAI({
       apiKey: options.apiKey,
@@ -110,6 +114,8 @@ export class OpenAIProvider implements ModelProvider {
     return withRetries(
       {
         provider: this.name,
+        model: this.model,
+        modelSetting: this.#modelSetting,
         maxRetries: this.#options.maxRetries,
         signal,
         log: this.#options.log,
@@ -192,9 +198,10 @@ export class OpenAIProvider implements ModelProvider {
     signal.throwIfAborted();
     // No finish_reason: the stream was cut; its partial tool calls must not be used.
     if (!stopReason) throw new Error('the model stream ended without a finish_reason');
-    const toolCalls = [...calls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, c]) => toolCallFromJson(c.id || `call_${index}`, c.name, c.json));
+    const toolCalls = distinctToolCallIds(
+      [...calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => toolCallFromJson(c.id, c.name, c.json)),
+      request.messages,
+    );
     // Ollama and some others finish with 'stop' even when they called tools.
     if (toolCalls.length > 0 && stopReason === 'end_turn') stopReason = 'tool_use';
     return { text, toolCalls, stopReason, usage, provider: this.name, model: this.model, fallbacks: [] };

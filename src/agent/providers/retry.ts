@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { ProviderUnavailableError, type RoundCallbacks } from '../model.ts';
 import { metrics } from '../../metrics.ts';
-import { classifyFailure } from './errors.ts';
+import { classifyFailure, ModelNotServedError } from './errors.ts';
 
 export const RETRY_LIMITS = {
   /** First backoff; it doubles on each attempt. */
@@ -19,6 +19,9 @@ export const RETRY_LIMITS = {
 
 export interface RetryOptions {
   provider: string;
+  /** The model id asked for, and the variable that set it, for a "model not found" error. */
+  model?: string;
+  modelSetting?: string;
   /** Retries after the first attempt (MODEL_MAX_RETRIES). */
   maxRetries: number;
   signal: AbortSignal;
@@ -95,6 +98,15 @@ export async function withRetries<T>(
       if (delivered) callbacks.onRoundRestart();
       const unavailable = (reason: string) => new ProviderUnavailableError(options.provider, reason, { cause: error });
       if (failure.kind === 'unavailable') throw unavailable(failure.reason);
+      if (failure.kind === 'model_not_found') {
+        throw new ModelNotServedError(
+          options.provider,
+          options.modelSetting ?? 'the model setting',
+          options.model ?? '(unknown)',
+          failure.reason,
+          { cause: error },
+        );
+      }
       if (failure.retryAfterMs !== undefined && failure.retryAfterMs > RETRY_LIMITS.maxRetryAfterMs) {
         throw unavailable(`${failure.reason}, asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s`);
       }
