@@ -261,6 +261,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
         ttlSeconds: config.APPROVAL_TTL_SECONDS,
         approvers: config.APPROVERS,
         twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
+        rejectionAuditsPerMinute: config.APPROVAL_REJECTION_AUDITS_PER_MINUTE,
       },
     });
 

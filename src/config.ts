@@ -98,6 +98,8 @@ export const ConfigSchema = z
     APPROVAL_TTL_SECONDS: int(30, 7 * 24 * 3600).default(3600),
     APPROVERS: list.default([]),
     APPROVAL_TWO_PERSON_RULE: bool.default(false),
+    /** Rejected clicks audited per clicker and minute; the rest are counted, not written (a flood of forged clicks). */
+    APPROVAL_REJECTION_AUDITS_PER_MINUTE: int(0, 10_000).default(20),
 
     SKILLS_DIR: z.string().default('skills'),
     CUSTOM_SKILLS_DIR: z.string().default('skills'),
