@@ -224,7 +224,9 @@ export async function startCountersign(config: Config, options: StartOptions): P
       watch: options.role !== 'ingress',
     });
     cleanups.push(async () => skills.close());
-    for (const problem of skills.problems()) log.warn({ problem }, 'skill problem');
+    // The registry logs each problem once as it finds it; here only a count, pointing at /skills.
+    const skipped = skills.problems().length;
+    if (skipped) log.warn(`${skipped} skill problem(s) found; /skills lists the skipped skills and why`);
 
     const workspaceRoot = resolveFromCwd(config.AGENT_WORKSPACE_ROOT);
     await mkdir(workspaceRoot, { recursive: true });

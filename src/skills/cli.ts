@@ -4,8 +4,8 @@ import path from 'node:path';
 import { ConfigError, loadConfig } from '../config.ts';
 import { formatSkillList } from './commands.ts';
 import { skillDirs, type SkillDirs } from './dirs.ts';
-import { loadSkillFolder, scanSkillsRoot, SKILL_FILE } from './load.ts';
-import { formatProblem, type SkillProblem } from './problem.ts';
+import { loadSkillFolder, scanSkillsRoot, SKILL_FILE, skillFileName } from './load.ts';
+import { failsLint, formatProblem, type SkillProblem } from './problem.ts';
 import { SkillRegistry } from './registry.ts';
 import { skillNameProblem } from './validate.ts';
 
@@ -25,7 +25,7 @@ const USAGE = [
   'Usage: countersign skills <command>',
   '  list                        the skills the agent can use, and problems with any that were skipped',
   '  lint [DIR] [--strict]       check a skill folder or a folder of skills (default: the shipped and custom folders);',
-  '                              exits 1 on an error, or on a warning too with --strict',
+  '                              exits 1 on an error (a rule the spec requires), or on a warning too with --strict',
   '  new NAME [--dir DIR]        scaffold DIR/NAME/SKILL.md (default DIR: the custom skills folder)',
 ];
 
@@ -90,12 +90,13 @@ async function lintCommand(args: string[], io: CommandIO, cwd: string, dirs: () 
   const targets = paths.length > 0 ? paths.map((p) => path.resolve(cwd, p)) : defaultLintTargets(dirs());
   let checked = 0;
   const problems: SkillProblem[] = [];
+  const empty: string[] = [];
   for (const target of targets) {
     if (!existsSync(target) || !statSync(target).isDirectory()) {
       io.err(`${display(target, cwd)} is not a folder: give a skill folder or a folder of skills.`);
       return 2;
     }
-    if (existsSync(path.join(target, SKILL_FILE))) {
+    if (await skillFileName(target)) {
       const loaded = await loadSkillFolder(target, path.dirname(target), 'custom');
       checked += 1;
       problems.push(...loaded.problems);
@@ -103,11 +104,20 @@ async function lintCommand(args: string[], io: CommandIO, cwd: string, dirs: () 
       const scan = await scanSkillsRoot(target, 'custom');
       checked += scan.folders;
       problems.push(...scan.problems);
+      if (scan.folders === 0) empty.push(target);
     }
   }
   for (const problem of problems) io.out(formatProblem(problem, display(problem.file, cwd)));
-  const errors = problems.filter((p) => p.severity === 'error').length;
-  const warnings = problems.length - errors;
+  // A folder named on the command line that holds no skill is a mistake (wrong path, or a file
+  // not called SKILL.md), not a pass. The default folders may legitimately be empty.
+  const missing = paths.length > 0 ? empty : checked === 0 ? targets : [];
+  for (const target of missing) {
+    io.out(
+      `${display(target, cwd)}: error: no skills found — a skill is a folder holding a ${SKILL_FILE} file (with that exact name)`,
+    );
+  }
+  const errors = problems.filter(failsLint).length + missing.length;
+  const warnings = problems.length - problems.filter(failsLint).length;
   io.out(`Checked ${plural(checked, 'skill')}: ${plural(errors, 'error')}, ${plural(warnings, 'warning')}.`);
   return errors > 0 || (strict && warnings > 0) ? 1 : 0;
 }

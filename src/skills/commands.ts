@@ -1,19 +1,45 @@
+import path from 'node:path';
 import type { Skill } from './load.ts';
+import type { SkillProblem } from './problem.ts';
 import type { SkillRegistry, SkillSummary } from './registry.ts';
 import { closestName } from './suggest.ts';
 
 type SkillLookup = Pick<SkillRegistry, 'list' | 'get'>;
 
-/** The reply to a "list skills" command, the same text on every platform. */
-export function formatSkillList(registry: Pick<SkillRegistry, 'list'>): string {
-  const skills = registry.list();
-  if (skills.length === 0) {
-    return 'No skills are installed. Add one to the custom skills folder (countersign skills new NAME scaffolds it).';
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
+
+/**
+ * The skills that were skipped, one line each: the folder and the first reason, from the skill
+ * file's line. Paths stay out (a chat channel need not see the server's layout); `skills lint`
+ * gives the full report.
+ */
+function skippedLines(problems: readonly SkillProblem[]): string[] {
+  const firstError = new Map<string, SkillProblem>();
+  for (const problem of problems) {
+    if (problem.severity === 'error' && !firstError.has(problem.file)) firstError.set(problem.file, problem);
   }
-  const lines = skills.map(
-    (s) => `• ${s.name}${s.source === 'custom' ? ' (custom)' : ''}: ${s.description.replace(/\s+/g, ' ').trim()}`,
+  return [...firstError.values()].map(
+    (p) => `• ${path.basename(path.dirname(p.file))} (line ${p.line}): ${oneLine(p.message)}`,
   );
-  return [`${skills.length} skill${skills.length === 1 ? '' : 's'} available:`, ...lines].join('\n');
+}
+
+/** The reply to a "list skills" command, the same text on every platform. */
+export function formatSkillList(
+  registry: Pick<SkillRegistry, 'list'> & Partial<Pick<SkillRegistry, 'problems'>>,
+): string {
+  const skills = registry.list();
+  const skipped = skippedLines(registry.problems?.() ?? []);
+  const skippedPart = skipped.length
+    ? ['', `${skipped.length} skill${skipped.length === 1 ? ' was' : 's were'} skipped:`, ...skipped]
+    : [];
+  if (skills.length === 0) {
+    return [
+      'No skills are installed. Add one to the custom skills folder (countersign skills new NAME scaffolds it).',
+      ...skippedPart,
+    ].join('\n');
+  }
+  const lines = skills.map((s) => `• ${s.name}${s.source === 'custom' ? ' (custom)' : ''}: ${oneLine(s.description)}`);
+  return [`${skills.length} skill${skills.length === 1 ? '' : 's'} available:`, ...lines, ...skippedPart].join('\n');
 }
 
 export interface SkillRun {

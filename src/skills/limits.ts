@@ -2,6 +2,16 @@
  * Every number the skills code enforces, in one place. The first three come from the Agent Skills
  * specification (agentskills.io/specification); the rest are Countersign's own guard rails.
  */
+/**
+ * Length as the spec counts it: characters, i.e. Unicode code points (the reference validator's
+ * Python `len`), not JavaScript's UTF-16 units, in which one emoji counts twice.
+ */
+export function charCount(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
 export const LIMITS = {
   /** Spec: `name` is 1–64 characters. */
   nameChars: 64,

@@ -58,6 +58,12 @@ export async function loadSkillFolder(dir: string, root: string, source: SkillSo
     }
   }
 
+  const found = await skillFileName(realDir);
+  if (found !== SKILL_FILE) {
+    return found
+      ? refuse(`the skill file is named ${found}; the spec names it ${SKILL_FILE}: rename it`)
+      : refuse(`${SKILL_FILE} is missing: every skill folder needs one`);
+  }
   const fileStat = await lstat(file).catch(() => undefined);
   if (!fileStat) return refuse(`${SKILL_FILE} is missing: every skill folder needs one`);
   if (fileStat.isSymbolicLink()) {
@@ -137,20 +143,42 @@ export async function scanSkillsRoot(root: string, source: SkillSource): Promise
     .map((e) => e.name)
     .sort();
   let examined = 0;
+  const folderOf = new Map<string, string>();
   for (const name of folders) {
     const dir = path.join(root, name);
-    // A folder without SKILL.md is not a skill (docs, shared assets); only report folders that try to be one.
-    const hasSkillFile = await lstat(path.join(dir, SKILL_FILE)).then(
-      () => true,
-      () => false,
-    );
-    if (!hasSkillFile) continue;
+    // A folder without SKILL.md is not a skill (docs, shared assets); only report folders that try
+    // to be one, including those whose file is spelt skill.md (the loader says to rename it).
+    if (!(await skillFileName(dir))) continue;
     examined++;
     const loaded = await loadSkillFolder(dir, root, source);
     problems.push(...loaded.problems);
-    if (loaded.skill) skills.push(loaded.skill);
+    if (!loaded.skill) continue;
+    // Names need not match folders (that only warns), so two folders can claim one name.
+    const taken = folderOf.get(loaded.skill.name);
+    if (taken) {
+      problems.push(
+        skillError(
+          loaded.skill.file,
+          1,
+          `the folder "${taken}" already holds a skill named "${loaded.skill.name}"; this one is skipped — give it its folder's name`,
+        ),
+      );
+      continue;
+    }
+    folderOf.set(loaded.skill.name, name);
+    skills.push(loaded.skill);
   }
   return { skills, problems, folders: examined };
+}
+
+/**
+ * The name of the folder's skill file: SKILL.md, or a differently cased spelling (skill.md, which
+ * some tools write and case-insensitive disks hide), or undefined when there is none.
+ */
+export async function skillFileName(dir: string): Promise<string | undefined> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  if (names.includes(SKILL_FILE)) return SKILL_FILE;
+  return names.find((n) => n.toLowerCase() === SKILL_FILE.toLowerCase());
 }
 
 /** Files of a skill other than SKILL.md, for the model to ask for by path. Symbolic links are left out. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { LIMITS } from './limits.ts';
+import { charCount, LIMITS } from './limits.ts';
 import type { KeyLines } from './parse.ts';
-import { skillError, skillWarning, type SkillProblem, type SkillProblemSeverity } from './problem.ts';
+import { skillError, skillWarning, specViolation, type SkillProblem, type SkillProblemSeverity } from './problem.ts';
 
 /** The frontmatter keys the Agent Skills format defines. Anything else is reported, not fatal. */
 export const ALLOWED_KEYS = ['name', 'description', 'license', 'compatibility', 'metadata', 'allowed-tools'] as const;
@@ -20,30 +20,49 @@ export function describeYamlValue(value: unknown): string {
   return `a ${typeof value}`;
 }
 
-/** Why a skill name is unacceptable, or undefined when it is fine. One reason, the most useful first. */
-export function skillNameProblem(name: unknown): string | undefined {
+/**
+ * The form a name is compared and stored in: NFKC, as the reference validator does, so "café"
+ * typed with a combining accent is the same name as its folder "café".
+ */
+export function normaliseSkillName(name: string): string {
+  return name.normalize('NFKC');
+}
+
+/** Why a name cannot identify a skill at all (type, characters, hyphens); its length aside. */
+function skillNameFormProblem(name: unknown): string | undefined {
   if (name === null || name === undefined || name === '') {
     return '"name" is empty: use the skill\'s folder name, e.g. name: my-skill';
   }
   if (typeof name !== 'string') {
     return `"name" must be text made of lowercase letters, digits and hyphens, but it is ${describeYamlValue(name)}`;
   }
-  if (name.length > LIMITS.nameChars) {
-    return `"name" is ${name.length} characters long; the limit is ${LIMITS.nameChars}`;
-  }
-  if (/[A-Z]/.test(name) && /^[A-Za-z0-9-]+$/.test(name)) {
-    return `"name" "${name}" has uppercase letters; use "${name.toLowerCase()}"`;
-  }
-  const invalid = [...new Set(name.replace(/[a-z0-9-]/g, ''))];
+  const form = normaliseSkillName(name);
+  // The spec: "unicode lowercase alphanumeric characters and hyphens". Letters without case
+  // (技能) count as lowercase, as in the reference validator.
+  const invalid = [...new Set(form.replace(/[\p{L}\p{N}-]/gu, ''))];
   if (invalid.length > 0) {
-    return `"name" "${name}" may only use a-z, 0-9 and hyphens; remove ${invalid.map((c) => JSON.stringify(c)).join(', ')}`;
+    return `"name" "${name}" may only use lowercase letters, digits and hyphens; remove ${invalid.map((c) => JSON.stringify(c)).join(', ')}`;
   }
-  if (name.startsWith('-') || name.endsWith('-')) return `"name" "${name}" must not start or end with a hyphen`;
-  if (name.includes('--')) return `"name" "${name}" must not contain consecutive hyphens (--)`;
+  if (form !== form.toLowerCase()) return `"name" "${name}" has uppercase letters; use "${form.toLowerCase()}"`;
+  if (form.startsWith('-') || form.endsWith('-')) return `"name" "${name}" must not start or end with a hyphen`;
+  if (form.includes('--')) return `"name" "${name}" must not contain consecutive hyphens (--)`;
   return undefined;
 }
 
-const requiredText = (key: string, advice: string, max: number, overflowAdvice: string) =>
+const nameTooLong = (name: string) =>
+  charCount(name) > LIMITS.nameChars
+    ? `"name" is ${charCount(name)} characters long; the limit is ${LIMITS.nameChars}`
+    : undefined;
+
+/** Why a skill name is unacceptable, or undefined when it is fine. One reason, the most useful first. */
+export function skillNameProblem(name: unknown): string | undefined {
+  return skillNameFormProblem(name) ?? nameTooLong(normaliseSkillName(name as string));
+}
+
+/** Marks an issue as breaking a rule the spec requires, where the skill still loads. */
+const BREAKS_SPEC = { breaksSpec: true } as const;
+
+const requiredText = (key: string, advice: string) =>
   z.unknown().transform((value, ctx) => {
     if (value === null || value === undefined || (typeof value === 'string' && value.trim() === '')) {
       ctx.addIssue({ code: 'custom', message: `"${key}" is empty: ${advice}` });
@@ -53,42 +72,40 @@ const requiredText = (key: string, advice: string, max: number, overflowAdvice: 
       ctx.addIssue({ code: 'custom', message: `"${key}" must be text, but it is ${describeYamlValue(value)}` });
       return z.NEVER;
     }
-    if (value.length > max) {
+    return value;
+  });
+
+const SkillNameField = z.unknown().transform((value, ctx) => {
+  const problem = skillNameFormProblem(value);
+  if (problem) {
+    ctx.addIssue({ code: 'custom', message: problem });
+    return z.NEVER;
+  }
+  return normaliseSkillName(value as string);
+});
+
+const DescriptionField = requiredText('description', 'say what the skill does and when to use it');
+
+const optionalText = (key: string, max?: number, params?: typeof BREAKS_SPEC) =>
+  z.unknown().transform((value, ctx) => {
+    if (typeof value !== 'string') {
       ctx.addIssue({
         code: 'custom',
-        message: `"${key}" is ${value.length} characters long; the limit is ${max}${overflowAdvice}`,
+        message: `"${key}" must be text, but it is ${describeYamlValue(value)}; it was ignored`,
+        params,
+      });
+      return z.NEVER;
+    }
+    if (max !== undefined && charCount(value) > max) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${key}" is ${charCount(value)} characters long; the limit is ${max} (it was ignored)`,
+        params,
       });
       return z.NEVER;
     }
     return value;
   });
-
-const SkillNameField = z.unknown().transform((value, ctx) => {
-  const problem = skillNameProblem(value);
-  if (problem) {
-    ctx.addIssue({ code: 'custom', message: problem });
-    return z.NEVER;
-  }
-  return value as string;
-});
-
-const DescriptionField = requiredText(
-  'description',
-  'say what the skill does and when to use it',
-  LIMITS.descriptionChars,
-  ' — keep it to what and when, and move detail into the body',
-);
-
-const optionalText = (key: string, max?: number) => {
-  const text = z.string({
-    error: (issue) => `"${key}" must be text, but it is ${describeYamlValue(issue.input)}; it was ignored`,
-  });
-  if (max === undefined) return text;
-  return text.max(max, {
-    error: (issue) =>
-      `"${key}" is ${String((issue.input as string).length)} characters long; the limit is ${max} (it was ignored)`,
-  });
-};
 
 /** `metadata` is a string → string map; a non-string entry is dropped and reported on its own line. */
 const MetadataField = z.unknown().transform((value, ctx) => {
@@ -96,6 +113,7 @@ const MetadataField = z.unknown().transform((value, ctx) => {
     ctx.addIssue({
       code: 'custom',
       message: `"metadata" must be a map of names to text values, but it is ${describeYamlValue(value)}; it was ignored`,
+      params: BREAKS_SPEC,
     });
     return z.NEVER;
   }
@@ -129,14 +147,15 @@ const AllowedToolsField = z.unknown().transform((value, ctx) => {
 });
 
 /**
- * The checks per key. Required keys fail the skill; optional ones only warn, because a skill
- * written for another client should still load (the spec's guide to clients asks for leniency).
+ * The checks per key. A required key that is missing or unusable fails the skill; problems with
+ * optional ones only warn, because a skill written for another client should still load (the
+ * spec's guide to clients asks for leniency). Issues marked BREAKS_SPEC still fail `skills lint`.
  */
 const FIELD_RULES = {
   name: { severity: 'error', schema: SkillNameField },
   description: { severity: 'error', schema: DescriptionField },
   license: { severity: 'warning', schema: optionalText('license') },
-  compatibility: { severity: 'warning', schema: optionalText('compatibility', LIMITS.compatibilityChars) },
+  compatibility: { severity: 'warning', schema: optionalText('compatibility', LIMITS.compatibilityChars, BREAKS_SPEC) },
   metadata: { severity: 'warning', schema: MetadataField },
   'allowed-tools': { severity: 'warning', schema: AllowedToolsField },
 } as const satisfies Record<(typeof ALLOWED_KEYS)[number], { severity: SkillProblemSeverity; schema: z.ZodType }>;
@@ -212,19 +231,39 @@ export function validateFrontmatter(
       const nestedKey = issue.path[0];
       const line =
         (typeof nestedKey === 'string' ? keyLines.nested.get(key)?.get(nestedKey) : undefined) ?? lineOf(key);
+      const breaksSpec = (issue as { params?: { breaksSpec?: boolean } }).params?.breaksSpec === true;
       problems.push(
-        rule.severity === 'error' ? skillError(file, line, issue.message) : skillWarning(file, line, issue.message),
+        rule.severity === 'error'
+          ? skillError(file, line, issue.message)
+          : breaksSpec
+            ? specViolation(file, line, issue.message)
+            : skillWarning(file, line, issue.message),
       );
     }
     values[key] = result.success ? result.data : key === 'metadata' ? textEntries(record[key]) : undefined;
   }
 
-  if (typeof values.name === 'string' && values.name !== folderName) {
+  // The spec requires these; the client guide asks to warn and load anyway (the name is still a
+  // usable identifier, and the prompt catalog cuts long descriptions to its budget).
+  if (typeof values.name === 'string') {
+    const tooLong = nameTooLong(values.name);
+    if (tooLong) problems.push(specViolation(file, lineOf('name'), tooLong));
+    if (values.name !== normaliseSkillName(folderName)) {
+      problems.push(
+        specViolation(
+          file,
+          lineOf('name'),
+          `"name" "${values.name}" does not match its folder "${folderName}"; rename one so they are equal`,
+        ),
+      );
+    }
+  }
+  if (typeof values.description === 'string' && charCount(values.description) > LIMITS.descriptionChars) {
     problems.push(
-      skillError(
+      specViolation(
         file,
-        lineOf('name'),
-        `"name" "${values.name}" does not match its folder "${folderName}"; rename one so they are equal`,
+        lineOf('description'),
+        `"description" is ${charCount(values.description)} characters long; the limit is ${LIMITS.descriptionChars} — keep it to what and when, and move detail into the body`,
       ),
     );
   }

@@ -39,7 +39,7 @@ describe('skills lint', () => {
     const { code, out } = await cli(['lint', path.join(FIXTURES, 'malformed')]);
     expect(code).toBe(1);
     expect(out).toContain(
-      `${path.join(FIXTURES, 'malformed', 'name_underscore', 'SKILL.md')}:2: error: "name" "name_underscore" may only use a-z, 0-9 and hyphens; remove "_"`,
+      `${path.join(FIXTURES, 'malformed', 'name_underscore', 'SKILL.md')}:2: error: "name" "name_underscore" may only use lowercase letters, digits and hyphens; remove "_"`,
     );
     expect(out).toContain(
       `${path.join(FIXTURES, 'malformed', 'yaml-duplicate-key', 'SKILL.md')}:4: error: invalid YAML: duplicated mapping key`,
@@ -52,6 +52,49 @@ describe('skills lint', () => {
     expect(code).toBe(0);
     expect(out).toHaveLength(3);
     expect(out[2]).toBe('Checked 1 skill: 0 errors, 2 warnings.');
+  });
+
+  it('fails on a rule the spec requires even when Countersign loads the skill, and says it loads', async () => {
+    const { code, out } = await cli(['lint', path.join(FIXTURES, 'malformed', 'name-folder-mismatch')]);
+    expect(code).toBe(1);
+    expect(out).toEqual([
+      `${path.join(FIXTURES, 'malformed', 'name-folder-mismatch', 'SKILL.md')}:2: error: "name" "some-other-name" does not match its folder "name-folder-mismatch"; rename one so they are equal (Countersign loads it anyway)`,
+      'Checked 1 skill: 1 error, 0 warnings.',
+    ]);
+  });
+
+  it.each([
+    ['metadata that is not a map', 'metadata-not-map'],
+    ['a description over 1024 characters', 'description-too-long'],
+    ['a name over 64 characters', 'name-too-long'],
+    ['a compatibility over 500 characters', 'compatibility-too-long'],
+  ])('fails on %s', async (_, folder) => {
+    const { code } = await cli(['lint', path.join(FIXTURES, 'malformed', folder)]);
+    expect(code).toBe(1);
+  });
+
+  it('says so and fails when the folder holds no skills', async () => {
+    await mkdir(path.join(base, 'empty', 'docs'), { recursive: true });
+    const { code, out } = await cli(['lint', path.join(base, 'empty')]);
+    expect(code).toBe(1);
+    expect(out).toEqual([
+      'empty: error: no skills found — a skill is a folder holding a SKILL.md file (with that exact name)',
+      'Checked 0 skills: 1 error, 0 warnings.',
+    ]);
+  });
+
+  it('fails on a skill file spelt skill.md, naming the fix', async () => {
+    await mkdir(path.join(base, 'lower'), { recursive: true });
+    await writeFile(
+      path.join(base, 'lower', 'skill.md'),
+      '---\nname: lower\ndescription: Lowercase file.\n---\nDo it.\n',
+    );
+    const { code, out } = await cli(['lint', path.join(base, 'lower')]);
+    expect(code).toBe(1);
+    expect(out).toEqual([
+      `${path.join('lower', 'SKILL.md')}:1: error: the skill file is named skill.md; the spec names it SKILL.md: rename it`,
+      'Checked 1 skill: 1 error, 0 warnings.',
+    ]);
   });
 
   it('fails on warnings too with --strict', async () => {
@@ -103,7 +146,7 @@ describe('skills new', () => {
     const { code, err } = await cli(['new', 'Weekly_Report']);
     expect(code).toBe(2);
     expect(err).toEqual([
-      'Cannot create skill: the name "Weekly_Report" may only use a-z, 0-9 and hyphens; remove "W", "_", "R".',
+      'Cannot create skill: the name "Weekly_Report" may only use lowercase letters, digits and hyphens; remove "_".',
     ]);
   });
 
@@ -121,7 +164,9 @@ describe('skills list', () => {
     await writeFile(path.join(base, 'custom', 'broken', 'SKILL.md'), 'no frontmatter here');
     const { code, out, err } = await cli(['list']);
     expect(code).toBe(0);
-    expect(out[0]).toMatch(/^3 skills available:\n• incident-report: .+\n• runbook: .+\n• skillmaker: .+$/);
+    expect(out[0]).toMatch(
+      /^3 skills available:\n• incident-report: .+\n• runbook: .+\n• skillmaker: .+\n\n1 skill was skipped:\n• broken \(line 1\): no frontmatter: .+$/,
+    );
     expect(err).toEqual([
       `${path.join('custom', 'broken', 'SKILL.md')}:1: error: no frontmatter: SKILL.md must start with a line "---", then name: and description:, then a closing "---"`,
     ]);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatSkillList, skillRunPrompt } from '../../src/skills/commands.ts';
 import type { Skill } from '../../src/skills/load.ts';
+import type { SkillProblem } from '../../src/skills/problem.ts';
 
 const skill = (name: string, description: string, extra: Partial<Skill> = {}): Skill => ({
   name,
@@ -30,6 +31,33 @@ const registry = registryOf([
 ]);
 
 describe('formatSkillList', () => {
+  it('names each skipped skill and why, one line each, after the ones available', () => {
+    const problems: SkillProblem[] = [
+      { severity: 'error', file: '/skills/broken/SKILL.md', line: 3, message: 'invalid YAML: bad\nindentation' },
+      { severity: 'error', file: '/skills/broken/SKILL.md', line: 5, message: 'a second reason' },
+      { severity: 'warning', file: '/skills/runbook/SKILL.md', line: 4, message: 'unknown key "tags"' },
+      { severity: 'error', file: '/custom/x/SKILL.md', line: 1, message: 'SKILL.md is empty' },
+    ];
+    expect(formatSkillList({ ...registry, problems: () => problems })).toBe(
+      [
+        '2 skills available:',
+        '• incident-report: Writes an incident report.',
+        '• runbook (custom): Walks a runbook step by step.',
+        '',
+        '2 skills were skipped:',
+        '• broken (line 3): invalid YAML: bad indentation',
+        '• x (line 1): SKILL.md is empty',
+      ].join('\n'),
+    );
+  });
+
+  it('mentions a skipped skill even when none loaded', () => {
+    const problems: SkillProblem[] = [{ severity: 'error', file: '/s/a/SKILL.md', line: 2, message: 'missing name' }];
+    expect(formatSkillList({ ...registryOf([]), problems: () => problems })).toMatch(
+      /^No skills are installed\..*\n\n1 skill was skipped:\n• a \(line 2\): missing name$/,
+    );
+  });
+
   it('lists every skill with its description on one line, marking custom ones', () => {
     expect(formatSkillList(registry)).toBe(
       '2 skills available:\n• incident-report: Writes an incident report.\n• runbook (custom): Walks a runbook step by step.',

@@ -26,7 +26,13 @@ describe('malformed skills', () => {
     const dir = path.join(MALFORMED, folder);
     const result = await loadSkillFolder(dir, MALFORMED, 'custom');
     const file = path.join(dir, 'SKILL.md');
-    expect(result.problems).toEqual(problems.map(([line, severity, message]) => ({ severity, file, line, message })));
+    expect(result.problems).toEqual(
+      problems.map(([line, severity, message]) =>
+        severity === 'spec'
+          ? { severity: 'warning', breaksSpec: true, file, line, message }
+          : { severity, file, line, message },
+      ),
+    );
     expect(result.skill !== undefined).toBe(loads);
   });
 
@@ -34,7 +40,7 @@ describe('malformed skills', () => {
     const scan = await scanSkillsRoot(MALFORMED, 'custom');
     const expectedCount = MALFORMED_CASES.reduce((n, c) => n + c.problems.length, 0);
     expect(scan.problems).toHaveLength(expectedCount);
-    expect(scan.skills.map((s) => s.name).sort()).toEqual(
+    expect(scan.skills.map((s) => path.basename(s.dir)).sort()).toEqual(
       MALFORMED_CASES.filter((c) => c.loads)
         .map((c) => c.folder)
         .sort(),
@@ -192,6 +198,87 @@ describe('skill files on disk', () => {
   it('treats a missing skills folder as having no skills', async () => {
     const scan = await scanSkillsRoot(path.join(base, 'does-not-exist'), 'custom');
     expect(scan).toEqual({ skills: [], problems: [], folders: 0 });
+  });
+});
+
+describe('skills as other clients and languages write them', () => {
+  let root: string;
+  const write = async (folder: string, text: string, file = 'SKILL.md') => {
+    await mkdir(path.join(root, folder), { recursive: true });
+    await writeFile(path.join(root, folder, file), text);
+    return path.join(root, folder);
+  };
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), 'skills-i18n-'));
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('counts a description in characters, so 1,020 of them with 20 emoji is within the limit', async () => {
+    const description = 'x'.repeat(1000) + '🚀'.repeat(20);
+    expect(description.length).toBe(1040); // UTF-16 units, which the spec does not count
+    const dir = await write('emoji', `---\nname: emoji\ndescription: ${description}\n---\nDo it.\n`);
+    const { skill, problems } = await loadSkillFolder(dir, root, 'custom');
+    expect(problems).toEqual([]);
+    expect(skill?.description).toBe(description);
+  });
+
+  it('loads a skill with a lowercase Cyrillic name in its matching folder', async () => {
+    const dir = await write('мой-навык', validSkill('мой-навык'));
+    const { skill, problems } = await loadSkillFolder(dir, root, 'custom');
+    expect(problems).toEqual([]);
+    expect(skill?.name).toBe('мой-навык');
+  });
+
+  it('matches a name with a combining accent to its precomposed folder after NFKC, and keeps the composed form', async () => {
+    const dir = await write('café', validSkill('cafe\u0301'));
+    const { skill, problems } = await loadSkillFolder(dir, root, 'custom');
+    expect(problems).toEqual([]);
+    expect(skill?.name).toBe('café');
+  });
+
+  it('loads a skill whose name differs from its folder, with a warning that breaks the spec', async () => {
+    const dir = await write('folder-name', validSkill('other-name'));
+    const { skill, problems } = await loadSkillFolder(dir, root, 'custom');
+    expect(skill?.name).toBe('other-name');
+    expect(problems).toEqual([
+      {
+        severity: 'warning',
+        breaksSpec: true,
+        file: path.join(dir, 'SKILL.md'),
+        line: 2,
+        message: '"name" "other-name" does not match its folder "folder-name"; rename one so they are equal',
+      },
+    ]);
+  });
+
+  it('reports a skill file spelt skill.md instead of ignoring the folder', async () => {
+    const dir = await write('lowercase-file', validSkill('lowercase-file'), 'skill.md');
+    const scan = await scanSkillsRoot(root, 'custom');
+    expect(scan.skills.map((s) => s.name)).not.toContain('lowercase-file');
+    expect(scan.problems).toContainEqual({
+      severity: 'error',
+      file: path.join(dir, 'SKILL.md'),
+      line: 1,
+      message: 'the skill file is named skill.md; the spec names it SKILL.md: rename it',
+    });
+  });
+
+  it('skips the second of two folders that claim the same name', async () => {
+    const dir = await write('zz-duplicate', validSkill('other-name'));
+    const scan = await scanSkillsRoot(root, 'custom');
+    expect(scan.skills.filter((s) => s.name === 'other-name').map((s) => s.dir)).toEqual([
+      path.join(root, 'folder-name'),
+    ]);
+    expect(scan.problems).toContainEqual({
+      severity: 'error',
+      file: path.join(dir, 'SKILL.md'),
+      line: 1,
+      message:
+        'the folder "folder-name" already holds a skill named "other-name"; this one is skipped — give it its folder\'s name',
+    });
   });
 });
 

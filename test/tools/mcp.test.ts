@@ -7,7 +7,9 @@ import { unavailableMessage } from '../../src/agent/tools/mcp/connection.ts';
 import { McpHub, MODEL_TOOL_NAME, namespacedName } from '../../src/agent/tools/mcp/hub.ts';
 import { needsApproval, riskOf, toolSpec, type AnyTool, type ToolOutput } from '../../src/agent/tools/tool.ts';
 import { createLogger } from '../../src/log.ts';
+import { pino } from 'pino';
 import { startFakeMcpHttp, type FakeMcpHttp } from '../fakes/mcp/http-server.ts';
+import { startFakeMcpSse } from '../fakes/mcp/sse-server.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { testToolContext } from '../helpers/tools.ts';
 
@@ -60,12 +62,13 @@ describe('MCP servers over stdio and Streamable HTTP', () => {
         'ops__crash_now',
         'ops__fail',
         'ops__get_status',
+        'ops__hang',
         'ops__note',
         'ops__restart',
         namespacedName('ops', 'logs.tail'),
       ].sort(),
     );
-    expect(names.filter((n) => n.startsWith('web__'))).toHaveLength(8);
+    expect(names.filter((n) => n.startsWith('web__'))).toHaveLength(9);
     for (const name of names) expect(name).toMatch(MODEL_TOOL_NAME);
   });
 
@@ -180,7 +183,7 @@ describe('MCP servers over stdio and Streamable HTTP', () => {
       content: unavailableMessage('web'),
       isError: true,
     });
-    expect(hub.tools().filter((t) => t.name.startsWith('web__'))).toHaveLength(8);
+    expect(hub.tools().filter((t) => t.name.startsWith('web__'))).toHaveLength(9);
     http = await startFakeMcpHttp('web-token', port);
     await waitFor(
       async () => {
@@ -293,5 +296,126 @@ describe('MCP tools in a conversation', () => {
       [item.id, click.continuation.id],
     );
     expect(executed.rows.map((r) => r.tool)).toEqual(['web__note', 'ops__get_status']);
+  });
+});
+
+/** A logger whose lines the test can read, to see what start-up told the operator. */
+function capturingLogger() {
+  const lines: Array<{ level: number; msg: string; mcpServer?: string }> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+describe('MCP configs pasted from other clients', () => {
+  it('connects to a legacy SSE server ("type": "sse") with the configured headers and calls its tools', async () => {
+    const sse = await startFakeMcpSse('sse-token');
+    const hub = new McpHub(
+      parseMcpConfig({
+        mcpServers: { legacy: { type: 'sse', url: sse.url, headers: { Authorization: 'Bearer sse-token' } } },
+      }),
+      log,
+    );
+    try {
+      await hub.start();
+      expect(hub.isConnected('legacy')).toBe(true);
+      expect(await call(hub, 'legacy__get_status', { service: 'db' })).toEqual({
+        content: 'sse: db is healthy',
+        isError: false,
+      });
+      expect(new Set(sse.authorizations)).toEqual(new Set(['Bearer sse-token']));
+    } finally {
+      await hub.close();
+      await sse.close();
+    }
+  });
+
+  it('does not start a disabled server, and says so in the log', async () => {
+    const { logger, lines } = capturingLogger();
+    const hub = new McpHub(
+      parseMcpConfig({
+        mcpServers: {
+          ops: { command: process.execPath, args: [STDIO_SERVER] },
+          off: { command: process.execPath, args: [STDIO_SERVER], disabled: true },
+        },
+      }),
+      logger,
+    );
+    try {
+      await hub.start();
+      expect(hub.state('off')).toBeUndefined();
+      expect(hub.tools().some((t) => t.name.startsWith('off__'))).toBe(false);
+      expect(hub.tools().some((t) => t.name.startsWith('ops__'))).toBe(true);
+      expect(lines).toContainEqual(
+        expect.objectContaining({
+          level: 30,
+          mcpServer: 'off',
+          msg: 'MCP server "off" is disabled in the config ("disabled": true); not started',
+        }),
+      );
+    } finally {
+      await hub.close();
+    }
+  });
+
+  it('still asks before a tool listed in autoApprove, and warns that the list was ignored', async () => {
+    const { logger, lines } = capturingLogger();
+    const hub = new McpHub(
+      parseMcpConfig({
+        mcpServers: { ops: { command: process.execPath, args: [STDIO_SERVER], autoApprove: ['restart', 'note'] } },
+      }),
+      logger,
+    );
+    try {
+      await hub.start();
+      const restart = hub.tools().find((t) => t.name === 'ops__restart') as AnyTool;
+      const note = hub.tools().find((t) => t.name === 'ops__note') as AnyTool;
+      expect(needsApproval(restart, {})).toBe(true);
+      expect(needsApproval(note, {})).toBe(true);
+      expect(lines).toContainEqual(
+        expect.objectContaining({
+          level: 40,
+          msg: expect.stringContaining('MCP server "ops": "autoApprove" (restart, note) is ignored'),
+        }),
+      );
+    } finally {
+      await hub.close();
+    }
+  });
+
+  it('gives up on a call after the server entry’s own timeout, in seconds', async () => {
+    const hub = new McpHub(
+      parseMcpConfig({ mcpServers: { ops: { command: process.execPath, args: [STDIO_SERVER], timeout: 0.5 } } }),
+      log,
+    );
+    try {
+      await hub.start();
+      expect(await call(hub, 'ops__hang', {})).toEqual({
+        content: 'The MCP server "ops" did not answer hang within 0.5 s; its outcome is unknown.',
+        isError: true,
+      });
+    } finally {
+      await hub.close();
+    }
+  });
+});
+
+describe('shutting down a Streamable HTTP connection', () => {
+  it('ends the session with a DELETE the server sees', async () => {
+    const server = await startFakeMcpHttp('t', { sessions: true });
+    const hub = new McpHub(
+      parseMcpConfig({ mcpServers: { web: { url: server.url, headers: { Authorization: 'Bearer t' } } } }),
+      log,
+    );
+    try {
+      await hub.start();
+      expect(await call(hub, 'web__get_status', { service: 'db' })).toMatchObject({ isError: false });
+      expect(server.sessions).toHaveLength(1);
+      expect(server.deletedSessions).toEqual([]);
+      await hub.close();
+      expect(server.deletedSessions).toEqual(server.sessions);
+    } finally {
+      await hub.close();
+      await server.close();
+    }
   });
 });

@@ -53,6 +53,14 @@ export function opsServer(label: string): McpServer {
     process.exit(1);
   });
   server.registerTool(
+    'hang',
+    { description: 'Never answers; gives up only when the client cancels the call', inputSchema: {} },
+    async (_args, extra) =>
+      new Promise((resolve) =>
+        extra.signal.addEventListener('abort', () => resolve({ content: [{ type: 'text', text: 'cancelled' }] })),
+      ),
+  );
+  server.registerTool(
     'add_tool',
     { description: 'Adds a tool at run time', inputSchema: { name: z.string() } },
     async ({ name }) => {

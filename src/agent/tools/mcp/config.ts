@@ -7,6 +7,42 @@ import { z } from 'zod';
  */
 const ApprovalOverride = z.record(z.string().min(1), z.enum(['always', 'never'])).default({});
 
+export const MCP_CONFIG_LIMITS = {
+  /**
+   * `timeout` is in seconds, as Cline and Roo Code write it (their default is 60, their upper bound
+   * 3600). Gemini CLI writes milliseconds; a value above this bound is refused with that hint
+   * rather than guessed at, since 60000 could mean a minute or seventeen hours.
+   */
+  maxTimeoutSeconds: 3600,
+} as const;
+
+const Timeout = z
+  .number({ error: 'expected a number of seconds, e.g. "timeout": 60' })
+  .positive({ error: 'expected a positive number of seconds' })
+  .max(MCP_CONFIG_LIMITS.maxTimeoutSeconds, {
+    error: (issue) =>
+      `${String(issue.input)} is more than ${MCP_CONFIG_LIMITS.maxTimeoutSeconds}; Countersign reads "timeout" in seconds, as Cline does — if it came from a client that writes milliseconds, divide it by 1000`,
+  })
+  .optional();
+
+/**
+ * Fields other clients use to run tools without asking (Cline's `autoApprove`, Roo Code's
+ * `alwaysAllow`). Countersign never lets a pasted config skip a person's approval: they are read,
+ * reported at start-up and ignored. Per-tool `approval` is the explicit way to opt a tool out.
+ */
+export const APPROVAL_BYPASS_FIELDS = ['autoApprove', 'alwaysAllow'] as const;
+const ApprovalBypass = z.array(z.string(), { error: 'expected a list of tool names' }).optional();
+
+/** Fields every server entry may carry whatever its transport. */
+const common = {
+  /** Claude Desktop, Cline, Cursor: a disabled server is kept in the file but not started. */
+  disabled: z.boolean({ error: 'expected true or false' }).default(false),
+  timeout: Timeout,
+  approval: ApprovalOverride,
+  autoApprove: ApprovalBypass,
+  alwaysAllow: ApprovalBypass,
+};
+
 // Strict objects: a misspelt "approval" must be an error, not a silently ignored override.
 const StdioServer = z.strictObject({
   type: z.literal('stdio').optional(),
@@ -14,26 +50,36 @@ const StdioServer = z.strictObject({
   args: z.array(z.string()).default([]),
   env: z.record(z.string(), z.string()).default({}),
   cwd: z.string().min(1).optional(),
-  approval: ApprovalOverride,
+  ...common,
 });
 
+const HTTP_TYPES = ['http', 'streamable-http', 'streamableHttp', 'sse'] as const;
+
 const HttpServer = z.strictObject({
-  type: z.enum(['http', 'streamable-http', 'streamableHttp']).optional(),
+  /** Absent or any Streamable HTTP spelling: Streamable HTTP; "sse": the legacy HTTP+SSE transport. */
+  type: z.enum(HTTP_TYPES).optional(),
   url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }),
   headers: z.record(z.string(), z.string()).default({}),
-  approval: ApprovalOverride,
+  ...common,
 });
 
 export const McpServerConfig = z.union([StdioServer, HttpServer]);
 export type McpServerConfig = z.infer<typeof McpServerConfig>;
 
+/** The transport a server entry asks for. */
+export function transportOf(server: McpServerConfig): 'stdio' | 'sse' | 'streamable-http' {
+  if ('command' in server) return 'stdio';
+  return server.type === 'sse' ? 'sse' : 'streamable-http';
+}
+
 export const SERVER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
 
-/** The common `mcpServers` file shape (Claude Desktop, Cursor, VS Code) plus per-tool approval overrides. */
-export const McpConfig = z.strictObject({
-  mcpServers: z.record(z.string(), McpServerConfig),
-});
-export type McpConfig = z.infer<typeof McpConfig>;
+/** The parsed file: every server by name (disabled ones included, for the hub to skip and log). */
+export interface McpConfig {
+  mcpServers: Record<string, McpServerConfig>;
+  /** Things in the file Countersign read but does not do (approval bypasses); logged at start. */
+  warnings: string[];
+}
 
 export class McpConfigError extends Error {
   constructor(message: string) {
@@ -54,14 +100,31 @@ function expandEnv(value: string, env: Record<string, string | undefined>, where
   });
 }
 
-function describeEntryProblem(server: string, entry: unknown): string {
-  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
-    return `MCP server "${server}": expected an object with "command" (stdio) or "url" (Streamable HTTP)`;
-  }
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Older Cline versions wrote the transport as `transportType`; it means exactly `type`, so it is
+ * read as one (both at once must agree).
+ */
+function normaliseEntry(entry: Record<string, unknown>): Record<string, unknown> {
+  if (!('transportType' in entry)) return entry;
+  const { transportType, ...rest } = entry;
+  if ('type' in rest && rest.type !== transportType) return entry; // let the strict schema name the conflict
+  return { ...rest, type: transportType };
+}
+
+function describeEntryProblem(server: string, entry: Record<string, unknown>): string {
   const hasCommand = 'command' in entry;
   const hasUrl = 'url' in entry;
   if (hasCommand === hasUrl) {
-    return `MCP server "${server}": give either "command" (a program to run over stdio) or "url" (a Streamable HTTP endpoint)${hasCommand ? ', not both' : ''}`;
+    return `MCP server "${server}": give either "command" (a program to run over stdio) or "url" (a Streamable HTTP or SSE endpoint)${hasCommand ? ', not both' : ''}`;
+  }
+  if (hasCommand && entry.type !== undefined && entry.type !== 'stdio') {
+    return `MCP server "${server}": type: "${String(entry.type)}" needs a "url"; a server started with "command" uses type "stdio"`;
+  }
+  if (hasUrl && entry.type === 'stdio') {
+    return `MCP server "${server}": type: "stdio" needs a "command"; a server at a "url" uses type "http" (Streamable HTTP) or "sse"`;
   }
   const parsed = (hasCommand ? StdioServer : HttpServer).safeParse(entry);
   if (parsed.success) return '';
@@ -71,47 +134,90 @@ function describeEntryProblem(server: string, entry: unknown): string {
       const message =
         issue.code === 'unrecognized_keys'
           ? `unknown field${issue.keys.length === 1 ? '' : 's'} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
-          : issue.message;
+          : field === 'type'
+            ? `expected one of ${hasCommand ? '"stdio"' : HTTP_TYPES.map((t) => `"${t}"`).join(', ')}`
+            : issue.message;
       return `MCP server "${server}": ${field ? `${field}: ` : ''}${message}`;
     })
     .join('; ');
 }
 
-/** Validates a parsed MCP config file, naming the server and field of every problem. */
+/** Top-level keys accepted: `mcpServers` (Claude Desktop, Cursor, Cline) or `servers` (VS Code's mcp.json). */
+const SERVER_KEYS = ['mcpServers', 'servers'] as const;
+
+/**
+ * Validates a parsed MCP config file, naming the server and field of every problem. Fields other
+ * clients write are honoured where their meaning is clear (`disabled`, `timeout`, `type`,
+ * `transportType`) and approval bypasses are ignored with a warning; any other field is an error.
+ */
 export function parseMcpConfig(raw: unknown, env: Record<string, string | undefined> = process.env): McpConfig {
-  if (typeof raw !== 'object' || raw === null || !('mcpServers' in raw)) {
+  const key = isObject(raw) ? SERVER_KEYS.find((k) => k in raw) : undefined;
+  if (!isObject(raw) || key === undefined) {
     throw new McpConfigError(
-      'expected a JSON object with an "mcpServers" object, e.g. {"mcpServers": {"github": {"command": "…"}}}',
+      'expected a JSON object with an "mcpServers" object (or VS Code\'s "servers"), e.g. {"mcpServers": {"github": {"command": "…"}}}',
     );
   }
-  const servers = (raw as { mcpServers: unknown }).mcpServers;
-  if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) {
-    throw new McpConfigError('"mcpServers" must be an object of servers by name');
-  }
+  const servers = raw[key];
+  if (!isObject(servers)) throw new McpConfigError(`"${key}" must be an object of servers by name`);
   const problems: string[] = [];
-  const extra = Object.keys(raw).filter((k) => k !== 'mcpServers');
-  if (extra.length)
-    problems.push(`unknown top-level field${extra.length === 1 ? '' : 's'} ${extra.map((k) => `"${k}"`).join(', ')}`);
-  for (const [name, entry] of Object.entries(servers)) {
+  if (SERVER_KEYS.every((k) => k in raw)) {
+    problems.push('both "mcpServers" and "servers" are given; keep one');
+  }
+  // VS Code's mcp.json may carry `inputs` (values it prompts for); an empty list means nothing.
+  const extra = Object.keys(raw).filter(
+    (k) => !SERVER_KEYS.includes(k as (typeof SERVER_KEYS)[number]) && !(k === 'inputs' && isEmptyList(raw.inputs)),
+  );
+  if (extra.includes('inputs')) {
+    problems.push(
+      '"inputs" asks VS Code to prompt for values, which a bot cannot do; reference environment variables as ${env:NAME} instead',
+    );
+  }
+  const unknown = extra.filter((k) => k !== 'inputs');
+  if (unknown.length)
+    problems.push(
+      `unknown top-level field${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => `"${k}"`).join(', ')}`,
+    );
+
+  const parsed: Record<string, McpServerConfig> = {};
+  for (const [name, rawEntry] of Object.entries(servers)) {
     if (!SERVER_NAME.test(name) || name.includes('__')) {
       problems.push(
         `MCP server "${name}": names are 1–32 characters of A–Z, a–z, 0–9, "_" and "-", without "__" (they prefix its tools as name__tool)`,
       );
       continue;
     }
+    if (!isObject(rawEntry)) {
+      problems.push(
+        `MCP server "${name}": expected an object with "command" (stdio) or "url" (Streamable HTTP or SSE)`,
+      );
+      continue;
+    }
+    const entry = normaliseEntry(rawEntry);
     const problem = describeEntryProblem(name, entry);
     if (problem) problems.push(problem);
+    else parsed[name] = McpServerConfig.parse(entry);
   }
   if (problems.length) throw new McpConfigError(problems.join('; '));
-  const config = McpConfig.parse(raw);
-  for (const [name, server] of Object.entries(config.mcpServers)) {
+
+  const warnings: string[] = [];
+  for (const [name, server] of Object.entries(parsed)) {
+    for (const field of APPROVAL_BYPASS_FIELDS) {
+      const tools = server[field];
+      if (!tools?.length) continue;
+      warnings.push(
+        `MCP server "${name}": "${field}" (${tools.join(', ')}) is ignored — Countersign does not let a pasted config skip approvals; to run a tool without asking, say so per tool: "approval": {${tools.map((t) => `"${t}": "never"`).join(', ')}}`,
+      );
+    }
+    if (server.disabled) continue; // its ${VAR}s need not be set: it will not start
     const values = 'url' in server ? server.headers : server.env;
-    for (const [key, value] of Object.entries(values)) {
-      values[key] = expandEnv(value, env, `MCP server "${name}": ${'url' in server ? 'header' : 'env'} ${key}`);
+    for (const [k, value] of Object.entries(values)) {
+      values[k] = expandEnv(value, env, `MCP server "${name}": ${'url' in server ? 'header' : 'env'} ${k}`);
     }
   }
-  return config;
+  return { mcpServers: parsed, warnings };
 }
+
+const isEmptyList = (value: unknown) => Array.isArray(value) && value.length === 0;
 
 /** Reads MCP_CONFIG; every error names the file and says what to fix. */
 export function loadMcpConfig(file: string, env: Record<string, string | undefined> = process.env): McpConfig {
@@ -122,7 +228,8 @@ export function loadMcpConfig(file: string, env: Record<string, string | undefin
     throw new McpConfigError(`MCP_CONFIG ${file} could not be read as JSON: ${(error as Error).message}`);
   }
   try {
-    return parseMcpConfig(raw, env);
+    const config = parseMcpConfig(raw, env);
+    return { ...config, warnings: config.warnings.map((w) => `MCP_CONFIG ${file}: ${w}`) };
   } catch (error) {
     if (error instanceof McpConfigError) throw new McpConfigError(`MCP_CONFIG ${file} is not valid: ${error.message}`);
     throw error;

@@ -1,4 +1,5 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -11,7 +12,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import type { ToolOutput } from '../tool.ts';
-import type { McpServerConfig } from './config.ts';
+import { transportOf, type McpServerConfig } from './config.ts';
 
 export type { RemoteTool };
 
@@ -20,7 +21,10 @@ export const MCP_LIMITS = {
   maxRetryMs: 30_000,
   /** A call to a server that is down starts a reconnect at once if the last attempt is older than this. */
   eagerRetryAfterMs: 2_000,
+  /** Per-call timeout unless the server's entry sets `timeout` (seconds). */
   callTimeoutMs: 120_000,
+  /** Shutdown waits this long for a Streamable HTTP server to acknowledge the session DELETE. */
+  terminateSessionMs: 2_000,
   stderrLineChars: 500,
 } as const;
 
@@ -54,6 +58,7 @@ export function resultText(result: CallToolResult): string {
 function isConnectionFailure(error: unknown): boolean {
   if (error instanceof McpError) return error.code === ErrorCode.ConnectionClosed;
   if (error instanceof StreamableHTTPError) return error.code === undefined || error.code >= 500 || error.code === 404;
+  if (error instanceof SseError) return error.code === undefined || error.code >= 500 || error.code === 404;
   const text = `${(error as Error)?.message ?? ''} ${String((error as { cause?: unknown })?.cause ?? '')}`;
   return /fetch failed|ECONNREFUSED|ECONNRESET|EPIPE|socket hang up|not connected/i.test(text);
 }
@@ -69,6 +74,8 @@ export class McpConnection {
   readonly #log: Logger;
   readonly #onTools: () => void;
   #client: Client | undefined;
+  /** Kept for shutdown: a Streamable HTTP session is ended with a DELETE (spec: session management). */
+  #transportInUse: Transport | undefined;
   #connecting: Promise<void> | undefined;
   #tools: RemoteTool[] = [];
   #state: ConnectionState = 'down';
@@ -117,7 +124,14 @@ export class McpConnection {
       });
       return transport;
     }
-    return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+    const options = { requestInit: { headers: config.headers } };
+    return transportOf(config) === 'sse'
+      ? new SSEClientTransport(new URL(config.url), options)
+      : new StreamableHTTPClientTransport(new URL(config.url), options);
+  }
+
+  get #callTimeoutMs(): number {
+    return this.#config.timeout === undefined ? MCP_LIMITS.callTimeoutMs : this.#config.timeout * 1000;
   }
 
   async #attempt(): Promise<void> {
@@ -127,8 +141,9 @@ export class McpConnection {
     this.#state = 'connecting';
     const client = new Client({ name: 'countersign', version: '0.1.0' });
     client.onerror = (error) => this.#log.debug({ err: error }, 'MCP transport error');
+    const transport = this.#transport();
     try {
-      await client.connect(this.#transport());
+      await client.connect(transport);
       if (this.#closed()) {
         await client.close().catch(() => undefined);
         return;
@@ -137,6 +152,7 @@ export class McpConnection {
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.#refresh(client));
       const tools = await this.#listTools(client);
       this.#client = client;
+      this.#transportInUse = transport;
       this.#state = 'connected';
       this.#retryMs = MCP_LIMITS.firstRetryMs;
       this.#setTools(tools);
@@ -183,6 +199,7 @@ export class McpConnection {
     if (client !== this.#client) return;
     this.#log.warn({ reason }, 'MCP server disconnected; keeping its last tool list and reconnecting');
     this.#client = undefined;
+    this.#transportInUse = undefined;
     this.#state = 'down';
     client.onclose = undefined;
     void client.close().catch(() => undefined);
@@ -210,7 +227,7 @@ export class McpConnection {
     try {
       const result = (await client.callTool({ name: tool, arguments: args }, undefined, {
         signal,
-        timeout: MCP_LIMITS.callTimeoutMs,
+        timeout: this.#callTimeoutMs,
       })) as CallToolResult;
       return { content: resultText(result), isError: result.isError === true };
     } catch (error) {
@@ -227,7 +244,7 @@ export class McpConnection {
       }
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         return {
-          content: `The MCP server "${this.name}" did not answer ${tool} within ${MCP_LIMITS.callTimeoutMs / 1000} s; its outcome is unknown.`,
+          content: `The MCP server "${this.name}" did not answer ${tool} within ${this.#callTimeoutMs / 1000} s; its outcome is unknown.`,
           isError: true,
         };
       }
@@ -239,8 +256,22 @@ export class McpConnection {
     this.#state = 'closed';
     clearTimeout(this.#timer);
     const client = this.#client;
+    const transport = this.#transportInUse;
     this.#client = undefined;
+    this.#transportInUse = undefined;
     if (client) client.onclose = undefined;
+    // Tell a Streamable HTTP server we are done, so it can free the session now rather than when
+    // it times out. Best effort and bounded: a server that is gone must not hold up shutdown.
+    if (client && transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+      await Promise.race([
+        transport
+          .terminateSession()
+          .catch((error: unknown) =>
+            this.#log.debug({ err: error }, 'MCP session DELETE failed; the server will expire the session'),
+          ),
+        new Promise((resolve) => setTimeout(resolve, MCP_LIMITS.terminateSessionMs).unref()),
+      ]);
+    }
     await client?.close().catch(() => undefined);
     await this.#connecting;
   }

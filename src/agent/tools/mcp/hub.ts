@@ -58,9 +58,14 @@ export class McpHub {
   constructor(config: McpConfig, log: Logger) {
     this.#config = config;
     this.#log = log;
-    this.#connections = Object.entries(config.mcpServers).map(
-      ([name, server]) => new McpConnection(name, server, log, () => this.#listeners.forEach((l) => l())),
-    );
+    for (const warning of config.warnings) log.warn(warning);
+    const servers = Object.entries(config.mcpServers);
+    for (const [name] of servers.filter(([, server]) => server.disabled)) {
+      log.info({ mcpServer: name }, `MCP server "${name}" is disabled in the config ("disabled": true); not started`);
+    }
+    this.#connections = servers
+      .filter(([, server]) => !server.disabled)
+      .map(([name, server]) => new McpConnection(name, server, log, () => this.#listeners.forEach((l) => l())));
   }
 
   /** Connects every server, waiting up to `timeoutMs` for slow ones (they keep trying in the background). */
