@@ -36,6 +36,35 @@ export async function appendToConversation(db: Queryable, item: WorkItem): Promi
   return { started: rows[0]?.started ?? false };
 }
 
+/**
+ * Like `appendToConversation`, for the work item of one platform event: the event's dedupe mark
+ * (countersign.inbound_events) is inserted in the same statement, so the mark exists exactly when
+ * the item does. `{ duplicate: true }` when the event was already taken — nothing was enqueued.
+ */
+export async function appendInboundToConversation(
+  db: Queryable,
+  eventId: string,
+  item: WorkItem,
+): Promise<{ duplicate: boolean; started: boolean }> {
+  const { rows } = await db.query<{ started: boolean | null }>({
+    name: 'cs_enqueue_inbound_work_item',
+    text: 'SELECT countersign.enqueue_inbound_work_item($1, $2, $3, $4, $5, $6, $7, $8, $9) AS started',
+    values: [
+      eventId,
+      item.id,
+      item.conversationId,
+      item.reply.platform,
+      item.type,
+      item.priority,
+      JSON.stringify(item),
+      item.createdAt,
+      taskFor(item.priority),
+    ],
+  });
+  const started = rows[0]?.started ?? null;
+  return { duplicate: started === null, started: started === true };
+}
+
 /** The arguments that let the database pick a job's task from its priority the way `taskFor` does. */
 function taskRule(): [interactiveTask: string, backgroundTask: string, interactiveMaxPriority: number] {
   return [INTERACTIVE_TASK, BACKGROUND_TASK, Priority.HIGH];

@@ -46,10 +46,51 @@ export async function pruneIdleConversations(db: Queryable, days: number): Promi
   return rowCount ?? 0;
 }
 
+/** Approval audit rows, and the per-minute counts of rejections past the audit budget, older than the retention. */
 export async function pruneAudit(db: Queryable, days: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM countersign.approval_audit WHERE at < now() - make_interval(days => $1)`,
+  const { rows } = await db.query<{ n: number }>(
+    `WITH old_audit AS (
+       DELETE FROM countersign.approval_audit WHERE at < now() - make_interval(days => $1) RETURNING 1
+     ), old_budget AS (
+       DELETE FROM countersign.approval_audit_budget WHERE window_start < now() - make_interval(days => $1) RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM old_audit) + (SELECT count(*) FROM old_budget) AS n`,
     [days],
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * How long an inbound event's dedupe mark is kept. Slack retries an Events API delivery it saw fail
+ * up to 3 times, the last well within an hour of the event; Discord never redelivers (its marks only
+ * stop two gateway sessions taking the same message at once). A mark pruned before the last retry
+ * arrives would let that retry make a second turn, so the window is Slack's hour plus a 1 hour margin
+ * for clock skew between Slack and the database and for deliveries queued behind an outage.
+ */
+export const INBOUND_EVENT_RETENTION_HOURS = 2;
+
+/** Dedupe marks of inbound events older than any redelivery of them (INBOUND_EVENT_RETENTION_HOURS). */
+export async function pruneInboundEvents(db: Queryable, hours = INBOUND_EVENT_RETENTION_HOURS): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM countersign.inbound_events WHERE received_at < now() - make_interval(hours => $1)`,
+    [hours],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * How long a rate bucket may sit unused before it is dropped. A bucket left alone refills, and a full
+ * bucket behaves exactly like a missing one (the first take creates it full); every bucket Countersign
+ * uses refills in minutes (even one driven negative by replies waiting for it), so after an hour
+ * idle each one is full.
+ */
+export const RATE_BUCKET_IDLE_MINUTES = 60;
+
+/** Rate buckets of channels and workspaces no reply has touched for RATE_BUCKET_IDLE_MINUTES. */
+export async function pruneIdleRateBuckets(db: Queryable, minutes = RATE_BUCKET_IDLE_MINUTES): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM countersign.rate_buckets WHERE updated_at < now() - make_interval(mins => $1)`,
+    [minutes],
   );
   return rowCount ?? 0;
 }

@@ -70,6 +70,12 @@ export const WorkItem = z.object({
   /** Caller metadata, opaque to the queue. */
   payload: z.record(z.string(), z.unknown()).default({}),
   reply: ReplyTarget,
+  /**
+   * Text the worker posts first when `reply` has no message yet (e.g. "…"). Inbound adapters enqueue
+   * before making any platform call, so a platform that fails cannot lose the message: the worker
+   * posts this (retrying like any job), records its id on the item, and streams the reply into it.
+   */
+  placeholder: z.string().min(1).optional(),
   createdAt: z.iso.datetime(),
 });
 export type WorkItem = z.infer<typeof WorkItem>;

@@ -31,7 +31,12 @@ export async function startDiscordInbound(
       rest: config.DISCORD_API_URL ? { api: config.DISCORD_API_URL.replace(/\/v\d+\/?$/, '') } : {},
     });
     client.on('messageCreate', (message) => {
-      onMessage(message).catch((error: unknown) => log.error({ err: error }, 'Discord message handling failed'));
+      onMessage(message).catch((error: unknown) =>
+        log.error(
+          { err: error, messageId: message.id, channel: message.channelId, author: message.author.id },
+          'Discord message handling failed; the message was not taken',
+        ),
+      );
     });
     client.on('interactionCreate', (interaction) => {
       onInteraction(interaction).catch((error: unknown) =>

@@ -1,6 +1,8 @@
 import type { Message } from 'discord.js';
 import type { AdapterContext } from '../platform.ts';
 import type { ReplyTarget } from '../../reply/outbound.ts';
+import { isDatabaseUnavailable } from '../../db/errors.ts';
+import { enqueueInboundWorkItem } from '../../queue/enqueue.ts';
 import { Priority } from '../../queue/work-item.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { LIMITS } from './limits.ts';
@@ -17,7 +19,17 @@ export interface MessageDeps {
   outbound: DiscordOutbound;
   /** False when Discord refused the privileged Message Content intent and we connected without it. */
   readsContent: () => boolean;
+  /**
+   * Waits before each further enqueue attempt while the database is unreachable. Discord never
+   * redelivers a MESSAGE_CREATE, so a short outage (a Postgres restart or failover) is ridden out
+   * here before the person is told to try again. Default: 0.5 s, 1 s, 2 s, 4 s.
+   */
+  enqueueRetryDelaysMs?: readonly number[];
 }
+
+const ENQUEUE_RETRY_DELAYS_MS = [500, 1000, 2000, 4000] as const;
+
+class ThreadIdMismatch extends Error {}
 
 /**
  * One incoming message. Answered: mentions in guild channels (in a thread started on the message,
@@ -50,39 +62,93 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
       return;
     }
 
-    let channelId = message.channelId;
-    if (!isDm && !inThread) {
-      // A mention in a channel: the conversation continues in a thread on that message.
-      try {
-        const thread = await message.startThread({ name: threadName(prompt) });
-        channelId = thread.id;
-      } catch (error) {
-        ctx.log.warn({ err: error, channel: message.channelId }, 'could not start a Discord thread');
-        await deps.outbound.post({ platform: 'discord', channel: message.channelId }, NO_THREAD);
-        return;
-      }
-    }
+    // A mention in a channel continues in a thread started on the message. Discord gives a thread
+    // started from a message the message's id, so the reply target is known before the thread exists.
+    const needsThread = !isDm && !inThread;
+    const channelId = needsThread ? message.id : message.channelId;
     const target: ReplyTarget = {
       platform: 'discord',
       channel: channelId,
       ...(message.guildId ? { workspace: message.guildId } : {}),
     };
-    const placeholder = await deps.outbound.post(target, '…');
-    try {
-      await ctx.enqueue({
-        type: 'CHAT',
-        priority: Priority.CRITICAL,
-        conversationId: isDm ? `discord:dm:${channelId}` : `discord:${channelId}`,
-        requester: requesterOf(message.author),
-        input: { prompt },
-        payload: { messageId: message.id },
-        reply: { ...target, messageId: placeholder.messageId },
-      });
-    } catch (error) {
-      ctx.log.error({ err: error, channel: channelId }, 'could not enqueue a Discord message');
-      await deps.outbound.edit(target, placeholder.messageId, UNAVAILABLE);
+    const ids = {
+      messageId: message.id,
+      channel: message.channelId,
+      guild: message.guildId ?? undefined,
+      author: message.author.id,
+    };
+    let threadError: unknown;
+    // Set once the thread exists: a retry after a commit that failed must not start it again.
+    let threadStarted = false;
+    const startThread = async () => {
+      if (threadStarted) return;
+      try {
+        const thread = await message.startThread({ name: threadName(prompt) });
+        if (thread.id !== channelId) throw new ThreadIdMismatch(`thread ${thread.id} for message ${message.id}`);
+        threadStarted = true;
+      } catch (error) {
+        threadError = error;
+        throw error;
+      }
+    };
+    const delays = deps.enqueueRetryDelaysMs ?? ENQUEUE_RETRY_DELAYS_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        // The message id is the dedupe key, marked in the same transaction as the enqueue: two
+        // gateway sessions (two ingress replicas) receiving the same message make one turn. The
+        // thread is created inside that transaction, so only the replica that takes the message
+        // creates it, and a thread that cannot be created leaves nothing enqueued.
+        const item = await enqueueInboundWorkItem(
+          ctx.pool,
+          `discord:${message.id}`,
+          {
+            type: 'CHAT',
+            priority: Priority.CRITICAL,
+            conversationId: isDm ? `discord:dm:${channelId}` : `discord:${channelId}`,
+            requester: requesterOf(message.author),
+            input: { prompt },
+            payload: { messageId: message.id },
+            reply: target,
+            placeholder: '…',
+          },
+          needsThread ? { beforeCommit: startThread } : {},
+        );
+        if (!item) ctx.log.debug(ids, 'Discord message already taken by another gateway session');
+        return;
+      } catch (error) {
+        if (threadError !== undefined) {
+          ctx.log.warn({ err: threadError, ...ids }, 'could not start a Discord thread');
+          await deps.outbound.post({ platform: 'discord', channel: message.channelId }, NO_THREAD);
+          return;
+        }
+        const delay = delays[attempt];
+        if (delay !== undefined && isDatabaseUnavailable(error)) {
+          ctx.log.warn({ err: error, ...ids, attempt: attempt + 1 }, 'database unreachable; retrying the enqueue');
+          await new Promise((resolve) => setTimeout(resolve, delay));
+          continue;
+        }
+        // Discord will not deliver it again: the person is told, and the log has what was lost.
+        ctx.log.error(
+          { err: error, ...ids, attempts: attempt + 1 },
+          'could not enqueue a Discord message; it was not taken and the person was told to try again',
+        );
+        await tellUnavailable(message, ids, ctx);
+        return;
+      }
     }
   };
+}
+
+/**
+ * Replies to the message through discord.js directly: the outbound client takes its rate tokens from
+ * the database, which is what is unreachable.
+ */
+async function tellUnavailable(message: Message, ids: Record<string, unknown>, ctx: AdapterContext): Promise<void> {
+  try {
+    await message.reply({ content: UNAVAILABLE, allowedMentions: { parse: [], repliedUser: false } });
+  } catch (error) {
+    ctx.log.error({ err: error, ...ids }, 'could not tell the person their Discord message was not taken');
+  }
 }
 
 /** A thread name Discord accepts: the start of the request, on one line. */

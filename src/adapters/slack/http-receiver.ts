@@ -6,23 +6,47 @@ import type { HttpServer } from '../../http/server.ts';
 
 const MAX_BODY = 1024 * 1024;
 
+class BodyTooLarge extends Error {}
+
+/**
+ * The raw body as bytes, decoded once at the end: decoding chunk by chunk would break a multibyte
+ * character that straddles two TCP chunks, and with it the signature of a legitimate request.
+ */
 function readBody(req: http.IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
-    let raw = '';
+    const chunks: Buffer[] = [];
+    let size = 0;
     req.on('data', (chunk: Buffer) => {
-      raw += chunk.toString('utf8');
-      if (raw.length > MAX_BODY) reject(new Error('body too large'));
+      size += chunk.length;
+      if (size > MAX_BODY) {
+        reject(new BodyTooLarge(`a Slack request body over ${MAX_BODY} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
     });
-    req.on('end', () => resolve(raw));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
+}
+
+/** A Bolt ack body as Slack expects it in the HTTP response. */
+function respond(res: http.ServerResponse, response: unknown): void {
+  if (response === undefined || response === '') res.writeHead(200).end();
+  else if (typeof response === 'string') res.writeHead(200, { 'content-type': 'text/plain' }).end(response);
+  else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(response));
 }
 
 /**
  * Slack's HTTP delivery on Countersign's own listener (`POST /slack/events`), so HTTP mode shares
  * the port with /healthz and /metrics behind one load balancer. Every request's signature is checked
- * before anything is parsed; the response (Slack's ack) is sent once Bolt acks — after the message
- * is durably enqueued, so a request we could not take is retried by Slack instead of lost.
+ * before anything is parsed.
+ *
+ * Events API deliveries are answered only once Bolt has finished processing them: Bolt calls `ack()`
+ * for an event *before* running its listeners (App.processEvent), so answering at `ack()` would tell
+ * Slack "got it" before the work item is enqueued. A delivery whose processing fails is answered 500
+ * and Slack retries it (X-Slack-Retry-Num). Slash commands and interactivity are answered at `ack()`
+ * as usual: their listeners ack first, inside Slack's 3-second window.
  */
 export class CountersignHttpReceiver implements Receiver {
   #app: App | undefined;
@@ -48,7 +72,15 @@ export class CountersignHttpReceiver implements Receiver {
       res.writeHead(405).end();
       return;
     }
-    const raw = await readBody(req);
+    let raw: string;
+    try {
+      raw = await readBody(req);
+    } catch (error) {
+      const tooLarge = error instanceof BodyTooLarge;
+      this.#log.warn({ reason: (error as Error).message }, 'could not read a Slack request');
+      if (!res.headersSent) res.writeHead(tooLarge ? 413 : 400).end();
+      return;
+    }
     try {
       verifySlackRequest({
         signingSecret: this.#signingSecret,
@@ -65,17 +97,24 @@ export class CountersignHttpReceiver implements Receiver {
     }
     const type = String(req.headers['content-type'] ?? '');
     let body: Record<string, unknown>;
-    if (type.includes('application/json')) {
-      body = JSON.parse(raw) as Record<string, unknown>;
-    } else {
-      const form = Object.fromEntries(new URLSearchParams(raw));
-      body = typeof form.payload === 'string' ? (JSON.parse(form.payload) as Record<string, unknown>) : form;
+    try {
+      if (type.includes('application/json')) {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } else {
+        const form = Object.fromEntries(new URLSearchParams(raw));
+        body = typeof form.payload === 'string' ? (JSON.parse(form.payload) as Record<string, unknown>) : form;
+      }
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('malformed body');
+      return;
     }
     if (body.type === 'url_verification') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ challenge: body.challenge }));
       return;
     }
+    const isEvent = body.type === 'event_callback';
     let acked = false;
+    let response: unknown;
     const retryNum = req.headers['x-slack-retry-num'];
     try {
       await this.#app?.processEvent({
@@ -83,18 +122,24 @@ export class CountersignHttpReceiver implements Receiver {
         ...(retryNum
           ? { retryNum: Number(retryNum), retryReason: String(req.headers['x-slack-retry-reason'] ?? '') }
           : {}),
-        ack: async (response?: unknown) => {
+        ack: async (ackResponse?: unknown) => {
           if (acked) return;
           acked = true;
-          if (response === undefined || response === '') res.writeHead(200).end();
-          else if (typeof response === 'string') res.writeHead(200, { 'content-type': 'text/plain' }).end(response);
-          else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(response));
+          if (isEvent) response = ackResponse;
+          else respond(res, ackResponse);
         },
       });
+      // Processed: the event's work item (if it makes one) is committed.
+      if (isEvent && !res.headersSent) respond(res, response);
     } catch (error) {
-      this.#log.error({ err: error }, 'Slack event handling failed');
+      this.#log.error(
+        { err: error, eventId: body.event_id, retryNum: retryNum ?? 0 },
+        isEvent
+          ? 'could not take in a Slack event; answering 500 so that Slack retries it'
+          : 'Slack request handling failed',
+      );
     }
     // Not acknowledged: Slack will retry, which is what we want when we could not enqueue.
-    if (!acked && !res.headersSent) res.writeHead(500).end();
+    if (!res.headersSent) res.writeHead(500).end();
   }
 }

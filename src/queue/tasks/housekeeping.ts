@@ -7,6 +7,8 @@ import {
   pruneFinishedCheckpoints,
   pruneHistory,
   pruneIdleConversations,
+  pruneIdleRateBuckets,
+  pruneInboundEvents,
 } from '../housekeeping-sql.ts';
 
 export const HOUSEKEEPING_TASK = 'countersign_housekeeping';
@@ -44,9 +46,12 @@ export function createHousekeepingTask(deps: {
       history += await pruneIdleConversations(pool, settings.historyRetentionDays);
     }
     const audit = settings.auditRetentionDays > 0 ? await pruneAudit(pool, settings.auditRetentionDays) : 0;
+    // Both tables gain a row per inbound event or per channel replied in, and would grow forever.
+    const inboundEvents = await pruneInboundEvents(pool);
+    const rateBuckets = await pruneIdleRateBuckets(pool);
     await cleanGraphileWorker(pool);
-    if (expired + checkpoints + history + audit > 0) {
-      deps.log.info({ expired, checkpoints, history, audit }, 'housekeeping');
+    if (expired + checkpoints + history + audit + inboundEvents + rateBuckets > 0) {
+      deps.log.info({ expired, checkpoints, history, audit, inboundEvents, rateBuckets }, 'housekeeping');
     }
   };
 }

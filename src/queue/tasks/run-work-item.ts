@@ -130,11 +130,27 @@ export function createWorkItemTask(services: WorkerServices): Task {
       const row = await startWorkItem(pool, workItemId, config.AGENT_HISTORY_MESSAGES);
       // Already at rest: a replay of a job whose item finished before the job was marked complete.
       if (!row) return;
-      const item = WorkItem.parse(row.item);
+      const item = await withPlaceholder(WorkItem.parse(row.item), row);
       services.events.emit('started', { item, attempt: row.attempts });
       await runItem(item, row, stop);
     } finally {
       stop.release();
+    }
+
+    /**
+     * Posts the item's placeholder when its reply has no message yet, and records the message's id
+     * on the item before the turn starts, so a replay streams into the same message. A crash between
+     * the post and the update leaves one stray placeholder; a failed post fails the job, which
+     * graphile-worker retries — the message itself is never lost.
+     */
+    async function withPlaceholder(item: WorkItem, row: StartedRow): Promise<WorkItem> {
+      if (!item.placeholder || item.reply.messageId || row.checkpoint) return item;
+      const posted = await services.outbounds.for(item.reply).post(item.reply, item.placeholder);
+      await pool.query(
+        `UPDATE countersign.work_items SET item = jsonb_set(item, '{reply,messageId}', to_jsonb($2::text)) WHERE id = $1`,
+        [item.id, posted.messageId],
+      );
+      return { ...item, reply: { ...item.reply, messageId: posted.messageId } };
     }
 
     async function runItem(item: WorkItem, row: StartedRow, stop: ReturnType<StopListener['track']>): Promise<void> {

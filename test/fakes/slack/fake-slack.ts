@@ -8,13 +8,22 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseCall, readBody } from './body.ts';
-import { postToApp, type HttpDelivery, type HttpDeliveryOptions, type HttpDeliveryResult } from './http-delivery.ts';
+import {
+  deliverWithRetries,
+  postToApp,
+  type DeliveryAttempt,
+  type HttpDelivery,
+  type HttpDeliveryOptions,
+  type HttpDeliveryResult,
+  type RetryPolicy,
+} from './http-delivery.ts';
 import { SlackRateLimiter, type CallRecord } from './rate-limiter.ts';
 import { SocketModeServer, type DeliverOptions, type SocketAck, type SocketEnvelope } from './socket-mode.ts';
 import { METHODS, type CallContext, type Workspace } from './web-api.ts';
 import { SlackWorld, type StoredMessage } from './world.ts';
 
 export type { CallRecord } from './rate-limiter.ts';
+export type { DeliveryAttempt, RetryPolicy } from './http-delivery.ts';
 export type { SocketAck, SocketEnvelope } from './socket-mode.ts';
 export type { StoredMessage, MessageVersion } from './world.ts';
 export type { Workspace } from './web-api.ts';
@@ -47,7 +56,10 @@ export class FakeSlack {
   /** Whether the streaming methods exist; flip it to test an adapter's fallback. */
   streaming: boolean;
   url = '';
+  /** Every response_url post, in order: what a person saw in answer to their command. */
+  readonly responses: Array<{ path: string; body: Record<string, unknown> }> = [];
   readonly #server: http.Server;
+  #responseUrls = 0;
 
   private constructor(options: FakeSlackOptions) {
     this.appToken = options.appToken ?? 'xapp-1-A0FAKEAPP1-1-fakeapptoken';
@@ -144,6 +156,40 @@ export class FakeSlack {
     return this.socketMode.deliver(envelope, options);
   }
 
+  /**
+   * Sends an Events API envelope over Socket Mode and redelivers it, as Slack does, while no ack
+   * comes within `ackTimeoutMs` (up to 3 retries with retry_attempt / retry_reason "timeout").
+   */
+  deliverUntilAcked(
+    envelope: SocketEnvelope,
+    options?: Parameters<SocketModeServer['deliverUntilAcked']>[1],
+  ): ReturnType<SocketModeServer['deliverUntilAcked']> {
+    if (envelope.type === 'events_api') this.seed(envelope.payload);
+    return this.socketMode.deliverUntilAcked(envelope, options);
+  }
+
+  /**
+   * POSTs an Events API delivery as Slack does, retrying on a non-2xx response or none in time
+   * (X-Slack-Retry-Num / X-Slack-Retry-Reason), up to 3 retries. Resolves with every attempt.
+   */
+  postWithRetries(
+    url: string,
+    delivery: HttpDelivery,
+    options: HttpDeliveryOptions & RetryPolicy,
+  ): Promise<DeliveryAttempt[]> {
+    if ('json' in delivery) this.seed(delivery.json);
+    return deliverWithRetries(url, delivery, options);
+  }
+
+  /**
+   * A fresh response_url for a slash command or interaction (Slack gives each its own). What the
+   * app posts there is recorded in `responses`.
+   */
+  responseUrl(): string {
+    this.#responseUrls += 1;
+    return `${this.url}/commands/${this.appId}/${this.#responseUrls}/hook`;
+  }
+
   /** POSTs a delivery to an HTTP-mode app's Request URL, signed like Slack. */
   post(url: string, delivery: HttpDelivery, options: HttpDeliveryOptions): Promise<HttpDeliveryResult> {
     if ('json' in delivery) this.seed(delivery.json);
@@ -187,6 +233,20 @@ export class FakeSlack {
       res.end(JSON.stringify(body));
     };
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
+    if (path.startsWith('/commands/') && req.method === 'POST') {
+      // response_url: JSON {text, response_type, …}; Slack answers a bare "ok".
+      const raw = await readBody(req);
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        res.writeHead(400, { 'content-type': 'text/plain' }).end('invalid_payload');
+        return;
+      }
+      this.responses.push({ path, body });
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return;
+    }
     const method = /^\/api\/([A-Za-z.]+)$/.exec(path)?.[1];
     if (!method) return answer(404, { ok: false, error: 'not_found' });
     const raw = await readBody(req);

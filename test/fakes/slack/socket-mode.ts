@@ -160,6 +160,46 @@ export class SocketModeServer {
     });
   }
 
+  /**
+   * Delivers an envelope as Slack delivers Events API envelopes: one not acked within `ackTimeoutMs`
+   * (Slack: 3 s) is sent again as a new envelope with `retry_attempt` 1, 2, 3 and `retry_reason`
+   * "timeout", until one is acked or the retries run out. Resolves with the ack (undefined if none
+   * came) and every envelope id sent.
+   */
+  async deliverUntilAcked(
+    envelope: SocketEnvelope,
+    options: {
+      ackTimeoutMs?: number;
+      delaysMs?: number[];
+      beforeRetry?: (retryNum: number) => Promise<void> | void;
+    } = {},
+  ): Promise<{ ack: SocketAck | undefined; envelopeIds: string[] }> {
+    const delays = options.delaysMs ?? [100, 100, 100];
+    const envelopeIds: string[] = [];
+    for (let attempt = 0; attempt <= delays.length; attempt++) {
+      if (attempt > 0) {
+        await new Promise((r) => setTimeout(r, delays[attempt - 1]));
+        await options.beforeRetry?.(attempt);
+      }
+      const envelopeId = randomUUID();
+      envelopeIds.push(envelopeId);
+      try {
+        const ack = await this.deliver(
+          {
+            ...envelope,
+            envelope_id: envelopeId,
+            ...(attempt > 0 ? { retry_attempt: attempt, retry_reason: 'timeout' } : {}),
+          },
+          { timeoutMs: options.ackTimeoutMs ?? 3000 },
+        );
+        return { ack, envelopeIds };
+      } catch {
+        // Not acked in time: Slack sends it again.
+      }
+    }
+    return { ack: undefined, envelopeIds };
+  }
+
   /** Asks every client to reconnect, as Slack does before rotating a connection. */
   requestReconnect(reason: DisconnectReason = 'refresh_requested'): void {
     for (const ws of this.#sockets) {

@@ -76,6 +76,12 @@ function requireChannel(args: Record<string, unknown>, ctx: CallContext): Failur
   return channel;
 }
 
+/** Slack refuses a bot's post in a public channel it has not joined (a private one it cannot see at all). */
+function requireMembership(channel: string, ctx: CallContext): Failure | undefined {
+  if (!ctx.world.botNotIn.has(channel)) return undefined;
+  return fail(channel.startsWith('C') ? 'not_in_channel' : 'channel_not_found');
+}
+
 function ownMessage(args: Record<string, unknown>, ctx: CallContext): Failure | StoredMessage {
   const channel = requireChannel(args, ctx);
   if (typeof channel !== 'string') return channel;
@@ -126,6 +132,8 @@ export const METHODS: Record<string, Handler> = {
   'chat.postMessage': (args, ctx) => {
     const channel = requireChannel(args, ctx);
     if (typeof channel !== 'string') return channel;
+    const notMember = requireMembership(channel, ctx);
+    if (notMember) return notMember;
     const violation = checkMessage(args.text, args.blocks);
     if (violation)
       return fail(
@@ -166,6 +174,8 @@ export const METHODS: Record<string, Handler> = {
   'chat.postEphemeral': (args, ctx) => {
     const channel = requireChannel(args, ctx);
     if (typeof channel !== 'string') return channel;
+    const notMember = requireMembership(channel, ctx);
+    if (notMember) return notMember;
     const user = str(args.user);
     if (!user || !ctx.world.user(user, ctx.workspace.team)) return fail('user_not_found');
     const violation = checkMessage(args.text, args.blocks);

@@ -62,6 +62,8 @@ export class SlackWorld {
   readonly messages: StoredMessage[] = [];
   readonly users = new Map<string, SlackUser>();
   readonly channels = new Map<string, SlackChannel>();
+  /** Channels the bot is not a member of: posting there answers `not_in_channel`, as in Slack. */
+  readonly botNotIn = new Set<string>();
 
   add(
     message: Omit<StoredMessage, 'ts' | 'history' | 'edits' | 'deleted' | 'reactions'> & { ts?: string },
