@@ -59,7 +59,14 @@ async function start(args: string[]): Promise<number> {
   // Worker pools that died cannot take jobs: leave (releasing our locks) so a supervisor restarts us.
   void app.failed.then(async (error) => {
     app.log.fatal({ err: error }, 'the worker stopped working; exiting so it can be restarted');
-    await app.stop();
+    // A stop that hangs would keep the heartbeat going while nothing runs the jobs this process
+    // still holds: leave by the deadline, and the stale heartbeat hands them to a live worker.
+    const deadlineMs = (config.SHUTDOWN_GRACE_SECONDS + 15) * 1000;
+    const stopped = await Promise.race([
+      app.stop().then(() => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), deadlineMs).unref()),
+    ]);
+    if (!stopped) app.log.error({ deadlineMs }, 'stopping did not finish in time; exiting anyway');
     process.exit(1);
   });
   if (app.consoleDone) {

@@ -33,6 +33,26 @@ export interface QueueRunner {
   stop(): Promise<void>;
 }
 
+/**
+ * How long stopping waits for graphile-worker's connections to be returned. After a pool died on a
+ * database outage, a connection can stay checked out for good (seen in the chaos run: its LISTEN
+ * client reconnecting after the pool had shut down), and `pool.end()` then never resolves. The
+ * caller must get past it: the process leaves by releasing its job locks and heartbeat (worker
+ * liveness), or, failing that, by exiting so that its stale heartbeat releases them.
+ */
+const POOL_END_TIMEOUT_MS = 5000;
+
+async function endWithin(pool: Pool, ms: number, log: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+    timer.unref();
+  });
+  const outcome = await Promise.race([pool.end().then(() => 'ended' as const), timedOut]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') log.warn({ waitedMs: ms }, 'graphile-worker connections were not returned; leaving them');
+}
+
 function graphileLogger(log: Logger): GraphileLogger {
   return new GraphileLogger((scope) => (level, message, meta) => {
     const target = log.child({
@@ -63,6 +83,14 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
   );
   const events: WorkerEvents = new EventEmitter() as WorkerEvents;
   events.on('pool:create', ({ workerPool }) => options.onPoolCreated(workerPool.id));
+  // A pool that could not record a job's completion or failure (the database went away at that
+  // moment) declares itself inconsistent and shuts down; its runner's promise can then stay pending
+  // for good (seen in the chaos run), so waiting for it would leave this process heartbeating with
+  // no pool running the jobs it holds. The fatal error itself is the signal to leave.
+  events.on('pool:fatalError', ({ error, action }) => {
+    log.error({ err: error, action }, 'a worker pool failed');
+    options.onFatal?.(error);
+  });
   const common = {
     pgPool: pool,
     noHandleSignals: true,
@@ -123,7 +151,7 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
       if (!running && runners.length === 0) return;
       running = false;
       await Promise.allSettled(runners.splice(0).map((r) => r.stop()));
-      await pool.end();
+      await endWithin(pool, POOL_END_TIMEOUT_MS, log);
     },
   };
 }
