@@ -338,7 +338,12 @@ export async function startCountersign(config: Config, options: StartOptions): P
           }),
         },
         crontab: HOUSEKEEPING_CRONTAB,
-        onFatal: (error) => reportFailure(error),
+        onFatal: (error) => {
+          // Turns still running here stop at once (their checkpoints stay): this process is leaving,
+          // and its jobs are handed to live workers as soon as it releases them.
+          fence.abort(new Error('this worker’s job pool failed; the turn continues on another worker'));
+          reportFailure(error);
+        },
         onPoolCreated: (poolId) => {
           liveness
             .claimSlot(poolId)
