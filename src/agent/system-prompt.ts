@@ -1,4 +1,4 @@
-import type { WorkItem } from '../queue/work-item.ts';
+import type { WorkItem } from '../core/work-item.ts';
 
 export interface SystemPromptParts {
   agentName: string;

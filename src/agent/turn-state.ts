@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Message, ToolCall } from './messages.ts';
 import { ReplyState } from '../reply/reply-stream.ts';
-import { CallDecision } from '../queue/work-item.ts';
+import { CallDecision } from '../core/work-item.ts';
 
 /** Bumped whenever TurnState's shape changes; a checkpoint of another version is ignored. */
 export const TURN_STATE_VERSION = 1;

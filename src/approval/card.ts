@@ -1,28 +1,8 @@
-import type { ReplyButton } from '../reply/outbound.ts';
-import { buttonValue } from './envelope.ts';
+import type { ApprovalCard } from '../core/approval-card.ts';
+import { buttonValue } from '../core/buttons.ts';
+import type { ReplyButton } from '../core/reply-target.ts';
 
-/** A platform-neutral approval card: adapters render it as Block Kit, Discord components or text. */
-export interface ApprovalCard {
-  envelopeId: string;
-  nonce: string;
-  kind: 'tools' | 'question';
-  calls: Array<{
-    index: number;
-    id: string;
-    tool: string;
-    argsPretty: string;
-    risk: 'low' | 'medium' | 'high';
-    detail?: string;
-  }>;
-  question?: string;
-  options?: string[];
-  planHashPrefix: string;
-  expiresAt: Date;
-  requesterLabel: string;
-  state: 'pending' | 'decided' | 'expired' | 'refused';
-  decisions?: Array<{ index: number; approved: boolean; answer?: string; by: string }>;
-  decidedAt?: Date;
-}
+export type { ApprovalCard };
 
 const RISK_MARK = { low: '🟢 low', medium: '🟠 medium', high: '🔴 high' } as const;
 

@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { CallDecision, Requester } from '../queue/work-item.ts';
+import { Requester } from '../core/person.ts';
+import { NONCE_PATTERN } from '../core/buttons.ts';
+import { CallDecision } from '../core/work-item.ts';
 import { canonicalJson } from './canonical-json.ts';
 
 /** 24 random bytes = 192 bits, base64url: 32 characters. */
@@ -8,7 +10,7 @@ export function newNonce(): string {
   return randomBytes(24).toString('base64url');
 }
 
-export const NONCE_PATTERN = /^[A-Za-z0-9_-]{32}$/;
+export { NONCE_PATTERN };
 
 export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -40,37 +42,8 @@ export function scopeHash(scope: ApprovalScope): string {
   return sha256(canonicalJson(scope));
 }
 
-export const DecisionCode = z.union([
-  z.literal('A'), // approve all
-  z.literal('D'), // deny all
-  z.string().regex(/^[ad]\d{1,2}$/), // approve/deny call i
-  z.string().regex(/^o\d{1,2}$/), // choose option i of a question
-  z.literal('S'), // stop the running turn
-]);
-
-/**
- * What an Approve/Deny button carries: only the nonce and the decision, as `nonce.decision`
- * (at most 36 characters; Discord's custom_id allows 100).
- */
-export const ButtonPayload = z
-  .string()
-  .max(100)
-  .transform((value, ctx) => {
-    const [nonce, decision, ...rest] = value.split('.');
-    const parsedDecision = DecisionCode.safeParse(decision);
-    if (rest.length > 0 || !nonce || !NONCE_PATTERN.test(nonce) || !parsedDecision.success) {
-      ctx.addIssue({ code: 'custom', message: 'not an approval button' });
-      return z.NEVER;
-    }
-    return { nonce, decision: parsedDecision.data };
-  });
-export type ButtonPayload = z.output<typeof ButtonPayload>;
-
-export function buttonValue(nonce: string, decision: string): string {
-  return `${nonce}.${decision}`;
-}
-
-export { CallDecision } from '../queue/work-item.ts';
+export { ButtonPayload, buttonValue, DecisionCode } from '../core/buttons.ts';
+export { CallDecision } from '../core/work-item.ts';
 
 export const EnvelopeRow = z.object({
   id: z.string(),

@@ -4,16 +4,7 @@ import type { Pool, Queryable } from '../db/pool.ts';
 import type { Requester } from '../agent/tools/tool.ts';
 
 export const STOP_CHANNEL = 'countersign_stop';
-export const STOP_BUTTON_PREFIX = 'stop:';
-
-export function stopButtonValue(workItemId: string): string {
-  return `${STOP_BUTTON_PREFIX}${workItemId}`;
-}
-
-export function parseStopButton(value: string): string | undefined {
-  const id = value.startsWith(STOP_BUTTON_PREFIX) ? value.slice(STOP_BUTTON_PREFIX.length) : '';
-  return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
-}
+export { parseStopButton, STOP_BUTTON_PREFIX, stopButtonValue } from '../core/buttons.ts';
 
 export class StopRequested extends Error {
   readonly by: Requester;

@@ -1,0 +1,51 @@
+import { z } from 'zod';
+
+/**
+ * The one format of button values, read and written only here. A button carries no state of its
+ * own, just what its click means:
+ *   `<nonce>.<decision>`  an approval card's button (nonce: 32 URL-safe base64 characters, never a dot)
+ *   `stop:<work item id>` the Stop button of a running turn
+ * Both fit Discord's 100-character custom_id, Slack's button value and a console line.
+ */
+
+/** An approval envelope's nonce: 24 random bytes as base64url. */
+export const NONCE_PATTERN = /^[A-Za-z0-9_-]{32}$/;
+
+export const DecisionCode = z.union([
+  z.literal('A'), // approve all
+  z.literal('D'), // deny all
+  z.string().regex(/^[ad]\d{1,2}$/), // approve/deny call i
+  z.string().regex(/^o\d{1,2}$/), // choose option i of a question
+  z.literal('S'), // stop the running turn
+]);
+
+/** What an Approve/Deny button carries: only the nonce and the decision, as `nonce.decision`. */
+export const ButtonPayload = z
+  .string()
+  .max(100)
+  .transform((value, ctx) => {
+    const [nonce, decision, ...rest] = value.split('.');
+    const parsedDecision = DecisionCode.safeParse(decision);
+    if (rest.length > 0 || !nonce || !NONCE_PATTERN.test(nonce) || !parsedDecision.success) {
+      ctx.addIssue({ code: 'custom', message: 'not an approval button' });
+      return z.NEVER;
+    }
+    return { nonce, decision: parsedDecision.data };
+  });
+export type ButtonPayload = z.output<typeof ButtonPayload>;
+
+export function buttonValue(nonce: string, decision: string): string {
+  return `${nonce}.${decision}`;
+}
+
+export const STOP_BUTTON_PREFIX = 'stop:';
+
+export function stopButtonValue(workItemId: string): string {
+  return `${STOP_BUTTON_PREFIX}${workItemId}`;
+}
+
+/** The turn a Stop button stops, or undefined for any other value. */
+export function parseStopButton(value: string): string | undefined {
+  const id = value.startsWith(STOP_BUTTON_PREFIX) ? value.slice(STOP_BUTTON_PREFIX.length) : '';
+  return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
+}

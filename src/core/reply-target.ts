@@ -1,0 +1,27 @@
+import { z } from 'zod';
+
+/**
+ * Where a work item streams its answer. It is plain data (it rides inside the job payload) so any
+ * worker process, on any machine, can reach the reply through the platform's API.
+ */
+export const ReplyTarget = z.object({
+  platform: z.string().min(1),
+  /** Slack channel id, Discord channel id (the thread's id when replying in a thread), console session. */
+  channel: z.string().min(1),
+  /** Slack thread_ts; unused on Discord, where threads are channels. */
+  thread: z.string().optional(),
+  /** Slack team or Discord guild: the scope of the platform's shared rate limits. */
+  workspace: z.string().optional(),
+  /** The reply's first message, edited first: a placeholder already posted, or posted by the worker. */
+  messageId: z.string().optional(),
+  /** The user being answered (Slack's native streams outside DMs must name them). */
+  recipient: z.string().optional(),
+});
+export type ReplyTarget = z.infer<typeof ReplyTarget>;
+
+/** A button on a reply; its `value` is at most 100 characters (Discord's custom_id). */
+export interface ReplyButton {
+  label: string;
+  value: string;
+  style: 'primary' | 'danger' | 'secondary';
+}

@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { Requester } from './person.ts';
+import { ReplyTarget } from './reply-target.ts';
+
+/** Lower runs first (graphile-worker's order). */
+export const Priority = {
+  CRITICAL: 1,
+  HIGH: 10,
+  NORMAL: 100,
+  LOW: 1000,
+  IDLE: 10000,
+} as const;
+export type PriorityName = keyof typeof Priority;
+export type PriorityValue = (typeof Priority)[PriorityName];
+
+export const PriorityValue = z.union([
+  z.literal(Priority.CRITICAL),
+  z.literal(Priority.HIGH),
+  z.literal(Priority.NORMAL),
+  z.literal(Priority.LOW),
+  z.literal(Priority.IDLE),
+]);
+
+export const WorkItemType = z.enum(['CHAT', 'RESEARCH', 'CODE', 'REVIEW', 'MERGE', 'CUSTOM']);
+export type WorkItemType = z.infer<typeof WorkItemType>;
+
+/** A decision on one requested tool call, as submitted from an Approve/Deny click. */
+export const CallDecision = z.object({
+  toolCallId: z.string().min(1),
+  approved: z.boolean(),
+  /** For a question the agent asked: the option the person chose. */
+  answer: z.string().optional(),
+});
+export type CallDecision = z.infer<typeof CallDecision>;
+
+export const WorkItemInput = z.object({
+  /** The person's message; absent for continuations. */
+  prompt: z.string().max(100_000).optional(),
+  /** A skill to start the turn with (a "run skill" command). */
+  skill: z.string().optional(),
+  /** Set on an approval continuation: the consumed envelope and the decisions on its calls. */
+  approval: z
+    .object({
+      envelopeId: z.string().min(1),
+      decisions: z.array(CallDecision),
+      decidedBy: Requester,
+    })
+    .optional(),
+  /** Stable across all continuations of one turn. */
+  approvalContextId: z.string().optional(),
+});
+
+/**
+ * The universal unit of agent work. Chat turns, approval continuations, skill runs and background
+ * research all travel as work items through the same durable queue.
+ */
+export const WorkItem = z.object({
+  id: z.uuid(),
+  type: WorkItemType,
+  priority: PriorityValue,
+  conversationId: z.string().min(1).max(500),
+  requester: Requester,
+  input: WorkItemInput,
+  /** Caller metadata, opaque to the queue. */
+  payload: z.record(z.string(), z.unknown()).default({}),
+  reply: ReplyTarget,
+  /**
+   * Text the worker posts first when `reply` has no message yet (e.g. "…"). Inbound adapters enqueue
+   * before making any platform call, so a platform that fails cannot lose the message: the worker
+   * posts this (retrying like any job), records its id on the item, and streams the reply into it.
+   */
+  placeholder: z.string().min(1).optional(),
+  createdAt: z.iso.datetime(),
+});
+export type WorkItem = z.infer<typeof WorkItem>;
+export type WorkItemDraft = Omit<z.input<typeof WorkItem>, 'id' | 'createdAt'> & { id?: string; createdAt?: string };
+
+export function newWorkItem(draft: WorkItemDraft): WorkItem {
+  return WorkItem.parse({ id: randomUUID(), createdAt: new Date().toISOString(), ...draft });
+}
