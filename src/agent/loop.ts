@@ -7,7 +7,7 @@ import { metrics } from '../metrics.ts';
 import { fitToBudget } from './tools/result-budget.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { needsApproval, type Requester, type ToolOutput } from './tools/tool.ts';
-import type { CallDecision } from '../queue/work-item.ts';
+import type { CallDecision } from '../core/work-item.ts';
 import {
   findToolExecution,
   recordModelRound,

@@ -1,0 +1,73 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { folderOf, importCircles, importGraph, mutualFolders } from './import-graph.ts';
+
+const REPO = path.resolve(import.meta.dirname, '../..');
+const graph = importGraph(REPO);
+
+/** Every import from a file in `from` to a file in `to`, as "file -> file". */
+function importsBetween(from: (folder: string) => boolean, to: (folder: string) => boolean): string[] {
+  const found: string[] = [];
+  for (const [file, targets] of graph) {
+    for (const target of targets) {
+      if (from(folderOf(file)) && to(folderOf(target)) && folderOf(file) !== folderOf(target))
+        found.push(`${file} -> ${target}`);
+    }
+  }
+  return found;
+}
+
+const isAdapter = (folder: string) => folder.startsWith('src/adapters/') || folder === 'src/adapters';
+
+describe('the shape of src/', () => {
+  it('reads every source file', () => {
+    expect(graph.size).toBeGreaterThan(50);
+    expect(graph.get('src/app.ts')).toContain('src/queue/enqueue.ts');
+    // Multi-line and type-only imports count too.
+    expect(graph.get('src/approval/card.ts')).toEqual(
+      expect.arrayContaining(['src/core/approval-card.ts', 'src/core/buttons.ts']),
+    );
+  });
+
+  it('would see a circle and a folder pair if there were one', () => {
+    const made = new Map([
+      ['src/a/x.ts', ['src/b/y.ts']],
+      ['src/b/y.ts', ['src/a/z.ts']],
+      ['src/a/z.ts', ['src/a/x.ts']],
+    ]);
+    expect(importCircles(made)).toEqual([['src/a/x.ts', 'src/a/z.ts', 'src/b/y.ts']]);
+    expect(mutualFolders(made)).toHaveLength(1);
+  });
+
+  it('has no import circles', () => {
+    expect(importCircles(graph)).toEqual([]);
+  });
+
+  it('has no two folders that import each other', () => {
+    expect(mutualFolders(graph)).toEqual([]);
+  });
+
+  it('keeps src/core free of the rest of the app', () => {
+    expect(
+      importsBetween(
+        (f) => f === 'src/core',
+        () => true,
+      ),
+    ).toEqual([]);
+  });
+
+  it('never lets one adapter import another', () => {
+    expect(
+      importsBetween(
+        (f) => f.startsWith('src/adapters/'),
+        (f) => f.startsWith('src/adapters/'),
+      ),
+    ).toEqual([]);
+  });
+
+  it('keeps the agent, approvals, the queue and replies ignorant of the platforms', () => {
+    const platformNeutral = (f: string) =>
+      ['src/agent', 'src/approval', 'src/queue', 'src/reply', 'src/core'].includes(f);
+    expect(importsBetween(platformNeutral, isAdapter)).toEqual([]);
+  });
+});
