@@ -9,19 +9,13 @@ import { riskOf, type Requester } from '../agent/tools/tool.ts';
 import { TurnState } from '../agent/turn-state.ts';
 import type { OutboundRegistry, PostedMessage, ReplyTarget } from '../reply/outbound.ts';
 import { ReplyTarget as ReplyTargetSchema } from '../reply/outbound.ts';
-import { appendToConversation, advanceConversation } from '../queue/conversation-chain.ts';
-import { newWorkItem, Priority, type CallDecision, type WorkItem } from '../queue/work-item.ts';
+import { continueParkedTurn, expireParkedTurn, scheduleApprovalCard } from '../queue/turn-lifecycle.ts';
+import { TEXTS } from '../core/texts.ts';
+import { newWorkItem, Priority, type CallDecision, type WorkItem } from '../core/work-item.ts';
 import { canonicalJson } from './canonical-json.ts';
 import { cardButtons, cardText, prettyArgs, type ApprovalCard } from './card.ts';
-import {
-  ButtonPayload,
-  newNonce,
-  PlannedCall,
-  planHash,
-  scopeHash,
-  type ApprovalScope,
-  type EnvelopeRow,
-} from './envelope.ts';
+import { ButtonPayload } from '../core/buttons.ts';
+import { newNonce, PlannedCall, planHash, scopeHash, type ApprovalScope, type EnvelopeRow } from './envelope.ts';
 import {
   audit,
   auditRejection,
@@ -35,7 +29,6 @@ import {
 } from './store.ts';
 import {
   alreadyDecided,
-  mayDecide,
   qualifiedId,
   verifyAdded,
   verifyCoverage,
@@ -127,16 +120,16 @@ export class ApprovalService {
 
   /**
    * Stores the envelope for a turn's waiting calls, inside the caller's transaction (the one that
-   * records the turn as parked). Returns a function that shows the card once that transaction committed.
+   * records the turn as parked), with the job that shows its card.
    */
-  async park(client: PoolClient, item: WorkItem, state: TurnState): Promise<() => Promise<void>> {
+  async park(client: PoolClient, item: WorkItem, state: TurnState): Promise<void> {
     const calls = this.#plan(state.pendingApproval);
     const callsCanonical = canonicalJson(calls);
     const scope = this.#scope();
     const id = randomUUID();
     const nonce = newNonce();
     const kind = calls.length === 1 && calls[0]?.name === QUESTION_TOOL ? 'question' : 'tools';
-    const { expiresAt } = await insertEnvelope(client, {
+    await insertEnvelope(client, {
       id,
       nonce,
       kind,
@@ -163,12 +156,7 @@ export class ApprovalService {
     });
     // The card is shown by its own job, committed with the envelope: a worker that dies right after
     // parking the turn can't leave an envelope nobody can see.
-    await client.query(
-      `SELECT graphile_worker.add_job($1::text, json_build_object('envelopeId', $2::text), priority => 1, max_attempts => 25)`,
-      [SHOW_CARD_TASK, id],
-    );
-    void expiresAt;
-    return async () => undefined;
+    await scheduleApprovalCard(client, SHOW_CARD_TASK, id);
   }
 
   /** Posts the card of a pending envelope that has none yet (the show-card job). */
@@ -441,13 +429,8 @@ export class ApprovalService {
       );
       if (!row) return undefined;
       await audit(client, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'click', actor: clicker, detail });
-      await appendToConversation(client, continuation);
       // The parked turn waits for nobody any more; its continuation carries on.
-      await client.query(
-        `UPDATE countersign.work_items SET status = 'done', result = $2, finished_at = now()
-         WHERE id = $1 AND status = 'awaiting_approval'`,
-        [envelope.work_item_id, JSON.stringify({ continuation: continuation.id })],
-      );
+      await continueParkedTurn(client, envelope.work_item_id, continuation);
       await audit(client, {
         envelopeId: envelope.id,
         nonce: envelope.nonce,
@@ -557,29 +540,12 @@ export class ApprovalService {
       await this.#refreshCard(envelope, 'expired');
       try {
         const target = ReplyTargetSchema.parse(envelope.reply);
-        await this.#outbounds
-          .for(target)
-          .post(
-            { ...target, messageId: undefined },
-            'The approval request expired before anyone decided, so nothing was run. Ask again if it is still needed.',
-          );
+        await this.#outbounds.for(target).post({ ...target, messageId: undefined }, TEXTS.approvalExpired);
       } catch (error) {
         this.#log.warn({ err: error, envelopeId: envelope.id }, 'could not announce an expired approval');
       }
-      await transaction(this.#pool, async (client) => {
-        await client.query(
-          `UPDATE countersign.work_items SET status = 'cancelled', error = 'approval expired' WHERE id = $1 AND status = 'awaiting_approval'`,
-          [envelope.work_item_id],
-        );
-        await advanceConversation(client, envelope.conversation_id, envelope.work_item_id);
-      });
+      await expireParkedTurn(this.#pool, envelope.work_item_id, envelope.conversation_id);
     }
     return expired.length;
-  }
-
-  /** Whether `person` may decide on the envelope behind `nonce` (for adapters that gate Stop buttons). */
-  async mayDecide(nonce: string, person: Requester): Promise<boolean> {
-    const envelope = await findEnvelopeByNonce(this.#pool, nonce);
-    return Boolean(envelope && mayDecide(envelope, person));
   }
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Pool, Queryable } from '../db/pool.ts';
+import { recordStopRequest } from './turn-lifecycle.ts';
 import type { Requester } from '../agent/tools/tool.ts';
 
 export const STOP_CHANNEL = 'countersign_stop';
@@ -38,16 +39,8 @@ export async function requestStop(
   if (who !== requester && !approvers.includes(who)) {
     return { ok: false, reason: 'Only the person who asked, or an approver, can stop this.' };
   }
-  const updated = await pool.query(
-    `WITH stopped AS (
-       UPDATE countersign.work_items SET stop_requested_at = now(), stopped_by = $2
-       WHERE id = $1 AND status IN ('queued', 'running') AND stop_requested_at IS NULL
-       RETURNING id
-     )
-     SELECT pg_notify($3, id::text) FROM stopped`,
-    [workItemId, JSON.stringify(by), STOP_CHANNEL],
-  );
-  if (updated.rowCount === 0) return { ok: false, reason: 'This turn has already finished.' };
+  const recorded = await recordStopRequest(pool, workItemId, by, STOP_CHANNEL);
+  if (!recorded) return { ok: false, reason: 'This turn has already finished.' };
   return { ok: true };
 }
 

@@ -78,7 +78,6 @@ export class ReplyStream {
   #dirty = false;
   #pumping: Promise<void> | undefined;
   #lastSendAt = 0;
-  #wake: (() => void) | undefined;
   /** A rate token taken for the next edit (see Outbound.reserve). */
   #reserved = false;
   /** The platform's native streaming, while this reply uses it (undefined once it fell back to edits). */
@@ -235,14 +234,7 @@ export class ReplyStream {
   }
 
   #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      // Finishing should not wait out a long coalescing pause beyond the platform's interval.
-      this.#wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    return new Promise((resolve) => setTimeout(resolve, ms));
   }
 
   /** Makes the platform show the current text: seals full messages, edits changed ones, posts new ones. */
@@ -479,11 +471,6 @@ export class ReplyStream {
   /** The live buttons, while the turn runs and once they are due. */
   #buttonsNow(): ReplyOptions['buttons'] {
     return !this.#finished && this.#liveButtonsDue ? this.#liveButtons : undefined;
-  }
-
-  /** Wakes a pump waiting out its interval (used when the turn finishes). */
-  nudge(): void {
-    this.#wake?.();
   }
 }
 

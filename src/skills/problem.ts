@@ -49,7 +49,3 @@ export function formatProblem(problem: SkillProblem, displayFile: string = probl
   const note = problem.severity === 'warning' && problem.breaksSpec ? ' (Countersign loads it anyway)' : '';
   return `${displayFile}:${problem.line}: ${label}: ${problem.message}${note}`;
 }
-
-export function hasErrors(problems: readonly SkillProblem[]): boolean {
-  return problems.some((p) => p.severity === 'error');
-}

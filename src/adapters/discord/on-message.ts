@@ -2,7 +2,7 @@ import type { Message } from 'discord.js';
 import type { AdapterContext } from '../platform.ts';
 import type { ReplyTarget } from '../../reply/outbound.ts';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
-import { enqueueInboundWorkItem } from '../../queue/enqueue.ts';
+import { enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
 import { Priority } from '../../queue/work-item.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { LIMITS } from './limits.ts';

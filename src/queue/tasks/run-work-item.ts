@@ -1,7 +1,7 @@
 import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
-import { transaction, type Pool, type PoolClient, type Queryable } from '../../db/pool.ts';
+import type { Pool, PoolClient } from '../../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../../db/errors.ts';
 import { runTurn, type TurnOutcome } from '../../agent/loop.ts';
 import type { ModelProvider } from '../../agent/model.ts';
@@ -12,11 +12,19 @@ import { ZERO_USAGE } from '../../agent/model.ts';
 import type { OutboundRegistry } from '../../reply/outbound.ts';
 import { ReplyStream } from '../../reply/reply-stream.ts';
 import { scrubSecrets } from '../../log.ts';
-import { settleWorkItem, type Settlement } from '../conversation-chain.ts';
+import {
+  handOverTurn,
+  parkTurn,
+  recordPlaceholder,
+  settleTurn,
+  startTurn,
+  type Settlement,
+  type StartedRow,
+} from '../turn-lifecycle.ts';
+import { TEXTS } from '../../core/texts.ts';
 import type { TurnEvents } from '../turn-events.ts';
-import { taskFor, WorkItem, WorkItemJobPayload, type CallDecision } from '../work-item.ts';
-import type { Message, ToolCall } from '../../agent/messages.ts';
-import type { Requester } from '../../agent/tools/tool.ts';
+import { WorkItemJobPayload, type CallDecision, type WorkItem } from '../work-item.ts';
+import type { ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
 import { StopRequested, stopButtonValue, stopRequestOf, type StopListener } from '../stop-requests.ts';
 import { metrics } from '../../metrics.ts';
@@ -25,8 +33,8 @@ import { metrics } from '../../metrics.ts';
 export interface ApprovalGate {
   /** The state a continuation resumes from, with the decided calls' results applied; or a refusal to show. */
   resume(item: WorkItem, log: Logger): Promise<{ state: TurnState } | { refused: string }>;
-  /** Parks the turn: stores the envelope with the checkpoint (one transaction) and shows the card. */
-  park(client: PoolClient, item: WorkItem, state: TurnState): Promise<() => Promise<void>>;
+  /** Stores the envelope (with the checkpoint) and schedules its card, inside the parking transaction. */
+  park(client: PoolClient, item: WorkItem, state: TurnState): Promise<void>;
   /** Audits what happened to a decided call once the continuation ran (or denied) it. */
   recordOutcome(envelopeId: string, call: ToolCall, decision: CallDecision, isError: boolean): Promise<void>;
 }
@@ -41,7 +49,7 @@ export interface WorkerServices {
   events: TurnEvents;
   liveness: WorkerLiveness;
   systemPrompt(item: WorkItem): string;
-  approvals?: ApprovalGate;
+  approvals: ApprovalGate;
   /** Aborted when this process must stop working at once (declared dead by its peers). */
   fence: AbortSignal;
   /** Stop requests (Stop button, Ctrl-C) for turns running in this process. */
@@ -61,8 +69,6 @@ class HandOver extends Error {
   }
 }
 
-type ItemStatus = 'queued' | 'running' | 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
-
 export function initialTurnState(item: WorkItem): TurnState {
   return {
     round: 0,
@@ -77,43 +83,7 @@ export function initialTurnState(item: WorkItem): TurnState {
 }
 
 /** Puts a work item into a resting status and hands the conversation to its next item (one statement). */
-async function settle(db: Queryable, item: WorkItem, settlement: Settlement): Promise<void> {
-  await settleWorkItem(db, item, settlement);
-}
-
-interface StartedRow {
-  status: ItemStatus;
-  item: unknown;
-  attempts: number;
-  stopped_by: Requester | null;
-  checkpoint_version: number | null;
-  checkpoint: unknown;
-  history: Message[];
-}
-
-/**
- * Marks the item running and reads everything the turn starts from — the item, its stop request,
- * its checkpoint and the conversation's recent history — in one round trip. No row: the item is
- * already at rest.
- */
-async function startWorkItem(db: Queryable, workItemId: string, historyLimit: number): Promise<StartedRow | undefined> {
-  const { rows } = await db.query<StartedRow>({
-    name: 'cs_start_work_item',
-    text: `WITH started AS (
-       UPDATE countersign.work_items SET status = 'running', started_at = coalesce(started_at, now()), attempts = attempts + 1
-       WHERE id = $1 AND status IN ('queued', 'running')
-       RETURNING status, item, attempts, stopped_by, conversation_id
-     )
-     SELECT s.status, s.item, s.attempts, s.stopped_by,
-            c.format_version AS checkpoint_version, c.state AS checkpoint,
-            (SELECT coalesce(jsonb_agg(recent.message ORDER BY recent.id), '[]'::jsonb)
-               FROM (SELECT id, message FROM countersign.messages m
-                     WHERE m.conversation_id = s.conversation_id ORDER BY id DESC LIMIT $2) recent) AS history
-     FROM started s LEFT JOIN countersign.turn_checkpoints c ON c.work_item_id = $1`,
-    values: [workItemId, historyLimit],
-  });
-  return rows[0];
-}
+const settle = (pool: Pool, item: WorkItem, settlement: Settlement) => settleTurn(pool, item, settlement);
 
 /** The graphile-worker task that runs one work item (a turn or a continuation) to a resting point. */
 export function createWorkItemTask(services: WorkerServices): Task {
@@ -127,10 +97,11 @@ export function createWorkItemTask(services: WorkerServices): Task {
     // separate check.
     const stop = services.stops.track(workItemId);
     try {
-      const row = await startWorkItem(pool, workItemId, config.AGENT_HISTORY_MESSAGES);
+      const started = await startTurn(pool, workItemId, config.AGENT_HISTORY_MESSAGES);
       // Already at rest: a replay of a job whose item finished before the job was marked complete.
-      if (!row) return;
-      const item = await withPlaceholder(WorkItem.parse(row.item), row);
+      if (!started) return;
+      const { row } = started;
+      const item = await withPlaceholder(started.item, row);
       services.events.emit('started', { item, attempt: row.attempts });
       await runItem(item, row, stop);
     } finally {
@@ -146,11 +117,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
     async function withPlaceholder(item: WorkItem, row: StartedRow): Promise<WorkItem> {
       if (!item.placeholder || item.reply.messageId || row.checkpoint) return item;
       const posted = await services.outbounds.for(item.reply).post(item.reply, item.placeholder);
-      await pool.query(
-        `UPDATE countersign.work_items SET item = jsonb_set(item, '{reply,messageId}', to_jsonb($2::text)) WHERE id = $1`,
-        [item.id, posted.messageId],
-      );
-      return { ...item, reply: { ...item.reply, messageId: posted.messageId } };
+      return recordPlaceholder(pool, item, posted.messageId);
     }
 
     async function runItem(item: WorkItem, row: StartedRow, stop: ReturnType<StopListener['track']>): Promise<void> {
@@ -178,7 +145,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
       const checkpoint = checkpointFromRow(row.checkpoint_version, row.checkpoint);
       if (checkpoint) {
         state = checkpoint;
-      } else if (item.input.approval && services.approvals) {
+      } else if (item.input.approval) {
         const resumed = await services.approvals.resume(item, log);
         if ('refused' in resumed) {
           const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, { log });
@@ -236,24 +203,20 @@ export function createWorkItemTask(services: WorkerServices): Task {
             },
             onDecidedCall: async (call, decision, result) => {
               const envelopeId = item.input.approval?.envelopeId;
-              if (envelopeId) await services.approvals?.recordOutcome(envelopeId, call, decision, result.isError);
+              if (envelopeId) await services.approvals.recordOutcome(envelopeId, call, decision, result.isError);
             },
           },
         );
       } catch (error) {
         if (error instanceof HandOver) {
           // The last round is checkpointed: schedule the item again at once for a live worker.
-          await pool.query(
-            `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text), priority => $3::int, max_attempts => 25)`,
-            [taskFor(item.priority), item.id, item.priority],
-          );
+          await handOverTurn(pool, item);
           log.info({ round: error.round }, 'handed the turn over to another worker');
           return;
         }
         if (signal.reason instanceof StopRequested) {
           const by = signal.reason.by;
-          const text = `${sink.text ? `${sink.text}\n\n` : ''}_Stopped by ${by.platform === 'console' ? 'you' : `${by.platform}:${by.userId}`}._`;
-          await sink.finish(text);
+          await sink.finish(TEXTS.stopped(sink.text, by));
           const partial = sink.text.trim() ? [{ role: 'assistant' as const, text: sink.text, toolCalls: [] }] : [];
           const prompt = state.messages[0]?.role === 'user' ? [state.messages[0]] : [];
           await settle(pool, item, {
@@ -276,8 +239,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
         if (signal.aborted) throw error;
         const reason = scrubSecrets((error as Error).message ?? String(error));
         log.error({ err: error }, 'turn failed');
-        const text = `${sink.text ? `${sink.text}\n\n` : ''}Sorry, I couldn't finish this: ${reason}`;
-        await sink.finish(text);
+        await sink.finish(TEXTS.failed(sink.text, reason));
         await settle(pool, item, { status: 'failed', error: reason, deleteCheckpoint: true });
         services.events.emit('failed', { item, error: reason });
         return;
@@ -297,25 +259,8 @@ export function createWorkItemTask(services: WorkerServices): Task {
       }
 
       const parkedState: TurnState = { ...outcome.state, reply: sink.snapshot() };
-      if (!services.approvals) {
-        const text = `${sink.text ? `${sink.text}\n\n` : ''}I need approval to run ${outcome.calls.map((c) => `\`${c.name}\``).join(', ')}, but approvals are not set up in this deployment, so nothing was run.`;
-        await sink.finish(text);
-        await settle(pool, item, {
-          status: 'failed',
-          error: 'approval needed but no approval gate',
-          deleteCheckpoint: true,
-        });
-        services.events.emit('failed', { item, error: 'approval needed' });
-        return;
-      }
       await sink.finish(sink.text || undefined);
-      const gate = services.approvals;
-      const showCard = await transaction(pool, async (client) => {
-        const show = await gate.park(client, item, parkedState);
-        await settle(client, item, { status: 'awaiting_approval' });
-        return show;
-      });
-      await showCard();
+      await parkTurn(pool, item, (client) => services.approvals.park(client, item, parkedState));
       services.events.emit('awaitingApproval', { item, calls: outcome.calls });
     }
   };

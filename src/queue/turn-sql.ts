@@ -1,6 +1,13 @@
 import type { Queryable } from '../db/pool.ts';
 import type { Message } from '../agent/messages.ts';
+import type { Requester } from '../core/person.ts';
 import { BACKGROUND_TASK, INTERACTIVE_TASK, Priority, taskFor, type WorkItem } from './work-item.ts';
+
+/**
+ * The SQL of a turn's lifecycle, one statement per export, named for what it does. Only
+ * `turn-lifecycle.ts` calls these: it is the one writer of work-item state and of graphile-worker
+ * jobs. Most statements call a function from migrations/ so that a step is one round trip.
+ */
 
 /**
  * Per-conversation ordering without a graphile-worker queue per conversation.
@@ -118,4 +125,108 @@ export async function settleWorkItem(
       ...taskRule(),
     ],
   });
+}
+
+export type ItemStatus = 'queued' | 'running' | 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
+
+export interface StartedRow {
+  status: ItemStatus;
+  item: unknown;
+  attempts: number;
+  stopped_by: Requester | null;
+  checkpoint_version: number | null;
+  checkpoint: unknown;
+  history: Message[];
+}
+
+/**
+ * Marks the item running and reads everything the turn starts from — the item, its stop request,
+ * its checkpoint and the conversation's recent history — in one round trip. No row: the item is
+ * already at rest.
+ */
+export async function startWorkItem(
+  db: Queryable,
+  workItemId: string,
+  historyLimit: number,
+): Promise<StartedRow | undefined> {
+  const { rows } = await db.query<StartedRow>({
+    name: 'cs_start_work_item',
+    text: `WITH started AS (
+       UPDATE countersign.work_items SET status = 'running', started_at = coalesce(started_at, now()), attempts = attempts + 1
+       WHERE id = $1 AND status IN ('queued', 'running')
+       RETURNING status, item, attempts, stopped_by, conversation_id
+     )
+     SELECT s.status, s.item, s.attempts, s.stopped_by,
+            c.format_version AS checkpoint_version, c.state AS checkpoint,
+            (SELECT coalesce(jsonb_agg(recent.message ORDER BY recent.id), '[]'::jsonb)
+               FROM (SELECT id, message FROM countersign.messages m
+                     WHERE m.conversation_id = s.conversation_id ORDER BY id DESC LIMIT $2) recent) AS history
+     FROM started s LEFT JOIN countersign.turn_checkpoints c ON c.work_item_id = $1`,
+    values: [workItemId, historyLimit],
+  });
+  return rows[0];
+}
+
+/** Records the reply's first message (a placeholder the worker posted) on the stored item. */
+export async function setReplyMessage(db: Queryable, workItemId: string, messageId: string): Promise<void> {
+  await db.query(
+    `UPDATE countersign.work_items SET item = jsonb_set(item, '{reply,messageId}', to_jsonb($2::text)) WHERE id = $1`,
+    [workItemId, messageId],
+  );
+}
+
+/** Schedules a job for a work item that is its conversation's head already (a turn handed over). */
+export async function addWorkItemJob(db: Queryable, item: Pick<WorkItem, 'id' | 'priority'>): Promise<void> {
+  await db.query(
+    `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text), priority => $3::int, max_attempts => 25)`,
+    [taskFor(item.priority), item.id, item.priority],
+  );
+}
+
+/** Schedules the job that shows a pending approval card (interactive, CRITICAL). */
+export async function addShowCardJob(db: Queryable, task: string, envelopeId: string): Promise<void> {
+  await db.query(
+    `SELECT graphile_worker.add_job($1::text, json_build_object('envelopeId', $2::text), priority => 1, max_attempts => 25)`,
+    [task, envelopeId],
+  );
+}
+
+/** A parked turn whose card was decided: done, pointing at the continuation that carries on. */
+export async function markParkedTurnContinued(
+  db: Queryable,
+  workItemId: string,
+  continuationId: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE countersign.work_items SET status = 'done', result = $2, finished_at = now()
+     WHERE id = $1 AND status = 'awaiting_approval'`,
+    [workItemId, JSON.stringify({ continuation: continuationId })],
+  );
+}
+
+/** A parked turn whose card expired: cancelled (its conversation is advanced separately). */
+export async function cancelParkedTurn(db: Queryable, workItemId: string, error: string): Promise<void> {
+  await db.query(
+    `UPDATE countersign.work_items SET status = 'cancelled', error = $2 WHERE id = $1 AND status = 'awaiting_approval'`,
+    [workItemId, error],
+  );
+}
+
+/** Records a stop request on a queued or running turn and notifies `channel`; false when there was none to stop. */
+export async function markStopRequested(
+  db: Queryable,
+  workItemId: string,
+  by: Requester,
+  channel: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `WITH stopped AS (
+       UPDATE countersign.work_items SET stop_requested_at = now(), stopped_by = $2
+       WHERE id = $1 AND status IN ('queued', 'running') AND stop_requested_at IS NULL
+       RETURNING id
+     )
+     SELECT pg_notify($3, id::text) FROM stopped`,
+    [workItemId, JSON.stringify(by), channel],
+  );
+  return rowCount === 1;
 }

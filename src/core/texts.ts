@@ -1,0 +1,20 @@
+import type { Requester } from './person.ts';
+
+/**
+ * What people read when a turn does not end with the model's own answer, in one place, so every
+ * platform and every path says the same thing the same way.
+ */
+
+/** Appends a closing line to whatever the reply already showed. */
+function after(shown: string, line: string): string {
+  return `${shown ? `${shown}\n\n` : ''}${line}`;
+}
+
+export const TEXTS = {
+  stopped: (shown: string, by: Requester) =>
+    after(shown, `_Stopped by ${by.platform === 'console' ? 'you' : `${by.platform}:${by.userId}`}._`),
+  failed: (shown: string, reason: string) => after(shown, `Sorry, I couldn't finish this: ${reason}`),
+  approvalExpired:
+    'The approval request expired before anyone decided, so nothing was run. Ask again if it is still needed.',
+  unavailable: 'Countersign is temporarily unavailable (its database is unreachable). Please try again in a moment.',
+} as const;
