@@ -9,7 +9,14 @@ import { createLogger } from '../src/log.ts';
 import { Priority } from '../src/queue/work-item.ts';
 import { enqueueWorkItem } from '../src/queue/enqueue.ts';
 import { HttpChatOutbound, HttpChatPlatform } from '../test/fakes/chat/http-chat-platform.ts';
+import { FakeSlack } from '../test/fakes/slack/fake-slack.ts';
 import { chaosTools } from './chaos-tools.ts';
+import {
+  SLACK_SIGNING_SECRET,
+  SlackIngressOutage,
+  type IngressFigures,
+  type IngressOutageOptions,
+} from './chaos-ingress.ts';
 
 export interface ChaosOptions {
   turns: number;
@@ -22,6 +29,11 @@ export interface ChaosOptions {
   /** Share of approval cards that are approved (the rest denied). */
   approveRatio: number;
   timeoutMs: number;
+  /**
+   * The ingress outage: a Slack ingress loses Postgres while events arrive (chaos-ingress.ts). It
+   * starts once Postgres has restarted (or at once without a restart), during the kills.
+   */
+  ingress: IngressOutageOptions;
   progress?: (line: string) => void;
 }
 
@@ -41,6 +53,7 @@ export interface ChaosFigures {
   seconds: number;
   /** Work items that ended failed or cancelled, with their errors. */
   failures: Array<{ conversation: string; status: string; error: string | null }>;
+  ingress: IngressFigures;
 }
 
 const WORKER = path.resolve(import.meta.dirname, 'chaos-worker.ts');
@@ -49,7 +62,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * 100 turns (by default) with tool calls and approvals while worker processes are SIGKILLed at random
  * moments and Postgres is restarted once. Every turn must finish, no tool call may run twice, no
- * unapproved call may run, and every final message must be complete.
+ * unapproved call may run, and every final message must be complete. Meanwhile a Slack ingress
+ * process loses its database while Slack events arrive: every event must become exactly one turn.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
   const log = options.progress ?? (() => undefined);
@@ -60,6 +74,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
   const pgOptions = { dir: path.join(dir, 'pg'), port: await freePort(), database: 'countersign' };
   let pg: EmbeddedDatabase = await startEmbeddedPostgres(pgOptions);
   const chat = await new HttpChatPlatform().start();
+  const slack = await FakeSlack.start({ pingIntervalMs: 0 });
   const effectsFile = path.join(dir, 'effects.log');
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
@@ -75,6 +90,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
     WORKER_CONCURRENCY: '8',
     CHAOS_EFFECTS_FILE: effectsFile,
     CHAOS_CHAT_URL: chat.url,
+    // Workers answer the ingress outage's Slack mentions too (they listen to nothing: role worker).
+    SLACK_BOT_TOKEN: slack.botToken,
+    SLACK_API_URL: slack.apiUrl,
+    SLACK_MODE: 'http',
+    SLACK_SIGNING_SECRET,
+    SLACK_STREAMING: 'off',
+    // The fake enforces no budget; Slack's 45/min would make the outage's answers take minutes.
+    SLACK_UPDATES_PER_MINUTE: '600',
   };
   const workers = new Set<ChildProcess>();
   let stopping = false;
@@ -91,6 +114,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
     });
   };
   let app: Countersign | undefined;
+  let ingress: SlackIngressOutage | undefined;
   const started = performance.now();
   let kills = 0;
   let restarts = 0;
@@ -107,7 +131,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
         log: createLogger('silent'),
       },
     );
+    ingress = await SlackIngressOutage.start({
+      databaseUrl: pg.url,
+      fake: slack,
+      env: { PATH: env.PATH!, HOME: env.HOME!, AI_PROVIDER: 'scripted' },
+      forwardLogs: Boolean(process.env.CHAOS_LOG_LEVEL),
+    });
     for (let i = 0; i < options.workers; i++) spawnWorker();
+    let outage: { done: boolean; error?: unknown } | undefined;
     const items: unknown[] = [];
     const enqueueNext = async () => {
       const i = items.length;
@@ -163,7 +194,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
         .query<{ n: number }>(`SELECT count(*)::int AS n FROM countersign.work_items WHERE status = 'done'`)
         .then((r) => r.rows[0]?.n ?? 0)
         .catch(() => 0);
-      if (open === 0 && done > 0 && items.length === options.turns) break;
+      if (!outage && (!options.restartPostgres || restarts > 0)) {
+        log('the Slack ingress loses Postgres while events arrive');
+        const state: { done: boolean; error?: unknown } = { done: false };
+        outage = state;
+        void ingress.run(options.ingress).then(
+          () => {
+            state.done = true;
+            log('Slack is done delivering');
+          },
+          (error: unknown) => Object.assign(state, { done: true, error }),
+        );
+      }
+      if (outage?.error) throw outage.error;
+      if (open === 0 && done > 0 && items.length === options.turns && outage?.done) break;
       if (performance.now() > deadline) {
         const states = await pool.query(
           `SELECT status, count(*)::int AS n, max(error) AS error FROM countersign.work_items GROUP BY status`,
@@ -184,7 +228,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
         );
         const pools = await pool.query(`SELECT * FROM countersign.worker_processes`).catch(() => ({ rows: [] }));
         throw new Error(
-          `chaos run did not finish in ${options.timeoutMs} ms (${open} open): items ${JSON.stringify(states.rows)}, envelopes ${JSON.stringify(envelopes.rows)}, unfinished ${JSON.stringify(stuck.rows)}, workers ${JSON.stringify(pools.rows)}`,
+          `chaos run did not finish in ${options.timeoutMs} ms (${open} open, Slack ${outage?.done ? 'done' : 'still delivering'}): items ${JSON.stringify(states.rows)}, envelopes ${JSON.stringify(envelopes.rows)}, unfinished ${JSON.stringify(stuck.rows)}, workers ${JSON.stringify(pools.rows)}`,
         );
       }
       if (kills < options.kills && performance.now() >= killTimes[kills]! && workers.size > 0) {
@@ -236,9 +280,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
               max(w.error) AS error
        FROM countersign.conversations c LEFT JOIN countersign.work_items w ON w.conversation_id = c.id
        GROUP BY c.id
-       HAVING count(*) FILTER (WHERE w.status = 'done' AND w.item->'input'->'approval' IS NOT NULL) <> 1
+       HAVING CASE WHEN c.id LIKE 'slack:%'
+                   -- The outage's mentions: one plain turn each.
+                   THEN count(*) FILTER (WHERE w.status = 'done') <> 1
+                   ELSE count(*) FILTER (WHERE w.status = 'done' AND w.item->'input'->'approval' IS NOT NULL) <> 1
+              END
            OR count(*) FILTER (WHERE w.status IN ('failed', 'cancelled')) > 0`,
     );
+    const ingressFigures = await ingress.figures(app.pool);
     return {
       failures: failures.rows,
       turns: items.length,
@@ -254,12 +303,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
       kills,
       postgresRestarts: restarts,
       seconds: (performance.now() - started) / 1000,
+      ingress: ingressFigures,
     };
   } finally {
     stopping = true;
     for (const w of workers) w.kill('SIGKILL');
+    await ingress?.stop();
     await app?.stop();
     await chat.stop();
+    await slack.close();
     await pg.stop();
     rmSync(dir, { recursive: true, force: true });
   }

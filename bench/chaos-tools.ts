@@ -42,8 +42,12 @@ export function chaosTools(effectsFile: string) {
   ];
 }
 
+/** What the ingress outage's Slack mentions ask (chaos-ingress.ts); answered `Taken: <prompt>`, no tools. */
+export const INGRESS_PROMPT = 'ingress-probe';
+
 export const CHAOS_SCRIPT: Script = {
   rules: [
+    { match: `\\b${INGRESS_PROMPT}\\b`, rounds: [{ text: 'Taken: {{lastUser}}' }] },
     {
       rounds: [
         {

@@ -10,6 +10,15 @@ const figures = await runChaos({
   approveRatio: 0.8,
   arrivalMs: Number(process.env.CHAOS_ARRIVAL_MS ?? 20_000),
   timeoutMs: Number(process.env.CHAOS_TIMEOUT_MS ?? 600_000),
+  ingress: {
+    events: Number(process.env.CHAOS_INGRESS_EVENTS ?? 60),
+    arrivalMs: 6000,
+    cutAfterMs: 1500,
+    cutForMs: 3000,
+    // Slack retries at once, after 1 minute and after 5; the same shape, shortened.
+    retryDelaysMs: [500, 2000, 4000],
+    lateRedeliveries: 10,
+  },
   progress: (line) => process.stderr.write(`chaos: ${line}\n`),
 });
 const ok =
@@ -17,7 +26,12 @@ const ok =
   figures.failures.length === 0 &&
   figures.effectsRunTwice === 0 &&
   figures.effectsUnapproved === 0 &&
-  figures.incompleteMessages.length === 0;
+  figures.incompleteMessages.length === 0 &&
+  figures.ingress.lost === 0 &&
+  figures.ingress.duplicated === 0 &&
+  figures.ingress.duplicateAnswers === 0 &&
+  figures.ingress.answered === figures.ingress.events;
+const ing = figures.ingress;
 process.stdout.write(
   [
     '| figure | value |',
@@ -33,6 +47,16 @@ process.stdout.write(
     `| incomplete final messages | ${figures.incompleteMessages.length} |`,
     `| worker SIGKILLs | ${figures.kills} |`,
     `| Postgres restarts | ${figures.postgresRestarts} |`,
+    `| Slack ingress without Postgres for (s) | ${(ing.cutMs / 1000).toFixed(1)} |`,
+    `| Slack events sent / first sent during the cut | ${ing.events} / ${ing.sentDuringCut} |`,
+    `| HTTP deliveries (retries and late redeliveries included) / answered non-2xx or not at all | ${ing.deliveries} / ${ing.refused} |`,
+    `| events acknowledged | ${ing.acknowledged} |`,
+    `| retries found already taken / late redeliveries of acknowledged events (acked) | ${ing.retriesFoundTaken} / ${ing.lateRedeliveries} (${ing.lateAcknowledged}) |`,
+    `| turns (work items) made | ${ing.workItems} |`,
+    `| events lost / turns duplicated | ${ing.lost} / ${ing.duplicated} |`,
+    `| threads with exactly one answer / answers posted twice | ${ing.answered} / ${ing.duplicateAnswers} |`,
+    `| stray "…" placeholders (a kill between post and record) | ${ing.strayPlaceholders} |`,
+    `| Slack ingress restarts | ${ing.ingressRestarts} |`,
     `| seconds | ${figures.seconds.toFixed(1)} |`,
     ...figures.failures.map((f) => `| failed: ${f.conversation} | ${f.status}: ${f.error ?? ''} |`),
     '',

@@ -28,6 +28,17 @@ export type { SocketAck, SocketEnvelope } from './socket-mode.ts';
 export type { StoredMessage, MessageVersion } from './world.ts';
 export type { Workspace } from './web-api.ts';
 
+/**
+ * How the fake answers a Web API call it was told to fail (`failNext`), instead of running it. Slack
+ * reports most errors as HTTP 200 `{ok:false, error}` (`fatal_error`, `internal_error`,
+ * `service_unavailable`, `request_timeout`); during an incident its edge answers 5xx. `status`
+ * defaults to 200; the body is always `{ok:false, error}`.
+ */
+export interface ForcedFailure {
+  error: string;
+  status?: number;
+}
+
 export interface FakeSlackOptions {
   /** Workspaces and their bot tokens; the first is the default. One workspace when omitted. */
   workspaces?: Array<Partial<Workspace> & { team: string; botToken: string }>;
@@ -59,6 +70,7 @@ export class FakeSlack {
   /** Every response_url post, in order: what a person saw in answer to their command. */
   readonly responses: Array<{ path: string; body: Record<string, unknown> }> = [];
   readonly #server: http.Server;
+  readonly #failures = new Map<string, Array<Required<ForcedFailure>>>();
   #responseUrls = 0;
 
   private constructor(options: FakeSlackOptions) {
@@ -125,8 +137,21 @@ export class FakeSlack {
   }
 
   /** The next `count` calls to `method` answer 429 with `Retry-After: retryAfterSeconds`. */
-  failNext(method: string, count: number, retryAfterSeconds: number): void {
-    this.rateLimits.failNext(method, count, retryAfterSeconds);
+  failNext(method: string, count: number, retryAfterSeconds: number): void;
+  /**
+   * The next `count` calls (default 1) to `method` fail as `failure` says, without taking effect
+   * (nothing is posted, edited or deleted): `{error: 'fatal_error'}` is Slack's HTTP 200
+   * `{ok:false, error:'fatal_error'}`, `{status: 500, error: 'internal_error'}` a server error.
+   */
+  failNext(method: string, failure: ForcedFailure, count?: number): void;
+  failNext(method: string, countOrFailure: number | ForcedFailure, retryAfterOrCount?: number): void {
+    if (typeof countOrFailure === 'number') {
+      this.rateLimits.failNext(method, countOrFailure, retryAfterOrCount ?? 1);
+      return;
+    }
+    const queue = this.#failures.get(method) ?? [];
+    for (let i = 0; i < (retryAfterOrCount ?? 1); i++) queue.push({ status: 200, ...countOrFailure });
+    this.#failures.set(method, queue);
   }
 
   /** The current text of the visible messages in a channel (in one thread, when given), oldest first. */
@@ -287,6 +312,11 @@ export class FakeSlack {
     }
 
     const team = workspace?.team ?? this.team;
+    const forced = this.#failures.get(method)?.shift();
+    if (forced) {
+      record(forced.status, team, forced.error, 'forced');
+      return answer(forced.status, { ok: false, error: forced.error });
+    }
     const limited = this.rateLimits.check(method, team, now);
     if (limited) {
       record(429, team, 'ratelimited', limited.cause);

@@ -31,7 +31,10 @@ export interface CallRecord {
   status: number;
   /** `error` of an `{ok:false}` answer. */
   error?: string;
-  /** Why a 429 was sent: forced by the test, or the method's budget really ran out. */
+  /**
+   * Why a 429 was sent: forced by the test, or the method's budget really ran out. A failure forced
+   * with `FakeSlack.failNext(method, { error, status? })` is "forced" too.
+   */
   cause?: 'forced' | 'budget';
 }
 
