@@ -10,7 +10,7 @@ import {
   type RoundCallbacks,
   type StopReason,
 } from '../model.ts';
-import { idleWatch, RETRY_LIMITS, withRetries, type RetryTuning } from './retry.ts';
+import { streamWithRetries, type RetryTuning, type StreamWatch } from './retry.ts';
 import { distinctToolCallIds, toolCallFromJson } from './tool-args.ts';
 
 type WireMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -111,37 +111,16 @@ export class OpenAIProvider implements ModelProvider {
   }
 
   streamRound(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound> {
-    return withRetries(
-      {
-        provider: this.name,
-        model: this.model,
-        modelSetting: this.#modelSetting,
-        maxRetries: this.#options.maxRetries,
-        signal,
-        log: this.#options.log,
-        ...this.#options.retry,
-      },
+    const { maxRetries, log, retry } = this.#options;
+    return streamWithRetries(
+      { provider: this.name, model: this.model, modelSetting: this.#modelSetting, maxRetries, log, ...retry },
+      signal,
       callbacks,
-      async (tracked) => {
-        const watch = idleWatch(signal, this.#options.retry?.streamIdleMs ?? RETRY_LIMITS.streamIdleMs);
-        try {
-          return await this.#attempt(request, tracked, watch);
-        } catch (error) {
-          // A stall surfaces as whatever the SDK makes of an abort; report it as the stall it was.
-          watch.signal.throwIfAborted();
-          throw error;
-        } finally {
-          watch.done();
-        }
-      },
+      (tracked, watch) => this.#attempt(request, tracked, watch),
     );
   }
 
-  async #attempt(
-    request: ModelRequest,
-    callbacks: RoundCallbacks,
-    watch: ReturnType<typeof idleWatch>,
-  ): Promise<ModelRound> {
+  async #attempt(request: ModelRequest, callbacks: RoundCallbacks, watch: StreamWatch): Promise<ModelRound> {
     const { signal } = watch;
     const stream = await this.#client.chat.completions.create(
       {

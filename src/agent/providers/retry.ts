@@ -152,3 +152,29 @@ export function idleWatch(outer: AbortSignal, idleMs: number) {
     },
   };
 }
+
+export type StreamWatch = ReturnType<typeof idleWatch>;
+
+/**
+ * One streamed model round as every provider runs it: attempts with retries (withRetries), each
+ * under a stall watch, a stall reported as the stall it was rather than as the SDK's abort error.
+ */
+export function streamWithRetries<T>(
+  options: Omit<RetryOptions, 'signal'> & { streamIdleMs?: number },
+  signal: AbortSignal,
+  callbacks: RoundCallbacks,
+  attempt: (callbacks: RoundCallbacks, watch: StreamWatch) => Promise<T>,
+): Promise<T> {
+  const { streamIdleMs = RETRY_LIMITS.streamIdleMs, ...retry } = options;
+  return withRetries({ ...retry, signal }, callbacks, async (tracked) => {
+    const watch = idleWatch(signal, streamIdleMs);
+    try {
+      return await attempt(tracked, watch);
+    } catch (error) {
+      watch.signal.throwIfAborted();
+      throw error;
+    } finally {
+      watch.done();
+    }
+  });
+}
