@@ -6,7 +6,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  * are read from Postgres at scrape time, so any one process's scrape is the truth.
  */
 export const registry = new Registry();
-collectDefaultMetrics({ register: registry, prefix: 'countersign_process_' });
+// Unprefixed on purpose: `process_cpu_seconds_total`, `nodejs_heap_size_used_bytes` and the rest are
+// the names every Node.js dashboard and alert expects. Countersign's own metrics carry `countersign_`.
+collectDefaultMetrics({ register: registry });
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
 

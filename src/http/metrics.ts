@@ -1,10 +1,21 @@
 import type { Pool } from '../db/pool.ts';
 import { metrics, registry } from '../metrics.ts';
-import type { RouteHandler } from './server.ts';
+import { checkMetricsAccess } from './metrics-access.ts';
+import { sendJson, type RouteHandler } from './server.ts';
+
+export interface MetricsOptions {
+  /** METRICS_TOKEN: required as a bearer token when set; unset, only loopback clients are answered. */
+  token?: string;
+}
 
 /** GET /metrics: Prometheus text. Shared gauges are refreshed from Postgres on each scrape. */
-export function metricsHandler(pool: Pool): RouteHandler {
-  return async (_req, res) => {
+export function metricsHandler(pool: Pool, options: MetricsOptions = {}): RouteHandler {
+  return async (req, res) => {
+    const access = checkMetricsAccess(req, options.token);
+    if (!access.allowed) {
+      if (access.status === 401) res.setHeader('www-authenticate', 'Bearer realm="metrics"');
+      return sendJson(res, access.status, { error: access.error });
+    }
     try {
       const waiting = await pool.query<{ priority: number; n: number }>(
         `SELECT priority, count(*)::int AS n FROM graphile_worker.jobs

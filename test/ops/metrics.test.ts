@@ -38,4 +38,16 @@ describe('GET /metrics', () => {
     expect(text).toContain('countersign_platform_rate_limited_total');
     expect(text).toContain('countersign_worker_heartbeat_timestamp_seconds');
   });
+
+  it('names the default Node.js metrics as every dashboard expects: process_* and nodejs_*, unprefixed', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${h.app.http.port}/metrics`)).text();
+    expect(text).toMatch(/^process_cpu_seconds_total \d/m);
+    expect(text).toMatch(/^process_resident_memory_bytes \d/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes \d/m);
+    // Only Countersign's own metrics carry its prefix, and never twice over.
+    expect(text).not.toMatch(/^countersign_(process|nodejs)_/m);
+    const names = [...text.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!);
+    expect(names.filter((n) => !/^(countersign_|process_|nodejs_)/.test(n))).toEqual([]);
+  });
 });

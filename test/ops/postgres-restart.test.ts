@@ -1,5 +1,6 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { chmodSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
@@ -16,10 +17,9 @@ describe('a Postgres restart in the middle of a turn', () => {
   });
 
   it('loses nothing: the turn finishes, its tool ran once, and the reply is one complete message', async () => {
-    // A cluster of this test's own, so restarting it disturbs no other test.
-    // `.data` exists only once an embedded Postgres ran; with DATABASE_URL set it may not.
-    await mkdir(path.resolve('.data'), { recursive: true });
-    dir = await mkdtemp(path.resolve('.data', 'restart-pg-'));
+    // A cluster of this test's own, so restarting it disturbs no other test; in the system's temporary
+    // directory, never in the repository's .data. Postgres may run as another user: it must reach it.
+    dir = await mkdtemp(path.join(os.tmpdir(), 'restart-pg-'));
     chmodSync(dir, 0o755);
     const port = await freePort();
     const options = { dir: path.join(dir, 'data'), port, database: 'countersign' };
