@@ -11,6 +11,7 @@ import { benchP4 } from './p4-throughput.ts';
 import { benchP5 } from './p5-critical-under-load.ts';
 import { benchP6 } from './p6-kill-resume.ts';
 import { benchP7 } from './p7-memory.ts';
+import { benchBudget } from './result-budget.ts';
 import { round } from './stats.ts';
 
 type Row = [figure: string, countersign: string | number, baseline: string | number, ratio: string, target: string];
@@ -18,7 +19,8 @@ type Row = [figure: string, countersign: string | number, baseline: string | num
 /**
  * `npm run bench`: measures Countersign against raw baselines taken in the same run, on a real
  * Postgres (DATABASE_URL, or an embedded one) over loopback. Prints a markdown table and writes JSON
- * to bench/results/. BENCH_ONLY=P1,P5 picks figures.
+ * to bench/results/. BENCH_ONLY=P1,P5 picks figures; BUDGET (tool-result cutting, about half a
+ * minute of CPU) runs only when named.
  */
 async function main(): Promise<void> {
   const log = createLogger('warn');
@@ -159,6 +161,13 @@ async function main(): Promise<void> {
         ],
         ['P7 RSS growth scaled to 1,000 turns streaming at once (MB)', round(p7.mbPer1000Streaming, 1), '', '', ''],
       );
+    }
+    if (only.includes('BUDGET')) {
+      const budget = benchBudget();
+      results.budget = budget;
+      for (const f of budget) {
+        rows.push([`BUDGET fitToBudget, ${f.chars / 1e6} MB ${f.shape} (ms)`, f.ms, '', '', 'linear in size']);
+      }
     }
     const table = [
       '| figure | countersign | baseline | ratio | target |',

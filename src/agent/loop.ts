@@ -6,7 +6,13 @@ import { addUsage, type ModelProvider, type ModelRequest, type ModelRound } from
 import { metrics } from '../metrics.ts';
 import { fitToBudget } from './tools/result-budget.ts';
 import type { ToolRegistry } from './tools/registry.ts';
-import { needsApproval, type Requester, type ToolOutput } from './tools/tool.ts';
+import {
+  DEFAULT_TOOL_TIMEOUT_SECONDS,
+  needsApproval,
+  timeLimitOf,
+  type Requester,
+  type ToolOutput,
+} from './tools/tool.ts';
 import type { CallDecision } from '../core/work-item.ts';
 import {
   findToolExecution,
@@ -21,6 +27,8 @@ import type { TurnState } from './turn-state.ts';
 export interface TurnSettings {
   /** Tool results longer than this (estimated tokens) are cut to fit. */
   toolResultMaxTokens?: number;
+  /** TOOL_TIMEOUT_SECONDS: a tool call's time limit unless the tool asks for more (run_command). */
+  toolTimeoutSeconds?: number;
   maxRounds: number;
   emptyRoundRetries: number;
   maxTokens: number;
@@ -318,9 +326,19 @@ function asOutput(value: ToolOutput | string): ToolOutput {
   return typeof value === 'string' ? { content: value } : value;
 }
 
+/** Why a tool call was abandoned: it ran past its time limit. */
+class ToolTimeLimitError extends Error {
+  constructor(limitSeconds: number) {
+    super(`the tool call exceeded its time limit of ${limitSeconds} s`);
+    this.name = 'ToolTimeLimitError';
+  }
+}
+
 /**
  * Runs one tool call at most once: a replay finds the recorded result; a call whose outcome a crash
- * left unknown is run again only if the tool is idempotent, otherwise the model is told.
+ * left unknown is run again only if the tool is idempotent and the call is still within its time
+ * limit, otherwise the model is told. A call that runs past its time limit is abandoned (its signal
+ * aborts) and recorded as failed, so it is never replayed.
  */
 export async function executeToolCall(ctx: TurnContext, call: ToolCall, deps: TurnDeps): Promise<ToolResult> {
   const result = (output: ToolOutput): ToolResult => ({
@@ -349,15 +367,19 @@ export async function executeToolCall(ctx: TurnContext, call: ToolCall, deps: Tu
     return result({ content: `Invalid arguments for ${call.name}: ${problems}`, isError: true });
   }
 
-  const previous = await findToolExecution(deps.db, ctx.workItemId, call.id);
+  const limitSeconds = timeLimitOf(tool, parsed.data, deps.settings.toolTimeoutSeconds ?? DEFAULT_TOOL_TIMEOUT_SECONDS);
+  const previous = await findToolExecution(deps.db, ctx.workItemId, call.id, limitSeconds);
   if (previous?.status === 'finished') return result(previous.result);
-  if (previous?.status === 'started' && !tool.idempotent) {
-    const unknown: ToolOutput = {
-      content: `The ${call.name} call was interrupted by a worker restart and its outcome is unknown. It was not run again. Check its effect before retrying.`,
-      isError: true,
-    };
-    await recordToolResult(deps.db, ctx.workItemId, call.id, unknown);
-    return result(unknown);
+  if (previous?.status === 'started' && (previous.overdue || !tool.idempotent)) {
+    // Overdue: the worker that ran it most likely froze on this very input (and was declared dead),
+    // so running it again would freeze this worker too. That holds for read-only tools as well.
+    const content = previous.overdue
+      ? `The ${call.name} call started earlier did not finish within its time limit of ${limitSeconds} s (the worker running it stopped responding). It was not run again. Try a narrower or simpler call instead.`
+      : `The ${call.name} call was interrupted by a worker restart and its outcome is unknown. It was not run again. Check its effect before retrying.`;
+    const output: ToolOutput = { content, isError: true };
+    await recordToolResult(deps.db, ctx.workItemId, call.id, output);
+    metrics.toolCalls.inc({ tool: call.name, outcome: 'error' });
+    return result(output);
   }
   if (!previous) {
     const inserted = await recordToolStart(deps.db, ctx.workItemId, call.id, call.name, parsed.data);
@@ -371,20 +393,39 @@ export async function executeToolCall(ctx: TurnContext, call: ToolCall, deps: Tu
 
   deps.sink.setStatus(`Running \`${call.name}\`…`);
   let output: ToolOutput;
+  const limit = new AbortController();
+  const signal = AbortSignal.any([deps.signal, limit.signal]);
+  let timer: NodeJS.Timeout | undefined;
+  const overdue = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      limit.abort(new ToolTimeLimitError(limitSeconds));
+      reject(limit.signal.reason);
+    }, limitSeconds * 1000);
+  });
   try {
-    output = asOutput(
-      await tool.execute(parsed.data, {
-        workItemId: ctx.workItemId,
-        conversationId: ctx.conversationId,
-        requester: ctx.requester,
-        signal: deps.signal,
-        log: deps.log.child({ tool: call.name, toolCallId: call.id }),
-      }),
-    );
+    const running = tool.execute(parsed.data, {
+      workItemId: ctx.workItemId,
+      conversationId: ctx.conversationId,
+      requester: ctx.requester,
+      signal,
+      log: deps.log.child({ tool: call.name, toolCallId: call.id }),
+    });
+    // An abandoned call may still settle later; nobody is listening then.
+    running.catch(() => undefined);
+    output = asOutput(await Promise.race([running, overdue]));
   } catch (error) {
-    if (deps.signal.aborted) throw error;
-    output = { content: `${call.name} failed: ${(error as Error).message}`, isError: true };
+    if (error instanceof ToolTimeLimitError) {
+      deps.log.warn({ tool: call.name, toolCallId: call.id, limitSeconds }, 'tool call exceeded its time limit');
+      output = {
+        content: `${call.name} did not finish within its time limit of ${limitSeconds} s and was abandoned. It will not be run again automatically. Try a narrower or simpler call instead.`,
+        isError: true,
+      };
+    } else {
+      if (deps.signal.aborted) throw error;
+      output = { content: `${call.name} failed: ${(error as Error).message}`, isError: true };
+    }
   } finally {
+    clearTimeout(timer);
     deps.sink.setStatus(undefined);
   }
   output = { ...output, content: fitToBudget(output.content, deps.settings.toolResultMaxTokens) };

@@ -109,16 +109,33 @@ export async function appendHistory(
   );
 }
 
-export type ToolExecution = { status: 'finished'; result: ToolOutput } | { status: 'started' } | undefined;
+export type ToolExecution =
+  | { status: 'finished'; result: ToolOutput }
+  /** `overdue`: started longer ago than its time limit, by the database's clock. */
+  | { status: 'started'; overdue: boolean }
+  | undefined;
 
-export async function findToolExecution(db: Queryable, workItemId: string, toolCallId: string): Promise<ToolExecution> {
-  const { rows } = await db.query<{ status: 'started' | 'finished'; result: ToolOutput | null }>(
-    'SELECT status, result FROM countersign.tool_executions WHERE work_item_id = $1 AND tool_call_id = $2',
-    [workItemId, toolCallId],
-  );
+/**
+ * The recorded execution of a tool call, if any. Whether a started one is overdue is decided by the
+ * database's clock, so workers whose clocks disagree still agree on it.
+ */
+export async function findToolExecution(
+  db: Queryable,
+  workItemId: string,
+  toolCallId: string,
+  timeLimitSeconds: number,
+): Promise<ToolExecution> {
+  const { rows } = await db.query<{ status: 'started' | 'finished'; result: ToolOutput | null; overdue: boolean }>({
+    name: 'cs_find_tool_execution',
+    text: `SELECT status, result, now() > started_at + make_interval(secs => $3::double precision) AS overdue
+     FROM countersign.tool_executions WHERE work_item_id = $1 AND tool_call_id = $2`,
+    values: [workItemId, toolCallId, timeLimitSeconds],
+  });
   const row = rows[0];
   if (!row) return undefined;
-  return row.status === 'finished' && row.result ? { status: 'finished', result: row.result } : { status: 'started' };
+  return row.status === 'finished' && row.result
+    ? { status: 'finished', result: row.result }
+    : { status: 'started', overdue: row.overdue };
 }
 
 /** Records that a tool is about to run. Returns false if it was already recorded (a replay). */

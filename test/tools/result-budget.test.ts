@@ -61,6 +61,31 @@ describe('large tool results', () => {
     expect(text.endsWith(`\n${after}`)).toBe(true);
   });
 
+  it('cuts a megabyte of adversarial text in linear time, still listing the identifiers buried in it', () => {
+    // Runs that made the identifier scan quadratic (200 KB of `a-a-…` took 24 s; this megabyte
+    // would take ten minutes): each kind started again from every word boundary in the run.
+    const run = (unit: string) => unit.repeat(100_000);
+    const text = [
+      'BEGIN',
+      run('a-'),
+      'pod payments-api-7d9f8c6b5-x2k4p died',
+      run('a.'),
+      'mail oncall+db@example.org now',
+      run('a+'),
+      'see /var/log/payments/error.log',
+      `${run('ab.c-')}@`,
+      'END',
+    ].join('\n');
+    expect(text.length).toBeGreaterThan(1_000_000);
+    const fitted = fitToBudget(text, { maxTokens: 1_000 });
+    expect(fitted.length).toBeLessThanOrEqual(1_000 * CHARS_PER_TOKEN);
+    expect(fitted.startsWith('BEGIN\n')).toBe(true);
+    expect(fitted.endsWith(']\nEND')).toBe(true);
+    expect(fitted).toContain(
+      'identifiers from the cut part: oncall+db@example.org, /var/log/payments/error.log, payments-api-7d9f8c6b5-x2k4p]',
+    );
+  });
+
   it('honours a smaller budget', () => {
     const { text } = hugeLog();
     expect(fitToBudget(text, { maxTokens: 1_000 }).length).toBeLessThanOrEqual(4_000);

@@ -8,7 +8,7 @@ import {
   runCommandPromptNote,
   shellQuote,
 } from '../../src/agent/tools/run-command.ts';
-import { needsApproval, riskOf, type ToolContext, type ToolOutput } from '../../src/agent/tools/tool.ts';
+import { needsApproval, riskOf, timeLimitOf, type ToolContext, type ToolOutput } from '../../src/agent/tools/tool.ts';
 import { testToolContext } from '../helpers/tools.ts';
 
 let root: string;
@@ -30,8 +30,10 @@ function alive(pid: number): boolean {
 }
 
 beforeEach(() => {
-  root = realpathSync(mkdtempSync(path.join(tmpdir(), 'cs-run-')));
-  mkdirSync(path.join(root, 'repo'));
+  // The workspace is a folder inside a temporary folder of this test's own, so what lies "outside
+  // the workspace" (the parent) is ours too, never a shared path such as /tmp/x.
+  root = path.join(realpathSync(mkdtempSync(path.join(tmpdir(), 'cs-run-'))), 'workspace');
+  mkdirSync(path.join(root, 'repo'), { recursive: true });
   tool = createRunCommandTool(root);
 });
 
@@ -40,6 +42,12 @@ describe('run_command', () => {
     expect(needsApproval(tool, { command: ['ls'] })).toBe(true);
     expect(riskOf(tool, { command: ['ls'] })).toBe('high');
     expect(tool.idempotent).toBe(false);
+  });
+
+  it('may run for its own timeout plus the kill grace before the loop abandons it, never less than the default', () => {
+    const limit = (args: Record<string, unknown>) => timeLimitOf(tool, tool.input.parse(args), 120);
+    expect(limit({ command: ['make'], timeoutSeconds: 600 })).toBe(600 + RUN_COMMAND_LIMITS.killGraceSeconds);
+    expect(limit({ command: ['make'], timeoutSeconds: 60 })).toBe(120);
   });
 
   it('shows the exact argv shell-quoted, the working directory and the risk on the approval card', async () => {
@@ -134,6 +142,7 @@ describe('run_command', () => {
   });
 
   it('refuses a working directory outside the workspace', async () => {
+    // Something to see beside the workspace, in this test's own temporary folder.
     writeFileSync(path.join(root, '..', 'x'), '', { flag: 'a' });
     expect(await run({ command: ['ls'], cwd: '../' })).toEqual({
       content: 'Paths may not contain "..".',

@@ -138,6 +138,40 @@ describe('search_files', () => {
     });
   });
 
+  it('runs a catastrophically backtracking pattern in linear time and finds the right lines', async () => {
+    // On V8's backtracking engine this pattern takes 2^n steps on a near-miss line: 27 characters
+    // blocked the event loop for 4 s, and this test would never return.
+    writeFileSync(path.join(root, 'aaa.txt'), `${'a'.repeat(9_000)}!\n${'a'.repeat(9_000)}\nbaaa\n`);
+    const result = await run('search_files', { query: '^(a+)+$', regex: true, path: '.' });
+    expect(result.isError).toBe(false);
+    expect(result.content.split('\n').map((l) => l.slice(0, 12))).toEqual(['aaa.txt:2: a']);
+  });
+
+  it('accepts JavaScript syntax RE2 shares: classes, named groups, \\u escapes, case-insensitivity', async () => {
+    writeFileSync(path.join(root, 'cafe.txt'), 'Café 42\n');
+    expect((await run('search_files', { query: String.raw`(?<word>caf\u00e9)\s\d+$`, regex: true })).content).toBe(
+      'cafe.txt:1: Café 42',
+    );
+  });
+
+  it.each([
+    ['a backreference', String.raw`(a)\1`, String.raw`the backreference \1`],
+    ['a named backreference', String.raw`(?<x>a)\k<x>`, String.raw`a named backreference \k<…>`],
+    ['a lookahead', '(?=line)l', 'the lookaround (?=…)'],
+    ['a negative lookbehind', '(?<!x)line', 'the lookaround (?<!…)'],
+  ])('refuses %s with an error the model can act on', async (_what, query, construct) => {
+    const result = await run('search_files', { query, regex: true });
+    expect(result.isError).toBe(true);
+    expect(result.content).toContain(
+      `That regular expression uses ${construct}. search_files runs regular expressions on a linear-time engine (RE2 syntax)`,
+    );
+  });
+
+  it('matches brackets and backslashes in a character class literally, not as lookaround', async () => {
+    writeFileSync(path.join(root, 'odd.txt'), 'x(?=y\n');
+    expect((await run('search_files', { query: String.raw`[(?=]{3}y`, regex: true })).content).toBe('odd.txt:1: x(?=y');
+  });
+
   it('caps the number of matches and says so', async () => {
     writeFileSync(path.join(root, 'many.txt'), 'hit\n'.repeat(WORKSPACE_LIMITS.searchMatches * 2));
     const lines = (await run('search_files', { query: 'hit' })).content.split('\n');

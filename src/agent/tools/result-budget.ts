@@ -27,27 +27,43 @@ export function estimateTokens(text: string): number {
  * The kinds of identifier worth keeping, most useful first: when there are more than the budget
  * holds, earlier kinds win. One alternation, so each stretch of text is claimed once, by the
  * earliest matching kind (a URL's host is not listed again as a name).
+ *
+ * The scan must stay linear in the text: results are megabytes, and the model chooses what they
+ * contain. A kind that scans a run of characters forward from a word boundary (email, the second
+ * path form, k8s) was tried again from every boundary inside that run, failing each time only after
+ * scanning to the run's end: 200 KB of `a-a-a-…` took 30 s. Each of them fails from a later
+ * boundary of the run wherever it fails from the first one (it scans to the same end; k8s bar
+ * double dashes), so the lookbehind `(?<=(?:^|[^…])[…]*)` lets them start only at the run's first
+ * word boundary; it looks back over punctuation only, so it costs O(1) per position. The one
+ * difference: once another kind's match ends inside such a run, these kinds are not tried in the
+ * rest of it (`deadbee1-x-y-z2` yields `deadbee1`, not also the fragment `x-y-z2`).
  */
 const IDENTIFIER_KINDS: Array<[kind: string, pattern: string]> = [
   ['url', String.raw`\b(?:https?|wss?|s3|gs|ftp)://[^\s"'<>()\[\]{}|\\^\x60]+[^\s"'<>()\[\]{}|\\^\x60.,;:!?]`],
-  ['email', String.raw`\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`],
+  ['email', String.raw`\b(?<=(?:^|[^\w.+-])[.+-]*)[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`],
   ['uuid', String.raw`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`],
   ['ticket', String.raw`\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b`],
   // Both a digit and a letter, so plain numbers and words spelled with a–f are not taken for ids.
   ['hex', String.raw`\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}\b`],
-  ['path', String.raw`(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|\b[\w.-]+(?:/[\w.@+-]+)+\.[A-Za-z0-9]{1,8}\b`],
+  [
+    'path',
+    String.raw`(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|\b(?<=(?:^|[^\w.-])[.-]*)[\w.-]+(?:/[\w.@+-]+)+\.[A-Za-z0-9]{1,8}\b`,
+  ],
   // Kubernetes-style names: pods, deployments, nodes (three or more dash-joined parts, one with a digit).
-  ['k8s', String.raw`\b(?=[a-z0-9-]*\d)[a-z0-9]+(?:-[a-z0-9]+){2,}(?:\.[a-z0-9-]+)*\b`],
+  ['k8s', String.raw`\b(?<=(?:^|[^a-z0-9-])-*)(?=[a-z0-9-]*\d)[a-z0-9]+(?:-[a-z0-9]+){2,}(?:\.[a-z0-9-]+)*\b`],
 ];
-const KIND_RANK = new Map(IDENTIFIER_KINDS.map(([kind], i) => [kind, i]));
-const IDENTIFIER = new RegExp(IDENTIFIER_KINDS.map(([kind, p]) => `(?<${kind}>${p})`).join('|'), 'g');
+// One plain capturing group per kind (the patterns capture nothing themselves): group i + 1 is set
+// when kind i matched. Cheaper than named groups, whose object is built for every match.
+const IDENTIFIER = new RegExp(IDENTIFIER_KINDS.map(([, p]) => `(${p})`).join('|'), 'g');
 
 /** Identifiers in `text`, deduplicated, in order of usefulness then first appearance. */
 export function findIdentifiers(text: string): string[] {
   const seen = new Map<string, number>();
   for (const match of text.matchAll(IDENTIFIER)) {
-    const kind = Object.entries(match.groups ?? {}).find(([, v]) => v !== undefined)?.[0] ?? 'k8s';
-    if (!seen.has(match[0])) seen.set(match[0], KIND_RANK.get(kind) ?? IDENTIFIER_KINDS.length);
+    if (seen.has(match[0])) continue;
+    let rank = 0;
+    while (rank < IDENTIFIER_KINDS.length - 1 && match[rank + 1] === undefined) rank++;
+    seen.set(match[0], rank);
   }
   // Array sort is stable: equal ranks keep their order of appearance.
   return [...seen.entries()].sort((x, y) => x[1] - y[1]).map(([id]) => id);

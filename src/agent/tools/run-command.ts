@@ -10,6 +10,11 @@ export const RUN_COMMAND_LIMITS = {
   maxTimeoutSeconds: 600,
   /** After the program exits, how long to wait for pipes a detached grandchild may still hold. */
   pipeGraceMs: 1_000,
+  /**
+   * Past its own timeout, how long a run may take to be killed and reported (the kill, the exit,
+   * pipeGraceMs): the loop abandons a run only after timeout + this.
+   */
+  killGraceSeconds: 5,
   argCount: 100,
   argChars: 4096,
 } as const;
@@ -97,6 +102,8 @@ export function createRunCommandTool(root: string) {
     approval: 'always',
     risk: 'high',
     idempotent: false,
+    timeLimitSeconds: ({ timeoutSeconds }, defaultSeconds) =>
+      Math.max(defaultSeconds, timeoutSeconds + RUN_COMMAND_LIMITS.killGraceSeconds),
     async describeForApproval(raw) {
       // Approval cards pass the arguments as the model sent them, before defaults.
       const parsed = RunCommandArgs.safeParse(raw);

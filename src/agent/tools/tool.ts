@@ -39,6 +39,12 @@ export interface Tool<Args = Record<string, unknown>> {
    * a replay reports the unknown outcome to the model instead of running them twice.
    */
   idempotent: boolean;
+  /**
+   * How long one execution may take, in seconds, given the deployment's default
+   * (TOOL_TIMEOUT_SECONDS). A call past it is abandoned and recorded as failed, and a replay after a
+   * crash reports it instead of running it again. Default: the deployment's default.
+   */
+  timeLimitSeconds?(args: Args, defaultSeconds: number): number;
   execute(args: Args, ctx: ToolContext): Promise<ToolOutput | string>;
   /** The JSON Schema the model sees, when the tool has its own (MCP tools); default: from `input`. */
   inputJsonSchema?: Record<string, unknown>;
@@ -66,6 +72,15 @@ export function needsApproval(tool: AnyTool, args: unknown): boolean {
   if (tool.approval === 'never') return false;
   if (tool.approval === 'always') return true;
   return tool.approval(args);
+}
+
+/** TOOL_TIMEOUT_SECONDS' default, for callers that are not given the deployment's value. */
+export const DEFAULT_TOOL_TIMEOUT_SECONDS = 120;
+
+/** The time limit of one execution of `tool` with `args`, in whole seconds (at least 1). */
+export function timeLimitOf(tool: AnyTool, args: unknown, defaultSeconds: number): number {
+  const seconds = tool.timeLimitSeconds?.(args, defaultSeconds) ?? defaultSeconds;
+  return Math.max(1, Math.ceil(seconds));
 }
 
 export function riskOf(tool: AnyTool, args: unknown): RiskLevel {

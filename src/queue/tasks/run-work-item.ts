@@ -194,6 +194,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
               emptyRoundRetries: config.AGENT_EMPTY_ROUND_RETRIES,
               maxTokens: config.AGENT_MAX_TOKENS,
               toolResultMaxTokens: config.TOOL_RESULT_MAX_TOKENS,
+              toolTimeoutSeconds: config.TOOL_TIMEOUT_SECONDS,
             },
             log,
             signal,

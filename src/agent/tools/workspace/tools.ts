@@ -1,9 +1,19 @@
-import { readFile, realpath, rm, stat } from 'node:fs/promises';
+import { realpath, rm, stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineTool, type AnyTool, type ToolOutput } from '../tool.ts';
 import { displayPath, looksBinary, resolveInWorkspace, WORKSPACE_LIMITS } from './confine.ts';
 import { unifiedDiff } from './diff.ts';
-import { describeFailure, readText, walk, writeAtomically } from './files.ts';
+import {
+  describeFailure,
+  NotRegularFileError,
+  openRegularFile,
+  readText,
+  requireFolder,
+  requireRegularFile,
+  walk,
+  writeAtomically,
+} from './files.ts';
+import { compileLinePattern, SearchPatternError, type LinePattern } from './pattern.ts';
 
 const PathArg = z.string().min(1).max(WORKSPACE_LIMITS.pathChars).describe('Path relative to the workspace root');
 
@@ -21,7 +31,10 @@ const ReadArgs = z.object({
 });
 const SearchArgs = z.object({
   query: z.string().min(1).max(500),
-  regex: z.boolean().default(false).describe('Treat query as a JavaScript regular expression'),
+  regex: z
+    .boolean()
+    .default(false)
+    .describe('Treat query as a regular expression (RE2 syntax: no backreferences, no lookaround)'),
   caseSensitive: z.boolean().default(false),
   path: PathArg.default('.').describe('Folder to search in'),
 });
@@ -43,6 +56,27 @@ const SEARCH_LINE_CHARS = 10_000;
 const SHOWN_LINE_CHARS = 300;
 const DELETE_PREVIEW_LINES = 10;
 const INVALID_FOR_CARD = 'These arguments are not valid for this tool; it will refuse them.';
+const PREVIEW_UNAVAILABLE = 'The preview could not be prepared in time; check the file before approving.';
+
+/**
+ * An approval card's preview, or a note once the card's signal aborts (its deadline): a slow disk or
+ * a huge file must not hold the card back.
+ */
+async function previewWithin(signal: AbortSignal, prepare: () => Promise<string>): Promise<string> {
+  if (signal.aborted) return PREVIEW_UNAVAILABLE;
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<string>((resolve) => {
+    onAbort = () => resolve(PREVIEW_UNAVAILABLE);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  const preparing = prepare();
+  preparing.catch(() => undefined); // an abandoned preview may still fail later
+  try {
+    return await Promise.race([preparing, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
 
 function tooLarge(content: string): ToolOutput | undefined {
   const bytes = Buffer.byteLength(content, 'utf8');
@@ -51,6 +85,26 @@ function tooLarge(content: string): ToolOutput | undefined {
     content: `The content is ${bytes} bytes; files over ${WORKSPACE_LIMITS.writeBytes} bytes are not written.`,
     isError: true,
   };
+}
+
+/**
+ * A file's bytes for searching, or why it is skipped. Opened race-free (see openRegularFile): an
+ * entry listed as a file but swapped for a FIFO can't block the search.
+ */
+async function readSearchable(file: string): Promise<Buffer | 'too large' | 'not regular'> {
+  let opened: Awaited<ReturnType<typeof openRegularFile>>;
+  try {
+    opened = await openRegularFile(file);
+  } catch (error) {
+    if (error instanceof NotRegularFileError) return 'not regular';
+    throw error;
+  }
+  try {
+    if (opened.info.size > WORKSPACE_LIMITS.readBytes) return 'too large';
+    return await opened.handle.readFile();
+  } finally {
+    await opened.handle.close();
+  }
 }
 
 /** Replaces exactly one occurrence (or all, when asked), or explains why it can't. */
@@ -95,6 +149,7 @@ export function createWorkspaceTools(root: string): AnyTool[] {
     async execute({ path: p, recursive }) {
       try {
         const dir = await resolve(p);
+        await requireFolder(dir);
         const { entries, complete } = await walk(dir, { recursive, limit: WORKSPACE_LIMITS.listEntries });
         const base = await realpath(root);
         const lines = entries.map(
@@ -141,35 +196,35 @@ export function createWorkspaceTools(root: string): AnyTool[] {
   const searchFiles = defineTool({
     name: 'search_files',
     description: `Searches the text files under a workspace folder for a string or a regular expression; returns "path:line: text" for up to ${WORKSPACE_LIMITS.searchMatches} matching lines.`,
-    version: '2',
+    version: '3',
     input: SearchArgs,
     approval: 'never',
     risk: 'low',
     idempotent: true,
     async execute({ query, regex, caseSensitive, path: p }) {
-      let pattern: RegExp;
+      let pattern: LinePattern;
       try {
-        const source = regex ? query : query.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-        pattern = new RegExp(source, caseSensitive ? '' : 'i');
+        pattern = compileLinePattern(query, { regex, caseSensitive });
       } catch (error) {
-        return { content: `That is not a valid regular expression: ${(error as Error).message}`, isError: true };
+        if (error instanceof SearchPatternError) return { content: error.message, isError: true };
+        throw error;
       }
       try {
         const dir = await resolve(p);
+        await requireFolder(dir);
         const base = await realpath(root);
         const { entries, complete } = await walk(dir, { recursive: true, limit: WORKSPACE_LIMITS.searchFiles });
         const matches: string[] = [];
         let skipped = 0;
+        let special = 0;
         for (const entry of entries) {
+          if (entry.kind === 'other') special++;
           if (entry.kind !== 'file') continue;
           if (matches.length >= WORKSPACE_LIMITS.searchMatches) break;
-          const info = await stat(entry.absolute);
-          if (info.size > WORKSPACE_LIMITS.readBytes) {
-            skipped++;
-            continue;
-          }
-          const bytes = await readFile(entry.absolute);
-          if (looksBinary(bytes)) continue;
+          const bytes = await readSearchable(entry.absolute);
+          if (bytes === 'too large') skipped++;
+          if (bytes === 'not regular') special++;
+          if (typeof bytes === 'string' || looksBinary(bytes)) continue;
           const lines = bytes.toString('utf8').split('\n');
           for (const [i, line] of lines.entries()) {
             if (!pattern.test(line.slice(0, SEARCH_LINE_CHARS))) continue;
@@ -183,6 +238,7 @@ export function createWorkspaceTools(root: string): AnyTool[] {
             : '',
           complete ? '' : `[searched only the first ${WORKSPACE_LIMITS.searchFiles} entries of the folder]`,
           skipped ? `[skipped ${skipped} files over ${WORKSPACE_LIMITS.readBytes} bytes]` : '',
+          special ? `[skipped ${special} entries that are not regular files (pipes, sockets, devices)]` : '',
         ].filter(Boolean);
         return [...(matches.length ? matches : ['No matches.']), ...notes].join('\n');
       } catch (error) {
@@ -200,27 +256,28 @@ export function createWorkspaceTools(root: string): AnyTool[] {
     approval: 'always',
     risk: 'medium',
     idempotent: false,
-    async describeForApproval(raw) {
+    async describeForApproval(raw, ctx) {
       // Approval cards pass the arguments as the model sent them; parse for defaults.
       const parsed = WriteArgs.safeParse(raw);
       if (!parsed.success) return INVALID_FOR_CARD;
       const { path: p, content } = parsed.data;
-      try {
-        const file = await resolve(p);
-        const shown = await show(file);
-        const exists = await stat(file).then(
-          () => true,
-          () => false,
-        );
-        if (!exists) return unifiedDiff('', content, '/dev/null', `b/${shown}`) || `Creates ${shown} (empty).`;
-        const before = await readText(file);
-        if (typeof before !== 'string') return `Replaces ${shown}, which can't be shown: ${before.content}`;
-        return (
-          unifiedDiff(before, content, `a/${shown}`, `b/${shown}`) || `No change: ${shown} already has this content.`
-        );
-      } catch (error) {
-        return describeFailure(error).content;
-      }
+      return previewWithin(ctx.signal, async () => {
+        try {
+          const file = await resolve(p);
+          const shown = await show(file);
+          const existing = await stat(file).catch(() => undefined);
+          // A pipe, socket or device is refused before anything tries to read it for the diff.
+          if (existing && !existing.isDirectory()) requireRegularFile(existing);
+          if (!existing) return unifiedDiff('', content, '/dev/null', `b/${shown}`) || `Creates ${shown} (empty).`;
+          const before = await readText(file);
+          if (typeof before !== 'string') return `Replaces ${shown}, which can't be shown: ${before.content}`;
+          return (
+            unifiedDiff(before, content, `a/${shown}`, `b/${shown}`) || `No change: ${shown} already has this content.`
+          );
+        } catch (error) {
+          return describeFailure(error).content;
+        }
+      });
     },
     async execute({ path: p, content }) {
       const large = tooLarge(content);
@@ -244,21 +301,23 @@ export function createWorkspaceTools(root: string): AnyTool[] {
     approval: 'always',
     risk: 'medium',
     idempotent: false,
-    async describeForApproval(raw) {
+    async describeForApproval(raw, ctx) {
       const parsed = EditArgs.safeParse(raw);
       if (!parsed.success) return INVALID_FOR_CARD;
       const args = parsed.data;
-      try {
-        const file = await resolve(args.path);
-        const before = await readText(file);
-        if (typeof before !== 'string') return before.content;
-        const after = applyEdit(before, args);
-        if (typeof after !== 'string') return after.content;
-        const shown = await show(file);
-        return unifiedDiff(before, after, `a/${shown}`, `b/${shown}`) || 'No change: new_text equals old_text.';
-      } catch (error) {
-        return describeFailure(error).content;
-      }
+      return previewWithin(ctx.signal, async () => {
+        try {
+          const file = await resolve(args.path);
+          const before = await readText(file);
+          if (typeof before !== 'string') return before.content;
+          const after = applyEdit(before, args);
+          if (typeof after !== 'string') return after.content;
+          const shown = await show(file);
+          return unifiedDiff(before, after, `a/${shown}`, `b/${shown}`) || 'No change: new_text equals old_text.';
+        } catch (error) {
+          return describeFailure(error).content;
+        }
+      });
     },
     async execute(args) {
       try {
@@ -286,32 +345,36 @@ export function createWorkspaceTools(root: string): AnyTool[] {
     approval: 'always',
     risk: 'high',
     idempotent: false,
-    async describeForApproval(raw) {
+    async describeForApproval(raw, ctx) {
       const parsed = DeleteArgs.safeParse(raw);
       if (!parsed.success) return INVALID_FOR_CARD;
       const { path: p } = parsed.data;
-      try {
-        const file = await resolve(p);
-        const shown = await show(file);
-        const info = await stat(file);
-        if (info.isDirectory()) return `${shown} is a folder; only files can be deleted.`;
-        const text = await readText(file);
-        if (typeof text !== 'string') return `Deletes ${shown} (${info.size} bytes, not text).`;
-        const lines = text.split('\n');
-        if (text.endsWith('\n')) lines.pop();
-        const head = lines.slice(0, DELETE_PREVIEW_LINES).join('\n');
-        const more =
-          lines.length > DELETE_PREVIEW_LINES ? `\n… (${lines.length - DELETE_PREVIEW_LINES} more lines)` : '';
-        return `Deletes ${shown} (${info.size} bytes, ${lines.length} lines). It begins:\n${head}${more}`;
-      } catch (error) {
-        return describeFailure(error).content;
-      }
+      return previewWithin(ctx.signal, async () => {
+        try {
+          const file = await resolve(p);
+          const shown = await show(file);
+          const info = await stat(file);
+          if (info.isDirectory()) return `${shown} is a folder; only files can be deleted.`;
+          requireRegularFile(info);
+          const text = await readText(file);
+          if (typeof text !== 'string') return `Deletes ${shown} (${info.size} bytes, not text).`;
+          const lines = text.split('\n');
+          if (text.endsWith('\n')) lines.pop();
+          const head = lines.slice(0, DELETE_PREVIEW_LINES).join('\n');
+          const more =
+            lines.length > DELETE_PREVIEW_LINES ? `\n… (${lines.length - DELETE_PREVIEW_LINES} more lines)` : '';
+          return `Deletes ${shown} (${info.size} bytes, ${lines.length} lines). It begins:\n${head}${more}`;
+        } catch (error) {
+          return describeFailure(error).content;
+        }
+      });
     },
     async execute({ path: p }) {
       try {
         const file = await resolve(p);
         const info = await stat(file);
         if (info.isDirectory()) return { content: 'That is a folder; only files can be deleted.', isError: true };
+        requireRegularFile(info);
         await rm(file);
         return `Deleted ${await show(file)}.`;
       } catch (error) {
