@@ -1,0 +1,153 @@
+import { parseArgs } from 'node:util';
+import { builtinPolicy, type PolicyOptions } from './defaults.ts';
+import type { Policy, ToolDescriptor, Where } from './engine.ts';
+import { formatPolicyProblem, loadPolicyFile } from './parse.ts';
+import { formatPattern, personFromId } from './person.ts';
+import { TOOL_KINDS, type ToolKind } from './schema.ts';
+
+/** What a policy command prints (stdout lines) and its exit code. */
+export interface CommandResult {
+  lines: string[];
+  exitCode: number;
+}
+
+/** The kinds of Countersign's own tools; MCP tools (`server__tool`) are `mcp`. */
+export const BUILTIN_TOOL_KINDS: Readonly<Record<string, ToolKind>> = {
+  list_files: 'read',
+  read_file: 'read',
+  search_files: 'read',
+  current_time: 'read',
+  list_skills: 'read',
+  load_skill: 'read',
+  read_skill_file: 'read',
+  write_file: 'write',
+  edit_file: 'write',
+  delete_file: 'delete',
+  run_command: 'exec',
+  request_human_approval: 'question',
+};
+
+export const POLICY_USAGE = [
+  'Usage: countersign policy <command>',
+  '  check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--kind KIND] [--mcp trusted|untrusted] [--hints read-only|destructive|additive]',
+  '      the outcome for one call and the rule that decided it. PERSON is slack:T…:U… or discord:GUILD:USER;',
+  '      WHERE is dm (default), a channel id (C0123ABCD), or platform:workspace:channel',
+  '  lint FILE   every problem in a policy file, as file:line:column; exits 1 on any',
+];
+
+/** `countersign policy lint FILE`. */
+export function policyLint(file: string, options: PolicyOptions = {}): CommandResult {
+  const result = loadPolicyFile(file, options);
+  if (result.ok) return { lines: [`${file}: ok`], exitCode: 0 };
+  const lines = result.problems.map(formatPolicyProblem);
+  lines.push(`${result.problems.length} problem${result.problems.length === 1 ? '' : 's'}`);
+  return { lines, exitCode: 1 };
+}
+
+function parseWhere(text: string, platform: string, workspace: string): Where | string {
+  if (text === 'dm') return { platform, ...(workspace !== '@me' ? { workspace } : {}), dm: true };
+  const parts = text.split(':');
+  if (parts.length === 1) return { platform, workspace, channel: text, dm: false };
+  if (parts.length === 3 && parts[0] === platform)
+    return { platform, workspace: parts[1]!, channel: parts[2]!, dm: false };
+  return `--where must be dm, a channel id, or ${platform}:WORKSPACE:CHANNEL (got "${text}")`;
+}
+
+export interface PolicyCheckInput {
+  as: string;
+  tool: string;
+  args?: string;
+  where?: string;
+  kind?: string;
+  mcp?: string;
+  hints?: string;
+}
+
+/** `countersign policy check …` against `policy`. */
+export function policyCheck(policy: Policy, input: PolicyCheckInput): CommandResult {
+  const fail = (line: string): CommandResult => ({ lines: [line, ...POLICY_USAGE], exitCode: 2 });
+  const requester = personFromId(input.as);
+  if ('error' in requester) return fail(`--as: ${requester.error}`);
+  const where = parseWhere(input.where ?? 'dm', requester.platform, requester.workspace);
+  if (typeof where === 'string') return fail(where);
+  let args: unknown;
+  try {
+    args = input.args === undefined ? {} : JSON.parse(input.args);
+  } catch (error) {
+    return fail(`--args is not JSON: ${(error as Error).message}`);
+  }
+  const kind = input.kind ?? BUILTIN_TOOL_KINDS[input.tool] ?? (input.tool.includes('__') ? 'mcp' : undefined);
+  if (!kind || !(TOOL_KINDS as readonly string[]).includes(kind))
+    return fail(`--kind: say what ${input.tool} is: one of ${TOOL_KINDS.join(', ')}`);
+  const tool: ToolDescriptor = { name: input.tool, kind: kind as ToolKind };
+  if (kind === 'mcp') {
+    const hints = input.hints ?? 'none';
+    tool.mcp = {
+      server: input.tool.split('__')[0]!,
+      trusted: (input.mcp ?? 'trusted') === 'trusted',
+      ...(hints === 'read-only' ? { readOnlyHint: true } : {}),
+      ...(hints === 'destructive' ? { destructiveHint: true } : {}),
+      ...(hints === 'additive' ? { destructiveHint: false } : {}),
+    };
+  }
+  const admitted = policy.mayUse(requester, where);
+  if (!admitted.ok) return { lines: ['may use: no', `refusal: ${admitted.refusal}`], exitCode: 0 };
+  const decision = policy.decide({ tool, args, where, requester });
+  const lines = [
+    `outcome: ${decision.outcome}`,
+    `rule: ${decision.rule.name} (${decision.rule.source})`,
+    `risk: ${decision.risk}`,
+  ];
+  if (decision.outcome === 'ask' || decision.outcome === 'countersign') {
+    const who = decision.approvers.map(formatPattern).join(', ') || 'nobody configured';
+    lines.push(`approvers: ${decision.outcome === 'ask' ? `the requester, ${who}` : `${who} (not the requester)`}`);
+  }
+  if (decision.message) lines.push(`message: ${decision.message}`);
+  return { lines, exitCode: 0 };
+}
+
+/**
+ * `countersign policy …`: `args` are the words after `policy`. `file` is POLICY_FILE (unset: the
+ * built-in policy).
+ */
+export function policyCommand(args: string[], env: { file?: string; options?: PolicyOptions } = {}): CommandResult {
+  const [command, ...rest] = args;
+  const options = env.options ?? {};
+  try {
+    if (command === 'lint') {
+      const file = rest[0] ?? env.file;
+      if (!file) return { lines: ['policy lint needs a FILE (or POLICY_FILE)', ...POLICY_USAGE], exitCode: 2 };
+      return policyLint(file, options);
+    }
+    if (command === 'check') {
+      const { values } = parseArgs({
+        args: rest,
+        options: {
+          as: { type: 'string' },
+          tool: { type: 'string' },
+          args: { type: 'string' },
+          where: { type: 'string' },
+          kind: { type: 'string' },
+          mcp: { type: 'string' },
+          hints: { type: 'string' },
+          file: { type: 'string' },
+        },
+      });
+      if (!values.as || !values.tool)
+        return { lines: ['policy check needs --as and --tool', ...POLICY_USAGE], exitCode: 2 };
+      const file = values.file ?? env.file;
+      let policy = builtinPolicy(options);
+      if (file) {
+        const loaded = loadPolicyFile(file, options);
+        if (!loaded.ok) return { lines: loaded.problems.map(formatPolicyProblem), exitCode: 1 };
+        policy = loaded.policy;
+      }
+      return policyCheck(policy, { ...values, as: values.as, tool: values.tool });
+    }
+  } catch (error) {
+    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))
+      return { lines: [(error as Error).message, ...POLICY_USAGE], exitCode: 2 };
+    throw error;
+  }
+  return { lines: POLICY_USAGE, exitCode: command === undefined || command === 'help' ? 0 : 2 };
+}

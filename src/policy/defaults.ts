@@ -1,0 +1,126 @@
+import { compileNameGlob, compilePathGlob } from './glob.ts';
+import type { CompiledRule, PolicyParts } from './engine.ts';
+import { Policy } from './engine.ts';
+import { parsePerson, type PersonPattern } from './person.ts';
+import type { Outcome, Risk, ToolKind } from './schema.ts';
+
+/** What the deployment tells the engine; every field has a default. */
+export interface PolicyOptions {
+  /** APPROVERS, as written there (`slack:U…`, `discord:…`); bad entries are skipped (config reports them). */
+  approvers?: readonly string[];
+  /** CUSTOM_SKILLS_DIR, relative to the workspace (default `skills`). */
+  customSkillsDir?: string;
+  /**
+   * More workspace-relative paths or globs that change the agent when written: the policy file and
+   * MCP_CONFIG when they live inside the workspace.
+   */
+  protectedPaths?: readonly string[];
+}
+
+/**
+ * Workspace paths whose writes can later run code or change the agent, so a self-approved write
+ * would launder a risky action: scripts and build files, the custom skills folder, and dotfiles and
+ * dot-folders (`.gitconfig`, `.bashrc`, `.npmrc`, `.env`, `.git/hooks/…`, `.github/workflows/…`).
+ */
+export const AGENT_CHANGING_PATHS = [
+  '**/*.{sh,bash,zsh,fish,ps1,bat,cmd}',
+  '**/*.{py,js,mjs,cjs,ts,mts,cts,jsx,tsx,rb,pl,php,lua}',
+  '**/{bin,tools,scripts,hooks}/**',
+  '**/{Makefile,makefile,GNUmakefile,*.mk,Justfile,justfile,Taskfile.yml,Taskfile.yaml,Rakefile}',
+  '**/{package.json,pyproject.toml,setup.py,setup.cfg,Dockerfile,docker-compose.yml,compose.yaml}',
+  '**/.*',
+  '**/.*/**',
+] as const;
+
+const BUILT_IN = 'built-in';
+
+function builtin(
+  name: string,
+  outcome: Outcome,
+  risk: Risk,
+  when: Partial<Pick<CompiledRule, 'kinds' | 'mcp' | 'paths' | 'pathMatch' | 'test'>> & { tools?: string[] },
+): CompiledRule {
+  const { tools = ['*'], ...rest } = when;
+  return {
+    ref: { name: `default:${name}`, source: BUILT_IN },
+    tools: tools.map(compileNameGlob),
+    ...rest,
+    outcome,
+    risk,
+    grantable: outcome === 'ask',
+  };
+}
+
+const kinds = (...k: ToolKind[]) => ({ kinds: k });
+
+export function approverPatterns(entries: readonly string[]): PersonPattern[] {
+  return entries.flatMap((entry) => {
+    const parsed = parsePerson(entry.trim());
+    return parsed.ok ? [parsed.pattern] : [];
+  });
+}
+
+/**
+ * The built-in rules, tried after a file's. High-risk calls need a countersignature when anyone can
+ * give one (approvers are configured), and otherwise ask, so a single person alone still gets work
+ * done — with a card in front of every risky call.
+ */
+export function builtinRules(
+  haveApprovers: boolean,
+  options: PolicyOptions = {},
+): Pick<PolicyParts, 'fallback' | 'floors'> {
+  const high: Outcome = haveApprovers ? 'countersign' : 'ask';
+  const skills = (options.customSkillsDir ?? 'skills').replace(/^\.\/|\/+$/g, '') || 'skills';
+  const guarded = [`${skills}/**`, ...AGENT_CHANGING_PATHS, ...(options.protectedPaths ?? [])];
+  const floors: CompiledRule[] = [
+    builtin('agent-changing-write', high, 'high', {
+      kinds: ['write', 'delete', 'mcp', 'exec'],
+      paths: guarded.map(compilePathGlob),
+      pathMatch: 'any',
+      // A read-only MCP tool that names a path reads it.
+      test: ({ tool }) => tool.mcp?.readOnlyHint !== true,
+    }),
+  ];
+  const fallback: CompiledRule[] = [
+    // The agent's own question to a person always makes a card; its answer is the decision.
+    builtin('question', 'ask', 'low', kinds('question')),
+    builtin('mcp-config-never', 'allow', 'medium', {
+      ...kinds('mcp'),
+      test: ({ tool }) => tool.mcp?.override === 'never',
+    }),
+    builtin('mcp-config-always', 'ask', 'low', {
+      ...kinds('mcp'),
+      mcp: { readOnly: true, trusted: true },
+      test: ({ tool }) => tool.mcp?.override === 'always',
+    }),
+    builtin('read', 'allow', 'low', kinds('read')),
+    builtin('mcp-read', 'allow', 'low', { ...kinds('mcp'), mcp: { readOnly: true, trusted: true } }),
+    // A remote server's claim to be read-only is its own word, not the operator's.
+    builtin('mcp-read-untrusted', high, 'high', { ...kinds('mcp'), mcp: { readOnly: true, trusted: false } }),
+    builtin('mcp-destructive', high, 'high', {
+      ...kinds('mcp'),
+      mcp: { destructive: true },
+      test: ({ tool }) => tool.mcp?.destructiveHint === true,
+    }),
+    // No hints at all: per the MCP spec the tool may be destructive.
+    builtin('mcp-unannotated', high, 'high', { ...kinds('mcp'), mcp: { destructive: true } }),
+    builtin('mcp-write', 'ask', 'medium', kinds('mcp')),
+    builtin('exec', high, 'high', kinds('exec')),
+    builtin('delete', high, 'high', kinds('delete')),
+    builtin('write', 'ask', 'medium', kinds('write')),
+    builtin('unknown', high, 'high', {}),
+  ];
+  return { fallback, floors };
+}
+
+/** The policy in force without a policy file: the built-in rules alone, everyone may use the bot. */
+export function builtinPolicy(options: PolicyOptions = {}): Policy {
+  const defaultApprovers = approverPatterns(options.approvers ?? []);
+  return new Policy({
+    source: BUILT_IN,
+    home: [],
+    defaultApprovers,
+    rules: [],
+    ...builtinRules(defaultApprovers.length > 0, options),
+  });
+}

@@ -1,0 +1,351 @@
+import { normaliseWorkspacePath, type Glob } from './glob.ts';
+import { formatPattern, personMatches, samePerson, type Person, type PersonPattern } from './person.ts';
+import type { Outcome, Risk, ToolKind } from './schema.ts';
+
+/** What kind of tool is called: the caller says, so the engine never imports tools. */
+export interface ToolDescriptor {
+  /** The model-facing name: `write_file`, `run_command`, `github__create_issue`. */
+  name: string;
+  kind: ToolKind;
+  mcp?: {
+    server: string;
+    /** A server the operator runs (stdio); a remote URL server is not trusted. */
+    trusted: boolean;
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    /** The MCP config's per-tool `approval` override, if any. */
+    override?: 'always' | 'never';
+  };
+}
+
+/** Where a call is asked (or a message is sent). Ids are the platform's, unprefixed. */
+export interface Where {
+  platform: string;
+  /** Slack team of the conversation, Discord guild; absent in Discord DMs. */
+  workspace?: string;
+  channel?: string;
+  dm: boolean;
+}
+
+export interface DecideInput {
+  tool: ToolDescriptor;
+  args: unknown;
+  where: Where;
+  requester: Person;
+}
+
+/** Which rule decided: its `name` (or `rules[3]`, or `default:write`) and `file:line` (or `built-in`). */
+export interface RuleRef {
+  name: string;
+  source: string;
+}
+
+export interface Decision {
+  outcome: Outcome;
+  rule: RuleRef;
+  /** Why a call is denied, for the model and the person; set for `deny`, optional otherwise. */
+  message?: string;
+  /** Who may decide (besides the requester, for `ask`); empty for `allow` and `deny`. */
+  approvers: PersonPattern[];
+  risk: Risk;
+  /** Workspaces whose short Slack ids count (see person.ts), frozen so `mayDecide` needs nothing else. */
+  home: string[];
+  /** Room for standing grants (a later issue). */
+  grantable: boolean;
+}
+
+export type Verdict = { ok: true } | { ok: false; reason: string };
+export type Admission = { ok: true } | { ok: false; refusal: string };
+
+export interface CompiledWhere {
+  platforms?: string[];
+  /** `platform:id` */
+  workspaces?: string[];
+  /** `platform:id` or a bare id */
+  channels?: string[];
+  dm?: boolean;
+}
+
+export interface CompiledWho extends CompiledWhere {
+  people?: PersonPattern[];
+  guest?: boolean;
+}
+
+export interface CompiledRule {
+  ref: RuleRef;
+  tools: Glob[];
+  kinds?: ToolKind[];
+  mcp?: { trusted?: boolean; readOnly?: boolean; destructive?: boolean };
+  paths?: Glob[];
+  /** How `paths` apply; default: `any` for rules that tighten, `all` for rules that loosen. */
+  pathMatch?: 'any' | 'all';
+  command?: string[];
+  args?: Record<string, unknown[]>;
+  from?: PersonPattern[];
+  where?: CompiledWhere;
+  /** Built-in conditions the file format has no word for (the MCP config's override). */
+  test?: (input: DecideInput) => boolean;
+  outcome: Outcome;
+  /** Undefined: the policy's default approvers. */
+  approvers?: PersonPattern[];
+  message?: string;
+  risk?: Risk;
+  grantable: boolean;
+}
+
+export interface PolicyParts {
+  /** `built-in` or the file the policy came from. */
+  source: string;
+  /** Home workspace ids (see person.ts). */
+  home: string[];
+  defaultApprovers: PersonPattern[];
+  requesters?: { allow?: CompiledWho[]; deny?: CompiledWho[]; refusal?: string };
+  rules: CompiledRule[];
+  /** Built-in rules tried after the file's: they always decide. */
+  fallback: CompiledRule[];
+  /** Built-in floors no file rule can go below (writes that can later run or change the agent). */
+  floors: CompiledRule[];
+}
+
+export const DEFAULT_REFUSAL =
+  "Sorry — I can't take requests from you here. If you need me, ask whoever runs this bot to add you.";
+
+const STRICTNESS: Record<Outcome, number> = { allow: 0, ask: 1, countersign: 2, deny: 3 };
+const RISK_ORDER: Record<Risk, number> = { low: 0, medium: 1, high: 2 };
+
+/** Arguments that name workspace paths. `cwd` is where a program runs, not what it touches. */
+export const PATH_ARGS = [
+  'path',
+  'file',
+  'file_path',
+  'filePath',
+  'filename',
+  'dir',
+  'directory',
+  'source',
+  'destination',
+  'target',
+  'src',
+  'dest',
+  'from',
+  'to',
+] as const;
+export const PATH_LIST_ARGS = ['paths', 'files'] as const;
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function pathsOf(args: unknown): string[] {
+  if (!isRecord(args)) return [];
+  const out: string[] = [];
+  for (const key of PATH_ARGS) if (typeof args[key] === 'string') out.push(args[key]);
+  for (const key of PATH_LIST_ARGS) {
+    const list = args[key];
+    if (Array.isArray(list)) for (const item of list) if (typeof item === 'string') out.push(item);
+  }
+  return out.map(normaliseWorkspacePath);
+}
+
+/** run_command's argv (`command`), as a list: a string is split on whitespace. */
+export function commandOf(args: unknown): string[] | undefined {
+  if (!isRecord(args)) return undefined;
+  const command = args.command;
+  if (typeof command === 'string') return command.trim().split(/\s+/).filter(Boolean);
+  if (Array.isArray(command) && command.every((a) => typeof a === 'string')) return command;
+  return undefined;
+}
+
+/**
+ * A rule that loosens (allow, ask) must cover the whole call: every path argument matches, and the
+ * program is exactly the one named (`./kubectl` is not `kubectl`: it could be a script the agent
+ * wrote). A rule that tightens (countersign, deny) applies as soon as any part matches, and the
+ * program is compared by its base name (`/usr/local/bin/kubectl` is `kubectl`).
+ */
+const tightens = (rule: CompiledRule) => STRICTNESS[rule.outcome] >= STRICTNESS.countersign;
+
+function matchesPaths(rule: CompiledRule, args: unknown): boolean {
+  if (!rule.paths) return true;
+  const paths = pathsOf(args);
+  if (paths.length === 0) return false;
+  const hit = (p: string) => rule.paths!.some((g) => g.test(p));
+  const any = rule.pathMatch ? rule.pathMatch === 'any' : tightens(rule);
+  return any ? paths.some(hit) : paths.every(hit);
+}
+
+function matchesCommand(rule: CompiledRule, args: unknown): boolean {
+  if (!rule.command) return true;
+  const argv = commandOf(args);
+  if (!argv || argv.length < rule.command.length) return false;
+  return rule.command.every((word, i) => {
+    const given = argv[i]!;
+    if (given === word) return true;
+    return i === 0 && tightens(rule) && given.split('/').pop() === word;
+  });
+}
+
+function matchesArgs(rule: CompiledRule, args: unknown): boolean {
+  if (!rule.args) return true;
+  if (!isRecord(args)) return false;
+  return Object.entries(rule.args).every(([key, values]) => values.some((v) => Object.is(v, args[key])));
+}
+
+function matchesMcp(rule: CompiledRule, tool: ToolDescriptor): boolean {
+  if (!rule.mcp) return true;
+  const mcp = tool.mcp;
+  if (!mcp) return false;
+  const readOnly = mcp.readOnlyHint === true;
+  // MCP spec: destructiveHint defaults to true and means something only when readOnlyHint is false.
+  const destructive = !readOnly && mcp.destructiveHint !== false;
+  const want = rule.mcp;
+  return (
+    (want.trusted === undefined || want.trusted === mcp.trusted) &&
+    (want.readOnly === undefined || want.readOnly === readOnly) &&
+    (want.destructive === undefined || want.destructive === destructive)
+  );
+}
+
+export function matchesWhere(want: CompiledWhere | undefined, where: Where): boolean {
+  if (!want) return true;
+  if (want.platforms && !want.platforms.includes(where.platform)) return false;
+  if (want.workspaces && !(where.workspace && want.workspaces.includes(`${where.platform}:${where.workspace}`)))
+    return false;
+  if (want.channels) {
+    const channel = where.channel;
+    if (!channel || !want.channels.some((c) => c === channel || c === `${where.platform}:${channel}`)) return false;
+  }
+  if (want.dm !== undefined && want.dm !== where.dm) return false;
+  return true;
+}
+
+export function ruleMatches(rule: CompiledRule, input: DecideInput, home: readonly string[]): boolean {
+  return (
+    rule.tools.some((g) => g.test(input.tool.name)) &&
+    (!rule.kinds || rule.kinds.includes(input.tool.kind)) &&
+    matchesMcp(rule, input.tool) &&
+    matchesWhere(rule.where, input.where) &&
+    (!rule.from || rule.from.some((p) => personMatches(p, input.requester, home))) &&
+    matchesPaths(rule, input.args) &&
+    matchesCommand(rule, input.args) &&
+    matchesArgs(rule, input.args) &&
+    (!rule.test || rule.test(input))
+  );
+}
+
+/** A Slack person whose id another org issued (Slack Connect) counts as a guest, whatever the adapter said. */
+function isGuest(person: Person, where: Where): boolean {
+  if (person.guest) return true;
+  return person.platform === 'slack' && where.workspace !== undefined && person.workspace !== where.workspace;
+}
+
+function whoMatches(who: CompiledWho, person: Person, where: Where, home: readonly string[]): boolean {
+  if (who.people && !who.people.some((p) => personMatches(p, person, home))) return false;
+  if (who.workspaces && !who.workspaces.includes(`${person.platform}:${person.workspace}`)) return false;
+  if (who.guest !== undefined && who.guest !== isGuest(person, where)) return false;
+  return matchesWhere(who, where);
+}
+
+/**
+ * A validated policy, ready to answer. Every answer is pure and synchronous: no I/O, no clock.
+ */
+export class Policy {
+  readonly #parts: PolicyParts;
+
+  constructor(parts: PolicyParts) {
+    this.#parts = parts;
+  }
+
+  /** `built-in`, or the file this policy was read from. */
+  get source(): string {
+    return this.#parts.source;
+  }
+
+  /** Whether a requester may use the bot here at all; outside the policy they get `refusal` and no turn. */
+  mayUse(requester: Person, where: Where): Admission {
+    const gate = this.#parts.requesters;
+    // The console is the operator's own terminal.
+    if (!gate || requester.platform === 'console') return { ok: true };
+    const home = this.#home(where);
+    const refused = { ok: false as const, refusal: gate.refusal ?? DEFAULT_REFUSAL };
+    if (gate.deny?.some((who) => whoMatches(who, requester, where, home))) return refused;
+    if (gate.allow && !gate.allow.some((who) => whoMatches(who, requester, where, home))) return refused;
+    return { ok: true };
+  }
+
+  /** The outcome for one tool call: the first matching rule of the file, then the built-in defaults. */
+  decide(input: DecideInput): Decision {
+    const home = this.#home(input.where);
+    const first = (rules: CompiledRule[]) => rules.find((r) => ruleMatches(r, input, home));
+    const builtin = first(this.#parts.fallback);
+    if (!builtin) throw new Error('the built-in rules end in a catch-all; this cannot happen');
+    let rule = first(this.#parts.rules) ?? builtin;
+    const floor = first(this.#parts.floors);
+    // The floor decides when it is stricter, and names itself over an equally strict built-in rule.
+    if (floor) {
+      const diff = STRICTNESS[floor.outcome] - STRICTNESS[rule.outcome];
+      if (diff > 0 || (diff === 0 && rule.ref.source === floor.ref.source)) rule = floor;
+    }
+    const classified = floor && RISK_ORDER[floor.risk!] > RISK_ORDER[builtin.risk!] ? floor.risk! : builtin.risk!;
+    const needsDecision = rule.outcome === 'ask' || rule.outcome === 'countersign';
+    return {
+      outcome: rule.outcome,
+      rule: rule.ref,
+      ...(rule.message !== undefined ? { message: rule.message } : {}),
+      approvers: needsDecision ? (rule.approvers ?? this.#parts.defaultApprovers) : [],
+      risk: rule.risk ?? classified,
+      home,
+      grantable: rule.grantable,
+    };
+  }
+
+  /** See the free function `mayDecide`. */
+  mayDecide(decision: Decision, clicker: Person, requester: Person, action: 'approve' | 'deny' = 'approve'): Verdict {
+    return mayDecide(decision, clicker, requester, action);
+  }
+
+  #home(where: Where): string[] {
+    if (this.#parts.home.length > 0) return this.#parts.home;
+    return where.workspace !== undefined ? [where.workspace] : [];
+  }
+}
+
+const describeRule = (rule: RuleRef) => `${rule.name}, ${rule.source}`;
+
+/**
+ * Whether `clicker` may approve (or deny) a call decided as `decision`, asked by `requester`.
+ * `ask`: the requester or an approver. `countersign`: an approver who is not the requester — the
+ * requester may still deny (withdraw) their own call. `allow` and `deny` take no decision.
+ */
+export function mayDecide(
+  decision: Decision,
+  clicker: Person,
+  requester: Person,
+  action: 'approve' | 'deny' = 'approve',
+): Verdict {
+  const isRequester = samePerson(clicker, requester);
+  const isApprover = decision.approvers.some((p) => personMatches(p, clicker, decision.home));
+  switch (decision.outcome) {
+    case 'allow':
+      return { ok: false, reason: 'This call runs without a decision.' };
+    case 'deny':
+      return {
+        ok: false,
+        reason: `The policy denies this call (${describeRule(decision.rule)}); nobody can approve it.`,
+      };
+    case 'ask':
+      return isRequester || isApprover
+        ? { ok: true }
+        : { ok: false, reason: 'Only the requester or an approver can decide on this call.' };
+    case 'countersign':
+      if (isRequester && action === 'deny') return { ok: true };
+      if (isRequester)
+        return {
+          ok: false,
+          reason: `This call needs a second signature: someone other than you has to approve it (${describeRule(decision.rule)}).`,
+        };
+      return isApprover
+        ? { ok: true }
+        : {
+            ok: false,
+            reason: `Only an approver can countersign this call (${describeRule(decision.rule)}): ${decision.approvers.map(formatPattern).join(', ') || 'nobody is configured'}.`,
+          };
+  }
+}

@@ -1,0 +1,29 @@
+/** The policy engine's public face: who may ask, who must countersign. See README.md here. */
+export {
+  DEFAULT_REFUSAL,
+  mayDecide,
+  Policy,
+  type Admission,
+  type Decision,
+  type DecideInput,
+  type RuleRef,
+  type ToolDescriptor,
+  type Verdict,
+  type Where,
+} from './engine.ts';
+export { AGENT_CHANGING_PATHS, builtinPolicy, type PolicyOptions } from './defaults.ts';
+export { formatPolicyProblem, loadPolicyFile, parsePolicy, type PolicyParse, type PolicyProblem } from './parse.ts';
+export {
+  formatPattern,
+  parsePerson,
+  personFromId,
+  personKey,
+  personMatches,
+  samePerson,
+  type ParsedPerson,
+  type Person,
+  type PersonPattern,
+} from './person.ts';
+export { PolicyFileError, PolicyStore, type PolicyChange, type PolicyStoreOptions } from './store.ts';
+export { BUILTIN_TOOL_KINDS, policyCheck, policyCommand, policyLint, POLICY_USAGE, type CommandResult } from './cli.ts';
+export type { Outcome, Risk, ToolKind } from './schema.ts';

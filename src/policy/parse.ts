@@ -1,0 +1,331 @@
+import { readFileSync } from 'node:fs';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
+import type { ZodError } from 'zod';
+import { approverPatterns, builtinRules, type PolicyOptions } from './defaults.ts';
+import { Policy, type CompiledRule, type CompiledWho, type CompiledWhere } from './engine.ts';
+import { compileNameGlob, compilePathGlob } from './glob.ts';
+import { parsePerson, type PersonPattern } from './person.ts';
+import { APPROVERS_GROUP, GROUP_NAME, PolicySchema, type WhereMatch, type WhoMatch } from './schema.ts';
+
+/** One thing wrong with a policy file, where it is. `line` and `column` are 1-based. */
+export interface PolicyProblem {
+  file: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
+/** `file:line:column: message`, the shape editors and CI annotate from. */
+export function formatPolicyProblem(problem: PolicyProblem): string {
+  return `${problem.file}:${problem.line}:${problem.column}: ${problem.message}`;
+}
+
+export type PolicyParse = { ok: true; policy: Policy } | { ok: false; problems: PolicyProblem[] };
+
+type Path = ReadonlyArray<PropertyKey>;
+
+/** Positions of the parsed document's nodes, so a problem found on the data points into the file. */
+class Locator {
+  readonly #lines = new LineCounter();
+  readonly #file: string;
+  contents: Node | null = null;
+
+  constructor(file: string) {
+    this.#file = file;
+  }
+
+  get lineCounter(): LineCounter {
+    return this.#lines;
+  }
+
+  at(offset: number, message: string): PolicyProblem {
+    const { line, col } = this.#lines.linePos(offset);
+    return { file: this.#file, line, column: col, message };
+  }
+
+  /** The deepest node on `path` (or the key of `key` in the map there). */
+  offset(path: Path, key?: string): number {
+    let node: unknown = this.contents;
+    let offset = (this.contents?.range?.[0] as number | undefined) ?? 0;
+    const steps = key === undefined ? path : [...path, key];
+    for (let i = 0; i < steps.length; i++) {
+      const step = steps[i];
+      if (isMap(node)) {
+        const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(step));
+        if (!pair) break;
+        const isLast = i === steps.length - 1;
+        const target = isLast && key !== undefined ? pair.key : (pair.value ?? pair.key);
+        const range = (target as Node | null)?.range;
+        if (range) offset = range[0];
+        node = isLast && key !== undefined ? undefined : pair.value;
+      } else if (isSeq(node) && typeof step === 'number') {
+        const item = node.items[step] as Node | undefined;
+        if (!item?.range) break;
+        offset = item.range[0];
+        node = item;
+      } else break;
+    }
+    return offset;
+  }
+
+  problem(path: Path, message: string, key?: string): PolicyProblem {
+    return this.at(this.offset(path, key), `${describePath(key === undefined ? path : [...path, key])}${message}`);
+  }
+}
+
+function describePath(path: Path): string {
+  let out = '';
+  for (const step of path) out += typeof step === 'number' ? `[${step}]` : `${out ? '.' : ''}${String(step)}`;
+  return out ? `${out}: ` : '';
+}
+
+function valueAt(raw: unknown, path: Path): unknown {
+  let value = raw;
+  for (const step of path) {
+    // A scalar where a list was expected stands for its one item (`tool: x` reads as `tool: [x]`).
+    if (typeof value !== 'object' || value === null) return value;
+    value = (value as Record<PropertyKey, unknown>)[step];
+  }
+  return value;
+}
+
+function zodProblems(error: ZodError, where: Locator, raw: unknown): PolicyProblem[] {
+  const problems: PolicyProblem[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) problems.push(where.problem(issue.path, 'unknown key (check its spelling)', key));
+      continue;
+    }
+    if (issue.path.length > 0 && valueAt(raw, issue.path) === undefined) {
+      const key = String(issue.path[issue.path.length - 1] ?? '');
+      const parent = issue.path.slice(0, -1);
+      const hint =
+        key === 'outcome' ? ' (allow, ask, countersign or deny)' : key === 'tool' ? ' (a tool name or glob)' : '';
+      problems.push(where.at(where.offset(parent), `${describePath(parent)}"${key}" is missing${hint}`));
+      continue;
+    }
+    const message =
+      issue.code === 'invalid_type' && issue.message.startsWith('Invalid input')
+        ? `expected ${issue.expected}`
+        : issue.message;
+    problems.push(where.problem(issue.path, message));
+  }
+  return problems;
+}
+
+/** Everything a file's references resolve to, or the problems that stop them resolving. */
+class Resolver {
+  readonly problems: PolicyProblem[] = [];
+  readonly #groups: Record<string, string[]>;
+  readonly #approversEnv: PersonPattern[];
+  readonly #where: Locator;
+  readonly #expanded = new Map<string, PersonPattern[]>();
+
+  constructor(groups: Record<string, string[]>, approversEnv: PersonPattern[], where: Locator) {
+    this.#groups = groups;
+    this.#approversEnv = approversEnv;
+    this.#where = where;
+    for (const name of Object.keys(groups)) {
+      if (!GROUP_NAME.test(name) || name === APPROVERS_GROUP) {
+        this.problems.push(
+          where.problem(
+            ['groups'],
+            name === APPROVERS_GROUP
+              ? `"${APPROVERS_GROUP}" is reserved for the APPROVERS variable; pick another name`
+              : 'a group name is lower-case: a letter, then letters, digits, "_" and "-"',
+            name,
+          ),
+        );
+      }
+    }
+    for (const name of Object.keys(groups)) this.#group(name, ['groups', name], []);
+  }
+
+  #group(name: string, path: Path, stack: string[]): PersonPattern[] {
+    const known = this.#expanded.get(name);
+    if (known) return known;
+    if (stack.includes(name)) {
+      this.problems.push(
+        this.#where.problem(path, `group "${name}" includes itself (${[...stack, name].join(' → ')})`),
+      );
+      return [];
+    }
+    const members = (this.#groups[name] ?? []).flatMap((ref, i) =>
+      this.#ref(ref, ['groups', name, i], [...stack, name]),
+    );
+    this.#expanded.set(name, members);
+    return members;
+  }
+
+  #ref(ref: string, path: Path, stack: string[]): PersonPattern[] {
+    if (ref === APPROVERS_GROUP) return this.#approversEnv;
+    if (GROUP_NAME.test(ref)) {
+      if (!Object.hasOwn(this.#groups, ref)) {
+        const known = Object.keys(this.#groups);
+        this.problems.push(
+          this.#where.problem(
+            path,
+            `unknown group "${ref}" (${known.length ? `groups: ${known.join(', ')}` : 'no groups are defined'}; APPROVERS means the variable)`,
+          ),
+        );
+        return [];
+      }
+      return this.#group(ref, path, stack);
+    }
+    const parsed = parsePerson(ref);
+    return parsed.ok ? [parsed.pattern] : [];
+  }
+
+  /** People named by a list of references (group names expanded). */
+  people(refs: string[] | undefined, path: Path): PersonPattern[] | undefined {
+    return refs?.flatMap((ref, i) => this.#ref(ref, [...path, i], []));
+  }
+}
+
+const where = (match: WhereMatch | undefined): CompiledWhere | undefined =>
+  match && {
+    ...(match.platforms ? { platforms: match.platforms } : {}),
+    ...(match.workspaces ? { workspaces: match.workspaces } : {}),
+    ...(match.channels ? { channels: match.channels } : {}),
+    ...(match.dm !== undefined ? { dm: match.dm } : {}),
+  };
+
+function who(match: WhoMatch, resolve: Resolver, path: Path): CompiledWho {
+  const people = resolve.people(match.people, [...path, 'people']);
+  return {
+    ...where(match),
+    ...(people ? { people } : {}),
+    ...(match.workspaces ? { workspaces: match.workspaces } : {}),
+    ...(match.guest !== undefined ? { guest: match.guest } : {}),
+  };
+}
+
+/**
+ * Parses and validates a policy file's text (YAML, or JSON, which is YAML too), reporting every
+ * problem with its line and column, and compiles it. Never throws on bad input.
+ */
+export function parsePolicy(text: string, file: string, options: PolicyOptions = {}): PolicyParse {
+  const locate = new Locator(file);
+  const doc = parseDocument(text, { lineCounter: locate.lineCounter, uniqueKeys: true, prettyErrors: false });
+  locate.contents = doc.contents as Node | null;
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      problems: doc.errors.map((e) => {
+        const pos = e.linePos?.[0] ?? { line: 1, col: 1 };
+        return { file, line: pos.line, column: pos.col, message: e.message.split('\n')[0]! };
+      }),
+    };
+  }
+  const raw: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (raw === null || raw === undefined)
+    return {
+      ok: false,
+      problems: [locate.at(0, 'the policy file is empty; write at least "rules: []" (see docs/policy.md)')],
+    };
+  const parsed = PolicySchema.safeParse(raw);
+  if (!parsed.success) return { ok: false, problems: zodProblems(parsed.error, locate, raw) };
+  const spec = parsed.data;
+
+  const approversEnv = approverPatterns(options.approvers ?? []);
+  const resolve = new Resolver(spec.groups ?? {}, approversEnv, locate);
+  const problems = resolve.problems;
+  const defaultApprovers = resolve.people(spec.approvers, ['approvers']) ?? approversEnv;
+
+  const names = new Set<string>();
+  const rules: CompiledRule[] = spec.rules.map((rule, i) => {
+    const path = ['rules', i];
+    const name = rule.name ?? `rules[${i}]`;
+    if (rule.name !== undefined) {
+      if (rule.name.startsWith('default:'))
+        problems.push(locate.problem([...path, 'name'], 'names starting with "default:" belong to the built-in rules'));
+      else if (names.has(rule.name))
+        problems.push(locate.problem([...path, 'name'], `another rule is already named "${rule.name}"`));
+      names.add(rule.name);
+    }
+    const approvers = resolve.people(rule.approvers, [...path, 'approvers']);
+    const decides = rule.outcome === 'ask' || rule.outcome === 'countersign';
+    if (rule.approvers && !decides)
+      problems.push(
+        locate.problem([...path, 'approvers'], `approvers only apply to ask and countersign, not ${rule.outcome}`),
+      );
+    if (rule.grantable && !decides)
+      problems.push(locate.problem([...path, 'grantable'], `only ask and countersign rules can be grantable`));
+    if (rule.outcome === 'countersign' && (approvers ?? defaultApprovers).length === 0)
+      problems.push(
+        locate.problem(
+          [...path, 'outcome'],
+          'countersign needs someone to countersign: give the rule approvers, set approvers at the top, or set APPROVERS',
+        ),
+      );
+    const from = resolve.people(rule.from, [...path, 'from']);
+    const line = locate.lineCounter.linePos(locate.offset(path)).line;
+    return {
+      ref: { name, source: `${file}:${line}` },
+      tools: rule.tool.map(compileNameGlob),
+      ...(rule.kind ? { kinds: rule.kind } : {}),
+      ...(rule.mcp ? { mcp: rule.mcp } : {}),
+      ...(rule.paths ? { paths: rule.paths.map(compilePathGlob) } : {}),
+      ...(rule.command ? { command: rule.command } : {}),
+      ...(rule.args
+        ? { args: Object.fromEntries(Object.entries(rule.args).map(([k, v]) => [k, Array.isArray(v) ? v : [v]])) }
+        : {}),
+      ...(from ? { from } : {}),
+      ...(rule.where ? { where: where(rule.where)! } : {}),
+      outcome: rule.outcome,
+      ...(approvers ? { approvers } : {}),
+      ...(rule.message !== undefined
+        ? { message: rule.message }
+        : rule.outcome === 'deny'
+          ? { message: `The policy does not allow this (rule ${name}).` }
+          : {}),
+      ...(rule.risk ? { risk: rule.risk } : {}),
+      grantable: rule.grantable ?? rule.outcome === 'ask',
+    };
+  });
+
+  const gate = spec.requesters;
+  const requesters = gate && {
+    ...(gate.allow ? { allow: gate.allow.map((m, i) => who(m, resolve, ['requesters', 'allow', i])) } : {}),
+    ...(gate.deny ? { deny: gate.deny.map((m, i) => who(m, resolve, ['requesters', 'deny', i])) } : {}),
+    ...(gate.refusal ? { refusal: gate.refusal } : {}),
+  };
+  if (problems.length > 0) return { ok: false, problems: dedupe(problems) };
+
+  return {
+    ok: true,
+    policy: new Policy({
+      source: file,
+      home: (spec.workspaces ?? []).map((w) => w.slice(w.indexOf(':') + 1)),
+      defaultApprovers,
+      ...(requesters ? { requesters } : {}),
+      rules,
+      ...builtinRules(defaultApprovers.length > 0, options),
+    }),
+  };
+}
+
+function dedupe(problems: PolicyProblem[]): PolicyProblem[] {
+  const seen = new Set<string>();
+  return problems
+    .filter((p) => {
+      const key = `${p.line}:${p.column}:${p.message}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    })
+    .sort((a, b) => a.line - b.line || a.column - b.column);
+}
+
+/** Reads and parses a policy file; an unreadable file is one problem at 1:1. */
+export function loadPolicyFile(file: string, options: PolicyOptions = {}): PolicyParse & { text?: string } {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'the file does not exist' : `the file could not be read (${code ?? 'error'})`;
+    return { ok: false, problems: [{ file, line: 1, column: 1, message: why }] };
+  }
+  return { ...parsePolicy(text, file, options), text };
+}
