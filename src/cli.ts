@@ -50,7 +50,8 @@ async function start(args: string[]): Promise<number> {
     exiting = true;
     app.log.info({ signal }, 'shutting down');
     await app.stop();
-    process.exit(0);
+    // process.exitCode may say why a run ended badly (the console's input ended at an undecided card).
+    process.exit();
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli } from '../helpers/processes.ts';
@@ -47,5 +50,71 @@ describe('approvals in the console', () => {
       'The person answered: Yes, deploy. (The scripted demo model does not deploy anything for real.)',
     );
     expect(out.trimEnd().split('\n').at(-1)).toContain('echo: "thanks"');
+  });
+});
+
+describe('the console when a turn stops at an approval card', () => {
+  let db: TestDatabase;
+  let dir: string;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    dir = mkdtempSync(path.join(tmpdir(), 'cs-console-card-'));
+    const script = path.join(dir, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        rules: [
+          {
+            match: 'write the note',
+            rounds: [
+              {
+                text: 'I will write the note first.',
+                toolCalls: [{ name: 'write_file', args: { path: 'note.txt', content: 'hello' } }],
+              },
+              { text: 'Done: {{lastToolResult}}' },
+            ],
+          },
+          { rounds: [{ text: 'echo: {{lastUser}}' }] },
+        ],
+      }),
+    );
+    env = {
+      DATABASE_URL: db.url,
+      AI_PROVIDER: 'scripted',
+      SCRIPTED_MODEL_SCRIPT: script,
+      AGENT_WORKSPACE_ROOT: path.join(dir, 'workspace'),
+      HTTP_PORT: '0',
+      HTTP_HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+    };
+  });
+  afterAll(async () => {
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prints the text streamed before the card, then the card, as a terminal shows them', async () => {
+    const run = runCli(['start'], env, 'write the note\ny\n');
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(0);
+    const out = run.stdout();
+    const said = out.indexOf('I will write the note first.');
+    const card = out.indexOf('**Approval needed**');
+    expect(said, out).toBeGreaterThanOrEqual(0);
+    expect(card, out).toBeGreaterThan(said);
+    // Separated the way the terminal renderer separates two messages.
+    expect(out.slice(said, card)).toBe('I will write the note first.\n\n');
+    expect(out).toContain('Done:');
+    expect(readFileSync(path.join(dir, 'workspace', 'note.txt'), 'utf8')).toBe('hello');
+  });
+
+  it('exits 3 and names the calls left undecided when input ends while the card waits', async () => {
+    const run = runCli(['start'], { ...env, AGENT_WORKSPACE_ROOT: path.join(dir, 'untouched') }, 'write the note\n');
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(3);
+    expect(run.stderr()).toMatch(/not approved and did not run:\n {2}1\. write_file \{.*"path": "note\.txt"/);
+    expect(run.stdout()).toContain('**Approval needed**');
+    expect(existsSync(path.join(dir, 'untouched', 'note.txt'))).toBe(false);
   });
 });

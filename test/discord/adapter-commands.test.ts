@@ -51,7 +51,8 @@ describe('Discord slash commands against the fake Discord', () => {
     const list = fake.interact(slashCommandInteraction(fake.scene, { name: 'skills' }));
     await fake.until(() => list.response, 'the /skills answer', 45_000);
     expect(list.response!.type).toBe(4);
-    expect(list.response!.data).toMatchObject({ flags: 64 });
+    // Ephemeral (64), with link previews suppressed (4) as on every bot message.
+    expect(list.response!.data).toMatchObject({ flags: 64 | 4 });
     const content = String(list.response!.data!.content);
     const installed = h.app.skills.list().map((s) => s.name);
     expect(installed).toContain('runbook');
@@ -129,7 +130,7 @@ describe('Discord slash commands against the fake Discord', () => {
       slashCommandInteraction(fake.scene, { name: 'skill', options: [{ name: 'name', type: 3, value: 'runbok' }] }),
     );
     await fake.until(() => run.response, 'the answer', 45_000);
-    expect(run.response!.data).toMatchObject({ flags: 64 });
+    expect(run.response!.data).toMatchObject({ flags: 64 | 4 });
     expect(String(run.response!.data!.content)).toMatch(/no skill named "runbok".*Did you mean "runbook"/);
   });
 });

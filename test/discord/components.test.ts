@@ -125,7 +125,7 @@ describe('buttons', () => {
 
 describe('approval card', () => {
   it('shows tool, risk, arguments, plan hash and a relative expiry', () => {
-    const p = approvalCard(card(1));
+    const p = approvalCard(card(1))[0]!;
     const text = `${p.content}\n${embedText(p)}`;
     expect(text).toContain('tool_0');
     expect(text).toContain('high');
@@ -135,14 +135,14 @@ describe('approval card', () => {
   });
 
   it('offers just Approve and Deny for a single call', () => {
-    const p = approvalCard(card(1));
+    const p = approvalCard(card(1))[0]!;
     expect(p.components).toHaveLength(1);
     expect(p.components[0]!.components.map((b) => b.label)).toEqual(['Approve', 'Deny']);
     expect(customIds(p)).toEqual([`${NONCE}.A`, `${NONCE}.D`]);
   });
 
   it('offers Approve/Deny per call plus Approve all/Deny all for several calls', () => {
-    const p = approvalCard(card(3));
+    const p = approvalCard(card(3))[0]!;
     expect(p.components).toHaveLength(4);
     expect(customIds(p)).toEqual([
       `${NONCE}.a0`,
@@ -156,14 +156,38 @@ describe('approval card', () => {
     ]);
   });
 
-  it('falls back to Approve all/Deny all alone when the calls outnumber the rows, and says so', () => {
-    const p = approvalCard(card(6));
-    expect(customIds(p)).toEqual([`${NONCE}.A`, `${NONCE}.D`]);
-    expect(p.content).toMatch(/together/);
+  it('spreads twelve calls over three messages, each call with its own row, Approve all only on the last', () => {
+    const pages = approvalCard(card(12));
+    expect(pages).toHaveLength(3);
+    expect(pages.map((p) => p.components.length)).toEqual([4, 4, 5]);
+    expect(pages.flatMap(customIds)).toEqual([
+      ...Array.from({ length: 12 }, (_, i) => [`${NONCE}.a${i}`, `${NONCE}.d${i}`]).flat(),
+      `${NONCE}.A`,
+      `${NONCE}.D`,
+    ]);
+    // Each message shows exactly the calls whose buttons it carries.
+    pages.forEach((p, i) => {
+      expect(p.embeds[0]!.fields!.map((f) => f.name.split(' ')[0])).toEqual([1, 2, 3, 4].map((k) => `#${i * 4 + k}`));
+    });
+    expect(pages[2]!.content).toMatch(/Approve all.*#1–#12/);
+  });
+
+  it('keeps the layout once calls are decided one by one, dropping only their buttons', () => {
+    const pages = approvalCard(card(6), [{ index: 4, decision: 'deny' }]);
+    expect(pages).toHaveLength(2);
+    expect(pages.flatMap(customIds)).not.toContain(`${NONCE}.a4`);
+    expect(pages.flatMap(customIds)).toContain(`${NONCE}.a5`);
+    expect(JSON.stringify(pages[1]!.embeds)).toContain('denied');
+  });
+
+  it('wraps links in the content so Discord never previews them (a card cannot suppress embeds)', () => {
+    const [p] = approvalCard({ ...card(1), requesterLabel: 'eve https://evil.example/x?s=1' });
+    expect(p!.content).toContain('<https://evil.example/x?s=1>');
+    expect(p!.flags ?? 0).toBe(0);
   });
 
   it('keeps huge arguments within every embed limit, cut with a note and a closed fence', () => {
-    const p = approvalCard(card(4, 'y'.repeat(20_000)));
+    const p = approvalCard(card(4, 'y'.repeat(20_000)))[0]!;
     const fields = p.embeds[0]!.fields!;
     for (const f of fields) {
       expect(f.value.length).toBeLessThanOrEqual(LIMITS.embedFieldValue);
@@ -174,20 +198,24 @@ describe('approval card', () => {
   });
 
   it('does not let backticks in the arguments close the code block', () => {
-    const p = approvalCard(card(1, 'before ``` after @everyone'));
+    const p = approvalCard(card(1, 'before ``` after @everyone'))[0]!;
     const value = p.embeds[0]!.fields![0]!.value;
     expect(value.match(/```/g)).toHaveLength(2);
     expect(value).not.toContain('@everyone');
   });
 
   it('never pings: every card sends allowed_mentions with nothing to parse', () => {
-    for (const p of [approvalCard(card(2)), decidedApprovalCard(card(2), [], 'x'), expiredApprovalCard(card(2))]) {
+    for (const p of [
+      approvalCard(card(2))[0]!,
+      decidedApprovalCard(card(2), [], 'x')[0]!,
+      expiredApprovalCard(card(2))[0]!,
+    ]) {
       expect(p.allowed_mentions).toEqual({ parse: [] });
     }
   });
 
   it('removes the buttons once decided and shows each call’s outcome', () => {
-    const p = decidedApprovalCard(
+    const [p] = decidedApprovalCard(
       card(2),
       [
         { index: 0, decision: 'approve' },
@@ -195,6 +223,7 @@ describe('approval card', () => {
       ],
       '<@42>',
     );
+    if (!p) throw new Error('no card');
     expect(p.components).toEqual([]);
     const names = p.embeds[0]!.fields!.map((f) => f.name);
     expect(names[0]).toContain('approved');
@@ -203,12 +232,12 @@ describe('approval card', () => {
   });
 
   it('headlines a unanimous approval as Approved', () => {
-    const p = decidedApprovalCard(card(1), [{ index: 0, decision: 'approve' }], 'Bob');
+    const p = decidedApprovalCard(card(1), [{ index: 0, decision: 'approve' }], 'Bob')[0]!;
     expect(p.content).toMatch(/Approved/);
   });
 
   it('removes the buttons once expired and says nothing ran', () => {
-    const p = expiredApprovalCard(card(2));
+    const p = expiredApprovalCard(card(2))[0]!;
     expect(p.components).toEqual([]);
     expect(p.content).toMatch(/expired/i);
     expect(p.content).toMatch(/nothing ran/);
@@ -232,18 +261,21 @@ describe('cards Discord accepts', () => {
     });
 
   it.each([
-    ['one call', () => approvalCard(card(1))],
+    ['one call', () => approvalCard(card(1))[0]!],
     [
       'four calls with huge arguments and details',
       () =>
         approvalCard({
           ...card(4, 'z'.repeat(9000)),
           calls: card(4, 'z'.repeat(9000)).calls.map((c) => ({ ...c, detail: 'd'.repeat(9000) })),
-        }),
+        })[0]!,
     ],
-    ['thirty calls', () => approvalCard(card(30, 'a'.repeat(500)))],
-    ['a decided card', () => decidedApprovalCard(card(3), [{ index: 0, decision: 'approve' }], 'Bob')],
-    ['an expired card', () => expiredApprovalCard(card(3))],
+    ...Array.from({ length: 7 }, (_, i): [string, () => ApiMessagePayload] => [
+      `message ${i + 1} of thirty calls with huge arguments`,
+      () => approvalCard(card(30, 'a'.repeat(5000)))[i]!,
+    ]),
+    ['a decided card', () => decidedApprovalCard(card(3), [{ index: 0, decision: 'approve' }], 'Bob')[0]!],
+    ['an expired card', () => expiredApprovalCard(card(3))[0]!],
     [
       'a stop button',
       (): ApiMessagePayload => ({

@@ -10,6 +10,20 @@ import { FakeDiscord } from '../fakes/discord/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const NONCE = 'N'.repeat(32);
+const SUPPRESS_EMBEDS = 1 << 2;
+
+function manyCalls(n: number): ApprovalCard {
+  return {
+    ...card('pending'),
+    calls: Array.from({ length: n }, (_, index) => ({
+      index,
+      id: `c${index}`,
+      tool: 'restart_service',
+      argsPretty: `{"service":"s${index}"}`,
+      risk: 'high' as const,
+    })),
+  };
+}
 
 function card(state: ApprovalCard['state'], decisions?: ApprovalCard['decisions']): ApprovalCard {
   return {
@@ -57,6 +71,32 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
     expect(stored.history.map((v) => v.content)).toEqual(['hi @\u200beveryone', 'bye <@\u200b42> and @\u200bhere']);
     expect(stored.allowedMentions).toEqual({ parse: [] });
     expect(stored.pings).toMatchObject({ everyone: false, users: [], roles: [] });
+  });
+
+  it('asks Discord not to preview links on every reply it posts and edits (SUPPRESS_EMBEDS)', async () => {
+    const since = fake.requests.length;
+    const { messageId } = await outbound.post(target, 'see https://evil.example/?secret=1');
+    await outbound.edit(target, messageId, 'now https://evil.example/?secret=2', {
+      buttons: [{ label: 'Stop', value: 'stop:t1', style: 'danger' }],
+    });
+    const sent = fake.requests.slice(since).filter((r) => r.method === 'POST' || r.method === 'PATCH');
+    expect(sent.map((r) => [r.method, r.status, (r.body as { flags?: number }).flags])).toEqual([
+      ['POST', 200, SUPPRESS_EMBEDS],
+      ['PATCH', 200, SUPPRESS_EMBEDS],
+    ]);
+    expect(fake.message(messageId)!.history.map((v) => v.flags)).toEqual([SUPPRESS_EMBEDS, SUPPRESS_EMBEDS]);
+  });
+
+  it('is checked by a fake that refuses flags an edit may not set, as Discord does', async () => {
+    const { messageId } = await outbound.post(target, 'x');
+    const res = await fetch(`${fake.restUrl}/v10/channels/${target.channel}/messages/${messageId}`, {
+      method: 'PATCH',
+      headers: { Authorization: `Bot ${fake.token}`, 'Content-Type': 'application/json' },
+      // SUPPRESS_NOTIFICATIONS can be set on create only.
+      body: JSON.stringify({ content: 'y', flags: 1 << 12 }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { code: number }).code).toBe(50035);
   });
 
   it('takes one rate token per call, and none for an edit whose token the stream already reserved', async () => {
@@ -143,5 +183,30 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
     expect(stored.history).toHaveLength(2);
     expect(stored.message.components).toEqual([]);
     expect(stored.message.content).toMatch(/Decided.*alice/);
+  });
+
+  it('shows a card too big for one message as several, and updates them all by the one id it returns', async () => {
+    const { messageId } = await outbound.showApprovalCard(target, manyCalls(6));
+    const ids = messageId.split(',');
+    expect(ids).toHaveLength(2);
+    await outbound.showApprovalCard(
+      target,
+      { ...manyCalls(6), state: 'decided', decisions: [{ index: 0, approved: true, by: 'alice' }] },
+      messageId,
+    );
+    for (const id of ids) expect(fake.message(id)!.message.components).toEqual([]);
+  });
+
+  it('takes back the messages it posted when a later one fails, so a retry leaves no half card', async () => {
+    const since = fake.requests.length;
+    fake.rateLimits.failNext('POST /channels/:channel_id/messages', { after: 1, retryAfterSeconds: 1 });
+    const error = await outbound.showApprovalCard(target, manyCalls(6)).then(
+      () => undefined,
+      (e: unknown) => e as Error & { retryAfterMs?: number },
+    );
+    expect(error?.retryAfterMs).toBeGreaterThanOrEqual(1000);
+    const posts = fake.requests.slice(since).filter((r) => r.method === 'POST' && r.status === 200);
+    expect(posts).toHaveLength(1);
+    expect(fake.message((posts[0]!.response as { id: string }).id)!.deleted).toBe(true);
   });
 });

@@ -10,7 +10,7 @@ import type { ConsoleOutbound } from './outbound.ts';
 import type { ApprovalCard } from '../../approval/card.ts';
 import type { ApprovalService } from '../../approval/service.ts';
 import type { CallDecision } from '../../queue/work-item.ts';
-import { TerminalRenderer } from './terminal-renderer.ts';
+import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 
 /** A line the console handles itself instead of sending to the agent (e.g. `/skills`). */
 export type ConsoleCommand = (
@@ -30,7 +30,16 @@ export interface ConsoleAdapterOptions {
   commands?: ConsoleCommand;
   /** Ctrl-C during a turn stops it (through the same path as a Stop button). */
   stopTurn?: (workItemId: string, by: { platform: string; userId: string }) => Promise<{ ok: boolean }>;
+  /** Where the session says what it left undone (default: stderr, so piped stdout holds only replies). */
+  errorOutput?: NodeJS.WritableStream;
 }
+
+/**
+ * The exit code of a console session whose input ended while an approval card still waited: the
+ * actions it asked for were not done, and a script piping into the console must be able to tell.
+ * The console sets it as `process.exitCode`; the CLI exits with that code once it has shut down.
+ */
+export const EXIT_UNDECIDED = 3;
 
 /**
  * Reads a person's answer to a card: y/n for all calls, one y/n letter per call ("yn"), or for a
@@ -62,6 +71,26 @@ function cardPrompt(card: ApprovalCard): string {
 
 type TurnEnd = { kind: 'finished' | 'failed' | 'awaitingApproval' };
 
+/** What a card still waits for: its calls nobody decided yet. */
+function undecidedCalls(card: ApprovalCard): ApprovalCard['calls'] {
+  const decided = new Set((card.decisions ?? []).map((d) => d.index));
+  return card.calls.filter((c) => !decided.has(c.index));
+}
+
+/** Characters of a call's arguments the notice repeats: enough to tell calls apart on one line. */
+const NOTICE_ARGS_CHARS = 200;
+
+function undecidedNotice(card: ApprovalCard): string {
+  if (card.kind === 'question') {
+    return `Input ended before the agent's question was answered ("${card.question ?? ''}"); the turn waits, nothing more was done.\n`;
+  }
+  const lines = undecidedCalls(card).map((c) => {
+    const args = c.argsPretty.replace(/\s+/g, ' ');
+    return `  ${c.index + 1}. ${c.tool} ${args.length > NOTICE_ARGS_CHARS ? `${args.slice(0, NOTICE_ARGS_CHARS - 1)}…` : args}`;
+  });
+  return `Input ended while an approval card waited; these calls were not approved and did not run:\n${lines.join('\n')}\n`;
+}
+
 /**
  * The console adapter: a terminal chat. Each line becomes a CRITICAL work item on the same durable
  * queue Slack and Discord use; the reply streams back through the console outbound. When stdin is
@@ -73,11 +102,16 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
   const session = randomBytes(4).toString('hex');
   const conversationId = `console:${user}:${session}`;
   const renderer = new TerminalRenderer(output);
-  let latest: string;
+  /**
+   * The current turn's messages, in the order they appeared (the streamed answer, then a card, or a
+   * continuation). Piped output prints them all, joined the way the terminal renderer separates
+   * them, so piped and interactive sessions show the same text.
+   */
+  let turnMessages = new Map<string, string>();
   let pendingCard: ApprovalCard | undefined;
   outbound.onChange((id, text, target) => {
     if (target.channel !== session) return;
-    latest = text;
+    turnMessages.set(id, text);
     if (interactive) renderer.show(id, text);
   });
   let cardWaiter: (() => void) | undefined;
@@ -130,7 +164,7 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
       renderer.end();
       output.write('\n');
     } else {
-      output.write(`${latest}\n`);
+      output.write(`${[...turnMessages.values()].join(MESSAGE_SEPARATOR)}\n`);
     }
     if (end.kind === 'awaitingApproval' && pendingCard) {
       if (interactive) {
@@ -186,7 +220,7 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
       }
       if (!('continuation' in result)) continue;
       pendingCard = undefined;
-      latest = '';
+      turnMessages = new Map();
       if (interactive) {
         output.write('\ncountersign › ');
         renderer.begin();
@@ -211,7 +245,7 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
       reply: { platform: 'console', channel: session },
       ...(command && 'draft' in command ? command.draft : {}),
     };
-    latest = '';
+    turnMessages = new Map();
     if (interactive) {
       output.write('\ncountersign › ');
       renderer.begin();
@@ -220,4 +254,9 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
     await afterTurn(await waitForEnd(item));
   }
   if (interactive) output.write('\n');
+  if (pendingCard) {
+    // Ending quietly would read as success while the action was never done.
+    (options.errorOutput ?? process.stderr).write(undecidedNotice(pendingCard));
+    process.exitCode = EXIT_UNDECIDED;
+  }
 }

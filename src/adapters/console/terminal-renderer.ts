@@ -1,3 +1,6 @@
+/** What stands between two messages of one turn on screen (and in piped output). */
+export const MESSAGE_SEPARATOR = '\n\n';
+
 /**
  * Renders a streaming reply in a terminal: appended text is written as it arrives; when earlier text
  * changes (a status line disappears, a round is retried) the reply's lines are erased and redrawn.
@@ -26,7 +29,7 @@ export class TerminalRenderer {
   show(messageId: string, text: string): void {
     if (this.#messageId !== undefined && messageId !== this.#messageId) {
       // Another message (a continuation, an approval card): keep the previous one on screen.
-      this.#out.write('\n\n');
+      this.#out.write(MESSAGE_SEPARATOR);
       this.#shown = '';
     }
     this.#messageId = messageId;

@@ -20,7 +20,13 @@ export interface InteractionDeps {
   outbound: DiscordOutbound;
 }
 
-const PRIVATE = { flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
+// SuppressEmbeds on everything the bot says: a link in its text is never fetched for a preview.
+// A deferred reply cannot carry it (Discord accepts only Ephemeral there); the edit that fills it does.
+const PRIVATE = {
+  flags: MessageFlags.Ephemeral | MessageFlags.SuppressEmbeds,
+  allowedMentions: { parse: [] },
+} as const;
+const PUBLIC_EDIT = { flags: MessageFlags.SuppressEmbeds, allowedMentions: { parse: [] } } as const;
 
 /**
  * Slash commands, autocomplete and button clicks. Every interaction is acknowledged (deferred)
@@ -73,11 +79,11 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
         payload: { interactionId: interaction.id },
         reply: { ...target, messageId: placeholder.messageId },
       });
-      await interaction.editReply({ content: `Running skill \`${run.skill.name}\`…`, allowedMentions: { parse: [] } });
+      await interaction.editReply({ content: `Running skill \`${run.skill.name}\`…`, ...PUBLIC_EDIT });
     } catch (error) {
       ctx.log.error({ err: error, channel: interaction.channelId }, 'could not enqueue a Discord skill run');
       await deps.rest.delete(Routes.channelMessage(interaction.channelId, placeholder.messageId)).catch(() => {});
-      await interaction.editReply({ content: UNAVAILABLE, allowedMentions: { parse: [] } });
+      await interaction.editReply({ content: UNAVAILABLE, ...PUBLIC_EDIT });
     }
   };
 

@@ -1,4 +1,4 @@
-import type { Message } from 'discord.js';
+import { MessageFlags, type Message } from 'discord.js';
 import type { AdapterContext } from '../platform.ts';
 import type { ReplyTarget } from '../../reply/outbound.ts';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
@@ -145,7 +145,11 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
  */
 async function tellUnavailable(message: Message, ids: Record<string, unknown>, ctx: AdapterContext): Promise<void> {
   try {
-    await message.reply({ content: UNAVAILABLE, allowedMentions: { parse: [], repliedUser: false } });
+    await message.reply({
+      content: UNAVAILABLE,
+      flags: MessageFlags.SuppressEmbeds,
+      allowedMentions: { parse: [], repliedUser: false },
+    });
   } catch (error) {
     ctx.log.error({ err: error, ...ids }, 'could not tell the person their Discord message was not taken');
   }

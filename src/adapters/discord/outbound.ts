@@ -7,7 +7,9 @@ import {
   approvalCard,
   decidedApprovalCard,
   expiredApprovalCard,
+  MessageFlag,
   NO_MENTIONS,
+  refusedApprovalCard,
   replyButtonRows,
   type ApiMessagePayload,
   type ApprovalCardInput,
@@ -36,6 +38,12 @@ export class DiscordOutbound implements Outbound {
   readonly #rest: REST;
   readonly #pool: Pool;
   readonly #applicationId: string;
+  /**
+   * What this process last sent to each card message. A click on a card of several messages changes
+   * one of them; patching only that one keeps a decision from spending the channel's 5 edits per
+   * 5 seconds on unchanged messages. Another process's client starts empty and patches them all.
+   */
+  readonly #cardSent = new Map<string, string>();
 
   constructor(rest: REST, pool: Pool, applicationId: string) {
     this.#rest = rest;
@@ -69,6 +77,7 @@ export class DiscordOutbound implements Outbound {
       embeds: [],
       allowed_mentions: NO_MENTIONS,
       components: options?.buttons?.length ? replyButtonRows(options.buttons) : [],
+      flags: MessageFlag.suppressEmbeds,
     };
   }
 
@@ -89,30 +98,72 @@ export class DiscordOutbound implements Outbound {
     );
   }
 
+  /**
+   * Shows a card as one or more messages (see `callPages`). The card's message id is the ids of its
+   * messages joined by commas (Discord ids are digits), so an update patches every one of them.
+   */
   async showApprovalCard(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<PostedMessage> {
-    const body = renderCard(card);
+    const pages = renderCard(card);
     if (messageId) {
-      await this.#send(target.channel, () =>
-        this.#rest.patch(Routes.channelMessage(target.channel, messageId), { body }),
-      );
+      const ids = messageId.split(CARD_ID_SEPARATOR);
+      for (const [i, body] of pages.entries()) {
+        const id = ids[i];
+        // The layout depends only on the number of calls, so a card never gains a message.
+        if (!id) break;
+        const json = JSON.stringify(body);
+        if (this.#cardSent.get(id) === json) continue;
+        await this.#send(target.channel, () => this.#rest.patch(Routes.channelMessage(target.channel, id), { body }));
+        this.#remember(id, json);
+      }
       return { messageId };
     }
-    const message = (await this.#send(target.channel, () =>
-      this.#rest.post(Routes.channelMessages(target.channel), { body }),
-    )) as { id: string };
-    return { messageId: message.id };
+    const posted: string[] = [];
+    try {
+      // In order, so Approve all / Deny all (on the last message) appear only after every call.
+      for (const body of pages) {
+        const message = (await this.#send(target.channel, () =>
+          this.#rest.post(Routes.channelMessages(target.channel), { body }),
+        )) as { id: string };
+        posted.push(message.id);
+        this.#remember(message.id, JSON.stringify(body));
+      }
+    } catch (error) {
+      // The show-card job posts the whole card again; no half card with live buttons is left behind.
+      for (const id of posted) {
+        await this.#rest.delete(Routes.channelMessage(target.channel, id)).catch(() => undefined);
+      }
+      throw error;
+    }
+    return { messageId: posted.join(CARD_ID_SEPARATOR) };
+  }
+
+  #remember(messageId: string, json: string): void {
+    this.#cardSent.delete(messageId);
+    this.#cardSent.set(messageId, json);
+    if (this.#cardSent.size > CARD_MEMORY) this.#cardSent.delete(this.#cardSent.keys().next().value!);
   }
 }
 
-/** The approval card in Discord's components; button custom_ids are the neutral `nonce.decision` values. */
-export function renderCard(card: ApprovalCard): ApiMessagePayload {
-  if (card.kind === 'question' || card.state === 'refused') {
-    return {
-      content: neutralizeMentions(cardText(card)).slice(0, LIMITS.messageContent),
-      embeds: [],
-      allowed_mentions: NO_MENTIONS,
-      components: replyButtonRows(cardButtons(card)),
-    };
+const CARD_ID_SEPARATOR = ',';
+/** Card messages whose last payload a process remembers; the oldest is forgotten first. */
+const CARD_MEMORY = 1000;
+
+/**
+ * The approval card in Discord's components, one payload per message; button custom_ids are the
+ * neutral `nonce.decision` values. Cards with calls keep their rich embed, so they cannot carry
+ * SUPPRESS_EMBEDS (it hides that embed too); their `content` has its links wrapped instead.
+ */
+export function renderCard(card: ApprovalCard): ApiMessagePayload[] {
+  if (card.kind === 'question') {
+    return [
+      {
+        content: neutralizeMentions(cardText(card)).slice(0, LIMITS.messageContent),
+        embeds: [],
+        allowed_mentions: NO_MENTIONS,
+        components: replyButtonRows(cardButtons(card)),
+        flags: MessageFlag.suppressEmbeds,
+      },
+    ];
   }
   const input: ApprovalCardInput = {
     nonce: card.nonce,
@@ -127,15 +178,15 @@ export function renderCard(card: ApprovalCard): ApiMessagePayload {
     expiresAt: card.expiresAt,
     requesterLabel: card.requesterLabel,
   };
+  const outcomes = (card.decisions ?? []).map((d) => ({
+    index: d.index,
+    decision: d.approved ? ('approve' as const) : ('deny' as const),
+  }));
   if (card.state === 'expired') return expiredApprovalCard(input);
+  if (card.state === 'refused') return refusedApprovalCard(input);
   if (card.state === 'decided') {
     const by = [...new Set((card.decisions ?? []).map((d) => d.by))].join(', ');
-    return decidedApprovalCard(
-      input,
-      (card.decisions ?? []).map((d) => ({ index: d.index, decision: d.approved ? 'approve' : 'deny' })),
-      by,
-    );
+    return decidedApprovalCard(input, outcomes, by);
   }
-  const payload = approvalCard(input);
-  return { ...payload, components: replyButtonRows(cardButtons(card)) };
+  return approvalCard(input, outcomes);
 }

@@ -18,6 +18,15 @@ export function createWebClient(token: string, apiUrl: string | undefined): WebC
 }
 
 /**
+ * Sent with every post and update: Slack never fetches a link in the bot's text for a preview, so a
+ * prompt-injected answer cannot leak a secret through the preview request. chat.postMessage
+ * documents both arguments; chat.update does not list them (Slack ignores arguments a method does
+ * not know), so they are sent there too in case a URL added by an edit would be unfurled. The
+ * streaming methods document neither; see streaming.ts.
+ */
+export const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
+
+/**
  * Slack's speaking half: Web API calls any worker process can make. Edits draw from a
  * per-workspace budget shared in Postgres (chat.update is Tier 3, ~50/min per workspace), so every
  * conversation and every worker together stay inside it.
@@ -70,7 +79,7 @@ export class SlackOutbound implements Outbound {
         ...(target.thread ? { thread_ts: target.thread } : {}),
         text: markdownToMrkdwn(text).slice(0, 3000),
         blocks: replyBlocks(text, options?.buttons),
-        unfurl_links: false,
+        ...NO_UNFURLS,
       }),
     );
     return { messageId: String(result.ts) };
@@ -86,6 +95,7 @@ export class SlackOutbound implements Outbound {
           ts: messageId,
           text: markdownToMrkdwn(text).slice(0, 3000),
           blocks: replyBlocks(text, options?.buttons),
+          ...NO_UNFURLS,
         }),
       options?.reserved,
     );
@@ -96,7 +106,7 @@ export class SlackOutbound implements Outbound {
     const blocks = approvalCardBlocks(card);
     if (messageId) {
       await this.#call(target, 'chat.update', () =>
-        this.#client.chat.update({ channel: target.channel, ts: messageId, text, blocks }),
+        this.#client.chat.update({ channel: target.channel, ts: messageId, text, blocks, ...NO_UNFURLS }),
       );
       return { messageId };
     }
@@ -106,6 +116,7 @@ export class SlackOutbound implements Outbound {
         ...(target.thread ? { thread_ts: target.thread } : {}),
         text,
         blocks,
+        ...NO_UNFURLS,
       }),
     );
     return { messageId: String(result.ts) };

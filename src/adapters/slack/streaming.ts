@@ -38,6 +38,9 @@ const STREAM_GONE = new Set([
 
 /**
  * Slack's native streaming (chat.startStream / appendStream / stopStream) for the reply stream.
+ * Unlike chat.postMessage, none of the three documents `unfurl_links` / `unfurl_media`, so streams
+ * are sent without them (see NO_UNFURLS in outbound.ts); a method's strict argument check could
+ * otherwise refuse every stream.
  * Streams are threaded replies to the person who asked; a stream that cannot start (no thread, no
  * budget left this minute, the method missing) makes the reply fall back to posting and editing.
  */

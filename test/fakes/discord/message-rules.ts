@@ -20,6 +20,21 @@ const FIELD_VALUE_MAX = 1024;
 const FOOTER_MAX = 2048;
 const EMBED_TOTAL_MAX = 6000;
 
+/** Message flag bits a request may set, per endpoint (API v10: Create Message, Edit Message, interaction responses). */
+const SUPPRESS_EMBEDS = 1 << 2;
+const EPHEMERAL = 1 << 6;
+const SUPPRESS_NOTIFICATIONS = 1 << 12;
+const IS_VOICE_MESSAGE = 1 << 13;
+const IS_COMPONENTS_V2 = 1 << 15;
+export const SETTABLE_FLAGS = {
+  /** POST /channels/{id}/messages. */
+  create: SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_VOICE_MESSAGE | IS_COMPONENTS_V2,
+  /** PATCH of a message (channel or webhook): only SUPPRESS_EMBEDS can be set or unset. */
+  edit: SUPPRESS_EMBEDS | IS_COMPONENTS_V2,
+  /** Interaction responses and follow-ups. */
+  interaction: EPHEMERAL | SUPPRESS_EMBEDS | SUPPRESS_NOTIFICATIONS | IS_VOICE_MESSAGE | IS_COMPONENTS_V2,
+} as const;
+
 const Component = z.looseObject({
   type: z.number().int(),
   custom_id: z.string().optional(),
@@ -68,7 +83,10 @@ export const MessageBody = z.looseObject({
 export type MessageBody = z.infer<typeof MessageBody>;
 
 /** Parses a body and applies Discord's limits; throws the ApiError Discord would answer with. */
-export function checkMessageBody(raw: unknown, options: { requireSomething: boolean }): MessageBody {
+export function checkMessageBody(
+  raw: unknown,
+  options: { requireSomething: boolean; settableFlags?: number },
+): MessageBody {
   const parsed = MessageBody.safeParse(raw ?? {});
   if (!parsed.success) {
     throw invalidFormBody(
@@ -82,6 +100,9 @@ export function checkMessageBody(raw: unknown, options: { requireSomething: bool
   const body = parsed.data;
   const problems: FieldProblem[] = [];
   if (body.content != null && body.content.length > CONTENT_MAX) problems.push(maxLength(['content'], CONTENT_MAX));
+  if (body.flags != null && options.settableFlags !== undefined && (body.flags & ~options.settableFlags) !== 0) {
+    problems.push({ path: ['flags'], code: 'MESSAGE_FLAGS_INVALID', message: 'Invalid message flags' });
+  }
   if (body.components) checkComponents(body.components, problems);
   if (body.embeds) checkEmbeds(body.embeds, problems);
   if (problems.length) throw invalidFormBody(problems);

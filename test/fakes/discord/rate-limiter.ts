@@ -25,6 +25,8 @@ const FALLBACK_BUCKET: BucketRule = { limit: 50, windowSeconds: 1 };
 export const GLOBAL_PER_SECOND = 50;
 
 export interface ForcedLimit {
+  /** Calls to let through before the forced 429s start. */
+  skip: number;
   remaining: number;
   retryAfterSeconds: number;
   global: boolean;
@@ -68,9 +70,16 @@ export class FakeRateLimiter {
     this.#rules[route] = rule;
   }
 
-  /** The next `count` calls to `route` are answered 429 with `retry_after: retryAfterSeconds`. */
-  failNext(route: RouteKey, options: { count?: number; retryAfterSeconds: number; global?: boolean }): void {
+  /**
+   * The next `count` calls to `route` (after letting `after` calls through) are answered 429 with
+   * `retry_after: retryAfterSeconds`.
+   */
+  failNext(
+    route: RouteKey,
+    options: { count?: number; retryAfterSeconds: number; global?: boolean; after?: number },
+  ): void {
     this.#forced.set(route, {
+      skip: options.after ?? 0,
       remaining: options.count ?? 1,
       retryAfterSeconds: options.retryAfterSeconds,
       global: options.global ?? false,
@@ -97,7 +106,8 @@ export class FakeRateLimiter {
     });
 
     const forced = this.#forced.get(route);
-    if (forced && forced.remaining > 0) {
+    if (forced && forced.skip > 0) forced.skip -= 1;
+    else if (forced && forced.remaining > 0) {
       forced.remaining -= 1;
       if (forced.remaining === 0) this.#forced.delete(route);
       return this.#limited(headers(rule.limit - w.count), forced.retryAfterSeconds, forced.global, 'forced');

@@ -22,7 +22,7 @@ import {
   unsupported,
   type FieldProblem,
 } from './api-errors.ts';
-import { checkMessageBody } from './message-rules.ts';
+import { checkMessageBody, SETTABLE_FLAGS } from './message-rules.ts';
 import { MessageFlag, type FakeWorld, type InteractionState, type StoredMessage } from './world.ts';
 
 export interface RestContext {
@@ -76,7 +76,8 @@ function postMessage(
   source: StoredMessage['source'],
   extra: Json = {},
 ): StoredMessage {
-  const body = checkMessageBody(raw, { requireSomething: true });
+  const settableFlags = source === 'rest' ? SETTABLE_FLAGS.create : SETTABLE_FLAGS.interaction;
+  const body = checkMessageBody(raw, { requireSomething: true, settableFlags });
   if (body.message_reference) {
     const ref = ctx.world.messages.get(body.message_reference.message_id);
     if (!ref && body.message_reference.fail_if_not_exists !== false) {
@@ -91,7 +92,7 @@ function postMessage(
 }
 
 function editMessage(ctx: RestContext, stored: StoredMessage, raw: unknown, clearFlags = 0): Json {
-  const body = checkMessageBody(raw, { requireSomething: false });
+  const body = checkMessageBody(raw, { requireSomething: false, settableFlags: SETTABLE_FLAGS.edit });
   ctx.world.editMessage(stored, body, clearFlags);
   if (!stored.ephemeral) ctx.notify('MESSAGE_UPDATE', ctx.world.asGatewayMessage(stored.message));
   return stored.message;

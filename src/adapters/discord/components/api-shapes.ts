@@ -46,6 +46,21 @@ export interface ApiMessagePayload {
   /** Always present: an edit must send `[]` to remove buttons, omitting the field keeps them. */
   components: ApiActionRow[];
   allowed_mentions: ApiAllowedMentions;
+  /**
+   * Message flags. Replies set SUPPRESS_EMBEDS: a link in model text is never fetched for a preview
+   * (a prompt-injected answer could otherwise leak a secret in the preview request). Create accepts
+   * SUPPRESS_EMBEDS and SUPPRESS_NOTIFICATIONS, edit only SUPPRESS_EMBEDS, and an edit replaces the
+   * flags, so every edit sends it again.
+   */
+  flags?: number;
 }
+
+/** Message flag bits (API v10, Message Resource › Message Flags). */
+export const MessageFlag = {
+  /** Do not include any embeds: hides link previews, and the message's own rich embeds too. */
+  suppressEmbeds: 1 << 2,
+  /** An interaction reply only its clicker sees. */
+  ephemeral: 1 << 6,
+} as const;
 
 export const NO_MENTIONS: ApiAllowedMentions = { parse: [] };

@@ -50,69 +50,151 @@ export type CallOutcome = z.infer<typeof CallOutcome>;
 const COLOR = { pending: 0xf0b232, approved: 0x23a55a, denied: 0xf23f43, mixed: 0x5865f2, expired: 0x80848e };
 const RISK_MARK = { low: '🟢 low', medium: '🟠 medium', high: '🔴 high' } as const;
 
-/** Calls that get their own Approve/Deny row; the last row is kept for Approve all / Deny all. */
-export const MAX_INDIVIDUAL_CALLS = LIMITS.actionRows - 1;
-/** Fields kept for calls; one more field says how many were left off. */
-const MAX_CALL_FIELDS = LIMITS.embedFields - 1;
-
-export function approvalCard(raw: ApprovalCardInput): ApiMessagePayload {
-  const input = ApprovalCardInput.parse(raw);
-  const n = input.calls.length;
-  const what = n === 1 ? 'an action' : `${n} actions`;
-  const individually =
-    n > MAX_INDIVIDUAL_CALLS ? ` Too many to decide one by one here: approve or deny them together.` : '';
-  return {
-    content: clip(
-      `🔐 **Approval needed** — ${clip(input.requesterLabel, 100)} asked for ${what} that need a person's OK. ` +
-        `Expires ${relativeTime(input.expiresAt)}.${individually}`,
-      LIMITS.messageContent,
-    ),
-    embeds: [callsEmbed(input, 'Approval needed', COLOR.pending, () => undefined)],
-    components: approvalButtons(input),
-    allowed_mentions: NO_MENTIONS,
-  };
+/**
+ * How a card's calls are spread over messages. Every call gets its own row (Approve #n / Deny #n),
+ * and the last message also carries the Approve all / Deny all row, so one message holds at most
+ * `actionRows` calls, the last one fewer. Calls are spread evenly (e.g. 12 → 4 + 4 + 4), and the
+ * layout depends only on the number of calls, so every later render patches the same messages.
+ */
+export function callPages(callCount: number): Array<{ first: number; count: number }> {
+  if (callCount <= 1) return [{ first: 0, count: callCount }];
+  const pages = Math.ceil((callCount + 1) / LIMITS.actionRows);
+  const base = Math.floor(callCount / pages);
+  const extra = callCount % pages;
+  const out: Array<{ first: number; count: number }> = [];
+  let first = 0;
+  for (let p = 0; p < pages; p++) {
+    const count = base + (p < extra ? 1 : 0);
+    out.push({ first, count });
+    first += count;
+  }
+  return out;
 }
 
-/** The card after a decision: the same calls with each outcome, and no buttons left to click. */
+/**
+ * A pending card, as one or more messages to post in order. Calls in `decided` (decided one by
+ * one) show their outcome and lose their buttons. Approve all / Deny all sit only on the last
+ * message, posted after every call is visible, and that message says which calls they cover.
+ */
+export function approvalCard(raw: ApprovalCardInput, decided: CallOutcome[] = []): ApiMessagePayload[] {
+  const input = ApprovalCardInput.parse(raw);
+  const n = input.calls.length;
+  const byIndex = new Map(decided.map((o) => [o.index, o.decision]));
+  const what = n === 1 ? 'an action' : `${n} actions`;
+  const pages = callPages(n);
+  return pages.map((page, p) => {
+    const calls = input.calls.slice(page.first, page.first + page.count);
+    const last = p === pages.length - 1;
+    const range = `#${page.first + 1}–#${page.first + page.count}`;
+    let content =
+      p === 0
+        ? `🔐 **Approval needed** — ${clip(input.requesterLabel, 100)} asked for ${what} that need a person's OK. ` +
+          `Expires ${relativeTime(input.expiresAt)}.`
+        : `🔐 **Approval needed** (continued, ${p + 1} of ${pages.length}) — calls ${range}.`;
+    if (pages.length > 1 && p === 0) content += ` The calls are listed over ${pages.length} messages.`;
+    if (pages.length > 1 && last) {
+      content += ` **Approve all** / **Deny all** below decide every call still open in these ${pages.length} messages (#1–#${n}).`;
+    }
+    const embedTitle = pages.length > 1 ? `Approval needed (${p + 1}/${pages.length})` : 'Approval needed';
+    return {
+      content: clip(noLinkPreviews(content), LIMITS.messageContent),
+      embeds: [
+        callsEmbed(input, calls, embedTitle, COLOR.pending, (call) => {
+          const d = byIndex.get(call.index);
+          return d === 'approve' ? '✅ approved' : d === 'deny' ? '❌ denied' : undefined;
+        }),
+      ],
+      components: approvalButtons(input, calls, byIndex, last),
+      allowed_mentions: NO_MENTIONS,
+    };
+  });
+}
+
+/** The card after a decision: the same messages with each call's outcome, and no buttons left to click. */
 export function decidedApprovalCard(
   raw: ApprovalCardInput,
   outcomes: CallOutcome[],
   deciderLabel: string,
-): ApiMessagePayload {
+): ApiMessagePayload[] {
   const input = ApprovalCardInput.parse(raw);
   const byIndex = new Map(outcomes.map((o) => [o.index, o.decision]));
   const decided = input.calls.map((c) => byIndex.get(c.index));
   const all = (d: ApprovalDecision) => decided.every((x) => x === d);
   const verdict = all('approve') ? 'approved' : all('deny') ? 'denied' : 'mixed';
   const headline = { approved: '✅ **Approved**', denied: '❌ **Denied**', mixed: '☑️ **Decided**' }[verdict];
-  return {
-    content: clip(`${headline} by ${clip(deciderLabel, 100)}.`, LIMITS.messageContent),
-    embeds: [
-      callsEmbed(input, `Approval ${verdict}`, COLOR[verdict], (call) => {
-        const d = byIndex.get(call.index);
-        return d === 'approve' ? '✅ approved' : d === 'deny' ? '❌ denied' : '⏹ not decided (did not run)';
-      }),
-    ],
-    components: [],
-    allowed_mentions: NO_MENTIONS,
-  };
+  return closedPages(
+    input,
+    `${headline} by ${clip(deciderLabel, 100)}.`,
+    `Approval ${verdict}`,
+    COLOR[verdict],
+    (call) => {
+      const d = byIndex.get(call.index);
+      return d === 'approve' ? '✅ approved' : d === 'deny' ? '❌ denied' : '⏹ not decided (did not run)';
+    },
+  );
 }
 
 /** The card once its time ran out: nothing ran, and the buttons are gone. */
-export function expiredApprovalCard(raw: ApprovalCardInput): ApiMessagePayload {
+export function expiredApprovalCard(raw: ApprovalCardInput): ApiMessagePayload[] {
   const input = ApprovalCardInput.parse(raw);
-  return {
-    content: '⌛ **Approval expired** — nothing ran. Ask again if it is still needed.',
-    embeds: [callsEmbed(input, 'Approval expired', COLOR.expired, () => '⌛ expired (did not run)')],
-    components: [],
-    allowed_mentions: NO_MENTIONS,
-  };
+  return closedPages(
+    input,
+    '⌛ **Approval expired** — nothing ran. Ask again if it is still needed.',
+    'Approval expired',
+    COLOR.expired,
+    () => '⌛ expired (did not run)',
+  );
 }
 
-function approvalButtons(input: ApprovalCardInput): ApiActionRow[] {
-  const { nonce, calls } = input;
+/** The card once the plan changed under it: nothing ran, and the buttons are gone. */
+export function refusedApprovalCard(raw: ApprovalCardInput): ApiMessagePayload[] {
+  const input = ApprovalCardInput.parse(raw);
+  return closedPages(
+    input,
+    '⛔ **Refused** — the plan or its scope changed after the request; nothing ran.',
+    'Approval refused',
+    COLOR.expired,
+    () => '⛔ refused (did not run)',
+  );
+}
+
+/** Every message of a card that can no longer be decided, laid out like the pending card it replaces. */
+function closedPages(
+  input: ApprovalCardInput,
+  headline: string,
+  title: string,
+  color: number,
+  status: (call: ApprovalCardCall) => string,
+): ApiMessagePayload[] {
+  const pages = callPages(input.calls.length);
+  return pages.map((page, p) => ({
+    content: clip(
+      noLinkPreviews(pages.length > 1 ? `${headline} (${p + 1} of ${pages.length})` : headline),
+      LIMITS.messageContent,
+    ),
+    embeds: [
+      callsEmbed(
+        input,
+        input.calls.slice(page.first, page.first + page.count),
+        pages.length > 1 ? `${title} (${p + 1}/${pages.length})` : title,
+        color,
+        status,
+      ),
+    ],
+    components: [],
+    allowed_mentions: NO_MENTIONS,
+  }));
+}
+
+function approvalButtons(
+  input: ApprovalCardInput,
+  calls: ApprovalCardCall[],
+  decided: Map<number, ApprovalDecision>,
+  last: boolean,
+): ApiActionRow[] {
+  const { nonce } = input;
   const decide = (call: number | 'all', decision: ApprovalDecision) => approvalCustomId({ nonce, decision, call });
-  if (calls.length === 1) {
+  if (input.calls.length === 1) {
     // One call: deciding it is deciding the whole plan, the same `A` / `D` every platform sends.
     return actionRows([
       button('Approve', decide('all', 'approve'), ButtonStyle.success),
@@ -120,27 +202,39 @@ function approvalButtons(input: ApprovalCardInput): ApiActionRow[] {
     ]);
   }
   const rows: ApiActionRow[] = [];
-  if (calls.length <= MAX_INDIVIDUAL_CALLS) {
-    for (const call of calls) {
-      const perCall: ApiButton[] = [
-        button(`Approve #${call.index + 1} ${call.tool}`, decide(call.index, 'approve'), ButtonStyle.success),
-        button(`Deny #${call.index + 1}`, decide(call.index, 'deny'), ButtonStyle.danger),
-      ];
-      rows.push({ type: 1, components: perCall });
-    }
+  for (const call of calls) {
+    if (decided.has(call.index)) continue;
+    const perCall: ApiButton[] = [
+      button(`Approve #${call.index + 1} ${call.tool}`, decide(call.index, 'approve'), ButtonStyle.success),
+      button(`Deny #${call.index + 1}`, decide(call.index, 'deny'), ButtonStyle.danger),
+    ];
+    rows.push({ type: 1, components: perCall });
   }
-  rows.push({
-    type: 1,
-    components: [
-      button('Approve all', decide('all', 'approve'), ButtonStyle.success),
-      button('Deny all', decide('all', 'deny'), ButtonStyle.danger),
-    ],
-  });
+  if (last) {
+    rows.push({
+      type: 1,
+      components: [
+        button('Approve all', decide('all', 'approve'), ButtonStyle.success),
+        button('Deny all', decide('all', 'deny'), ButtonStyle.danger),
+      ],
+    });
+  }
   return rows;
+}
+
+/**
+ * Text for a card's `content` with every link wrapped in `<…>`, which Discord never previews.
+ * Cards cannot carry SUPPRESS_EMBEDS (it hides their own rich embed too), so this is what keeps a
+ * link in a person's name from being fetched. Discord only previews links in `content`, never in
+ * embed text, so the embed needs no such care.
+ */
+export function noLinkPreviews(text: string): string {
+  return text.replace(/<?(https?:\/\/[^\s<>]+)>?/gi, '<$1>');
 }
 
 function callsEmbed(
   input: ApprovalCardInput,
+  shown: ApprovalCardCall[],
   title: string,
   color: number,
   status: (call: ApprovalCardCall) => string | undefined,
@@ -150,7 +244,6 @@ function callsEmbed(
     LIMITS.embedDescription,
   );
   const footer = { text: clip(`plan ${input.planHashPrefix}`, LIMITS.embedFooter) };
-  const shown = input.calls.length > LIMITS.embedFields ? input.calls.slice(0, MAX_CALL_FIELDS) : input.calls;
   const names = shown.map((call) => {
     const s = status(call);
     return clip(
@@ -158,24 +251,14 @@ function callsEmbed(
       LIMITS.embedFieldName,
     );
   });
-  const leftOff = input.calls.length - shown.length;
-  const moreField: ApiEmbedField | undefined =
-    leftOff > 0
-      ? { name: 'More calls', value: `…and ${leftOff} more not shown; they are decided with the rest.` }
-      : undefined;
   // Every character of the embed counts toward one 6000-character total; share what is left evenly.
-  const fixed =
-    title.length +
-    description.length +
-    footer.text.length +
-    names.reduce((sum, x) => sum + x.length, 0) +
-    (moreField ? moreField.name.length + moreField.value.length : 0);
+  const fixed = title.length + description.length + footer.text.length + names.reduce((sum, x) => sum + x.length, 0);
   const perField = Math.min(
     LIMITS.embedFieldValue,
     Math.floor((LIMITS.embedTotal - fixed) / Math.max(1, shown.length)),
   );
+  // A page holds at most `actionRows` calls, far under the 25 fields an embed allows.
   const fields: ApiEmbedField[] = shown.map((call, i) => ({ name: names[i]!, value: callBody(call, perField) }));
-  if (moreField) fields.push(moreField);
   return { title, description, color, fields, footer };
 }
 
