@@ -6,8 +6,8 @@ import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/d
 import { loadConfig } from '../src/config.ts';
 import { startCountersign, type Countersign } from '../src/app.ts';
 import { createLogger } from '../src/log.ts';
-import { Priority } from '../src/queue/work-item.ts';
-import { enqueueWorkItem } from '../src/queue/enqueue.ts';
+import { Priority } from '../src/core/work-item.ts';
+import { enqueueWorkItem } from '../src/queue/turn-lifecycle.ts';
 import { HttpChatOutbound, HttpChatPlatform } from '../test/fakes/chat/http-chat-platform.ts';
 import { FakeSlack } from '../test/fakes/slack/fake-slack.ts';
 import { chaosTools } from './chaos-tools.ts';

@@ -5,8 +5,8 @@ import { startCountersign } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
 import { ScriptedProvider } from '../src/agent/providers/scripted.ts';
-import { enqueueWorkItem } from '../src/queue/enqueue.ts';
-import { Priority } from '../src/queue/work-item.ts';
+import { enqueueWorkItem } from '../src/queue/turn-lifecycle.ts';
+import { Priority } from '../src/core/work-item.ts';
 import { RecordingOutbound } from '../test/helpers/recording-outbound.ts';
 import { summarize, type Summary } from './stats.ts';
 

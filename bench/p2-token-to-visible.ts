@@ -1,8 +1,8 @@
 import { startCountersign } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
-import { enqueueWorkItem } from '../src/queue/enqueue.ts';
-import { Priority } from '../src/queue/work-item.ts';
+import { enqueueWorkItem } from '../src/queue/turn-lifecycle.ts';
+import { Priority } from '../src/core/work-item.ts';
 import { FakeDiscord } from '../test/fakes/discord/index.ts';
 import { startFakeAnthropic } from '../test/fakes/anthropic-server.ts';
 import { summarize, type Summary } from './stats.ts';

@@ -4,8 +4,8 @@ import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
 import { ScriptedProvider } from '../src/agent/providers/scripted.ts';
 import { ReplyStream } from '../src/reply/reply-stream.ts';
-import { enqueueWorkItem } from '../src/queue/enqueue.ts';
-import { Priority } from '../src/queue/work-item.ts';
+import { enqueueWorkItem } from '../src/queue/turn-lifecycle.ts';
+import { Priority } from '../src/core/work-item.ts';
 import { HttpChatOutbound, HttpChatPlatform } from '../test/fakes/chat/http-chat-platform.ts';
 import { postgresCpuMs, processCpuMs } from './cpu.ts';
 

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { enqueueWorkItem } from '../src/queue/enqueue.ts';
-import { Priority } from '../src/queue/work-item.ts';
+import { enqueueWorkItem } from '../src/queue/turn-lifecycle.ts';
+import { Priority } from '../src/core/work-item.ts';
 
 const CLI = path.resolve(import.meta.dirname, '../src/cli.ts');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

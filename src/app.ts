@@ -15,11 +15,7 @@ import { z } from 'zod';
 import type { ApprovalScope } from './approval/envelope.ts';
 import { createHousekeepingTask, HOUSEKEEPING_CRONTAB, HOUSEKEEPING_TASK } from './queue/tasks/housekeeping.ts';
 import type { AnyTool } from './agent/tools/tool.ts';
-import { createWorkspaceTools } from './agent/tools/workspace/tools.ts';
-import { createRunCommandTool, RUN_COMMAND_OFF_NOTE } from './agent/tools/run-command.ts';
-import { mkdir } from 'node:fs/promises';
-import { McpHub } from './agent/tools/mcp/hub.ts';
-import { loadMcpConfig } from './agent/tools/mcp/config.ts';
+import { buildToolCatalog } from './agent/tools/catalog.ts';
 import {
   createSkillTools,
   openSkillRegistry,
@@ -38,12 +34,12 @@ import { createWorkItemTask } from './queue/tasks/run-work-item.ts';
 import { TurnEvents } from './queue/turn-events.ts';
 import { WorkerLiveness } from './queue/worker-liveness.ts';
 import { startHttpServer, type HttpServer } from './http/server.ts';
-import { enqueueWorkItem } from './queue/enqueue.ts';
+import { enqueueWorkItem } from './queue/turn-lifecycle.ts';
 import { healthHandler } from './http/health.ts';
 import { metricsHandler } from './http/metrics.ts';
 import { metrics } from './metrics.ts';
 import { requestStop, StopListener, type StopResult } from './queue/stop-requests.ts';
-import type { Requester } from './agent/tools/tool.ts';
+import type { Requester } from './core/person.ts';
 import type { PlatformAdapter } from './adapters/platform.ts';
 
 export type Role = 'all' | 'ingress' | 'worker';
@@ -228,24 +224,18 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const skipped = skills.problems().length;
     if (skipped) log.warn(`${skipped} skill problem(s) found; /skills lists the skipped skills and why`);
 
-    const workspaceRoot = resolveFromCwd(config.AGENT_WORKSPACE_ROOT);
-    await mkdir(workspaceRoot, { recursive: true });
+    // Workspace tools, run_command when enabled, and MCP servers (not in ingress: it runs no tools).
+    const catalog = await buildToolCatalog(config, log, { mcp: options.role !== 'ingress' });
+    cleanups.push(() => catalog.close());
+    const { workspaceRoot } = catalog;
     const tools = new ToolRegistry([
       currentTimeTool,
       requestHumanApprovalTool,
       ...createSkillTools(skills),
-      ...createWorkspaceTools(workspaceRoot),
-      ...(config.ENABLE_RUN_COMMAND ? [createRunCommandTool(workspaceRoot)] : []),
+      ...catalog.tools,
       ...(options.tools ?? []),
     ]);
-    if (config.MCP_CONFIG && options.role !== 'ingress') {
-      const hub = new McpHub(loadMcpConfig(resolveFromCwd(config.MCP_CONFIG)), log);
-      await hub.start();
-      cleanups.push(() => hub.close());
-      const register = () => hub.tools().forEach((tool) => tools.upsert(tool));
-      register();
-      hub.onToolsChanged(register);
-    }
+    catalog.onMcpToolsChanged((mcpTools) => mcpTools.forEach((tool) => tools.upsert(tool)));
     const scope = (): ApprovalScope => ({
       agent: config.AGENT_NAME,
       workspaceRoot,
@@ -304,10 +294,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
           buildSystemPrompt(
             {
               agentName: config.AGENT_NAME,
-              sections: [
-                skillsPromptSection(skills, SKILLS_PROMPT_BUDGET),
-                config.ENABLE_RUN_COMMAND ? '' : RUN_COMMAND_OFF_NOTE,
-              ],
+              sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET), ...catalog.promptNotes],
             },
             item,
           ),

@@ -6,8 +6,8 @@ import type { HttpServer } from '../http/server.ts';
 import type { Outbound } from '../reply/outbound.ts';
 import type { SkillRegistry } from '../skills/index.ts';
 import type { StopResult } from '../queue/stop-requests.ts';
-import type { WorkItem, WorkItemDraft } from '../queue/work-item.ts';
-import type { Requester } from '../agent/tools/tool.ts';
+import type { WorkItem, WorkItemDraft } from '../core/work-item.ts';
+import type { Requester } from '../core/person.ts';
 
 /**
  * What a platform adapter gets from the application. Adapters never run the agent: they enqueue

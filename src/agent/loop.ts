@@ -6,13 +6,8 @@ import { addUsage, type ModelProvider, type ModelRequest, type ModelRound } from
 import { metrics } from '../metrics.ts';
 import { fitToBudget } from './tools/result-budget.ts';
 import type { ToolRegistry } from './tools/registry.ts';
-import {
-  DEFAULT_TOOL_TIMEOUT_SECONDS,
-  needsApproval,
-  timeLimitOf,
-  type Requester,
-  type ToolOutput,
-} from './tools/tool.ts';
+import { DEFAULT_TOOL_TIMEOUT_SECONDS, needsApproval, timeLimitOf, type ToolOutput } from './tools/tool.ts';
+import type { Requester } from '../core/person.ts';
 import type { CallDecision } from '../core/work-item.ts';
 import {
   findToolExecution,

@@ -2,8 +2,6 @@ import type { ApprovalCard } from '../core/approval-card.ts';
 import { buttonValue } from '../core/buttons.ts';
 import type { ReplyButton } from '../core/reply-target.ts';
 
-export type { ApprovalCard };
-
 const RISK_MARK = { low: '🟢 low', medium: '🟠 medium', high: '🔴 high' } as const;
 
 /** A call's first line on a card: its number, tool and risk. */

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { Requester } from '../core/person.ts';
-import { NONCE_PATTERN } from '../core/buttons.ts';
 import { CallDecision } from '../core/work-item.ts';
 import { canonicalJson } from './canonical-json.ts';
 
@@ -9,8 +8,6 @@ import { canonicalJson } from './canonical-json.ts';
 export function newNonce(): string {
   return randomBytes(24).toString('base64url');
 }
-
-export { NONCE_PATTERN };
 
 export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -41,9 +38,6 @@ export type ApprovalScope = z.infer<typeof ApprovalScope>;
 export function scopeHash(scope: ApprovalScope): string {
   return sha256(canonicalJson(scope));
 }
-
-export { ButtonPayload, buttonValue, DecisionCode } from '../core/buttons.ts';
-export { CallDecision } from '../core/work-item.ts';
 
 export const EnvelopeRow = z.object({
   id: z.string(),

@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/pool.ts';
 import { metrics } from '../metrics.ts';
-import type { Requester } from '../agent/tools/tool.ts';
-import { EnvelopeRow, type CallDecision } from './envelope.ts';
+import type { Requester } from '../core/person.ts';
+import { EnvelopeRow } from './envelope.ts';
+import { type CallDecision } from '../core/work-item.ts';
 
 /** SQL of approval envelopes and their audit log. One statement per function. */
 

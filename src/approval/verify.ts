@@ -1,5 +1,6 @@
-import type { Requester } from '../agent/tools/tool.ts';
-import type { CallDecision, EnvelopeRow, PlannedCall } from './envelope.ts';
+import type { Requester } from '../core/person.ts';
+import type { EnvelopeRow, PlannedCall } from './envelope.ts';
+import type { CallDecision } from '../core/work-item.ts';
 
 /** A decision recorded on the envelope, with who made it. */
 export type RecordedDecision = EnvelopeRow['partial_decisions'][number];

@@ -2,11 +2,9 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { recordStopRequest } from './turn-lifecycle.ts';
-import type { Requester } from '../agent/tools/tool.ts';
+import type { Requester } from '../core/person.ts';
 
 export const STOP_CHANNEL = 'countersign_stop';
-export { parseStopButton, STOP_BUTTON_PREFIX, stopButtonValue } from '../core/buttons.ts';
-
 export class StopRequested extends Error {
   readonly by: Requester;
   constructor(by: Requester) {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ToolCall } from '../agent/messages.ts';
-import type { WorkItem } from './work-item.ts';
+import type { WorkItem } from '../core/work-item.ts';
 
 /** In-process notifications about turns this process ran (console adapter, metrics, tests). */
 export interface TurnEventMap {

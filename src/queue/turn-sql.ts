@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/pool.ts';
 import type { Message } from '../agent/messages.ts';
 import type { Requester } from '../core/person.ts';
-import { BACKGROUND_TASK, INTERACTIVE_TASK, Priority, taskFor, type WorkItem } from './work-item.ts';
+import { Priority, type WorkItem } from '../core/work-item.ts';
+import { BACKGROUND_TASK, INTERACTIVE_TASK, taskFor } from './work-item.ts';
 
 /**
  * The SQL of a turn's lifecycle, one statement per export, named for what it does. Only

@@ -1,20 +1,6 @@
 import { z } from 'zod';
 import { Priority } from '../core/work-item.ts';
 
-// The work item itself is core data (src/core): adapters, the agent and approvals all speak it.
-export {
-  CallDecision,
-  newWorkItem,
-  Priority,
-  PriorityValue,
-  WorkItem,
-  WorkItemInput,
-  WorkItemType,
-  type PriorityName,
-  type WorkItemDraft,
-} from '../core/work-item.ts';
-export { Requester } from '../core/person.ts';
-
 /** What a graphile-worker job carries: only the id; the work item itself lives in countersign.work_items. */
 export const WorkItemJobPayload = z.object({ workItemId: z.uuid() });
 export type WorkItemJobPayload = z.infer<typeof WorkItemJobPayload>;

@@ -1,7 +1,5 @@
 import type { ApprovalCard } from '../core/approval-card.ts';
-import { ReplyTarget, type ReplyButton } from '../core/reply-target.ts';
-
-export { ReplyTarget, type ReplyButton };
+import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 
 export interface PostedMessage {
   messageId: string;

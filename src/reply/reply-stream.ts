@@ -1,12 +1,7 @@
 import { z } from 'zod';
 import type { Logger } from 'pino';
-import {
-  StreamingUnavailable,
-  type NativeStreaming,
-  type Outbound,
-  type ReplyOptions,
-  type ReplyTarget,
-} from './outbound.ts';
+import { StreamingUnavailable, type NativeStreaming, type Outbound, type ReplyOptions } from './outbound.ts';
+import { type ReplyTarget } from '../core/reply-target.ts';
 import { openFenceAt, restAfter, splitOnce } from './split.ts';
 
 /** What a resumed turn needs to keep editing the same messages instead of posting new ones. */

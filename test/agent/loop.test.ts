@@ -8,7 +8,7 @@ import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
 import { startFakeOpenAI } from '../fakes/openai-server.ts';
 import { loadCheckpoint, saveCheckpoint } from '../../src/agent/turn-store.ts';
 import { initialTurnState } from '../../src/queue/tasks/run-work-item.ts';
-import { newWorkItem, Priority } from '../../src/queue/work-item.ts';
+import { newWorkItem, Priority } from '../../src/core/work-item.ts';
 
 const script: Script = {
   rules: [

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/agent/tools/tool.ts';
-import { enqueueWorkItem } from '../../src/queue/enqueue.ts';
-import { newWorkItem, Priority } from '../../src/queue/work-item.ts';
+import { enqueueWorkItem } from '../../src/queue/turn-lifecycle.ts';
+import { newWorkItem, Priority } from '../../src/core/work-item.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
 
 /** Every run of the test tools, by query, and the queries whose signal was aborted. */

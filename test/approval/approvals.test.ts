@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { defineTool } from '../../src/agent/tools/tool.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
-import type { WorkItem } from '../../src/queue/work-item.ts';
+import type { WorkItem } from '../../src/core/work-item.ts';
 
 /** A risky tool whose every run is counted, so "ran once" and "never ran" are observable. */
 const runs: string[] = [];

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { defineTool } from '../../src/agent/tools/tool.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
-import type { WorkItem } from '../../src/queue/work-item.ts';
+import type { WorkItem } from '../../src/core/work-item.ts';
 import { REJECTION_AUDITS_PER_MINUTE } from '../../src/approval/service.ts';
 
 /** Every run is recorded with the conversation it belongs to, so "never ran" is observable per turn. */

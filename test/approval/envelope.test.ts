@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/approval/canonical-json.ts';
-import { ButtonPayload, buttonValue, newNonce, planHash } from '../../src/approval/envelope.ts';
+import { newNonce, planHash } from '../../src/approval/envelope.ts';
+import { ButtonPayload, buttonValue } from '../../src/core/buttons.ts';
 
 describe('canonical JSON', () => {
   it('sorts keys at every depth and drops undefined members', () => {

@@ -15,8 +15,8 @@ import {
 } from '../../src/adapters/discord/components/index.ts';
 import { LIMITS } from '../../src/adapters/discord/limits.ts';
 import { FakeDiscord } from '../fakes/discord/index.ts';
-import { ButtonPayload, buttonValue } from '../../src/approval/envelope.ts';
-import { parseStopButton, stopButtonValue } from '../../src/queue/stop-requests.ts';
+import { ButtonPayload, buttonValue } from '../../src/core/buttons.ts';
+import { parseStopButton, stopButtonValue } from '../../src/core/buttons.ts';
 
 const NONCE = 'q1w2e3r4t5y6u7i8o9p0-_AbCdEf';
 const EXPIRES = new Date('2030-01-01T00:10:00Z');

@@ -7,8 +7,8 @@ import { ScriptedProvider, type Script } from '../../src/agent/providers/scripte
 import { createLogger } from '../../src/log.ts';
 import type { ModelProvider } from '../../src/agent/model.ts';
 import type { AnyTool } from '../../src/agent/tools/tool.ts';
-import { enqueueWorkItem } from '../../src/queue/enqueue.ts';
-import { Priority, type WorkItem, type WorkItemDraft } from '../../src/queue/work-item.ts';
+import { enqueueWorkItem } from '../../src/queue/turn-lifecycle.ts';
+import { Priority, type WorkItem, type WorkItemDraft } from '../../src/core/work-item.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { RecordingOutbound } from './recording-outbound.ts';
 

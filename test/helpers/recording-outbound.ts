@@ -1,4 +1,5 @@
-import type { Outbound, OutboundLimits, PostedMessage, ReplyOptions, ReplyTarget } from '../../src/reply/outbound.ts';
+import type { Outbound, OutboundLimits, PostedMessage, ReplyOptions } from '../../src/reply/outbound.ts';
+import type { ReplyTarget } from '../../src/core/reply-target.ts';
 
 export interface RecordedMessage {
   id: string;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.ts';
-import { Priority } from '../../src/queue/work-item.ts';
+import { Priority } from '../../src/core/work-item.ts';
 
 describe('GET /metrics', () => {
   let h: Harness;

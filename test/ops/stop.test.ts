@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
-import { parseStopButton } from '../../src/queue/stop-requests.ts';
+import { parseStopButton } from '../../src/core/buttons.ts';
 
 describe('the Stop button', () => {
   let h: Harness;

@@ -4,12 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ReplyStream } from '../../src/reply/reply-stream.ts';
-import {
-  StreamingUnavailable,
-  type NativeStreaming,
-  type PostedMessage,
-  type ReplyTarget,
-} from '../../src/reply/outbound.ts';
+import { StreamingUnavailable, type NativeStreaming, type PostedMessage } from '../../src/reply/outbound.ts';
+import { type ReplyTarget } from '../../src/core/reply-target.ts';
 import { createLogger } from '../../src/log.ts';
 import { openFenceAt } from '../../src/reply/split.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';

@@ -6,7 +6,7 @@ import type { KnownBlock } from '@slack/web-api';
 import { describe, expect, it } from 'vitest';
 import { approvalCardBlocks } from '../../src/adapters/slack/blocks.ts';
 import { LIMITS } from '../../src/adapters/slack/limits.ts';
-import type { ApprovalCard } from '../../src/approval/card.ts';
+import type { ApprovalCard } from '../../src/core/approval-card.ts';
 
 const NONCE = 'Qa7Zx9_k2-Qa7Zx9_k2-Qa7Zx9_k2-Qa';
 

@@ -7,7 +7,7 @@ import { WebClient, type KnownBlock } from '@slack/web-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalCardBlocks, replyBlocks } from '../../src/adapters/slack/blocks.ts';
 import { LIMITS } from '../../src/adapters/slack/limits.ts';
-import type { ApprovalCard } from '../../src/approval/card.ts';
+import type { ApprovalCard } from '../../src/core/approval-card.ts';
 import { FakeSlack } from '../fakes/slack/fake-slack.ts';
 
 const huge = 'y'.repeat(20_000);

@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebClient, SlackOutbound } from '../../src/adapters/slack/outbound.ts';
-import type { ApprovalCard } from '../../src/approval/card.ts';
+import type { ApprovalCard } from '../../src/core/approval-card.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
-import type { ReplyTarget } from '../../src/reply/outbound.ts';
+import type { ReplyTarget } from '../../src/core/reply-target.ts';
 import { FakeSlack } from '../fakes/slack/fake-slack.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 

@@ -3,13 +3,13 @@ import { userInfo } from 'node:os';
 import readline from 'node:readline';
 import type { Logger } from 'pino';
 import type { Pool } from '../../db/pool.ts';
-import { enqueueWorkItem } from '../../queue/enqueue.ts';
+import { enqueueWorkItem } from '../../queue/turn-lifecycle.ts';
 import type { TurnEvents } from '../../queue/turn-events.ts';
-import { Priority, type WorkItem, type WorkItemDraft } from '../../queue/work-item.ts';
+import { Priority, type WorkItem, type WorkItemDraft } from '../../core/work-item.ts';
 import type { ConsoleOutbound } from './outbound.ts';
-import type { ApprovalCard } from '../../approval/card.ts';
+import type { ApprovalCard } from '../../core/approval-card.ts';
 import type { ApprovalService } from '../../approval/service.ts';
-import type { CallDecision } from '../../queue/work-item.ts';
+import type { CallDecision } from '../../core/work-item.ts';
 import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 
 /** A line the console handles itself instead of sending to the agent (e.g. `/skills`). */

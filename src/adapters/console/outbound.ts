@@ -1,5 +1,7 @@
-import type { Outbound, PostedMessage, ReplyTarget } from '../../reply/outbound.ts';
-import { cardText, type ApprovalCard } from '../../approval/card.ts';
+import type { Outbound, PostedMessage } from '../../reply/outbound.ts';
+import type { ReplyTarget } from '../../core/reply-target.ts';
+import { cardText } from '../../approval/card.ts';
+import { type ApprovalCard } from '../../core/approval-card.ts';
 
 /**
  * The console's speaking half. Messages live in memory; whoever owns the terminal subscribes to

@@ -8,7 +8,7 @@ import {
   type REST,
 } from 'discord.js';
 import type { AdapterContext } from '../platform.ts';
-import { Priority } from '../../queue/work-item.ts';
+import { Priority } from '../../core/work-item.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { parseStopCustomId } from './components/index.ts';

@@ -1,9 +1,9 @@
 import { MessageFlags, type Message } from 'discord.js';
 import type { AdapterContext } from '../platform.ts';
-import type { ReplyTarget } from '../../reply/outbound.ts';
+import type { ReplyTarget } from '../../core/reply-target.ts';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
 import { enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
-import { Priority } from '../../queue/work-item.ts';
+import { Priority } from '../../core/work-item.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { LIMITS } from './limits.ts';
 import { requesterOf, UNAVAILABLE } from './people.ts';

@@ -1,7 +1,9 @@
 import { REST, RateLimitError, Routes } from 'discord.js';
 import type { Pool } from '../../db/pool.ts';
-import { cardButtons, cardText, type ApprovalCard } from '../../approval/card.ts';
-import type { Outbound, PostedMessage, ReplyOptions, ReplyTarget } from '../../reply/outbound.ts';
+import { cardButtons, cardText } from '../../approval/card.ts';
+import { type ApprovalCard } from '../../core/approval-card.ts';
+import type { Outbound, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
+import type { ReplyTarget } from '../../core/reply-target.ts';
 import { metrics } from '../../metrics.ts';
 import {
   approvalCard,

@@ -1,4 +1,4 @@
-import type { ReplyButton } from '../../reply/outbound.ts';
+import type { ReplyButton } from '../../core/reply-target.ts';
 import {
   allCallsButtons,
   callButtons,
@@ -7,8 +7,8 @@ import {
   decisionText,
   fenceSafe,
   questionButtons,
-  type ApprovalCard,
 } from '../../approval/card.ts';
+import { type ApprovalCard } from '../../core/approval-card.ts';
 import type { KnownBlock } from '@slack/web-api';
 import { markdownToMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';

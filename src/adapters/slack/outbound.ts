@@ -1,8 +1,9 @@
 import { WebClient, ErrorCode, type WebAPIRateLimitedError } from '@slack/web-api';
 import type { Pool } from '../../db/pool.ts';
-import type { ApprovalCard } from '../../approval/card.ts';
+import type { ApprovalCard } from '../../core/approval-card.ts';
 import { cardText } from '../../approval/card.ts';
-import type { NativeStreaming, Outbound, PostedMessage, ReplyOptions, ReplyTarget } from '../../reply/outbound.ts';
+import type { NativeStreaming, Outbound, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
+import type { ReplyTarget } from '../../core/reply-target.ts';
 import { waitForToken } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
 import { approvalCardBlocks, replyBlocks } from './blocks.ts';

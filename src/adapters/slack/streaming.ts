@@ -2,12 +2,8 @@ import { ErrorCode, type WebAPIPlatformError, type WebAPIRateLimitedError, type 
 import type { Logger } from 'pino';
 import type { Pool } from '../../db/pool.ts';
 import { metrics } from '../../metrics.ts';
-import {
-  StreamingUnavailable,
-  type NativeStreaming,
-  type PostedMessage,
-  type ReplyTarget,
-} from '../../reply/outbound.ts';
+import { StreamingUnavailable, type NativeStreaming, type PostedMessage } from '../../reply/outbound.ts';
+import { type ReplyTarget } from '../../core/reply-target.ts';
 import { tryTakeToken, waitForToken, type BucketShape } from '../../reply/rate-bucket.ts';
 import { neutralizeMarkdownMentions } from './format/index.ts';
 import { LIMITS } from './limits.ts';

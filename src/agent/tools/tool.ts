@@ -1,17 +1,13 @@
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { ToolSpec } from '../model.ts';
+import type { Requester } from '../../core/person.ts';
 
 export const RiskLevel = z.enum(['low', 'medium', 'high']);
 export type RiskLevel = z.infer<typeof RiskLevel>;
 
 /** `never` runs at once, `always` asks a person first, a function decides from the arguments. */
 export type ApprovalPolicy<Args> = 'never' | 'always' | ((args: Args) => boolean);
-
-export interface Requester {
-  platform: string;
-  userId: string;
-}
 
 export interface ToolContext {
   workItemId: string;

@@ -23,10 +23,12 @@ import {
 } from '../turn-lifecycle.ts';
 import { TEXTS } from '../../core/texts.ts';
 import type { TurnEvents } from '../turn-events.ts';
-import { WorkItemJobPayload, type CallDecision, type WorkItem } from '../work-item.ts';
+import { type CallDecision, type WorkItem } from '../../core/work-item.ts';
+import { WorkItemJobPayload } from '../work-item.ts';
 import type { ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
-import { StopRequested, stopButtonValue, stopRequestOf, type StopListener } from '../stop-requests.ts';
+import { StopRequested, stopRequestOf, type StopListener } from '../stop-requests.ts';
+import { stopButtonValue } from '../../core/buttons.ts';
 import { metrics } from '../../metrics.ts';
 
 /** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import type { Outbound, PostedMessage, ReplyOptions, ReplyTarget } from '../../../src/reply/outbound.ts';
+import type { Outbound, PostedMessage, ReplyOptions } from '../../../src/reply/outbound.ts';
+import type { ReplyTarget } from '../../../src/core/reply-target.ts';
 
 /**
  * The smallest chat platform that works across processes: messages posted and edited over HTTP.

@@ -1,4 +1,4 @@
-import type { ReplyButton } from '../../../reply/outbound.ts';
+import type { ReplyButton } from '../../../core/reply-target.ts';
 import { LIMITS } from '../limits.ts';
 import { ButtonStyle, type ApiActionRow, type ApiButton } from './api-shapes.ts';
 import { stopCustomId } from './custom-id.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { buttonValue } from '../../../approval/envelope.ts';
-import { STOP_BUTTON_PREFIX } from '../../../queue/stop-requests.ts';
+import { buttonValue } from '../../../core/buttons.ts';
+import { STOP_BUTTON_PREFIX } from '../../../core/buttons.ts';
 import { LIMITS } from '../limits.ts';
 
 /**
