@@ -39,6 +39,15 @@ export const LIMITS = {
   messageText: 40_000,
   /** Characters of `markdown_text` per chat.startStream / appendStream / stopStream call. */
   streamMarkdownText: 12_000,
+  /**
+   * Characters of a reply message before it continues in a new one: a section block holds 3000, less
+   * room for what mrkdwn escaping adds (Countersign's choice, not Slack's).
+   */
+  replyMessageText: 2800,
+  /** Milliseconds between two edits of one reply (Countersign's pacing under the Tier 3 budget). */
+  editIntervalMs: 1000,
+  /** Characters a native stream keeps free below streamMarkdownText before rolling over (Countersign's). */
+  streamRolloverMargin: 1000,
   /** chat.update per minute per workspace (Tier 3). */
   chatUpdatePerMinute: 50,
   /** chat.appendStream per minute per workspace (Tier 4). */

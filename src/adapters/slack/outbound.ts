@@ -1,4 +1,4 @@
-import { WebClient, ErrorCode, type WebAPIRateLimitedError } from '@slack/web-api';
+import { WebClient } from '@slack/web-api';
 import type { Pool } from '../../db/pool.ts';
 import type { ApprovalCard } from '../../core/approval-card.ts';
 import { cardText } from '../../approval/card.ts';
@@ -8,6 +8,8 @@ import { waitForToken } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
 import { approvalCardBlocks, replyBlocks } from './blocks.ts';
 import { markdownToMrkdwn } from './format/index.ts';
+import { rateLimitedError } from './api-errors.ts';
+import { LIMITS } from './limits.ts';
 
 export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
   // Retries and 429s are the reply stream's business (newest text wins), not the client's.
@@ -34,8 +36,8 @@ export const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
  */
 export class SlackOutbound implements Outbound {
   readonly platform = 'slack';
-  // Sections hold 3000 characters; leave room for mrkdwn escaping.
-  readonly limits = { maxMessageLength: 2800, minEditIntervalMs: 1000 };
+  // A message continues in the next one before a section fills up, leaving room for mrkdwn escaping.
+  readonly limits = { maxMessageLength: LIMITS.replyMessageText, minEditIntervalMs: LIMITS.editIntervalMs };
   readonly streaming: NativeStreaming | undefined;
   readonly #client: WebClient;
   readonly #pool: Pool;
@@ -63,11 +65,8 @@ export class SlackOutbound implements Outbound {
     try {
       return await call();
     } catch (error) {
-      if ((error as { code?: string }).code === ErrorCode.RateLimitedError) {
-        metrics.platformRateLimited.inc({ platform: 'slack', method });
-        const seconds = (error as WebAPIRateLimitedError).retryAfter;
-        throw Object.assign(new Error(`Slack rate limited ${method}`), { retryAfterMs: seconds * 1000 });
-      }
+      const limited = rateLimitedError(error, method);
+      if (limited) throw limited;
       metrics.platformErrors.inc({ platform: 'slack' });
       throw error;
     }
@@ -78,7 +77,7 @@ export class SlackOutbound implements Outbound {
       this.#client.chat.postMessage({
         channel: target.channel,
         ...(target.thread ? { thread_ts: target.thread } : {}),
-        text: markdownToMrkdwn(text).slice(0, 3000),
+        text: markdownToMrkdwn(text).slice(0, LIMITS.sectionText),
         blocks: replyBlocks(text, options?.buttons),
         ...NO_UNFURLS,
       }),
@@ -94,7 +93,7 @@ export class SlackOutbound implements Outbound {
         this.#client.chat.update({
           channel: target.channel,
           ts: messageId,
-          text: markdownToMrkdwn(text).slice(0, 3000),
+          text: markdownToMrkdwn(text).slice(0, LIMITS.sectionText),
           blocks: replyBlocks(text, options?.buttons),
           ...NO_UNFURLS,
         }),
@@ -103,7 +102,7 @@ export class SlackOutbound implements Outbound {
   }
 
   async showApprovalCard(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<PostedMessage> {
-    const text = markdownToMrkdwn(cardText(card)).slice(0, 3000);
+    const text = markdownToMrkdwn(cardText(card)).slice(0, LIMITS.sectionText);
     const blocks = approvalCardBlocks(card);
     if (messageId) {
       await this.#call(target, 'chat.update', () =>

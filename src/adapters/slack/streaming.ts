@@ -1,4 +1,4 @@
-import { ErrorCode, type WebAPIPlatformError, type WebAPIRateLimitedError, type WebClient } from '@slack/web-api';
+import type { WebAPIPlatformError, WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Pool } from '../../db/pool.ts';
 import { metrics } from '../../metrics.ts';
@@ -7,6 +7,7 @@ import { type ReplyTarget } from '../../core/reply-target.ts';
 import { tryTakeToken, waitForToken, type BucketShape } from '../../reply/rate-bucket.ts';
 import { neutralizeMarkdownMentions } from './format/index.ts';
 import { LIMITS } from './limits.ts';
+import { rateLimitedError } from './api-errors.ts';
 
 /**
  * Per-workspace budgets under the methods' tiers (chat.startStream and chat.stopStream are Tier 2,
@@ -43,7 +44,7 @@ const STREAM_GONE = new Set([
 export class SlackNativeStreaming implements NativeStreaming {
   readonly maxAgeMs: number;
   // markdown_text holds 12,000 characters a call; mention neutralizing adds a little.
-  readonly maxLength = LIMITS.streamMarkdownText - 1000;
+  readonly maxLength = LIMITS.streamMarkdownText - LIMITS.streamRolloverMargin;
   readonly #client: WebClient;
   readonly #pool: Pool;
   readonly #log: Logger;
@@ -131,11 +132,8 @@ export class SlackNativeStreaming implements NativeStreaming {
     try {
       return await call();
     } catch (error) {
-      if ((error as { code?: string }).code === ErrorCode.RateLimitedError) {
-        metrics.platformRateLimited.inc({ platform: 'slack', method });
-        const seconds = (error as WebAPIRateLimitedError).retryAfter;
-        throw Object.assign(new Error(`Slack rate limited ${method}`), { retryAfterMs: seconds * 1000 });
-      }
+      const limited = rateLimitedError(error, method);
+      if (limited) throw limited;
       const code = (error as WebAPIPlatformError).data?.error;
       if (code && STREAM_GONE.has(code)) throw new StreamingUnavailable(`${method}: ${code}`, { cause: error });
       metrics.platformErrors.inc({ platform: 'slack' });
