@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.ts';
@@ -67,9 +68,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosFigures> {
   const log = options.progress ?? (() => undefined);
-  const root = path.resolve('.data');
-  mkdirSync(root, { recursive: true });
-  const dir = mkdtempSync(path.join(root, 'chaos-'));
+  // The system's temporary directory: a run (and the reduced test) writes nothing into the checkout.
+  const dir = mkdtempSync(path.join(tmpdir(), 'countersign-chaos-'));
   chmodSync(dir, 0o755);
   const pgOptions = { dir: path.join(dir, 'pg'), port: await freePort(), database: 'countersign' };
   let pg: EmbeddedDatabase = await startEmbeddedPostgres(pgOptions);

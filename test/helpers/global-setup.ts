@@ -1,4 +1,5 @@
-import { chmod, mkdtemp } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
@@ -11,6 +12,7 @@ declare module 'vitest' {
 }
 
 let embedded: EmbeddedDatabase | undefined;
+let dir: string | undefined;
 
 /**
  * One Postgres server for the whole run: the one in DATABASE_URL when set (CI's local server),
@@ -22,8 +24,8 @@ export async function setup(project: TestProject): Promise<void> {
     project.provide('pgAdminUrl', external);
     return;
   }
-  await import('node:fs/promises').then((fs) => fs.mkdir('.data', { recursive: true }));
-  const dir = await mkdtemp(path.resolve('.data', 'test-pg-'));
+  // The system's temporary directory, not the checkout: tests write only in their own temp dirs.
+  dir = await mkdtemp(path.join(tmpdir(), 'countersign-test-pg-'));
   // mkdtemp makes the directory private; Postgres may run as another user (see startEmbeddedPostgres).
   await chmod(dir, 0o755);
   embedded = await startEmbeddedPostgres({ dir: path.join(dir, 'data'), ephemeral: true, database: 'postgres' });
@@ -32,4 +34,5 @@ export async function setup(project: TestProject): Promise<void> {
 
 export async function teardown(): Promise<void> {
   await embedded?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
 }
