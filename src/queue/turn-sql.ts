@@ -22,6 +22,20 @@ import { BACKGROUND_TASK, INTERACTIVE_TASK, taskFor } from './work-item.ts';
  * one job per busy conversation, and different conversations run in parallel.
  */
 
+/** The arguments of countersign.enqueue_work_item (and, after the event id, of its inbound form). */
+function enqueueArguments(item: WorkItem): unknown[] {
+  return [
+    item.id,
+    item.conversationId,
+    item.reply.platform,
+    item.type,
+    item.priority,
+    JSON.stringify(item),
+    item.createdAt,
+    taskFor(item.priority),
+  ];
+}
+
 /**
  * Appends a work item to its conversation and schedules it at once if the conversation is idle
  * (countersign.enqueue_work_item, one round trip). Works alone or inside a caller's transaction.
@@ -30,16 +44,7 @@ export async function appendToConversation(db: Queryable, item: WorkItem): Promi
   const { rows } = await db.query<{ started: boolean }>({
     name: 'cs_enqueue_work_item',
     text: 'SELECT countersign.enqueue_work_item($1, $2, $3, $4, $5, $6, $7, $8) AS started',
-    values: [
-      item.id,
-      item.conversationId,
-      item.reply.platform,
-      item.type,
-      item.priority,
-      JSON.stringify(item),
-      item.createdAt,
-      taskFor(item.priority),
-    ],
+    values: enqueueArguments(item),
   });
   return { started: rows[0]?.started ?? false };
 }
@@ -57,17 +62,7 @@ export async function appendInboundToConversation(
   const { rows } = await db.query<{ started: boolean | null }>({
     name: 'cs_enqueue_inbound_work_item',
     text: 'SELECT countersign.enqueue_inbound_work_item($1, $2, $3, $4, $5, $6, $7, $8, $9) AS started',
-    values: [
-      eventId,
-      item.id,
-      item.conversationId,
-      item.reply.platform,
-      item.type,
-      item.priority,
-      JSON.stringify(item),
-      item.createdAt,
-      taskFor(item.priority),
-    ],
+    values: [eventId, ...enqueueArguments(item)],
   });
   const started = rows[0]?.started ?? null;
   return { duplicate: started === null, started: started === true };
