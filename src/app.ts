@@ -325,12 +325,9 @@ export async function startCountersign(config: Config, options: StartOptions): P
           }),
         },
         crontab: HOUSEKEEPING_CRONTAB,
-        onFatal: (error) => {
-          // Turns still running here stop at once (their checkpoints stay): this process is leaving,
-          // and its jobs are handed to live workers as soon as it releases them.
-          fence.abort(new Error('this worker’s job pool failed; the turn continues on another worker'));
-          reportFailure(error);
-        },
+        // The process leaves (src/cli.ts): stopping waits for running turns (aborting them after the
+        // grace period, as graphile-worker does), then releases their locks for a live worker.
+        onFatal: (error) => reportFailure(error),
         onPoolCreated: (poolId) => {
           liveness
             .claimSlot(poolId)
