@@ -23,12 +23,10 @@ import {
   skillsPromptSection,
   type SkillRegistry,
 } from './skills/index.ts';
-import { skillConsoleCommands } from './adapters/console/skill-commands.ts';
 import { buildSystemPrompt } from './agent/system-prompt.ts';
 import type { ModelProvider } from './agent/model.ts';
 import { OutboundRegistry, type Outbound } from './reply/outbound.ts';
-import { ConsoleOutbound } from './adapters/console/outbound.ts';
-import { runConsole } from './adapters/console/console-adapter.ts';
+import { createConsoleAdapter } from './adapters/console/index.ts';
 import { startQueueRunner, type QueueRunner } from './queue/runner.ts';
 import { createWorkItemTask } from './queue/tasks/run-work-item.ts';
 import { TurnEvents } from './queue/turn-events.ts';
@@ -40,7 +38,7 @@ import { metricsHandler } from './http/metrics.ts';
 import { metrics } from './metrics.ts';
 import { requestStop, StopListener, type StopResult } from './queue/stop-requests.ts';
 import type { Requester } from './core/person.ts';
-import type { PlatformAdapter } from './adapters/platform.ts';
+import type { InboundSettings, PlatformAdapter } from './adapters/platform.ts';
 
 export type Role = 'all' | 'ingress' | 'worker';
 
@@ -105,20 +103,59 @@ async function migrateWhenReachable(databaseUrl: string, log: Logger): Promise<v
 
 type PlatformName = 'slack' | 'discord';
 
+/** A platform this process registers: its outbound always, its inbound half where `listens` says. */
+interface Platform {
+  /** Unset for adapters an embedding application passes in (`StartOptions.platforms`). */
+  name?: PlatformName | 'console';
+  adapter: PlatformAdapter;
+  /** The settings its inbound half is given: its own section only. */
+  settings: InboundSettings;
+}
+
+/** What each platform's inbound half needs of the configuration; each adapter sees only its own section. */
+export function inboundSettings(config: Config): InboundSettings {
+  const settings: InboundSettings = {};
+  if (config.SLACK_BOT_TOKEN) {
+    settings.slack = {
+      botToken: config.SLACK_BOT_TOKEN,
+      mode: config.SLACK_MODE,
+      appToken: config.SLACK_APP_TOKEN,
+      signingSecret: config.SLACK_SIGNING_SECRET,
+      apiUrl: config.SLACK_API_URL,
+      skillsCommand: config.SLACK_SKILLS_COMMAND,
+      skillCommand: config.SLACK_SKILL_COMMAND,
+    };
+  }
+  if (config.DISCORD_TOKEN) {
+    if (!config.DISCORD_APPLICATION_ID) {
+      throw new Error('DISCORD_TOKEN and DISCORD_APPLICATION_ID are required for Discord');
+    }
+    settings.discord = {
+      token: config.DISCORD_TOKEN,
+      applicationId: config.DISCORD_APPLICATION_ID,
+      guildId: config.DISCORD_GUILD_ID,
+      apiUrl: config.DISCORD_API_URL,
+    };
+  }
+  return settings;
+}
+
 /** The platforms whose credentials are configured. Loaded lazily: a console-only run needs neither SDK. */
 async function configuredPlatforms(
   config: Config,
+  settings: InboundSettings,
   pool: Pool,
   log: Logger,
-): Promise<Array<{ name: PlatformName; adapter: PlatformAdapter }>> {
-  const platforms: Array<{ name: PlatformName; adapter: PlatformAdapter }> = [];
-  if (config.SLACK_BOT_TOKEN) {
+): Promise<Platform[]> {
+  const platforms: Platform[] = [];
+  const { slack, discord } = settings;
+  if (slack) {
     const { createSlackAdapter } = await import('./adapters/slack/index.ts');
-    platforms.push({ name: 'slack', adapter: createSlackAdapter(config, pool, log) });
+    platforms.push({ name: 'slack', adapter: createSlackAdapter(config, pool, log), settings: { slack } });
   }
-  if (config.DISCORD_TOKEN) {
+  if (discord) {
     const { createDiscordAdapter } = await import('./adapters/discord/index.ts');
-    platforms.push({ name: 'discord', adapter: createDiscordAdapter(config, pool, log) });
+    platforms.push({ name: 'discord', adapter: createDiscordAdapter(discord, pool), settings: { discord } });
   }
   return platforms;
 }
@@ -138,9 +175,14 @@ export function checkRole(config: Config, role: Role): void {
   }
 }
 
-/** Whether this process runs the named platform's inbound half (INGRESS_PLATFORMS; unset: every one). */
-function listensTo(config: Config, name: PlatformName): boolean {
-  return config.INGRESS_PLATFORMS === undefined || config.INGRESS_PLATFORMS.includes(name);
+/**
+ * Whether this process runs the platform's inbound half. The console listens wherever it was given a
+ * terminal; a chat platform in roles all and ingress, as INGRESS_PLATFORMS allows (unset: every one).
+ */
+function listens(config: Config, role: Role, platform: Platform, hasTerminal: boolean): boolean {
+  if (platform.name === 'console') return hasTerminal;
+  if (role === 'worker') return false;
+  return !platform.name || config.INGRESS_PLATFORMS === undefined || config.INGRESS_PLATFORMS.includes(platform.name);
 }
 
 /** Feeds turn latencies into the Prometheus histograms. */
@@ -204,14 +246,19 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const events = new TurnEvents();
     observeTurns(events);
 
+    // The console's outbound exists in every process: a turn addressed to `console` replies there.
+    const consoleAdapter = createConsoleAdapter(consoleOptions);
+    const settings = inboundSettings(config);
+    // The console last: its session starts once every other platform listens.
+    const platforms: Platform[] = [
+      ...(options.platforms
+        ? options.platforms.map((adapter) => ({ adapter, settings }))
+        : await configuredPlatforms(config, settings, pool, log)),
+      { name: 'console', adapter: consoleAdapter, settings: {} },
+    ];
     const outbounds = new OutboundRegistry();
-    const consoleOutbound = new ConsoleOutbound();
-    outbounds.register(consoleOutbound);
-    for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
-    const platforms = options.platforms
-      ? options.platforms.map((adapter) => ({ name: undefined, adapter }))
-      : await configuredPlatforms(config, pool, log);
     for (const { adapter } of platforms) outbounds.register(adapter.outbound);
+    for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
 
     // Skills: problems are reported and the skill skipped, never fatal; edits on disk apply without a restart.
     const skills: SkillRegistry = await openSkillRegistry({
@@ -352,35 +399,20 @@ export async function startCountersign(config: Config, options: StartOptions): P
     http.route('/metrics', metricsHandler(pool, { token: config.METRICS_TOKEN }));
     const stopTurn = (workItemId: string, by: Requester) => requestStop(pool, workItemId, by, config.APPROVERS);
 
-    if (options.role !== 'worker') {
-      for (const { name, adapter } of platforms) {
-        if (name && !listensTo(config, name)) continue;
-        const inbound = await adapter.startInbound({
-          config,
-          pool,
-          log,
-          approvals,
-          skills,
-          http,
-          enqueue: (draft) => enqueueWorkItem(pool, draft),
-          stopTurn,
-        });
-        cleanups.push(() => inbound.stop());
-      }
-    }
-
-    let consoleDone: Promise<void> | undefined;
-    if (consoleOptions) {
-      consoleDone = runConsole({
+    for (const platform of platforms) {
+      if (!listens(config, options.role, platform, consoleOptions !== undefined)) continue;
+      const inbound = await platform.adapter.startInbound({
+        settings: platform.settings,
         pool,
-        events,
-        outbound: consoleOutbound,
         log,
         approvals,
-        commands: skillConsoleCommands(skills),
+        skills,
+        http,
+        events,
+        enqueue: (draft) => enqueueWorkItem(pool, draft),
         stopTurn,
-        ...consoleOptions,
       });
+      cleanups.push(() => inbound.stop());
     }
     log.info({ port: http.port, role: options.role, installDir: INSTALL_DIR }, 'Countersign is running');
 
@@ -396,7 +428,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       databaseUrl,
       stopTurn,
       http,
-      consoleDone,
+      consoleDone: consoleAdapter.done,
       failed,
       stop: () => (stopping ??= runCleanups()),
     };

@@ -1,3 +1,4 @@
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { folderOf, importCircles, importGraph, mutualFolders } from './import-graph.ts';
@@ -69,5 +70,13 @@ describe('the shape of src/', () => {
     const platformNeutral = (f: string) =>
       ['src/agent', 'src/approval', 'src/queue', 'src/reply', 'src/core'].includes(f);
     expect(importsBetween(platformNeutral, isAdapter)).toEqual([]);
+  });
+
+  it('gives every adapter folder a README.md contract', () => {
+    const adapters = path.join(REPO, 'src/adapters');
+    const folders = readdirSync(adapters, { withFileTypes: true }).filter((e) => e.isDirectory());
+    expect(folders.map((f) => f.name)).toEqual(expect.arrayContaining(['console', 'discord', 'slack']));
+    const missing = folders.filter((f) => !existsSync(path.join(adapters, f.name, 'README.md')));
+    expect(missing.map((f) => `src/adapters/${f.name}/README.md`)).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { formatSkillList, skillRunPrompt, type SkillRegistry } from '../../skills/index.ts';
-import type { ConsoleCommand } from './console-adapter.ts';
+import type { ConsoleCommand } from './inbound.ts';
 
 /** `/skills` lists skills; `/skill NAME INPUT` starts a turn with that skill loaded. */
 export function skillConsoleCommands(registry: SkillRegistry): ConsoleCommand {

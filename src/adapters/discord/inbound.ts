@@ -1,5 +1,5 @@
 import { Client, GatewayIntentBits, Partials, type REST } from 'discord.js';
-import type { AdapterContext, InboundHandle } from '../platform.ts';
+import { settingsOf, type AdapterContext, type InboundHandle } from '../platform.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { registerCommands } from './commands.ts';
 import { createInteractionHandler } from './on-interaction.ts';
@@ -8,15 +8,16 @@ import { createMessageHandler } from './on-message.ts';
 const BASE_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages];
 
 /**
- * Discord's listening half: a discord.js gateway client (it heartbeats, resumes after a resumable
- * close and re-identifies otherwise on its own). Events are handed to the message and interaction
- * handlers; commands are registered once the session is up.
+ * Discord's listening half, wiring only: a discord.js gateway client (it heartbeats, resumes after a
+ * resumable close and re-identifies otherwise on its own) whose events are handed to the handlers of
+ * `on-message.ts` and `on-interaction.ts`; commands are registered once the session is up.
  */
 export async function startDiscordInbound(
   ctx: AdapterContext,
   deps: { rest: REST; outbound: DiscordOutbound },
 ): Promise<InboundHandle> {
-  const { config, log } = ctx;
+  const { log } = ctx;
+  const settings = settingsOf(ctx, 'discord');
   let readsContent = true;
   const onMessage = createMessageHandler(ctx, { outbound: deps.outbound, readsContent: () => readsContent });
   const onInteraction = createInteractionHandler(ctx, deps);
@@ -28,7 +29,7 @@ export async function startDiscordInbound(
       partials: [Partials.Channel],
       // Mentions are neutralised per message too; this is the client-wide second lock.
       allowedMentions: { parse: [] },
-      rest: config.DISCORD_API_URL ? { api: config.DISCORD_API_URL.replace(/\/v\d+\/?$/, '') } : {},
+      rest: settings.apiUrl ? { api: settings.apiUrl.replace(/\/v\d+\/?$/, '') } : {},
     });
     client.on('messageCreate', (message) => {
       onMessage(message).catch((error: unknown) =>
@@ -47,7 +48,7 @@ export async function startDiscordInbound(
     client.on('shardResume', () => log.info('Discord gateway session resumed'));
     const ready = new Promise<void>((resolve) => client.once('clientReady', () => resolve()));
     try {
-      await client.login(config.DISCORD_TOKEN ?? '');
+      await client.login(settings.token);
     } catch (error) {
       await client.destroy();
       throw error;
@@ -71,7 +72,7 @@ export async function startDiscordInbound(
     client = await connect(false);
   }
   try {
-    await registerCommands(deps.rest, config.DISCORD_APPLICATION_ID ?? '', config.DISCORD_GUILD_ID, log);
+    await registerCommands(deps.rest, settings.applicationId, settings.guildId, log);
   } catch (error) {
     // Mentions and DMs work without commands; the next start tries again.
     log.error({ err: error }, 'could not register Discord slash commands; /skills and /skill may be missing or stale');

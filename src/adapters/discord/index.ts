@@ -1,17 +1,15 @@
-import type { Logger } from 'pino';
-import type { Config } from '../../config.ts';
 import type { Pool } from '../../db/pool.ts';
-import type { PlatformAdapter } from '../platform.ts';
+import type { DiscordInboundSettings, PlatformAdapter } from '../platform.ts';
 import { createRest, DiscordOutbound } from './outbound.ts';
 import { startDiscordInbound } from './inbound.ts';
 
+/** What the REST half needs; the gateway half reads the rest of its settings from the adapter context. */
+export type DiscordOutboundSettings = Pick<DiscordInboundSettings, 'token' | 'applicationId' | 'apiUrl'>;
+
 /** Discord: REST outbound in every process, the gateway client where the process listens. */
-export function createDiscordAdapter(config: Config, pool: Pool, _log: Logger): PlatformAdapter {
-  const token = config.DISCORD_TOKEN;
-  const applicationId = config.DISCORD_APPLICATION_ID;
-  if (!token || !applicationId) throw new Error('DISCORD_TOKEN and DISCORD_APPLICATION_ID are required for Discord');
-  const rest = createRest(token, config.DISCORD_API_URL);
-  const outbound = new DiscordOutbound(rest, pool, applicationId);
+export function createDiscordAdapter(settings: DiscordOutboundSettings, pool: Pool): PlatformAdapter {
+  const rest = createRest(settings.token, settings.apiUrl);
+  const outbound = new DiscordOutbound(rest, pool, settings.applicationId);
   return {
     outbound,
     startInbound: (context) => startDiscordInbound(context, { rest, outbound }),

@@ -2,14 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import readline from 'node:readline';
 import type { Logger } from 'pino';
-import type { Pool } from '../../db/pool.ts';
-import { enqueueWorkItem } from '../../queue/turn-lifecycle.ts';
 import type { TurnEvents } from '../../queue/turn-events.ts';
 import { Priority, type WorkItem, type WorkItemDraft } from '../../core/work-item.ts';
-import type { ConsoleOutbound } from './outbound.ts';
 import type { ApprovalCard } from '../../core/approval-card.ts';
 import type { ApprovalService } from '../../approval/service.ts';
-import type { CallDecision } from '../../core/work-item.ts';
+import type { ConsoleOutbound } from './outbound.ts';
+import { cardPrompt, parseCardAnswer, undecidedNotice } from './cards.ts';
 import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 
 /** A line the console handles itself instead of sending to the agent (e.g. `/skills`). */
@@ -17,21 +15,26 @@ export type ConsoleCommand = (
   line: string,
 ) => Promise<{ reply: string } | { draft: Partial<WorkItemDraft> } | undefined>;
 
-export interface ConsoleAdapterOptions {
-  pool: Pool;
-  events: TurnEvents;
-  outbound: ConsoleOutbound;
+/** The terminal a console session owns. */
+export interface ConsoleStreams {
   input: NodeJS.ReadableStream;
   output: NodeJS.WriteStream;
   /** Render replies as they stream (a terminal) or print each final reply once (piped). */
   interactive: boolean;
+  /** Where the session says what it left undone (default: stderr, so piped stdout holds only replies). */
+  errorOutput?: NodeJS.WritableStream;
+}
+
+export interface ConsoleSessionOptions extends ConsoleStreams {
+  events: TurnEvents;
+  outbound: ConsoleOutbound;
   log: Logger;
   approvals: ApprovalService;
+  /** Durably enqueues a line's work item (the adapter context's enqueue). */
+  enqueue(draft: WorkItemDraft): Promise<WorkItem>;
   commands?: ConsoleCommand;
   /** Ctrl-C during a turn stops it (through the same path as a Stop button). */
   stopTurn?: (workItemId: string, by: { platform: string; userId: string }) => Promise<{ ok: boolean }>;
-  /** Where the session says what it left undone (default: stderr, so piped stdout holds only replies). */
-  errorOutput?: NodeJS.WritableStream;
 }
 
 /**
@@ -41,62 +44,14 @@ export interface ConsoleAdapterOptions {
  */
 export const EXIT_UNDECIDED = 3;
 
-/**
- * Reads a person's answer to a card: y/n for all calls, one y/n letter per call ("yn"), or for a
- * question the option's number. Returns undefined when the answer doesn't fit the card.
- */
-export function parseCardAnswer(card: ApprovalCard, answer: string): CallDecision[] | undefined {
-  const text = answer.trim().toLowerCase();
-  if (card.kind === 'question') {
-    const options = card.options ?? [];
-    const byNumber = Number(text);
-    const chosen = Number.isInteger(byNumber) ? options[byNumber - 1] : options.find((o) => o.toLowerCase() === text);
-    const call = card.calls[0];
-    return chosen !== undefined && call ? [{ toolCallId: call.id, approved: true, answer: chosen }] : undefined;
-  }
-  const all = /^(y|yes|a|approve)$/.test(text) ? true : /^(n|no|d|deny)$/.test(text) ? false : undefined;
-  if (all !== undefined) return card.calls.map((c) => ({ toolCallId: c.id, approved: all }));
-  if (new RegExp(`^[yn]{${card.calls.length}}$`).test(text)) {
-    return card.calls.map((c, i) => ({ toolCallId: c.id, approved: text[i] === 'y' }));
-  }
-  return undefined;
-}
-
-function cardPrompt(card: ApprovalCard): string {
-  if (card.kind === 'question') return `answer with a number 1-${card.options?.length ?? 0}`;
-  return card.calls.length === 1
-    ? 'approve? [y]es / [n]o'
-    : `approve? [y] all / [n] none / one letter per call, e.g. ${'yn'.repeat(card.calls.length).slice(0, card.calls.length)}`;
-}
-
 type TurnEnd = { kind: 'finished' | 'failed' | 'awaitingApproval' };
 
-/** What a card still waits for: its calls nobody decided yet. */
-function undecidedCalls(card: ApprovalCard): ApprovalCard['calls'] {
-  const decided = new Set((card.decisions ?? []).map((d) => d.index));
-  return card.calls.filter((c) => !decided.has(c.index));
-}
-
-/** Characters of a call's arguments the notice repeats: enough to tell calls apart on one line. */
-const NOTICE_ARGS_CHARS = 200;
-
-function undecidedNotice(card: ApprovalCard): string {
-  if (card.kind === 'question') {
-    return `Input ended before the agent's question was answered ("${card.question ?? ''}"); the turn waits, nothing more was done.\n`;
-  }
-  const lines = undecidedCalls(card).map((c) => {
-    const args = c.argsPretty.replace(/\s+/g, ' ');
-    return `  ${c.index + 1}. ${c.tool} ${args.length > NOTICE_ARGS_CHARS ? `${args.slice(0, NOTICE_ARGS_CHARS - 1)}…` : args}`;
-  });
-  return `Input ended while an approval card waited; these calls were not approved and did not run:\n${lines.join('\n')}\n`;
-}
-
 /**
- * The console adapter: a terminal chat. Each line becomes a CRITICAL work item on the same durable
+ * The console session: a terminal chat. Each line becomes a CRITICAL work item on the same durable
  * queue Slack and Discord use; the reply streams back through the console outbound. When stdin is
  * not a terminal it reads one message per line and resolves after the last reply.
  */
-export async function runConsole(options: ConsoleAdapterOptions): Promise<void> {
+export async function runConsole(options: ConsoleSessionOptions): Promise<void> {
   const { output, interactive, outbound, events } = options;
   const user = userInfo().username || 'console';
   const session = randomBytes(4).toString('hex');
@@ -250,7 +205,7 @@ export async function runConsole(options: ConsoleAdapterOptions): Promise<void> 
       output.write('\ncountersign › ');
       renderer.begin();
     }
-    const item = await enqueueWorkItem(options.pool, draft);
+    const item = await options.enqueue(draft);
     await afterTurn(await waitForEnd(item));
   }
   if (interactive) output.write('\n');

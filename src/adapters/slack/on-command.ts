@@ -1,0 +1,85 @@
+import type { SlackCommandMiddlewareArgs } from '@slack/bolt';
+import { z } from 'zod';
+import type { AdapterContext } from '../platform.ts';
+import { Priority } from '../../core/work-item.ts';
+import { TEXTS } from '../../core/texts.ts';
+import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
+import type { SlackOutbound } from './outbound.ts';
+
+const UNAVAILABLE = TEXTS.unavailable;
+
+/** The Web API errors that mean the bot may not post in the channel (it has not been invited). */
+const NOT_A_MEMBER = new Set(['not_in_channel', 'channel_not_found']);
+
+const SlackApiError = z.object({ data: z.object({ error: z.string() }) });
+const slackErrorOf = (error: unknown): string | undefined => SlackApiError.safeParse(error).data?.data.error;
+
+/** Why a command could not start, and what to do about it, for the person who ran it. */
+export const inviteHint = (botName: string, channel: string): string =>
+  `I can't post in <#${channel}> because I'm not a member of it. Invite me with \`/invite @${botName}\` and run the command again.`;
+
+export interface CommandDeps {
+  outbound: SlackOutbound;
+  botName: string;
+}
+
+/** The slash commands: the skills list, and a skill run that starts a conversation in the channel. */
+export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
+  const { log } = ctx;
+
+  const onSkills = async ({ ack }: SlackCommandMiddlewareArgs) => {
+    await ack({ response_type: 'ephemeral', text: formatSkillList(ctx.skills) });
+  };
+
+  const onSkill = async ({ command, ack, respond }: SlackCommandMiddlewareArgs) => {
+    const [name = '', ...rest] = command.text.trim().split(/\s+/);
+    const run = skillRunPrompt(ctx.skills, name, rest.join(' '));
+    if (typeof run === 'string') {
+      await ack({ response_type: 'ephemeral', text: run });
+      return;
+    }
+    // Acknowledged first: Slack gives a command 3 seconds, and what follows makes platform calls.
+    await ack();
+    await startSkillRun(command, run, respond);
+  };
+
+  /** Posts the run's header in the channel (its thread is the conversation) and enqueues the run. */
+  const startSkillRun = async (
+    command: { team_id: string; channel_id: string; user_id: string },
+    run: { prompt: string; skill: { name: string } },
+    respond: SlackCommandMiddlewareArgs['respond'],
+  ): Promise<void> => {
+    const team = command.team_id;
+    const target = { platform: 'slack', channel: command.channel_id, workspace: team, recipient: command.user_id };
+    let header: { messageId: string };
+    try {
+      header = await deps.outbound.post(target, `Running skill \`${run.skill.name}\`…`);
+    } catch (error) {
+      const code = slackErrorOf(error);
+      if (!code || !NOT_A_MEMBER.has(code)) throw error;
+      // chat.postEphemeral needs the bot in the channel too; the command's response_url does not.
+      log.info({ channel: command.channel_id, error: code }, 'a skill was run in a channel the bot is not in');
+      await respond({ response_type: 'ephemeral', text: inviteHint(deps.botName, command.channel_id) });
+      return;
+    }
+    try {
+      await ctx.enqueue({
+        type: 'CHAT',
+        priority: Priority.CRITICAL,
+        conversationId: `slack:${team}:${command.channel_id}:${header.messageId}`,
+        requester: { platform: 'slack', userId: command.user_id },
+        input: { prompt: run.prompt, skill: run.skill.name },
+        payload: {},
+        reply: { ...target, thread: header.messageId },
+        placeholder: '…',
+      });
+    } catch (error) {
+      // Slack does not retry slash commands: say so, to the person who ran it.
+      log.error({ err: error, channel: command.channel_id, user: command.user_id }, 'could not enqueue a skill run');
+      await respond({ response_type: 'ephemeral', text: UNAVAILABLE }).catch(() => undefined);
+      await deps.outbound.edit(target, header.messageId, UNAVAILABLE).catch(() => undefined);
+    }
+  };
+
+  return { onSkills, onSkill };
+}
