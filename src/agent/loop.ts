@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Queryable } from '../db/pool.ts';
-import type { ReplyStream } from '../reply/reply-stream.ts';
+import type { ReplySink } from '../reply/reply-sink.ts';
 import type { AssistantMessage, Message, ToolCall, ToolResult } from './messages.ts';
 import { addUsage, type ModelProvider, type ModelRequest, type ModelRound } from './model.ts';
 import { metrics } from '../metrics.ts';
@@ -43,7 +43,7 @@ export interface TurnDeps {
   db: Queryable;
   provider: ModelProvider;
   tools: ToolRegistry;
-  sink: ReplyStream;
+  sink: ReplySink;
   settings: TurnSettings;
   log: Logger;
   signal: AbortSignal;

@@ -1,3 +1,4 @@
+import type { DeliveryContext, ReplyDelivery } from './delivery.ts';
 import type { ApprovalCard } from '../core/approval-card.ts';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 
@@ -18,36 +19,6 @@ export interface OutboundLimits {
   minEditIntervalMs: number;
 }
 
-/**
- * A platform's own append-only streaming (Slack's chat.startStream / appendStream / stopStream).
- * Text sent cannot be taken back, so the reply stream uses it only while the text grows, and falls
- * back to edits (see StreamingUnavailable) when it cannot.
- */
-export interface NativeStreaming {
-  /** Streams older than this are stopped and the reply continues in a new one. */
-  readonly maxAgeMs: number;
-  /** Text one streamed message may hold before the reply continues in a new message. */
-  readonly maxLength: number;
-  /**
-   * Starts a streamed reply showing `text`; undefined when a native stream is not possible for this
-   * target right now (no thread, no budget, not supported), and the caller posts a message instead.
-   */
-  start(target: ReplyTarget, text: string): Promise<PostedMessage | undefined>;
-  /** Waits for, and takes, the rate token of the next append (newest text wins, as with reserve). */
-  reserveAppend(target: ReplyTarget): Promise<void>;
-  /** Appends `text`; `reserved`: the caller already took the token with reserveAppend. */
-  append(target: ReplyTarget, messageId: string, text: string, reserved?: boolean): Promise<void>;
-  /** Ends the stream, appending `text` first. */
-  stop(target: ReplyTarget, messageId: string, text?: string): Promise<void>;
-  /** Deletes a message (the placeholder that carried status and Stop while the answer streamed). */
-  remove(target: ReplyTarget, messageId: string): Promise<void>;
-}
-
-/** A native stream refused a call for good (stream expired, method gone): edit the message instead. */
-export class StreamingUnavailable extends Error {
-  override readonly name = 'StreamingUnavailable';
-}
-
 /** The speaking half of an adapter: a plain API client any worker process can use. */
 export interface Outbound {
   readonly platform: string;
@@ -64,8 +35,11 @@ export interface Outbound {
    * Platforms without one get the card as text with buttons through post/edit.
    */
   showApprovalCard?(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<PostedMessage>;
-  /** Native streaming, where the platform has it and it is enabled. */
-  readonly streaming?: NativeStreaming;
+  /**
+   * The platform's own way of showing a reply (Slack's native streaming), where it has one and it
+   * is enabled; undefined (or absent): replies are shown by post and edit (EditDelivery).
+   */
+  createDelivery?(context: DeliveryContext): ReplyDelivery | undefined;
 }
 
 /** Looks up the outbound client for a reply target's platform. */

@@ -2,7 +2,8 @@ import { WebClient } from '@slack/web-api';
 import type { Pool } from '../../db/pool.ts';
 import type { ApprovalCard } from '../../core/approval-card.ts';
 import { cardText } from '../../approval/card.ts';
-import type { NativeStreaming, Outbound, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
+import type { DeliveryContext, ReplyDelivery } from '../../reply/delivery.ts';
+import type { Outbound, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { waitForToken } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
@@ -10,6 +11,7 @@ import { approvalCardBlocks, replyBlocks } from './blocks.ts';
 import { markdownToMrkdwn } from './format/index.ts';
 import { rateLimitedError } from './api-errors.ts';
 import { LIMITS } from './limits.ts';
+import { NativeDelivery, type NativeStreaming } from './native-delivery.ts';
 
 export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
   // Retries and 429s are the reply stream's business (newest text wins), not the client's.
@@ -38,7 +40,7 @@ export class SlackOutbound implements Outbound {
   readonly platform = 'slack';
   // A message continues in the next one before a section fills up, leaving room for mrkdwn escaping.
   readonly limits = { maxMessageLength: LIMITS.replyMessageText, minEditIntervalMs: LIMITS.editIntervalMs };
-  readonly streaming: NativeStreaming | undefined;
+  readonly #streaming: NativeStreaming | undefined;
   readonly #client: WebClient;
   readonly #pool: Pool;
   readonly #perMinute: number;
@@ -47,7 +49,12 @@ export class SlackOutbound implements Outbound {
     this.#client = client;
     this.#pool = pool;
     this.#perMinute = updatesPerMinute;
-    this.streaming = streaming;
+    this.#streaming = streaming;
+  }
+
+  /** Native streaming where it is enabled (SLACK_STREAMING=auto); otherwise replies are edited in place. */
+  createDelivery(context: DeliveryContext): ReplyDelivery | undefined {
+    return this.#streaming && new NativeDelivery(this.#streaming, this, context);
   }
 
   /** chat.update is the call streaming makes often; its Tier 3 budget is per workspace. */

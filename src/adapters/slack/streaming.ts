@@ -2,7 +2,8 @@ import type { WebAPIPlatformError, WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Pool } from '../../db/pool.ts';
 import { metrics } from '../../metrics.ts';
-import { StreamingUnavailable, type NativeStreaming, type PostedMessage } from '../../reply/outbound.ts';
+import type { PostedMessage } from '../../reply/outbound.ts';
+import { StreamingUnavailable, type NativeStreaming } from './native-delivery.ts';
 import { type ReplyTarget } from '../../core/reply-target.ts';
 import { tryTakeToken, waitForToken, type BucketShape } from '../../reply/rate-bucket.ts';
 import { neutralizeMarkdownMentions } from './format/index.ts';
@@ -34,7 +35,7 @@ const STREAM_GONE = new Set([
 ]);
 
 /**
- * Slack's native streaming (chat.startStream / appendStream / stopStream) for the reply stream.
+ * Slack's native streaming (chat.startStream / appendStream / stopStream) for NativeDelivery.
  * Unlike chat.postMessage, none of the three documents `unfurl_links` / `unfurl_media`, so streams
  * are sent without them (see NO_UNFURLS in outbound.ts); a method's strict argument check could
  * otherwise refuse every stream.

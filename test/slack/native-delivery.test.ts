@@ -1,10 +1,16 @@
 /**
- * The reply stream over a platform's append-only native streaming: a peer that, like Slack, refuses
+ * The reply stream over Slack's native delivery (NativeDelivery), against a peer that, like Slack, refuses
  * appends to a stopped stream and never lets text be taken back, so every fallback path is forced.
  */
 import { describe, expect, it } from 'vitest';
 import { ReplyStream } from '../../src/reply/reply-stream.ts';
-import { StreamingUnavailable, type NativeStreaming, type PostedMessage } from '../../src/reply/outbound.ts';
+import type { PostedMessage } from '../../src/reply/outbound.ts';
+import type { DeliveryContext } from '../../src/reply/delivery.ts';
+import {
+  NativeDelivery,
+  StreamingUnavailable,
+  type NativeStreaming,
+} from '../../src/adapters/slack/native-delivery.ts';
 import { type ReplyTarget } from '../../src/core/reply-target.ts';
 import { createLogger } from '../../src/log.ts';
 import { openFenceAt } from '../../src/reply/split.ts';
@@ -58,7 +64,9 @@ class AppendOnlyPeer implements NativeStreaming {
 function setup(options: { placeholder?: boolean } = {}) {
   const outbound = new RecordingOutbound('test', { minEditIntervalMs: 5, maxMessageLength: 4000 });
   const peer = new AppendOnlyPeer(outbound);
-  Object.assign(outbound, { streaming: peer });
+  Object.assign(outbound, {
+    createDelivery: (context: DeliveryContext) => new NativeDelivery(peer, outbound, context),
+  });
   return { outbound, peer, placeholder: options.placeholder ?? true };
 }
 
