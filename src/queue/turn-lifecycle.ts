@@ -1,29 +1,16 @@
 import { transaction, type Pool, type PoolClient, type Queryable } from '../db/pool.ts';
 import type { Requester } from '../core/person.ts';
-import { newWorkItem, WorkItem, type WorkItemDraft } from '../core/work-item.ts';
-import {
-  addShowCardJob,
-  addWorkItemJob,
-  advanceConversation,
-  appendInboundToConversation,
-  appendToConversation,
-  cancelParkedTurn,
-  markParkedTurnContinued,
-  markStopRequested,
-  setReplyMessage,
-  settleWorkItem,
-  startWorkItem,
-  type Settlement,
-  type StartedRow,
-} from './turn-sql.ts';
+import { newWorkItem, Priority, WorkItem, type WorkItemDraft } from '../core/work-item.ts';
+import type { Message } from '../agent/messages.ts';
+import { BACKGROUND_TASK, INTERACTIVE_TASK, taskFor } from './work-item.ts';
 
 /**
  * A turn's lifecycle, verb by verb: enqueue → start → (checkpoint, in the agent) → park → continue
  * or expire → settle, or hand over to another worker. This is the only code that writes work-item
- * state or schedules graphile-worker jobs; the SQL of each step is in turn-sql.ts.
+ * state or schedules graphile-worker jobs. The verbs come first; the SQL they run follows, one
+ * statement per function, most of them calling a function from migrations/ so a step is one round
+ * trip.
  */
-
-export type { Settlement, StartedRow };
 
 function itemOf(draft: WorkItemDraft | WorkItem): WorkItem {
   return 'id' in draft && 'createdAt' in draft && draft.id && draft.createdAt
@@ -146,4 +133,223 @@ export async function expireParkedTurn(pool: Pool, workItemId: string, conversat
 /** Records that a person asked to stop a queued or running turn, and tells every worker on `channel`. */
 export async function recordStopRequest(db: Queryable, workItemId: string, by: Requester, channel: string) {
   return markStopRequested(db, workItemId, by, channel);
+}
+
+// ---- The statements ------------------------------------------------------------------------
+
+/**
+ * Per-conversation ordering without a graphile-worker queue per conversation.
+ *
+ * graphile-worker's named queues would serialise a conversation, but each name is a row that job
+ * selection has to consider, and the docs warn against high-cardinality names (100,000 conversations
+ * would be 100,000 queues). Instead, a conversation is a chain: only its head work item has a job.
+ * Enqueueing appends to the chain and adds a job only when the conversation is idle; finishing an
+ * item hands the head to the next queued item and adds its job, in the same transaction. Both sides
+ * lock the conversation row, so the hand-over can't race an enqueue. The job table only ever holds
+ * one job per busy conversation, and different conversations run in parallel.
+ */
+
+/** The arguments of countersign.enqueue_work_item (and, after the event id, of its inbound form). */
+function enqueueArguments(item: WorkItem): unknown[] {
+  return [
+    item.id,
+    item.conversationId,
+    item.reply.platform,
+    item.type,
+    item.priority,
+    JSON.stringify(item),
+    item.createdAt,
+    taskFor(item.priority),
+  ];
+}
+
+/**
+ * Appends a work item to its conversation and schedules it at once if the conversation is idle
+ * (countersign.enqueue_work_item, one round trip). Works alone or inside a caller's transaction.
+ */
+export async function appendToConversation(db: Queryable, item: WorkItem): Promise<{ started: boolean }> {
+  const { rows } = await db.query<{ started: boolean }>({
+    name: 'cs_enqueue_work_item',
+    text: 'SELECT countersign.enqueue_work_item($1, $2, $3, $4, $5, $6, $7, $8) AS started',
+    values: enqueueArguments(item),
+  });
+  return { started: rows[0]?.started ?? false };
+}
+
+/**
+ * Like `appendToConversation`, for the work item of one platform event: the event's dedupe mark
+ * (countersign.inbound_events) is inserted in the same statement, so the mark exists exactly when
+ * the item does. `{ duplicate: true }` when the event was already taken — nothing was enqueued.
+ */
+export async function appendInboundToConversation(
+  db: Queryable,
+  eventId: string,
+  item: WorkItem,
+): Promise<{ duplicate: boolean; started: boolean }> {
+  const { rows } = await db.query<{ started: boolean | null }>({
+    name: 'cs_enqueue_inbound_work_item',
+    text: 'SELECT countersign.enqueue_inbound_work_item($1, $2, $3, $4, $5, $6, $7, $8, $9) AS started',
+    values: [eventId, ...enqueueArguments(item)],
+  });
+  const started = rows[0]?.started ?? null;
+  return { duplicate: started === null, started: started === true };
+}
+
+/** The arguments that let the database pick a job's task from its priority the way `taskFor` does. */
+function taskRule(): [interactiveTask: string, backgroundTask: string, interactiveMaxPriority: number] {
+  return [INTERACTIVE_TASK, BACKGROUND_TASK, Priority.HIGH];
+}
+
+/**
+ * Moves the conversation's head past `workItemId` (which just reached a resting state) and schedules
+ * the next queued item, if any (countersign.advance_conversation, one round trip). Call inside the
+ * transaction that records the item's new status.
+ */
+export async function advanceConversation(db: Queryable, conversationId: string, workItemId: string): Promise<void> {
+  await db.query('SELECT countersign.advance_conversation($1, $2, $3, $4, $5)', [
+    conversationId,
+    workItemId,
+    ...taskRule(),
+  ]);
+}
+
+export interface Settlement {
+  status: 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
+  result?: unknown;
+  error?: string;
+  /** Messages to append to the conversation's history. */
+  messages?: Message[];
+  /** Drop the turn's checkpoint (it is complete). */
+  deleteCheckpoint?: boolean;
+}
+
+/**
+ * Puts a work item into a resting status, appends its messages to the history, hands the
+ * conversation to its next item and drops the checkpoint — one statement
+ * (countersign.settle_work_item), so all of it commits or none of it does. Works alone or inside a
+ * caller's transaction.
+ */
+export async function settleWorkItem(
+  db: Queryable,
+  item: { id: string; conversationId: string },
+  settlement: Settlement,
+): Promise<void> {
+  await db.query({
+    name: 'cs_settle_work_item',
+    text: 'SELECT countersign.settle_work_item($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+    values: [
+      item.id,
+      item.conversationId,
+      settlement.status,
+      settlement.result === undefined ? null : JSON.stringify(settlement.result),
+      settlement.error ?? null,
+      settlement.messages && settlement.messages.length > 0 ? JSON.stringify(settlement.messages) : null,
+      settlement.deleteCheckpoint ?? false,
+      ...taskRule(),
+    ],
+  });
+}
+
+export type ItemStatus = 'queued' | 'running' | 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
+
+export interface StartedRow {
+  status: ItemStatus;
+  item: unknown;
+  attempts: number;
+  stopped_by: Requester | null;
+  checkpoint_version: number | null;
+  checkpoint: unknown;
+  history: Message[];
+}
+
+/**
+ * Marks the item running and reads everything the turn starts from — the item, its stop request,
+ * its checkpoint and the conversation's recent history — in one round trip. No row: the item is
+ * already at rest.
+ */
+export async function startWorkItem(
+  db: Queryable,
+  workItemId: string,
+  historyLimit: number,
+): Promise<StartedRow | undefined> {
+  const { rows } = await db.query<StartedRow>({
+    name: 'cs_start_work_item',
+    text: `WITH started AS (
+       UPDATE countersign.work_items SET status = 'running', started_at = coalesce(started_at, now()), attempts = attempts + 1
+       WHERE id = $1 AND status IN ('queued', 'running')
+       RETURNING status, item, attempts, stopped_by, conversation_id
+     )
+     SELECT s.status, s.item, s.attempts, s.stopped_by,
+            c.format_version AS checkpoint_version, c.state AS checkpoint,
+            (SELECT coalesce(jsonb_agg(recent.message ORDER BY recent.id), '[]'::jsonb)
+               FROM (SELECT id, message FROM countersign.messages m
+                     WHERE m.conversation_id = s.conversation_id ORDER BY id DESC LIMIT $2) recent) AS history
+     FROM started s LEFT JOIN countersign.turn_checkpoints c ON c.work_item_id = $1`,
+    values: [workItemId, historyLimit],
+  });
+  return rows[0];
+}
+
+/** Records the reply's first message (a placeholder the worker posted) on the stored item. */
+export async function setReplyMessage(db: Queryable, workItemId: string, messageId: string): Promise<void> {
+  await db.query(
+    `UPDATE countersign.work_items SET item = jsonb_set(item, '{reply,messageId}', to_jsonb($2::text)) WHERE id = $1`,
+    [workItemId, messageId],
+  );
+}
+
+/** Schedules a job for a work item that is its conversation's head already (a turn handed over). */
+export async function addWorkItemJob(db: Queryable, item: Pick<WorkItem, 'id' | 'priority'>): Promise<void> {
+  await db.query(
+    `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text), priority => $3::int, max_attempts => 25)`,
+    [taskFor(item.priority), item.id, item.priority],
+  );
+}
+
+/** Schedules the job that shows a pending approval card (interactive, CRITICAL). */
+export async function addShowCardJob(db: Queryable, task: string, envelopeId: string): Promise<void> {
+  await db.query(
+    `SELECT graphile_worker.add_job($1::text, json_build_object('envelopeId', $2::text), priority => 1, max_attempts => 25)`,
+    [task, envelopeId],
+  );
+}
+
+/** A parked turn whose card was decided: done, pointing at the continuation that carries on. */
+export async function markParkedTurnContinued(
+  db: Queryable,
+  workItemId: string,
+  continuationId: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE countersign.work_items SET status = 'done', result = $2, finished_at = now()
+     WHERE id = $1 AND status = 'awaiting_approval'`,
+    [workItemId, JSON.stringify({ continuation: continuationId })],
+  );
+}
+
+/** A parked turn whose card expired: cancelled (its conversation is advanced separately). */
+export async function cancelParkedTurn(db: Queryable, workItemId: string, error: string): Promise<void> {
+  await db.query(
+    `UPDATE countersign.work_items SET status = 'cancelled', error = $2 WHERE id = $1 AND status = 'awaiting_approval'`,
+    [workItemId, error],
+  );
+}
+
+/** Records a stop request on a queued or running turn and notifies `channel`; false when there was none to stop. */
+export async function markStopRequested(
+  db: Queryable,
+  workItemId: string,
+  by: Requester,
+  channel: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `WITH stopped AS (
+       UPDATE countersign.work_items SET stop_requested_at = now(), stopped_by = $2
+       WHERE id = $1 AND status IN ('queued', 'running') AND stop_requested_at IS NULL
+       RETURNING id
+     )
+     SELECT pg_notify($3, id::text) FROM stopped`,
+    [workItemId, JSON.stringify(by), channel],
+  );
+  return rowCount === 1;
 }

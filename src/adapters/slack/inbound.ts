@@ -1,9 +1,6 @@
 import { App, LogLevel } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { settingsOf, type AdapterContext, type InboundHandle } from '../platform.ts';
-import { enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
-import type { WorkItemDraft } from '../../core/work-item.ts';
-import { TEXTS } from '../../core/texts.ts';
 import { CountersignHttpReceiver } from './http-receiver.ts';
 import { DurableSocketModeReceiver } from './socket-receiver.ts';
 import type { SlackOutbound } from './outbound.ts';
@@ -12,12 +9,6 @@ import { createCommandHandlers } from './on-command.ts';
 import { createActionHandler } from './on-action.ts';
 
 export { inviteHint } from './on-command.ts';
-
-/**
- * Slack retries an Events API delivery it saw fail 3 times (nearly at once, after 1 minute, after 5
- * minutes); the delivery carrying this retry number is the last one, so only then is the person told.
- */
-const LAST_SLACK_RETRY = 3;
 
 /** Bolt's logs go through pino, at warn and above. */
 function boltLogger(log: Logger) {
@@ -44,7 +35,7 @@ export async function startSlackInbound(
   ctx: AdapterContext,
   deps: { outbound: SlackOutbound },
 ): Promise<InboundHandle> {
-  const { log, pool } = ctx;
+  const { log } = ctx;
   const settings = settingsOf(ctx, 'slack');
   const clientOptions = settings.apiUrl ? { slackApiUrl: settings.apiUrl } : {};
   const receiver =
@@ -72,25 +63,7 @@ export async function startSlackInbound(
   const botUserId = String(auth.user_id ?? '');
   const botName = String(auth.user ?? 'Countersign');
 
-  /** Takes a delivery's work item, with the event id as its dedupe key, before it is acknowledged. */
-  const take = async (delivery: SlackDelivery, draft: WorkItemDraft): Promise<void> => {
-    const { eventId, team, retryNum, event } = delivery;
-    const ids = { eventId, channel: event.channel, ts: event.ts, team, retryNum: retryNum ?? 0 };
-    try {
-      const item = await enqueueInboundWorkItem(pool, `slack:${eventId}`, draft);
-      if (!item) log.debug(ids, 'Slack event already taken; acknowledging the redelivery');
-    } catch (error) {
-      // Rethrown: the delivery goes unacknowledged and Slack retries it. Only its last retry is
-      // answered in the thread, so a person is never left without a word.
-      if ((retryNum ?? 0) >= LAST_SLACK_RETRY) {
-        log.error({ err: error, ...ids }, 'could not enqueue a Slack message on its last delivery; it is lost');
-        await deps.outbound.post(draft.reply, TEXTS.unavailable).catch(() => undefined);
-      }
-      throw error;
-    }
-  };
-
-  const events = createEventHandlers(ctx, { botUserId, take });
+  const events = createEventHandlers(ctx, { botUserId, outbound: deps.outbound });
   const commands = createCommandHandlers(ctx, { outbound: deps.outbound, botName });
   const delivery = (
     event: unknown,

@@ -1,5 +1,8 @@
 import type { AdapterContext } from '../platform.ts';
 import { Priority, type WorkItemDraft } from '../../core/work-item.ts';
+import { TEXTS } from '../../core/texts.ts';
+import { enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
+import type { SlackOutbound } from './outbound.ts';
 
 /** The fields of a Slack `app_mention` or `message` event that decide whether and how we answer. */
 export interface SlackMessageEvent {
@@ -25,9 +28,14 @@ export interface SlackDelivery {
 
 export interface EventDeps {
   botUserId: string;
-  /** Enqueues the delivery's work item, deduplicated by its event id (see inbound.ts). */
-  take(delivery: SlackDelivery, draft: WorkItemDraft): Promise<void>;
+  outbound: SlackOutbound;
 }
+
+/**
+ * Slack retries an Events API delivery it saw fail 3 times (nearly at once, after 1 minute, after 5
+ * minutes); the delivery carrying this retry number is the last one, so only then is the person told.
+ */
+const LAST_SLACK_RETRY = 3;
 
 /**
  * Mentions and messages. Mentions get a threaded reply, DMs a reply in the DM, and follow-ups in a
@@ -36,6 +44,29 @@ export interface EventDeps {
  */
 export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
   const { botUserId } = deps;
+  const { pool, log } = ctx;
+
+  /**
+   * Takes a delivery's work item, with the event id as its dedupe key (mark and item in one
+   * statement), before the receiver acknowledges it: a delivery we could not take is redelivered by
+   * Slack, and a retried one is taken once.
+   */
+  const take = async (delivery: SlackDelivery, draft: WorkItemDraft): Promise<void> => {
+    const { eventId, team, retryNum, event } = delivery;
+    const ids = { eventId, channel: event.channel, ts: event.ts, team, retryNum: retryNum ?? 0 };
+    try {
+      const item = await enqueueInboundWorkItem(pool, `slack:${eventId}`, draft);
+      if (!item) log.debug(ids, 'Slack event already taken; acknowledging the redelivery');
+    } catch (error) {
+      // Rethrown: the delivery goes unacknowledged and Slack retries it. Only its last retry is
+      // answered in the thread, so a person is never left without a word.
+      if ((retryNum ?? 0) >= LAST_SLACK_RETRY) {
+        log.error({ err: error, ...ids }, 'could not enqueue a Slack message on its last delivery; it is lost');
+        await deps.outbound.post(draft.reply, TEXTS.unavailable).catch(() => undefined);
+      }
+      throw error;
+    }
+  };
 
   const conversationOf = (team: string, event: SlackMessageEvent, thread: string | undefined) =>
     event.channel_type === 'im' ? `slack:${team}:dm:${event.channel}` : `slack:${team}:${event.channel}:${thread}`;
@@ -46,7 +77,7 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
     if (!prompt || !event.user) return;
     const isDm = event.channel_type === 'im';
     const thread = isDm ? event.thread_ts : (event.thread_ts ?? event.ts);
-    await deps.take(delivery, {
+    await take(delivery, {
       type: 'CHAT',
       priority: Priority.CRITICAL,
       conversationId: conversationOf(team, event, thread),
