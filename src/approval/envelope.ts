@@ -70,3 +70,8 @@ export const EnvelopeRow = z.object({
   expired_now: z.boolean(),
 });
 export type EnvelopeRow = z.infer<typeof EnvelopeRow>;
+
+/** The envelope's calls, parsed from the canonical JSON they were stored (and hashed) as. */
+export function parseCalls(envelope: Pick<EnvelopeRow, 'calls'>): PlannedCall[] {
+  return PlannedCall.array().parse(JSON.parse(envelope.calls));
+}

@@ -1,0 +1,27 @@
+import type { Logger } from 'pino';
+import type { Pool } from '../db/pool.ts';
+import type { ToolRegistry } from '../agent/tools/registry.ts';
+import type { OutboundRegistry } from '../reply/outbound.ts';
+import type { ApprovalScope } from './envelope.ts';
+
+export interface ApprovalSettings {
+  ttlSeconds: number;
+  approvers: string[];
+  twoPersonRule: boolean;
+  /** Rejected clicks audited per clicker per minute; default REJECTION_AUDITS_PER_MINUTE. */
+  rejectionAuditsPerMinute?: number;
+}
+
+/**
+ * What every verb of an approval (request, show, decide, resume, expire) works with. One object,
+ * built once by `ApprovalService`, so the verbs are plain functions that share no hidden state.
+ */
+export interface ApprovalContext {
+  pool: Pool;
+  outbounds: OutboundRegistry;
+  tools: ToolRegistry;
+  settings: ApprovalSettings;
+  /** What the calls would run against now; read at request and again at resume. */
+  scope: () => ApprovalScope;
+  log: Logger;
+}

@@ -1,0 +1,265 @@
+import { Counter } from 'prom-client';
+import { registry } from '../metrics.ts';
+import { transaction } from '../db/pool.ts';
+import type { Requester } from '../core/person.ts';
+import { ButtonPayload } from '../core/buttons.ts';
+import { ReplyTarget } from '../core/reply-target.ts';
+import { newWorkItem, Priority, type CallDecision, type WorkItem } from '../core/work-item.ts';
+import { continueParkedTurn } from '../queue/turn-lifecycle.ts';
+import type { ApprovalContext } from './context.ts';
+import { parseCalls, type EnvelopeRow, type PlannedCall } from './envelope.ts';
+import { refreshCard } from './show.ts';
+import { audit, auditRejection, consumeNonce, findEnvelopeByNonce, recordPartialDecisions } from './store.ts';
+import {
+  alreadyDecided,
+  qualifiedId,
+  verifyAdded,
+  verifyCoverage,
+  verifyOpen,
+  type RecordedDecision,
+} from './verify.ts';
+
+/**
+ * Rejected clicks audited per clicker per minute (database clock); the rest are counted in
+ * countersign.approval_audit_budget and the metric below. A person mis-clicking never comes near it.
+ */
+export const REJECTION_AUDITS_PER_MINUTE = 20;
+
+/** Tries of one decision against concurrent clicks; each lost try is another click's progress. */
+const MAX_DECISION_ATTEMPTS = 100;
+
+const unauditedRejections = new Counter({
+  name: 'countersign_approval_rejections_unaudited_total',
+  help: 'Rejected approval clicks past their clicker’s per-minute audit budget: refused, counted, not written to the audit log.',
+  registers: [registry],
+});
+
+export type SubmitResult =
+  | { ok: true; continuation: WorkItem; envelope: EnvelopeRow }
+  | { ok: true; partial: true; envelope: EnvelopeRow }
+  | { ok: false; reason: string };
+
+/** What a click adds to the envelope as read, or why it adds nothing. */
+type Choose = (envelope: EnvelopeRow, calls: PlannedCall[]) => CallDecision[] | { reason: string };
+
+/**
+ * A button click: `value` is the button's payload (nonce + decision). Anything invalid is rejected
+ * before the nonce is consumed, with a reason meant only for the clicker.
+ */
+export async function decideClick(ctx: ApprovalContext, value: string, clicker: Requester): Promise<SubmitResult> {
+  const payload = ButtonPayload.safeParse(value);
+  if (!payload.success) {
+    return reject(ctx, undefined, undefined, clicker, 'That button is not a valid approval button.', {
+      auditReason: 'malformed button payload',
+      detail: { length: value.length },
+    });
+  }
+  const { nonce, decision } = payload.data;
+  return decide(ctx, nonce, clicker, { decision }, (envelope, calls) => {
+    const recorded = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
+    if (decision === 'A' || decision === 'D') {
+      // Approve all / Deny all decide the calls nobody has decided yet; recorded decisions stand.
+      return calls.filter((c) => !recorded.has(c.id)).map((c) => ({ toolCallId: c.id, approved: decision === 'A' }));
+    }
+    // A Stop button's payload shares the format but is no decision (adapters route it to stopTurn).
+    if (decision === 'S') return { reason: 'That button is not an approval decision.' };
+    const index = Number(decision.slice(1));
+    if (decision.startsWith('o')) {
+      const question = calls[0];
+      const answer = ((question?.args.options as string[] | undefined) ?? [])[index];
+      if (envelope.kind !== 'question' || !question || answer === undefined) {
+        return { reason: 'That answer is not one of the options offered.' };
+      }
+      return [{ toolCallId: question.id, approved: true, answer }];
+    }
+    const call = calls[index];
+    if (!call) return { reason: 'That button names a call that was not requested.' };
+    const approved = decision.startsWith('a');
+    const earlier = recorded.get(call.id);
+    if (earlier) {
+      return earlier.approved === approved
+        ? { reason: `${alreadyDecided(calls, earlier)}; nothing more to do for it.` }
+        : { reason: `${alreadyDecided(calls, earlier)}; a recorded decision is never changed.` };
+    }
+    return [{ toolCallId: call.id, approved }];
+  });
+}
+
+/**
+ * The verify-and-consume path of UIs that send every decision at once (the console): a full set of
+ * decisions for an envelope's calls. Calls someone already decided must be given the same decision.
+ */
+export async function decideAll(
+  ctx: ApprovalContext,
+  nonce: string,
+  decisions: CallDecision[],
+  clicker: Requester,
+): Promise<SubmitResult> {
+  return decide(ctx, nonce, clicker, { decisions }, (envelope, calls) => {
+    const coverage = verifyCoverage(calls, decisions);
+    if (!coverage.ok) return coverage;
+    const recorded = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
+    const added: CallDecision[] = [];
+    for (const d of decisions) {
+      const earlier = recorded.get(d.toolCallId);
+      if (!earlier) added.push(d);
+      else if (earlier.approved !== d.approved || earlier.answer !== d.answer) {
+        return { reason: `${alreadyDecided(calls, earlier)}; a recorded decision is never changed.` };
+      }
+    }
+    return added;
+  });
+}
+
+/**
+ * Adds the decisions `choose` makes from the envelope as read, then records them with a
+ * compare-and-set on the decisions read: partially, or — when every call is decided — by consuming
+ * the nonce and enqueueing the continuation in one transaction. Losing the race to another click
+ * means re-reading and choosing again, never overwriting what that click recorded. Each lost race
+ * is someone else's progress (a decision added, or the envelope closed), so this ends.
+ */
+async function decide(
+  ctx: ApprovalContext,
+  nonce: string,
+  clicker: Requester,
+  detail: unknown,
+  choose: Choose,
+): Promise<SubmitResult> {
+  for (let attempt = 0; attempt < MAX_DECISION_ATTEMPTS; attempt++) {
+    const read = await findEnvelopeByNonce(ctx.pool, nonce);
+    const open = verifyOpen(read, clicker);
+    if (!open.ok) return reject(ctx, read, nonce, clicker, open.reason, { detail });
+    const { envelope } = open;
+    const calls = parseCalls(envelope);
+    const chosen = choose(envelope, calls);
+    if (!Array.isArray(chosen)) return reject(ctx, envelope, nonce, clicker, chosen.reason, { detail });
+    const verdict = verifyAdded(envelope, calls, chosen, clicker);
+    if (!verdict.ok) return reject(ctx, envelope, nonce, clicker, verdict.reason, { detail });
+    const decided = [...envelope.partial_decisions, ...chosen.map((d) => ({ ...d, by: clicker }))];
+    const outcome =
+      decided.length === calls.length
+        ? await consume(ctx, envelope, calls, decided, clicker, detail)
+        : await recordPartial(ctx, envelope, chosen, decided, clicker, detail);
+    if (outcome) return outcome;
+    ctx.log.debug({ envelopeId: envelope.id, attempt }, 'approval decision lost a race; re-reading');
+  }
+  return reject(ctx, undefined, nonce, clicker, 'Too many people are deciding on this request at once; try again.', {
+    detail,
+  });
+}
+
+/** Records some calls' decisions; `undefined` when another click changed the envelope first. */
+async function recordPartial(
+  ctx: ApprovalContext,
+  envelope: EnvelopeRow,
+  chosen: CallDecision[],
+  decided: RecordedDecision[],
+  clicker: Requester,
+  detail: unknown,
+): Promise<SubmitResult | undefined> {
+  const updated = await transaction(ctx.pool, async (client) => {
+    const row = await recordPartialDecisions(client, envelope.nonce, envelope.partial_decisions_read, decided);
+    if (!row) return undefined;
+    await audit(client, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'click', actor: clicker, detail });
+    for (const d of chosen) {
+      await audit(client, {
+        envelopeId: envelope.id,
+        nonce: envelope.nonce,
+        event: 'partial',
+        actor: clicker,
+        detail: { call: d.toolCallId, approved: d.approved },
+      });
+    }
+    return row;
+  });
+  if (!updated) return undefined;
+  await refreshCard(ctx, updated, 'pending');
+  return { ok: true, partial: true, envelope: updated };
+}
+
+/**
+ * Consumes the nonce and continues the parked turn in one transaction; `undefined` when another
+ * click changed the envelope first.
+ */
+async function consume(
+  ctx: ApprovalContext,
+  envelope: EnvelopeRow,
+  calls: PlannedCall[],
+  decided: RecordedDecision[],
+  clicker: Requester,
+  detail: unknown,
+): Promise<SubmitResult | undefined> {
+  // In the order of the calls, as the continuation and the card read them.
+  const byId = new Map(decided.map((d) => [d.toolCallId, d] as const));
+  const inOrder = calls.map((c) => byId.get(c.id)!);
+  const decisions: CallDecision[] = inOrder.map(({ toolCallId, approved, answer }) =>
+    answer === undefined ? { toolCallId, approved } : { toolCallId, approved, answer },
+  );
+  const reply = ReplyTarget.parse(envelope.reply);
+  const continuation = newWorkItem({
+    type: 'CHAT',
+    priority: Priority.CRITICAL,
+    conversationId: envelope.conversation_id,
+    requester: envelope.requester,
+    input: {
+      approval: { envelopeId: envelope.id, decisions, decidedBy: clicker },
+      approvalContextId: envelope.context_id,
+    },
+    payload: {},
+    reply: { ...reply, messageId: undefined },
+  });
+  const consumed = await transaction(ctx.pool, async (client) => {
+    const row = await consumeNonce(
+      client,
+      envelope.nonce,
+      envelope.partial_decisions_read,
+      inOrder,
+      decisions,
+      clicker,
+      continuation.id,
+    );
+    if (!row) return undefined;
+    await audit(client, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'click', actor: clicker, detail });
+    // The parked turn waits for nobody any more; its continuation carries on.
+    await continueParkedTurn(client, envelope.work_item_id, continuation);
+    await audit(client, {
+      envelopeId: envelope.id,
+      nonce: envelope.nonce,
+      event: 'consumed',
+      actor: clicker,
+      detail: { decisions, continuation: continuation.id },
+    });
+    return row;
+  });
+  if (!consumed) return undefined;
+  await refreshCard(ctx, consumed, 'decided');
+  return { ok: true, continuation, envelope: consumed };
+}
+
+/**
+ * Refuses a click. Its audit row counts against the clicker's per-minute budget, so a flood of
+ * forged clicks cannot grow the audit log without bound; past the budget it is only counted.
+ */
+async function reject(
+  ctx: ApprovalContext,
+  envelope: EnvelopeRow | undefined,
+  nonce: string | undefined,
+  clicker: Requester,
+  reason: string,
+  options: { auditReason?: string; detail?: unknown } = {},
+): Promise<SubmitResult> {
+  const written = await auditRejection(
+    ctx.pool,
+    {
+      envelopeId: envelope?.id,
+      nonce,
+      actor: clicker,
+      actorKey: qualifiedId(clicker),
+      reason: options.auditReason ?? reason,
+      detail: options.detail,
+    },
+    ctx.settings.rejectionAuditsPerMinute ?? REJECTION_AUDITS_PER_MINUTE,
+  );
+  if (!written) unauditedRejections.inc();
+  return { ok: false, reason };
+}

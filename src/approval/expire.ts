@@ -1,0 +1,27 @@
+import { ReplyTarget } from '../core/reply-target.ts';
+import { TEXTS } from '../core/texts.ts';
+import { expireParkedTurn } from '../queue/turn-lifecycle.ts';
+import type { ApprovalContext } from './context.ts';
+import { refreshCard } from './show.ts';
+import { audit, expireEnvelopes } from './store.ts';
+
+/**
+ * Expires stale envelopes (housekeeping): cards say so, turns end with a clear message, nothing runs.
+ * Returns how many expired.
+ */
+export async function expireStale(ctx: ApprovalContext): Promise<number> {
+  const expired = await expireEnvelopes(ctx.pool);
+  for (const envelope of expired) {
+    await audit(ctx.pool, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'expired' });
+    await refreshCard(ctx, envelope, 'expired');
+    // Told separately from the card: the card may sit far up the conversation, out of sight.
+    try {
+      const target = ReplyTarget.parse(envelope.reply);
+      await ctx.outbounds.for(target).post({ ...target, messageId: undefined }, TEXTS.approvalExpired);
+    } catch (error) {
+      ctx.log.warn({ err: error, envelopeId: envelope.id }, 'could not announce an expired approval');
+    }
+    await expireParkedTurn(ctx.pool, envelope.work_item_id, envelope.conversation_id);
+  }
+  return expired.length;
+}

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import type { PoolClient } from '../db/pool.ts';
+import type { ToolCall } from '../agent/messages.ts';
+import { riskOf } from '../agent/tools/tool.ts';
+import { QUESTION_TOOL } from '../agent/tools/request-human-approval.ts';
+import type { TurnState } from '../agent/turn-state.ts';
+import type { WorkItem } from '../core/work-item.ts';
+import { scheduleApprovalCard } from '../queue/turn-lifecycle.ts';
+import { canonicalJson } from './canonical-json.ts';
+import type { ApprovalContext } from './context.ts';
+import { newNonce, planHash, scopeHash, type PlannedCall } from './envelope.ts';
+import { audit, insertEnvelope } from './store.ts';
+
+/** The job that shows an approval card (interactive pool: a person is waiting for it). */
+export const SHOW_CARD_TASK = 'countersign_show_approval_card';
+
+/**
+ * The calls as a person decides on them, each with its risk. A call whose tool is unknown or whose
+ * arguments don't parse is high risk: nothing vouches for what it would do. Resume plans again and
+ * compares, so this must stay a pure function of the calls and the tool registry.
+ */
+export function planCalls(ctx: Pick<ApprovalContext, 'tools'>, calls: ToolCall[]): PlannedCall[] {
+  return calls.map((c) => {
+    const tool = ctx.tools.get(c.name);
+    const parsed = tool?.input.safeParse(c.args);
+    return {
+      id: c.id,
+      name: c.name,
+      args: c.args,
+      risk: tool && parsed?.success ? riskOf(tool, parsed.data) : 'high',
+    };
+  });
+}
+
+/**
+ * Stores the envelope for a turn's waiting calls, inside the caller's transaction (the one that
+ * records the turn as parked), with the job that shows its card.
+ */
+export async function requestApproval(
+  ctx: ApprovalContext,
+  client: PoolClient,
+  item: WorkItem,
+  state: TurnState,
+): Promise<void> {
+  const calls = planCalls(ctx, state.pendingApproval);
+  const callsCanonical = canonicalJson(calls);
+  const scope = ctx.scope();
+  const id = randomUUID();
+  const nonce = newNonce();
+  const kind = calls.length === 1 && calls[0]?.name === QUESTION_TOOL ? 'question' : 'tools';
+  await insertEnvelope(client, {
+    id,
+    nonce,
+    kind,
+    contextId: item.input.approvalContextId ?? item.id,
+    workItemId: item.id,
+    conversationId: item.conversationId,
+    requester: item.requester,
+    approvers: ctx.settings.approvers,
+    twoPersonRule: ctx.settings.twoPersonRule,
+    callsCanonical,
+    planHash: planHash(callsCanonical),
+    scope,
+    scopeHash: scopeHash(scope),
+    turnState: state,
+    reply: item.reply,
+    ttlSeconds: ctx.settings.ttlSeconds,
+  });
+  await audit(client, {
+    envelopeId: id,
+    nonce,
+    event: 'requested',
+    actor: item.requester,
+    detail: { calls: calls.map((c) => c.name) },
+  });
+  // The card is shown by its own job, committed with the envelope: a worker that dies right after
+  // parking the turn can't leave an envelope nobody can see.
+  await scheduleApprovalCard(client, SHOW_CARD_TASK, id);
+}

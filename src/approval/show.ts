@@ -1,0 +1,128 @@
+import type { Requester } from '../core/person.ts';
+import type { ApprovalCard } from '../core/approval-card.ts';
+import { ReplyTarget } from '../core/reply-target.ts';
+import type { PostedMessage } from '../reply/outbound.ts';
+import { cardButtons, cardText, prettyArgs } from './card.ts';
+import type { ApprovalContext } from './context.ts';
+import { parseCalls, type EnvelopeRow } from './envelope.ts';
+import { findEnvelopeById, setCardMessage } from './store.ts';
+import { qualifiedId } from './verify.ts';
+
+function label(person: Requester & { displayName?: string }): string {
+  return person.displayName ?? qualifiedId(person);
+}
+
+/** Posts the card of a pending envelope that has none yet (the show-card job). */
+export async function showPendingCard(ctx: ApprovalContext, envelopeId: string): Promise<void> {
+  const envelope = await findEnvelopeById(ctx.pool, envelopeId);
+  if (!envelope || envelope.status !== 'pending' || envelope.card_message_id) return;
+  const card = await renderCard(ctx, envelope, 'pending');
+  // A platform rate limit is waited out here: failing the job would put the card behind
+  // graphile-worker's exponential retry delay while a person waits for it.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const shown = await showCard(ctx, envelope, card);
+      await setCardMessage(ctx.pool, envelopeId, shown.messageId);
+      return;
+    } catch (error) {
+      const wait = (error as { retryAfterMs?: unknown }).retryAfterMs;
+      if (typeof wait !== 'number' || attempt >= 5) throw error;
+      ctx.log.warn({ envelopeId, retryInMs: wait }, 'approval card rate limited; retrying');
+      await new Promise((r) => setTimeout(r, Math.min(wait, 30_000)));
+    }
+  }
+}
+
+/** Updates the card in place; a failure is logged, never undoes the decision. */
+export async function refreshCard(
+  ctx: ApprovalContext,
+  envelope: EnvelopeRow,
+  state: ApprovalCard['state'],
+): Promise<void> {
+  try {
+    await showCard(ctx, envelope, await renderCard(ctx, envelope, state));
+  } catch (error) {
+    ctx.log.warn({ err: error, envelopeId: envelope.id }, 'could not update the approval card');
+  }
+}
+
+/** The platform-neutral card model of an envelope in `state`; adapters turn it into blocks or components. */
+async function renderCard(
+  ctx: ApprovalContext,
+  envelope: EnvelopeRow,
+  state: ApprovalCard['state'],
+  expiresAt = envelope.expires_at,
+): Promise<ApprovalCard> {
+  const calls = parseCalls(envelope);
+  const question = envelope.kind === 'question' ? calls[0] : undefined;
+  const decided = envelope.decisions ?? envelope.partial_decisions;
+  // Who decided each call: recorded per call (the consuming click records them all); envelopes
+  // consumed before that name only the last clicker.
+  const deciders = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d.by] as const));
+  const by = envelope.decided_by;
+  const cardCalls = [];
+  for (const [index, c] of calls.entries()) {
+    const tool = ctx.tools.get(c.name);
+    let detail: string | undefined;
+    try {
+      detail = await tool?.describeForApproval?.(c.args, {
+        workItemId: envelope.work_item_id,
+        conversationId: envelope.conversation_id,
+        requester: envelope.requester,
+        signal: AbortSignal.timeout(5000),
+        log: ctx.log,
+      });
+    } catch (error) {
+      ctx.log.warn({ err: error, tool: c.name }, 'could not describe a call for its approval card');
+    }
+    cardCalls.push({
+      index,
+      id: c.id,
+      tool: c.name,
+      argsPretty: prettyArgs(c.args),
+      risk: c.risk,
+      ...(detail ? { detail } : {}),
+    });
+  }
+  return {
+    envelopeId: envelope.id,
+    nonce: envelope.nonce,
+    kind: envelope.kind,
+    calls: cardCalls,
+    ...(question
+      ? {
+          question: String(question.args.question ?? ''),
+          options: (question.args.options as string[] | undefined) ?? [],
+        }
+      : {}),
+    planHashPrefix: envelope.plan_hash.slice(0, 12),
+    expiresAt,
+    requesterLabel: label(envelope.requester),
+    state,
+    decisions: decided.map((d) => ({
+      index: calls.findIndex((c) => c.id === d.toolCallId),
+      approved: d.approved,
+      ...(d.answer !== undefined ? { answer: d.answer } : {}),
+      by: label(deciders.get(d.toolCallId) ?? by ?? envelope.requester),
+    })),
+    ...(envelope.decided_at ? { decidedAt: envelope.decided_at } : {}),
+  };
+}
+
+/**
+ * Posts the card, or edits it when the envelope already has one. An outbound that renders cards
+ * itself (blocks, components) gets the model; any other gets the text and buttons of card.ts.
+ */
+async function showCard(ctx: ApprovalContext, envelope: EnvelopeRow, card: ApprovalCard): Promise<PostedMessage> {
+  const target: ReplyTarget = { ...ReplyTarget.parse(envelope.reply), messageId: undefined };
+  const outbound = ctx.outbounds.for(target);
+  const existing = envelope.card_message_id ?? undefined;
+  if (outbound.showApprovalCard) return outbound.showApprovalCard(target, card, existing);
+  const text = cardText(card);
+  const options = { buttons: cardButtons(card) };
+  if (existing) {
+    await outbound.edit(target, existing, text, options);
+    return { messageId: existing };
+  }
+  return outbound.post(target, text, options);
+}
