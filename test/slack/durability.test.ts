@@ -60,7 +60,19 @@ async function expectExactlyOneTurn(s: Setup, mention: { ts: string; text: strin
     async () => (s.fake.textIn(CHANNEL, mention.ts).includes(expected) ? true : undefined),
     30_000,
     `"${expected}" in the thread`,
-  );
+  ).catch(async (error: Error) => {
+    // Where the turn got to, so that a failure on a loaded machine says which part stalled.
+    const { rows } = await s.h.app.pool.query(
+      `SELECT w.status, w.attempts, w.error, j.locked_by, j.attempts AS job_attempts, j.last_error, j.run_at
+         FROM countersign.work_items w LEFT JOIN graphile_worker._private_jobs j ON j.payload->>'workItemId' = w.id::text
+        WHERE w.conversation_id LIKE '%' || $1`,
+      [mention.ts],
+    );
+    let poolFailure = 'none';
+    void s.h.app.failed.then((reason) => (poolFailure = String(reason)));
+    await new Promise((r) => setTimeout(r, 10));
+    throw new Error(`${error.message}; work items: ${JSON.stringify(rows)}; worker pool failure: ${poolFailure}`);
+  });
   expect(s.fake.botMessages(CHANNEL, mention.ts).map((m) => m.text)).toEqual([expected]);
   const conversation = `slack:${s.fake.team}:${CHANNEL}:${mention.ts}`;
   expect(
