@@ -151,7 +151,15 @@ async function configuredPlatforms(
   const { slack, discord } = settings;
   if (slack) {
     const { createSlackAdapter } = await import('./adapters/slack/index.ts');
-    platforms.push({ name: 'slack', adapter: createSlackAdapter(config, pool, log), settings: { slack } });
+    const outboundSettings = {
+      botToken: slack.botToken,
+      apiUrl: slack.apiUrl,
+      updatesPerMinute: config.SLACK_UPDATES_PER_MINUTE,
+      streaming: config.SLACK_STREAMING,
+      streamRolloverSeconds: config.SLACK_STREAM_ROLLOVER_SECONDS,
+      streamStartsPerMinute: config.SLACK_STREAM_STARTS_PER_MINUTE,
+    };
+    platforms.push({ name: 'slack', adapter: createSlackAdapter(outboundSettings, pool, log), settings: { slack } });
   }
   if (discord) {
     const { createDiscordAdapter } = await import('./adapters/discord/index.ts');

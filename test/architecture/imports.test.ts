@@ -66,6 +66,10 @@ describe('the shape of src/', () => {
     ).toEqual([]);
   });
 
+  it('gives adapters their own settings, never the whole Config', () => {
+    expect(importsBetween(isAdapter, (f) => f === 'src/config')).toEqual([]);
+  });
+
   it('keeps the agent, approvals, the queue and replies ignorant of the platforms', () => {
     const platformNeutral = (f: string) =>
       ['src/agent', 'src/approval', 'src/queue', 'src/reply', 'src/core'].includes(f);

@@ -1,22 +1,32 @@
 import type { Logger } from 'pino';
-import type { Config } from '../../config.ts';
 import type { Pool } from '../../db/pool.ts';
 import type { PlatformAdapter } from '../platform.ts';
 import { createWebClient, SlackOutbound } from './outbound.ts';
 import { startSlackInbound } from './inbound.ts';
 import { SlackNativeStreaming } from './streaming.ts';
 
+/** What Slack's outbound half needs of the configuration (the inbound half gets its own section). */
+export interface SlackOutboundSettings {
+  botToken: string;
+  apiUrl?: string;
+  /** Posts and edits per minute per workspace, shared by every worker (SLACK_UPDATES_PER_MINUTE). */
+  updatesPerMinute: number;
+  /** `auto`: native streaming where Slack allows it; `off`: edits only (SLACK_STREAMING). */
+  streaming: 'auto' | 'off';
+  streamRolloverSeconds: number;
+  streamStartsPerMinute: number;
+}
+
 /** Slack: Web API outbound in every process, the Bolt app where the process listens. */
-export function createSlackAdapter(config: Config, pool: Pool, log: Logger): PlatformAdapter {
-  if (!config.SLACK_BOT_TOKEN) throw new Error('SLACK_BOT_TOKEN is required for Slack');
-  const client = createWebClient(config.SLACK_BOT_TOKEN, config.SLACK_API_URL);
+export function createSlackAdapter(settings: SlackOutboundSettings, pool: Pool, log: Logger): PlatformAdapter {
+  const client = createWebClient(settings.botToken, settings.apiUrl);
   const streaming =
-    config.SLACK_STREAMING === 'auto'
+    settings.streaming === 'auto'
       ? new SlackNativeStreaming(client, pool, log, {
-          maxAgeMs: config.SLACK_STREAM_ROLLOVER_SECONDS * 1000,
-          startsPerMinute: config.SLACK_STREAM_STARTS_PER_MINUTE,
+          maxAgeMs: settings.streamRolloverSeconds * 1000,
+          startsPerMinute: settings.streamStartsPerMinute,
         })
       : undefined;
-  const outbound = new SlackOutbound(client, pool, config.SLACK_UPDATES_PER_MINUTE, streaming);
+  const outbound = new SlackOutbound(client, pool, settings.updatesPerMinute, streaming);
   return { outbound, startInbound: (context) => startSlackInbound(context, { outbound }) };
 }
