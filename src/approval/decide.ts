@@ -1,7 +1,7 @@
 import { Counter } from 'prom-client';
 import { registry } from '../metrics.ts';
 import { transaction } from '../db/pool.ts';
-import type { Requester } from '../core/person.ts';
+import { personKey, type Requester } from '../core/person.ts';
 import { ButtonPayload } from '../core/buttons.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import { newWorkItem, Priority, type CallDecision, type WorkItem } from '../core/work-item.ts';
@@ -10,14 +10,7 @@ import type { ApprovalContext } from './context.ts';
 import { parseCalls, type EnvelopeRow, type PlannedCall } from './envelope.ts';
 import { refreshCard } from './show.ts';
 import { audit, auditRejection, consumeNonce, findEnvelopeByNonce, recordPartialDecisions } from './store.ts';
-import {
-  alreadyDecided,
-  qualifiedId,
-  verifyAdded,
-  verifyCoverage,
-  verifyOpen,
-  type RecordedDecision,
-} from './verify.ts';
+import { alreadyDecided, verifyAdded, verifyCoverage, verifyOpen, type RecordedDecision } from './verify.ts';
 
 /**
  * Rejected clicks audited per clicker per minute (database clock); the rest are counted in
@@ -254,7 +247,7 @@ async function reject(
       envelopeId: envelope?.id,
       nonce,
       actor: clicker,
-      actorKey: qualifiedId(clicker),
+      actorKey: personKey(clicker),
       reason: options.auditReason ?? reason,
       detail: options.detail,
     },

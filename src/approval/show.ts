@@ -1,4 +1,3 @@
-import type { Requester } from '../core/person.ts';
 import type { ApprovalCard } from '../core/approval-card.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import type { PostedMessage } from '../reply/outbound.ts';
@@ -6,10 +5,10 @@ import { cardButtons, cardText, prettyArgs } from './card.ts';
 import type { ApprovalContext } from './context.ts';
 import { parseCalls, type EnvelopeRow } from './envelope.ts';
 import { findEnvelopeById, setCardMessage } from './store.ts';
-import { qualifiedId } from './verify.ts';
+import { personKey, type Requester } from '../core/person.ts';
 
 function label(person: Requester & { displayName?: string }): string {
-  return person.displayName ?? qualifiedId(person);
+  return person.displayName ?? personKey(person);
 }
 
 /** Posts the card of a pending envelope that has none yet (the show-card job). */

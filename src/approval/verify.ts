@@ -1,4 +1,4 @@
-import type { Requester } from '../core/person.ts';
+import { personKey, type Requester } from '../core/person.ts';
 import type { EnvelopeRow, PlannedCall } from './envelope.ts';
 import type { CallDecision } from '../core/work-item.ts';
 
@@ -7,14 +7,10 @@ export type RecordedDecision = EnvelopeRow['partial_decisions'][number];
 
 export type Verdict = { ok: true } | { ok: false; reason: string };
 
-export function qualifiedId(person: Requester): string {
-  return `${person.platform}:${person.userId}`;
-}
-
 /** The requester and everyone in APPROVERS may decide; nobody else. */
 export function mayDecide(envelope: Pick<EnvelopeRow, 'approvers' | 'requester'>, clicker: Requester): boolean {
-  const id = qualifiedId(clicker);
-  return id === qualifiedId(envelope.requester) || envelope.approvers.includes(id);
+  const id = personKey(clicker);
+  return id === personKey(envelope.requester) || envelope.approvers.includes(id);
 }
 
 /**
@@ -59,7 +55,7 @@ export function verifyCoverage(calls: PlannedCall[], decisions: CallDecision[]):
 export function alreadyDecided(calls: PlannedCall[], recorded: RecordedDecision): string {
   const index = calls.findIndex((c) => c.id === recorded.toolCallId);
   const what = recorded.answer !== undefined ? 'answered' : recorded.approved ? 'approved' : 'denied';
-  return `Call ${index + 1} was already ${what} by ${recorded.by.displayName ?? qualifiedId(recorded.by)}`;
+  return `Call ${index + 1} was already ${what} by ${recorded.by.displayName ?? personKey(recorded.by)}`;
 }
 
 /**
@@ -92,7 +88,7 @@ export function verifyAdded(
     if (!answer || !options.includes(answer))
       return { ok: false, reason: 'That answer is not one of the options offered.' };
   }
-  if (envelope.two_person_rule && qualifiedId(clicker) === qualifiedId(envelope.requester)) {
+  if (envelope.two_person_rule && personKey(clicker) === personKey(envelope.requester)) {
     const ownHighRisk = added.some((d) => d.approved && byId.get(d.toolCallId)?.risk === 'high');
     if (ownHighRisk) {
       return {

@@ -1,4 +1,4 @@
-import type { Requester } from './person.ts';
+import { personKey, type Requester } from './person.ts';
 
 /**
  * What people read when a turn does not end with the model's own answer, in one place, so every
@@ -12,7 +12,7 @@ function after(shown: string, line: string): string {
 
 export const TEXTS = {
   stopped: (shown: string, by: Requester) =>
-    after(shown, `_Stopped by ${by.platform === 'console' ? 'you' : `${by.platform}:${by.userId}`}._`),
+    after(shown, `_Stopped by ${by.platform === 'console' ? 'you' : personKey(by)}._`),
   failed: (shown: string, reason: string) => after(shown, `Sorry, I couldn't finish this: ${reason}`),
   approvalExpired:
     'The approval request expired before anyone decided, so nothing was run. Ask again if it is still needed.',

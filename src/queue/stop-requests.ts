@@ -2,13 +2,13 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { recordStopRequest } from './turn-lifecycle.ts';
-import type { Requester } from '../core/person.ts';
+import { personKey, type Requester } from '../core/person.ts';
 
 export const STOP_CHANNEL = 'countersign_stop';
 export class StopRequested extends Error {
   readonly by: Requester;
   constructor(by: Requester) {
-    super(`stopped by ${by.platform}:${by.userId}`);
+    super(`stopped by ${personKey(by)}`);
     this.name = 'StopRequested';
     this.by = by;
   }
@@ -32,8 +32,8 @@ export async function requestStop(
   );
   const row = rows[0];
   if (!row) return { ok: false, reason: 'That turn does not exist.' };
-  const who = `${by.platform}:${by.userId}`;
-  const requester = `${row.requester.platform}:${row.requester.userId}`;
+  const who = personKey(by);
+  const requester = personKey(row.requester);
   if (who !== requester && !approvers.includes(who)) {
     return { ok: false, reason: 'Only the person who asked, or an approver, can stop this.' };
   }

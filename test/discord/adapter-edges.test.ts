@@ -11,7 +11,7 @@ import {
 import { startHarness, type Harness } from '../helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
-import { UNAVAILABLE } from '../../src/adapters/discord/people.ts';
+import { TEXTS } from '../../src/core/texts.ts';
 import { MENTION_NEEDED } from '../../src/adapters/discord/on-message.ts';
 
 const SLOW = 'one two three four five six seven eight nine ten '.repeat(6).trim();
@@ -100,7 +100,7 @@ describe('Discord adapter edge cases against the fake Discord', () => {
     await h.app.pool.query(`ALTER FUNCTION countersign.enqueue_work_item RENAME TO enqueue_work_item_down`);
     try {
       fake.userSays(dmMessage(fake.scene, { text: 'are you there?' }));
-      await finalText(fake.scene.dmChannelId, UNAVAILABLE);
+      await finalText(fake.scene.dmChannelId, TEXTS.unavailable);
     } finally {
       await h.app.pool.query(`ALTER FUNCTION countersign.enqueue_work_item_down RENAME TO enqueue_work_item`);
     }

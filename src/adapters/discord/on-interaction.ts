@@ -13,7 +13,8 @@ import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { parseStopCustomId } from './components/index.ts';
 import { LIMITS } from './limits.ts';
-import { requesterOf, UNAVAILABLE } from './people.ts';
+import { requesterOf } from './people.ts';
+import { TEXTS } from '../../core/texts.ts';
 
 export interface InteractionDeps {
   rest: REST;
@@ -83,7 +84,7 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
     } catch (error) {
       ctx.log.error({ err: error, channel: interaction.channelId }, 'could not enqueue a Discord skill run');
       await deps.rest.delete(Routes.channelMessage(interaction.channelId, placeholder.messageId)).catch(() => {});
-      await interaction.editReply({ content: UNAVAILABLE, ...PUBLIC_EDIT });
+      await interaction.editReply({ content: TEXTS.unavailable, ...PUBLIC_EDIT });
     }
   };
 

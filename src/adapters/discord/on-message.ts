@@ -6,7 +6,8 @@ import { enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
 import { Priority } from '../../core/work-item.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { LIMITS } from './limits.ts';
-import { requesterOf, UNAVAILABLE } from './people.ts';
+import { requesterOf } from './people.ts';
+import { TEXTS } from '../../core/texts.ts';
 
 /** Shown once per thread when a follow-up arrives blank because the Message Content intent is off. */
 export const MENTION_NEEDED =
@@ -146,7 +147,7 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
 async function tellUnavailable(message: Message, ids: Record<string, unknown>, ctx: AdapterContext): Promise<void> {
   try {
     await message.reply({
-      content: UNAVAILABLE,
+      content: TEXTS.unavailable,
       flags: MessageFlags.SuppressEmbeds,
       allowedMentions: { parse: [], repliedUser: false },
     });

@@ -6,8 +6,6 @@ import { TEXTS } from '../../core/texts.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { SlackOutbound } from './outbound.ts';
 
-const UNAVAILABLE = TEXTS.unavailable;
-
 /** The Web API errors that mean the bot may not post in the channel (it has not been invited). */
 const NOT_A_MEMBER = new Set(['not_in_channel', 'channel_not_found']);
 
@@ -76,8 +74,8 @@ export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
     } catch (error) {
       // Slack does not retry slash commands: say so, to the person who ran it.
       log.error({ err: error, channel: command.channel_id, user: command.user_id }, 'could not enqueue a skill run');
-      await respond({ response_type: 'ephemeral', text: UNAVAILABLE }).catch(() => undefined);
-      await deps.outbound.edit(target, header.messageId, UNAVAILABLE).catch(() => undefined);
+      await respond({ response_type: 'ephemeral', text: TEXTS.unavailable }).catch(() => undefined);
+      await deps.outbound.edit(target, header.messageId, TEXTS.unavailable).catch(() => undefined);
     }
   };
 
