@@ -26,6 +26,7 @@ import {
 import { buildSystemPrompt } from './agent/system-prompt.ts';
 import type { ModelProvider } from './agent/model.ts';
 import { OutboundRegistry, type Outbound } from './reply/outbound.ts';
+import { CardRenderers } from './approval/card-renderers.ts';
 import { createConsoleAdapter } from './adapters/console/index.ts';
 import { startQueueRunner, type QueueRunner } from './queue/runner.ts';
 import { createWorkItemTask } from './queue/tasks/run-work-item.ts';
@@ -298,9 +299,14 @@ export async function startCountersign(config: Config, options: StartOptions): P
       skills: skills.version(),
     });
     // Clicks arrive at inbound adapters, so every role verifies and consumes them.
+    const cards = new CardRenderers(
+      outbounds,
+      platforms.flatMap(({ adapter }) => (adapter.cards ? [adapter.cards] : [])),
+    );
     const approvals = new ApprovalService({
       pool,
       outbounds,
+      cards,
       tools,
       scope,
       log,

@@ -3,6 +3,7 @@ import type { Pool } from '../db/pool.ts';
 import type { ApprovalService } from '../approval/service.ts';
 import type { HttpServer } from '../http/server.ts';
 import type { Outbound } from '../reply/outbound.ts';
+import type { CardRenderer } from '../core/approval-card.ts';
 import type { SkillRegistry } from '../skills/index.ts';
 import type { StopResult } from '../queue/stop-requests.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
@@ -80,5 +81,7 @@ export interface InboundHandle {
  */
 export interface PlatformAdapter {
   readonly outbound: Outbound;
+  /** The platform's own approval card UI; without one, cards are text with buttons (approval/card.ts). */
+  readonly cards?: CardRenderer;
   startInbound(context: AdapterContext): Promise<InboundHandle>;
 }

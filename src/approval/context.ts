@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.ts';
 import type { ToolRegistry } from '../agent/tools/registry.ts';
 import type { OutboundRegistry } from '../reply/outbound.ts';
+import type { CardRenderers } from './card-renderers.ts';
 import type { ApprovalScope } from './envelope.ts';
 
 export interface ApprovalSettings {
@@ -19,6 +20,7 @@ export interface ApprovalSettings {
 export interface ApprovalContext {
   pool: Pool;
   outbounds: OutboundRegistry;
+  cards: CardRenderers;
   tools: ToolRegistry;
   settings: ApprovalSettings;
   /** What the calls would run against now; read at request and again at resume. */

@@ -1,7 +1,7 @@
 import type { ApprovalCard } from '../core/approval-card.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import type { PostedMessage } from '../reply/outbound.ts';
-import { cardButtons, cardText, prettyArgs } from './card.ts';
+import { prettyArgs } from './card.ts';
 import type { ApprovalContext } from './context.ts';
 import { parseCalls, type EnvelopeRow } from './envelope.ts';
 import { findEnvelopeById, setCardMessage } from './store.ts';
@@ -108,20 +108,8 @@ async function renderCard(
   };
 }
 
-/**
- * Posts the card, or edits it when the envelope already has one. An outbound that renders cards
- * itself (blocks, components) gets the model; any other gets the text and buttons of card.ts.
- */
+/** Posts the card, or updates it in place when the envelope already has one. */
 async function showCard(ctx: ApprovalContext, envelope: EnvelopeRow, card: ApprovalCard): Promise<PostedMessage> {
   const target: ReplyTarget = { ...ReplyTarget.parse(envelope.reply), messageId: undefined };
-  const outbound = ctx.outbounds.for(target);
-  const existing = envelope.card_message_id ?? undefined;
-  if (outbound.showApprovalCard) return outbound.showApprovalCard(target, card, existing);
-  const text = cardText(card);
-  const options = { buttons: cardButtons(card) };
-  if (existing) {
-    await outbound.edit(target, existing, text, options);
-    return { messageId: existing };
-  }
-  return outbound.post(target, text, options);
+  return ctx.cards.for(target).show(target, card, envelope.card_message_id ?? undefined);
 }

@@ -1,3 +1,5 @@
+import type { ReplyTarget } from './reply-target.ts';
+
 /** A platform-neutral approval card: adapters render it as Block Kit, Discord components or text. */
 export interface ApprovalCard {
   envelopeId: string;
@@ -19,4 +21,14 @@ export interface ApprovalCard {
   state: 'pending' | 'decided' | 'expired' | 'refused';
   decisions?: Array<{ index: number; approved: boolean; answer?: string; by: string }>;
   decidedAt?: Date;
+}
+
+/**
+ * Shows approval cards in one platform's own UI (Block Kit, message components, a terminal prompt).
+ * A platform without one gets the card as text with buttons through its outbound's post and edit.
+ */
+export interface CardRenderer {
+  readonly platform: string;
+  /** Posts the card, or with `messageId` updates it in place; returns the id to update it by later. */
+  show(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<{ messageId: string }>;
 }

@@ -1,5 +1,4 @@
 import type { DeliveryContext, ReplyDelivery } from './delivery.ts';
-import type { ApprovalCard } from '../core/approval-card.ts';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 
 export interface PostedMessage {
@@ -30,11 +29,6 @@ export interface Outbound {
    * decide what text to send, so that under a tight budget only the newest text is sent.
    */
   reserve?(target: ReplyTarget): Promise<void>;
-  /**
-   * Shows (or, with `messageId`, updates in place) an approval card in the platform's own UI.
-   * Platforms without one get the card as text with buttons through post/edit.
-   */
-  showApprovalCard?(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<PostedMessage>;
   /**
    * The platform's own way of showing a reply (Slack's native streaming), where it has one and it
    * is enabled; undefined (or absent): replies are shown by post and edit (EditDelivery).

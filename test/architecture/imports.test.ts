@@ -48,6 +48,14 @@ describe('the shape of src/', () => {
     expect(mutualFolders(graph)).toEqual([]);
   });
 
+  it('keeps approval cards out of the outbound interface: each platform renders its own', () => {
+    expect(graph.get('src/reply/outbound.ts')).not.toContain('src/core/approval-card.ts');
+    for (const platform of ['slack', 'discord']) {
+      expect(graph.get(`src/adapters/${platform}/outbound.ts`)).not.toContain('src/core/approval-card.ts');
+      expect(graph.get(`src/adapters/${platform}/index.ts`)).toContain(`src/adapters/${platform}/cards.ts`);
+    }
+  });
+
   it('keeps src/core free of the rest of the app', () => {
     expect(
       importsBetween(

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DiscordCardRenderer } from '../../src/adapters/discord/cards.ts';
 import { createRest, DiscordOutbound } from '../../src/adapters/discord/outbound.ts';
 import { channelEditBucketKey } from '../../src/adapters/discord/rate-limits.ts';
 import type { ApprovalCard } from '../../src/core/approval-card.ts';
@@ -47,6 +48,7 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
   let db: TestDatabase;
   let pool: pg.Pool;
   let outbound: DiscordOutbound;
+  let cards: DiscordCardRenderer;
   let target: ReplyTarget;
 
   beforeAll(async () => {
@@ -56,6 +58,7 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
     pool = new pg.Pool({ connectionString: db.url, max: 2 });
     // As configured: the REST base without /v10.
     outbound = new DiscordOutbound(createRest(fake.token, fake.restUrl), pool, fake.scene.applicationId);
+    cards = new DiscordCardRenderer(outbound);
     target = { platform: 'discord', channel: fake.scene.channelId };
   });
   afterAll(async () => {
@@ -159,7 +162,7 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
   });
 
   it('shows an approval card with one Approve/Deny pair per call and the neutral values', async () => {
-    const { messageId } = await outbound.showApprovalCard(target, card('pending'));
+    const { messageId } = await cards.show(target, card('pending'));
     const message = fake.message(messageId)!.message;
     const ids = (message.components as Array<{ components: Array<{ custom_id: string }> }>).flatMap((r) =>
       r.components.map((b) => b.custom_id),
@@ -169,8 +172,8 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
   });
 
   it('updates the card in place once decided, leaving no buttons', async () => {
-    const { messageId } = await outbound.showApprovalCard(target, card('pending'));
-    const again = await outbound.showApprovalCard(
+    const { messageId } = await cards.show(target, card('pending'));
+    const again = await cards.show(
       target,
       card('decided', [
         { index: 0, approved: true, by: 'alice' },
@@ -186,10 +189,10 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
   });
 
   it('shows a card too big for one message as several, and updates them all by the one id it returns', async () => {
-    const { messageId } = await outbound.showApprovalCard(target, manyCalls(6));
+    const { messageId } = await cards.show(target, manyCalls(6));
     const ids = messageId.split(',');
     expect(ids).toHaveLength(2);
-    await outbound.showApprovalCard(
+    await cards.show(
       target,
       { ...manyCalls(6), state: 'decided', decisions: [{ index: 0, approved: true, by: 'alice' }] },
       messageId,
@@ -200,7 +203,7 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
   it('takes back the messages it posted when a later one fails, so a retry leaves no half card', async () => {
     const since = fake.requests.length;
     fake.rateLimits.failNext('POST /channels/:channel_id/messages', { after: 1, retryAfterSeconds: 1 });
-    const error = await outbound.showApprovalCard(target, manyCalls(6)).then(
+    const error = await cards.show(target, manyCalls(6)).then(
       () => undefined,
       (e: unknown) => e as Error & { retryAfterMs?: number },
     );

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SlackCardRenderer } from '../../src/adapters/slack/cards.ts';
 import { createWebClient, SlackOutbound } from '../../src/adapters/slack/outbound.ts';
 import type { ApprovalCard } from '../../src/core/approval-card.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -101,8 +102,8 @@ describe('Slack replies never unfurl links', () => {
 
   it('posts and updates approval cards with unfurl_links and unfurl_media off', async () => {
     const before = { post: sent('chat.postMessage').length, update: sent('chat.update').length };
-    const { messageId } = await outbound.showApprovalCard(target, card);
-    await outbound.showApprovalCard(
+    const { messageId } = await new SlackCardRenderer(outbound).show(target, card);
+    await new SlackCardRenderer(outbound).show(
       target,
       { ...card, state: 'decided', decisions: [{ index: 0, approved: false, by: 'alice' }] },
       messageId,

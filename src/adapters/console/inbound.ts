@@ -7,6 +7,7 @@ import { Priority, type WorkItem, type WorkItemDraft } from '../../core/work-ite
 import type { ApprovalCard } from '../../core/approval-card.ts';
 import type { ApprovalService } from '../../approval/service.ts';
 import type { ConsoleOutbound } from './outbound.ts';
+import type { ConsoleCardRenderer } from './card-renderer.ts';
 import { cardPrompt, parseCardAnswer, undecidedNotice } from './cards.ts';
 import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 
@@ -28,6 +29,7 @@ export interface ConsoleStreams {
 export interface ConsoleSessionOptions extends ConsoleStreams {
   events: TurnEvents;
   outbound: ConsoleOutbound;
+  cards: ConsoleCardRenderer;
   log: Logger;
   approvals: ApprovalService;
   /** Durably enqueues a line's work item (the adapter context's enqueue). */
@@ -70,7 +72,7 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
     if (interactive) renderer.show(id, text);
   });
   let cardWaiter: (() => void) | undefined;
-  outbound.onCard((card, target) => {
+  options.cards.onCard((card, target) => {
     if (target.channel === session && card.state === 'pending') {
       pendingCard = card;
       cardWaiter?.();

@@ -1,5 +1,6 @@
 import type { PlatformAdapter } from '../platform.ts';
 import { ConsoleOutbound } from './outbound.ts';
+import { ConsoleCardRenderer } from './card-renderer.ts';
 import { runConsole, type ConsoleStreams } from './inbound.ts';
 import { skillConsoleCommands } from './skill-commands.ts';
 
@@ -8,6 +9,7 @@ export { EXIT_UNDECIDED, type ConsoleStreams } from './inbound.ts';
 /** The console as a platform: what the app registers, plus the end of its terminal session. */
 export interface ConsoleAdapter extends PlatformAdapter {
   readonly outbound: ConsoleOutbound;
+  readonly cards: ConsoleCardRenderer;
   /** Resolves when the session's input ended (piped stdin at its end, Ctrl-D); unset until it starts. */
   readonly done: Promise<void> | undefined;
 }
@@ -20,9 +22,11 @@ export interface ConsoleAdapter extends PlatformAdapter {
  */
 export function createConsoleAdapter(streams: ConsoleStreams | undefined): ConsoleAdapter {
   const outbound = new ConsoleOutbound();
+  const cards = new ConsoleCardRenderer(outbound);
   let done: Promise<void> | undefined;
   return {
     outbound,
+    cards,
     get done() {
       return done;
     },
@@ -33,6 +37,7 @@ export function createConsoleAdapter(streams: ConsoleStreams | undefined): Conso
         ...streams,
         events: context.events,
         outbound,
+        cards,
         log: context.log,
         approvals: context.approvals,
         enqueue: context.enqueue,

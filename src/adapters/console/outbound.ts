@@ -1,7 +1,5 @@
 import type { Outbound, PostedMessage } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
-import { cardText } from '../../approval/card.ts';
-import { type ApprovalCard } from '../../core/approval-card.ts';
 
 /**
  * The console's speaking half. Messages live in memory; whoever owns the terminal subscribes to
@@ -29,22 +27,6 @@ export class ConsoleOutbound implements Outbound {
   async edit(target: ReplyTarget, messageId: string, text: string): Promise<void> {
     this.#messages.set(messageId, { target, text });
     this.#listener?.(messageId, text, target);
-  }
-
-  #cardListener: ((card: ApprovalCard, target: ReplyTarget) => void) | undefined;
-
-  onCard(listener: (card: ApprovalCard, target: ReplyTarget) => void): void {
-    this.#cardListener = listener;
-  }
-
-  /** The console answers cards at its prompt; the card's text is shown like any message. */
-  async showApprovalCard(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<PostedMessage> {
-    const text = cardText(card);
-    const posted = messageId
-      ? (await this.edit(target, messageId, text), { messageId })
-      : await this.post(target, text);
-    this.#cardListener?.(card, target);
-    return posted;
   }
 
   text(messageId: string): string | undefined {

@@ -2,6 +2,7 @@ import type { Pool } from '../../db/pool.ts';
 import type { DiscordInboundSettings, PlatformAdapter } from '../platform.ts';
 import { createRest, DiscordOutbound } from './outbound.ts';
 import { startDiscordInbound } from './inbound.ts';
+import { DiscordCardRenderer } from './cards.ts';
 
 /** What the REST half needs; the gateway half reads the rest of its settings from the adapter context. */
 export type DiscordOutboundSettings = Pick<DiscordInboundSettings, 'token' | 'applicationId' | 'apiUrl'>;
@@ -12,6 +13,7 @@ export function createDiscordAdapter(settings: DiscordOutboundSettings, pool: Po
   const outbound = new DiscordOutbound(rest, pool, settings.applicationId);
   return {
     outbound,
+    cards: new DiscordCardRenderer(outbound),
     startInbound: (context) => startDiscordInbound(context, { rest, outbound }),
   };
 }

@@ -13,7 +13,7 @@ import type { KnownBlock } from '@slack/web-api';
 import { markdownToMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 
-type Block = KnownBlock;
+export type Block = KnownBlock;
 
 function section(text: string): Block {
   return { type: 'section', text: { type: 'mrkdwn', text: text.slice(0, LIMITS.sectionText) } };

@@ -3,6 +3,7 @@ import type { Pool } from '../../db/pool.ts';
 import type { PlatformAdapter } from '../platform.ts';
 import { createWebClient, SlackOutbound } from './outbound.ts';
 import { startSlackInbound } from './inbound.ts';
+import { SlackCardRenderer } from './cards.ts';
 import { SlackNativeStreaming } from './streaming.ts';
 
 /** What Slack's outbound half needs of the configuration (the inbound half gets its own section). */
@@ -28,5 +29,9 @@ export function createSlackAdapter(settings: SlackOutboundSettings, pool: Pool, 
         })
       : undefined;
   const outbound = new SlackOutbound(client, pool, settings.updatesPerMinute, streaming);
-  return { outbound, startInbound: (context) => startSlackInbound(context, { outbound }) };
+  return {
+    outbound,
+    cards: new SlackCardRenderer(outbound),
+    startInbound: (context) => startSlackInbound(context, { outbound }),
+  };
 }

@@ -1,13 +1,11 @@
 import { WebClient } from '@slack/web-api';
 import type { Pool } from '../../db/pool.ts';
-import type { ApprovalCard } from '../../core/approval-card.ts';
-import { cardText } from '../../approval/card.ts';
 import type { DeliveryContext, ReplyDelivery } from '../../reply/delivery.ts';
 import type { Outbound, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { waitForToken } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
-import { approvalCardBlocks, replyBlocks } from './blocks.ts';
+import { replyBlocks, type Block } from './blocks.ts';
 import { markdownToMrkdwn } from './format/index.ts';
 import { rateLimitedError } from './api-errors.ts';
 import { LIMITS } from './limits.ts';
@@ -108,9 +106,11 @@ export class SlackOutbound implements Outbound {
     );
   }
 
-  async showApprovalCard(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<PostedMessage> {
-    const text = markdownToMrkdwn(cardText(card)).slice(0, LIMITS.sectionText);
-    const blocks = approvalCardBlocks(card);
+  /**
+   * Posts a message built of Block Kit blocks (with `text` as its notification and fallback), or
+   * with `messageId` replaces one in place. Renderers of Slack's own UI (cards.ts) send through it.
+   */
+  async postBlocks(target: ReplyTarget, text: string, blocks: Block[], messageId?: string): Promise<PostedMessage> {
     if (messageId) {
       await this.#call(target, 'chat.update', () =>
         this.#client.chat.update({ channel: target.channel, ts: messageId, text, blocks, ...NO_UNFURLS }),

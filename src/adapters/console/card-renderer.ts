@@ -1,0 +1,31 @@
+import type { ApprovalCard, CardRenderer } from '../../core/approval-card.ts';
+import type { ReplyTarget } from '../../core/reply-target.ts';
+import { cardText } from '../../approval/card.ts';
+import type { ConsoleOutbound } from './outbound.ts';
+
+/**
+ * The console answers cards at its prompt: the card's text is shown like any message, and the
+ * session that owns the terminal is told the card is there, so it can ask for the answer.
+ */
+export class ConsoleCardRenderer implements CardRenderer {
+  readonly platform = 'console';
+  readonly #outbound: ConsoleOutbound;
+  #listener: ((card: ApprovalCard, target: ReplyTarget) => void) | undefined;
+
+  constructor(outbound: ConsoleOutbound) {
+    this.#outbound = outbound;
+  }
+
+  onCard(listener: (card: ApprovalCard, target: ReplyTarget) => void): void {
+    this.#listener = listener;
+  }
+
+  async show(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<{ messageId: string }> {
+    const text = cardText(card);
+    const posted = messageId
+      ? (await this.#outbound.edit(target, messageId, text), { messageId })
+      : await this.#outbound.post(target, text);
+    this.#listener?.(card, target);
+    return posted;
+  }
+}
