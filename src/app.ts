@@ -27,6 +27,8 @@ import { buildSystemPrompt } from './agent/system-prompt.ts';
 import type { ModelProvider } from './agent/model.ts';
 import { OutboundRegistry, type Outbound } from './reply/outbound.ts';
 import { CardRenderers } from './approval/card-renderers.ts';
+import { PolicyGate } from './approval/gate.ts';
+import { PolicyStore } from './policy/index.ts';
 import { createConsoleAdapter } from './adapters/console/index.ts';
 import { startQueueRunner, type QueueRunner } from './queue/runner.ts';
 import { createWorkItemTask } from './queue/tasks/run-work-item.ts';
@@ -241,6 +243,9 @@ export async function startCountersign(config: Config, options: StartOptions): P
   };
 
   try {
+    // The policy first: a bad file stops the start with every problem at file:line, before anything connects.
+    const policies = openPolicyStore(config, log);
+    cleanups.push(async () => policies.close());
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
       const dir = resolveFromCwd(config.EMBEDDED_POSTGRES_DIR);
@@ -307,6 +312,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       pool,
       outbounds,
       cards,
+      gate: new PolicyGate(policies, tools),
       tools,
       scope,
       log,
@@ -450,4 +456,29 @@ export async function startCountersign(config: Config, options: StartOptions): P
     await runCleanups();
     throw error;
   }
+}
+
+/**
+ * POLICY_FILE (or the built-in policy), loaded and watched. The policy file and the MCP config are
+ * guarded like scripts when they live inside the agent's workspace: writing them changes the agent.
+ */
+function openPolicyStore(config: Config, log: Logger): PolicyStore {
+  const workspace = path.resolve(process.cwd(), config.AGENT_WORKSPACE_ROOT);
+  const protectedPaths = [config.POLICY_FILE, config.MCP_CONFIG].flatMap((file) => {
+    if (!file) return [];
+    const inside = path.relative(workspace, path.resolve(process.cwd(), file));
+    return inside && !inside.startsWith('..') && !path.isAbsolute(inside) ? [inside.split(path.sep).join('/')] : [];
+  });
+  const store = new PolicyStore({
+    ...(config.POLICY_FILE ? { file: config.POLICY_FILE } : {}),
+    approvers: config.APPROVERS,
+    twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
+    customSkillsDir: config.CUSTOM_SKILLS_DIR,
+    protectedPaths,
+    log,
+  });
+  const policy = store.load();
+  if (config.POLICY_FILE) store.watch();
+  log.info({ policy: policy.source }, 'policy in force');
+  return store;
 }

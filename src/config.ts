@@ -97,13 +97,15 @@ export const ConfigSchema = z
 
     APPROVAL_TTL_SECONDS: int(30, 7 * 24 * 3600).default(3600),
     APPROVERS: list.default([]),
-    APPROVAL_TWO_PERSON_RULE: bool.default(false),
+    APPROVAL_TWO_PERSON_RULE: bool.default(true),
     /** Rejected clicks audited per clicker and minute; the rest are counted, not written (a flood of forged clicks). */
     APPROVAL_REJECTION_AUDITS_PER_MINUTE: int(0, 10_000).default(20),
 
     SKILLS_DIR: z.string().default('skills'),
     CUSTOM_SKILLS_DIR: z.string().default('skills'),
     MCP_CONFIG: optionalString,
+    /** Who may use the bot, who must countersign, what never needs a click (docs/policy.md); unset: the built-in policy. */
+    POLICY_FILE: optionalString,
     ENABLE_RUN_COMMAND: bool.default(false),
     TOOL_RESULT_MAX_TOKENS: int(1000, 1_000_000).default(25_000),
     /** A tool running longer than this is abandoned, recorded as failed, and never replayed. */

@@ -6,7 +6,13 @@ import { addUsage, type ModelProvider, type ModelRequest, type ModelRound } from
 import { metrics } from '../metrics.ts';
 import { fitToBudget } from './tools/result-budget.ts';
 import type { ToolRegistry } from './tools/registry.ts';
-import { DEFAULT_TOOL_TIMEOUT_SECONDS, needsApproval, timeLimitOf, type ToolOutput } from './tools/tool.ts';
+import {
+  DEFAULT_TOOL_TIMEOUT_SECONDS,
+  needsApproval,
+  timeLimitOf,
+  type AnyTool,
+  type ToolOutput,
+} from './tools/tool.ts';
 import type { Requester } from '../core/person.ts';
 import type { CallDecision } from '../core/work-item.ts';
 import {
@@ -51,6 +57,36 @@ export interface TurnDeps {
   beforeRound?: (round: number) => Promise<void>;
   /** Told about each call a person decided on, once its result is known (approval audit). */
   onDecidedCall?: (call: ToolCall, decision: CallDecision, result: ToolResult) => Promise<void>;
+  /**
+   * What the policy says of a call with valid arguments. Absent: each tool's own `approval` decides
+   * (`ask` or `allow`).
+   */
+  rule?: (call: ToolCall, args: unknown) => CallRuling;
+  /** Told about each call a rule decided without a person (allowed or denied), before it runs (audit). */
+  onRuled?: (call: ToolCall, ruling: CallRuling) => Promise<void>;
+}
+
+/** The policy's outcome for one call, and the rule that decided it (`name, source`). */
+export interface CallRuling {
+  outcome: 'allow' | 'ask' | 'countersign' | 'deny';
+  rule: string;
+  /** Why a call is denied, from the rule. */
+  message?: string;
+}
+
+function ownRuling(tool: AnyTool, args: unknown): CallRuling {
+  return needsApproval(tool, args) ? { outcome: 'ask', rule: 'tool' } : { outcome: 'allow', rule: 'tool' };
+}
+
+/** The tool result of a call the policy refused: the model hears which rule, and why. */
+function policyDenial(call: ToolCall, ruling: CallRuling): ToolResult {
+  const why = ruling.message ? ` ${ruling.message}` : '';
+  return {
+    toolCallId: call.id,
+    name: call.name,
+    content: `The policy does not allow this call (rule ${ruling.rule}), so it was not run.${why} Do not try it again; tell the person what you would have done instead.`,
+    isError: true,
+  };
 }
 
 export type TurnOutcome =
@@ -174,9 +210,18 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
     for (const call of answer.toolCalls) {
       const tool = deps.tools.get(call.name);
       const parsed = tool?.input.safeParse(call.args);
-      if (tool && parsed?.success && !call.argsError && needsApproval(tool, parsed.data)) {
+      // Unknown tools and bad arguments are answered by executeToolCall with an error, never run.
+      const ruling =
+        tool && parsed?.success && !call.argsError
+          ? (deps.rule?.(call, parsed.data) ?? ownRuling(tool, parsed.data))
+          : undefined;
+      if (ruling?.outcome === 'ask' || ruling?.outcome === 'countersign') {
         waiting.push(call);
+      } else if (ruling?.outcome === 'deny') {
+        await deps.onRuled?.(call, ruling);
+        results.push(policyDenial(call, ruling));
       } else {
+        if (ruling) await deps.onRuled?.(call, ruling);
         if (unrecorded) {
           await recordModelRound(deps.db, ctx.workItemId, unrecorded);
           unrecorded = undefined;
@@ -219,7 +264,8 @@ async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps
     } else if (decision.approved) {
       result = await executeToolCall(ctx, call, deps);
     } else {
-      result = { toolCallId: call.id, name: call.name, content: DENIED, isError: true };
+      const content = decision.reason ? `This call was not run: ${decision.reason}` : DENIED;
+      result = { toolCallId: call.id, name: call.name, content, isError: true };
     }
     results.push(result);
     await deps.onDecidedCall?.(call, decision, result);

@@ -3,6 +3,7 @@ import type { Pool } from '../db/pool.ts';
 import type { ToolRegistry } from '../agent/tools/registry.ts';
 import type { OutboundRegistry } from '../reply/outbound.ts';
 import type { CardRenderers } from './card-renderers.ts';
+import type { PolicyGate } from './gate.ts';
 import type { ApprovalScope } from './envelope.ts';
 
 export interface ApprovalSettings {
@@ -22,6 +23,8 @@ export interface ApprovalContext {
   outbounds: OutboundRegistry;
   cards: CardRenderers;
   tools: ToolRegistry;
+  /** The policy in force: who may decide each call, and the re-check at resume. */
+  gate: PolicyGate;
   settings: ApprovalSettings;
   /** What the calls would run against now; read at request and again at resume. */
   scope: () => ApprovalScope;

@@ -13,12 +13,30 @@ export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+/** A person or group as the policy wrote it (src/policy/person.ts), stored with the call it may decide. */
+const PersonPattern = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('user'), platform: z.string(), workspace: z.string().optional(), user: z.string() }),
+  z.object({ kind: z.literal('members'), platform: z.string(), workspace: z.string() }),
+  z.object({ kind: z.literal('group'), platform: z.string(), group: z.string() }),
+]);
+
+/** The policy's decision that put a call on the card: who may decide it is read from here at click time. */
+export const CallPolicy = z.object({
+  outcome: z.enum(['ask', 'countersign']),
+  rule: z.object({ name: z.string(), source: z.string() }),
+  approvers: z.array(PersonPattern),
+  home: z.array(z.string()),
+});
+export type CallPolicy = z.infer<typeof CallPolicy>;
+
 /** One call a person is asked to decide on, as shown on the card and hashed into the plan. */
 export const PlannedCall = z.object({
   id: z.string().min(1),
   name: z.string().min(1),
   args: z.record(z.string(), z.unknown()),
   risk: z.enum(['low', 'medium', 'high']),
+  /** Absent on envelopes stored before the policy: those follow APPROVERS and the two-person rule. */
+  policy: CallPolicy.optional(),
 });
 export type PlannedCall = z.infer<typeof PlannedCall>;
 

@@ -8,7 +8,8 @@ import type { WorkItem } from '../core/work-item.ts';
 import { scheduleApprovalCard } from '../queue/turn-lifecycle.ts';
 import { canonicalJson } from './canonical-json.ts';
 import type { ApprovalContext } from './context.ts';
-import { newNonce, planHash, scopeHash, type PlannedCall } from './envelope.ts';
+import { newNonce, planHash, scopeHash, type CallPolicy, type PlannedCall } from './envelope.ts';
+import { formatPattern } from '../policy/index.ts';
 import { audit, insertEnvelope } from './store.ts';
 
 /** The job that shows an approval card (interactive pool: a person is waiting for it). */
@@ -33,6 +34,27 @@ export function planCalls(ctx: Pick<ApprovalContext, 'tools'>, calls: ToolCall[]
 }
 
 /**
+ * The calls with the policy's decision on each, as the card shows them and clicks are checked
+ * against. A call the policy would now let run or refuse (it changed since the loop asked) still
+ * waits for a person: allowed calls ask, refused ones can only be denied (nobody may approve them).
+ */
+function planWithPolicy(ctx: ApprovalContext, item: WorkItem, calls: ToolCall[]): PlannedCall[] {
+  return planCalls(ctx, calls).map((planned) => {
+    const decision = ctx.gate.decide(planned, item.requester, item.reply);
+    const policy: CallPolicy =
+      decision.outcome === 'deny'
+        ? { outcome: 'countersign', rule: decision.rule, approvers: [], home: decision.home }
+        : {
+            outcome: decision.outcome === 'countersign' ? 'countersign' : 'ask',
+            rule: decision.rule,
+            approvers: decision.approvers,
+            home: decision.home,
+          };
+    return { ...planned, risk: decision.risk, policy };
+  });
+}
+
+/**
  * Stores the envelope for a turn's waiting calls, inside the caller's transaction (the one that
  * records the turn as parked), with the job that shows its card.
  */
@@ -42,7 +64,7 @@ export async function requestApproval(
   item: WorkItem,
   state: TurnState,
 ): Promise<void> {
-  const calls = planCalls(ctx, state.pendingApproval);
+  const calls = planWithPolicy(ctx, item, state.pendingApproval);
   const callsCanonical = canonicalJson(calls);
   const scope = ctx.scope();
   const id = randomUUID();
@@ -56,7 +78,8 @@ export async function requestApproval(
     workItemId: item.id,
     conversationId: item.conversationId,
     requester: item.requester,
-    approvers: ctx.settings.approvers,
+    // Everyone any of the calls names, for the record; clicks are checked per call (verify.ts).
+    approvers: [...new Set(calls.flatMap((c) => (c.policy?.approvers ?? []).map(formatPattern)))],
     twoPersonRule: ctx.settings.twoPersonRule,
     callsCanonical,
     planHash: planHash(callsCanonical),
@@ -71,7 +94,7 @@ export async function requestApproval(
     nonce,
     event: 'requested',
     actor: item.requester,
-    detail: { calls: calls.map((c) => c.name) },
+    detail: { calls: calls.map((c) => c.name), rules: calls.map((c) => c.policy?.rule.name) },
   });
   // The card is shown by its own job, committed with the envelope: a worker that dies right after
   // parking the turn can't leave an envelope nobody can see.

@@ -4,7 +4,9 @@ import { TurnState } from '../agent/turn-state.ts';
 import type { CallDecision, WorkItem } from '../core/work-item.ts';
 import { canonicalJson } from './canonical-json.ts';
 import type { ApprovalContext } from './context.ts';
-import { parseCalls, planHash, scopeHash, type ApprovalScope } from './envelope.ts';
+import { parseCalls, planHash, scopeHash, type ApprovalScope, type EnvelopeRow } from './envelope.ts';
+import { ReplyTarget } from '../core/reply-target.ts';
+import { mayDecideStored } from './gate.ts';
 import { planCalls } from './request.ts';
 import { refreshCard } from './show.ts';
 import { audit, findEnvelopeById } from './store.ts';
@@ -57,15 +59,67 @@ export async function resumeApproved(
     );
     return refuse(`what the calls would run against changed since the request (${changed.join(', ')}).`, { changed });
   }
+  const decisions = await recheckPolicy(ctx, envelope, log);
   // The continuation streams into a new reply below the card.
   return {
     state: {
       ...state,
       text: '',
       reply: { messageIds: [], sealed: [], carry: '' },
-      approvalDecisions: envelope.decisions,
+      approvalDecisions: decisions,
     },
   };
+}
+
+/**
+ * The policy as it is now has the last word: an approved call it now refuses, or that now needs a
+ * signature its approver cannot give (a countersignature the requester gave themselves), is not run.
+ * Such a call becomes a denial with the reason, audited; the rest stand as decided.
+ */
+async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: Logger): Promise<CallDecision[]> {
+  const calls = parseCalls(envelope);
+  const reply = ReplyTarget.safeParse(envelope.reply);
+  if (!reply.success) return envelope.decisions ?? [];
+  const deciders = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d.by] as const));
+  const out: CallDecision[] = [];
+  for (const decision of envelope.decisions ?? []) {
+    const call = calls.find((c) => c.id === decision.toolCallId);
+    if (!call || !decision.approved || decision.answer !== undefined) {
+      out.push(decision);
+      continue;
+    }
+    const now = ctx.gate.decide(call, envelope.requester, reply.data);
+    const by = deciders.get(call.id) ?? envelope.decided_by ?? envelope.requester;
+    let reason: string | undefined;
+    if (now.outcome === 'deny') {
+      reason = `the policy changed after it was approved and now refuses it (${now.rule.name}, ${now.rule.source})${now.message ? `: ${now.message}` : ''}.`;
+    } else if (now.outcome !== 'allow') {
+      const verdict = mayDecideStored(
+        { outcome: now.outcome, rule: now.rule, approvers: now.approvers, home: now.home },
+        by,
+        envelope.requester,
+        'approve',
+      );
+      if (!verdict.ok) reason = `the policy changed after it was approved: ${verdict.reason}`;
+    }
+    if (!reason) {
+      out.push(decision);
+      continue;
+    }
+    log.warn(
+      { envelopeId: envelope.id, call: call.id, rule: now.rule.name },
+      'an approved call is refused by the policy now',
+    );
+    await audit(ctx.pool, {
+      envelopeId: envelope.id,
+      nonce: envelope.nonce,
+      event: 'policy_denied',
+      reason,
+      detail: { call: call.id, tool: call.name, rule: `${now.rule.name}, ${now.rule.source}` },
+    });
+    out.push({ toolCallId: call.id, approved: false, reason });
+  }
+  return out;
 }
 
 /** Records what happened to each decided call (after the continuation ran it). */

@@ -5,6 +5,10 @@ import type { TurnState } from '../agent/turn-state.ts';
 import type { Requester } from '../core/person.ts';
 import type { CallDecision, WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
+import type { CallRuling } from '../agent/loop.ts';
+import type { ReplyTarget } from '../core/reply-target.ts';
+import type { Admission } from '../policy/index.ts';
+import { audit } from './store.ts';
 import { decideAll, decideClick, type SubmitResult } from './decide.ts';
 import { expireStale } from './expire.ts';
 import { requestApproval } from './request.ts';
@@ -58,6 +62,31 @@ export class ApprovalService {
   /** Records what happened to each decided call (after the continuation ran it). */
   recordOutcome(envelopeId: string, call: ToolCall, decision: CallDecision, isError: boolean): Promise<void> {
     return recordOutcome(this.#ctx, envelopeId, call, decision, isError);
+  }
+
+  /** The policy's outcome for one call of a turn (the loop asks before it runs or parks a call). */
+  rule(item: WorkItem, call: ToolCall, args: unknown): CallRuling {
+    const decision = this.#ctx.gate.decide({ name: call.name, args }, item.requester, item.reply);
+    return {
+      outcome: decision.outcome,
+      rule: `${decision.rule.name}, ${decision.rule.source}`,
+      ...(decision.message !== undefined ? { message: decision.message } : {}),
+    };
+  }
+
+  /** Audits a call a rule let run, or refused, without a card. */
+  async recordRuling(item: WorkItem, call: ToolCall, ruling: CallRuling): Promise<void> {
+    await audit(this.#ctx.pool, {
+      event: ruling.outcome === 'deny' ? 'policy_denied' : 'allowed',
+      actor: item.requester,
+      ...(ruling.message ? { reason: ruling.message } : {}),
+      detail: { workItemId: item.id, call: call.id, tool: call.name, rule: ruling.rule },
+    });
+  }
+
+  /** Whether this person may use the bot where they wrote (adapters ask before they enqueue). */
+  mayUse(requester: Requester, reply: ReplyTarget): Admission {
+    return this.#ctx.gate.mayUse(requester, reply);
   }
 
   /** Expires stale envelopes (housekeeping): see expire.ts. */

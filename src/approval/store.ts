@@ -141,7 +141,11 @@ export type AuditEvent =
   | 'denied'
   | 'answered'
   | 'refused'
-  | 'expired';
+  | 'expired'
+  /** A policy rule let a call run without a card (detail: work item, tool, rule). */
+  | 'allowed'
+  /** A policy rule refused a call; it never ran (detail: work item, tool, rule). */
+  | 'policy_denied';
 
 export async function audit(
   db: Queryable,

@@ -1,5 +1,6 @@
 import { personKey, type Requester } from '../core/person.ts';
-import type { EnvelopeRow, PlannedCall } from './envelope.ts';
+import { parseCalls, type EnvelopeRow, type PlannedCall } from './envelope.ts';
+import { mayDecideStored } from './gate.ts';
 import type { CallDecision } from '../core/work-item.ts';
 
 /** A decision recorded on the envelope, with who made it. */
@@ -7,10 +8,31 @@ export type RecordedDecision = EnvelopeRow['partial_decisions'][number];
 
 export type Verdict = { ok: true } | { ok: false; reason: string };
 
-/** The requester and everyone in APPROVERS may decide; nobody else. */
-export function mayDecide(envelope: Pick<EnvelopeRow, 'approvers' | 'requester'>, clicker: Requester): boolean {
+/**
+ * Whether the clicker may decide anything on the envelope: the requester, or someone a call's policy
+ * names as its approver. Envelopes stored before the policy list their approvers as `platform:user`.
+ * Which calls they may approve is checked per call (`verifyAdded`).
+ */
+export function mayDecide(
+  envelope: Pick<EnvelopeRow, 'approvers' | 'requester' | 'calls'>,
+  clicker: Requester,
+): boolean {
+  const calls = parseCalls(envelope);
+  if (calls.some((c) => c.policy)) {
+    return calls.some(
+      (c) =>
+        c.policy &&
+        (mayDecideStored(c.policy, clicker, envelope.requester, 'approve').ok ||
+          mayDecideStored(c.policy, clicker, envelope.requester, 'deny').ok),
+    );
+  }
   const id = personKey(clicker);
   return id === personKey(envelope.requester) || envelope.approvers.includes(id);
+}
+
+/** Who may decide, for a refusal: the approvers the calls name (`slack:U…`, `discord-role:…`). */
+function approverHint(envelope: Pick<EnvelopeRow, 'approvers'>): string {
+  return envelope.approvers.length ? ` (approvers: ${envelope.approvers.slice(0, 5).join(', ')})` : '';
 }
 
 /**
@@ -29,7 +51,7 @@ export function verifyOpen(
   if (!mayDecide(envelope, clicker)) {
     return {
       ok: false,
-      reason: 'You are not allowed to decide on this request; only the requester or an approver can.',
+      reason: `You are not allowed to decide on this request; only the requester or an approver can${approverHint(envelope)}.`,
     };
   }
   return { ok: true, envelope };
@@ -88,7 +110,18 @@ export function verifyAdded(
     if (!answer || !options.includes(answer))
       return { ok: false, reason: 'That answer is not one of the options offered.' };
   }
-  if (envelope.two_person_rule && personKey(clicker) === personKey(envelope.requester)) {
+  // The policy's decision on each call says who may approve or deny it.
+  for (const d of added) {
+    const policy = byId.get(d.toolCallId)?.policy;
+    if (!policy) continue;
+    const verdict = mayDecideStored(policy, clicker, envelope.requester, d.approved ? 'approve' : 'deny');
+    if (!verdict.ok) {
+      const index = calls.findIndex((c) => c.id === d.toolCallId);
+      return { ok: false, reason: calls.length > 1 ? `Call ${index + 1}: ${verdict.reason}` : verdict.reason };
+    }
+  }
+  const legacy = added.some((d) => !byId.get(d.toolCallId)?.policy);
+  if (legacy && envelope.two_person_rule && personKey(clicker) === personKey(envelope.requester)) {
     const ownHighRisk = added.some((d) => d.approved && byId.get(d.toolCallId)?.risk === 'high');
     if (ownHighRisk) {
       return {

@@ -31,6 +31,8 @@ export const CallDecision = z.object({
   approved: z.boolean(),
   /** For a question the agent asked: the option the person chose. */
   answer: z.string().optional(),
+  /** Why an approved call was not run after all (the policy changed), or why a person denied it. */
+  reason: z.string().max(2000).optional(),
 });
 export type CallDecision = z.infer<typeof CallDecision>;
 

@@ -29,9 +29,10 @@ export const BUILTIN_TOOL_KINDS: Readonly<Record<string, ToolKind>> = {
 
 export const POLICY_USAGE = [
   'Usage: countersign policy <command>',
-  '  check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--kind KIND] [--mcp trusted|untrusted] [--hints read-only|destructive|additive]',
+  '  check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups ID,…] [--kind KIND] [--mcp trusted|untrusted] [--hints read-only|destructive|additive]',
   '      the outcome for one call and the rule that decided it. PERSON is slack:T…:U… or discord:GUILD:USER;',
-  '      WHERE is dm (default), a channel id (C0123ABCD), or platform:workspace:channel',
+  '      WHERE is dm (default), a channel id (C0123ABCD), or platform:workspace:channel;',
+  '      --groups: the Discord role ids or Slack user group ids PERSON has there',
   '  lint FILE   every problem in a policy file, as file:line:column; exits 1 on any',
 ];
 
@@ -61,13 +62,19 @@ export interface PolicyCheckInput {
   kind?: string;
   mcp?: string;
   hints?: string;
+  groups?: string;
 }
 
 /** `countersign policy check …` against `policy`. */
 export function policyCheck(policy: Policy, input: PolicyCheckInput): CommandResult {
   const fail = (line: string): CommandResult => ({ lines: [line, ...POLICY_USAGE], exitCode: 2 });
-  const requester = personFromId(input.as);
-  if ('error' in requester) return fail(`--as: ${requester.error}`);
+  const person = personFromId(input.as);
+  if ('error' in person) return fail(`--as: ${person.error}`);
+  const groups = (input.groups ?? '')
+    .split(',')
+    .map((g) => g.trim())
+    .filter(Boolean);
+  const requester = groups.length ? { ...person, groups } : person;
   const where = parseWhere(input.where ?? 'dm', requester.platform, requester.workspace);
   if (typeof where === 'string') return fail(where);
   let args: unknown;
@@ -130,6 +137,7 @@ export function policyCommand(args: string[], env: { file?: string; options?: Po
           kind: { type: 'string' },
           mcp: { type: 'string' },
           hints: { type: 'string' },
+          groups: { type: 'string' },
           file: { type: 'string' },
         },
       });

@@ -1,13 +1,18 @@
 import { compileNameGlob, compilePathGlob } from './glob.ts';
 import type { CompiledRule, PolicyParts } from './engine.ts';
 import { Policy } from './engine.ts';
-import { parsePerson, type PersonPattern } from './person.ts';
+import { parsePerson, PERSON_ID_SHAPES, type PersonPattern } from './person.ts';
 import type { Outcome, Risk, ToolKind } from './schema.ts';
 
 /** What the deployment tells the engine; every field has a default. */
 export interface PolicyOptions {
   /** APPROVERS, as written there (`slack:U…`, `discord:…`); bad entries are skipped (config reports them). */
   approvers?: readonly string[];
+  /**
+   * APPROVAL_TWO_PERSON_RULE (default true): high-risk calls need an approver other than the
+   * requester when approvers are configured. False: the requester may approve them too.
+   */
+  twoPersonRule?: boolean;
   /** CUSTOM_SKILLS_DIR, relative to the workspace (default `skills`). */
   customSkillsDir?: string;
   /**
@@ -53,10 +58,18 @@ function builtin(
 
 const kinds = (...k: ToolKind[]) => ({ kinds: k });
 
+/**
+ * APPROVERS as patterns. Entries of a platform the policy has no id rules for (one an embedding
+ * application adds, `platform:id`) name that account as written; config.ts validated the rest.
+ */
 export function approverPatterns(entries: readonly string[]): PersonPattern[] {
   return entries.flatMap((entry) => {
     const parsed = parsePerson(entry.trim());
-    return parsed.ok ? [parsed.pattern] : [];
+    if (parsed.ok) return [parsed.pattern];
+    const other = /^([a-z][a-z0-9-]*):([^\s:]+)$/.exec(entry.trim());
+    if (other && !Object.hasOwn(PERSON_ID_SHAPES, other[1]!) && !other[1]!.includes('-'))
+      return [{ kind: 'user' as const, platform: other[1]!, user: other[2]! }];
+    return [];
   });
 }
 
@@ -69,7 +82,7 @@ export function builtinRules(
   haveApprovers: boolean,
   options: PolicyOptions = {},
 ): Pick<PolicyParts, 'fallback' | 'floors'> {
-  const high: Outcome = haveApprovers ? 'countersign' : 'ask';
+  const high: Outcome = haveApprovers && options.twoPersonRule !== false ? 'countersign' : 'ask';
   const skills = (options.customSkillsDir ?? 'skills').replace(/^\.\/|\/+$/g, '') || 'skills';
   const guarded = [`${skills}/**`, ...AGENT_CHANGING_PATHS, ...(options.protectedPaths ?? [])];
   const floors: CompiledRule[] = [

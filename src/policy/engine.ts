@@ -339,7 +339,7 @@ export function mayDecide(
       if (isRequester)
         return {
           ok: false,
-          reason: `This call needs a second signature: someone other than you has to approve it (${describeRule(decision.rule)}).`,
+          reason: `This call needs a second signature (two-person rule): someone other than you has to approve it (${describeRule(decision.rule)}).`,
         };
       return isApprover
         ? { ok: true }

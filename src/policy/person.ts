@@ -146,12 +146,17 @@ export function personKey(person: Pick<Person, 'platform' | 'workspace' | 'user'
   return `${person.platform}:${person.workspace}:${person.user}`;
 }
 
-/** Platforms whose user ids are the same account everywhere (see the module comment). */
-const GLOBAL_IDS = new Set(['discord']);
+/**
+ * Platforms whose user ids are unique only within the workspace that issued them (see the module
+ * comment). Every other platform's ids name one account everywhere: Discord's snowflakes, the
+ * console's local user, and platforms an embedding application adds.
+ */
+const SCOPED_IDS = new Set(['slack']);
+const globalIds = (platform: string) => !SCOPED_IDS.has(platform);
 
 /** Whether an id issued in `workspace` is one the short forms may name. */
 function inHome(person: Person, home: readonly string[]): boolean {
-  return GLOBAL_IDS.has(person.platform) || home.includes(person.workspace);
+  return globalIds(person.platform) || home.includes(person.workspace);
 }
 
 /**
@@ -175,5 +180,5 @@ export function personMatches(pattern: PersonPattern, person: Person, home: read
 
 /** The same account: the same user id, issued by the same workspace where ids are not global. */
 export function samePerson(a: Person, b: Person): boolean {
-  return a.platform === b.platform && a.user === b.user && (GLOBAL_IDS.has(a.platform) || a.workspace === b.workspace);
+  return a.platform === b.platform && a.user === b.user && (globalIds(a.platform) || a.workspace === b.workspace);
 }

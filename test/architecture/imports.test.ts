@@ -65,6 +65,15 @@ describe('the shape of src/', () => {
     ).toEqual([]);
   });
 
+  it('keeps the policy engine pure: src/policy imports nothing of the app', () => {
+    expect(
+      importsBetween(
+        (f) => f === 'src/policy',
+        () => true,
+      ),
+    ).toEqual([]);
+  });
+
   it('never lets one adapter import another', () => {
     expect(
       importsBetween(

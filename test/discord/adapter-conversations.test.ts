@@ -15,7 +15,8 @@ const code = Array.from({ length: 40 }, (_, i) => `  step_${i}() # keep this lin
 const LONG = `${'Here is the plan. '.repeat(90)}\n\n\`\`\`sh\n${code}\n\`\`\`\n\n${'And that is all. '.repeat(60)}`;
 
 const runs: string[] = [];
-const restartTool = countingTool('restart_service', runs, { risk: 'high', result: 'restarted' });
+// Medium risk: in a DM the requester decides alone (a high-risk call would need a second approver).
+const restartTool = countingTool('restart_service', runs, { risk: 'medium', result: 'restarted' });
 
 const script: Script = {
   rules: [

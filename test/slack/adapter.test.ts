@@ -46,6 +46,8 @@ const script: Script = {
   ],
 };
 const ALICE = 'U0ALICE001';
+/** A second approver: a high-risk call needs someone other than its requester (the built-in policy). */
+const BOB = 'U0BOB00001';
 const CHANNEL = 'C0OPS00001';
 
 const final = (fake: FakeSlack, channel: string, expected: string, thread?: string) =>
@@ -67,7 +69,7 @@ describe('Slack adapter in Socket Mode', () => {
         SLACK_BOT_TOKEN: fake.botToken,
         SLACK_APP_TOKEN: fake.appToken,
         SLACK_API_URL: fake.apiUrl,
-        APPROVERS: `slack:${ALICE}`,
+        APPROVERS: `slack:${ALICE},slack:${BOB}`,
         // This suite covers the chat.update path; native streaming has its own below.
         SLACK_STREAMING: 'off',
       },
@@ -212,10 +214,30 @@ describe('Slack adapter in Socket Mode', () => {
       'the private refusal',
     );
     expect(runs).toEqual([]);
+    // Alice asked for a high-risk call: though she is an approver, her own Approve is refused.
     await fake.deliver(
       interactiveEnvelope(
         blockAction(fake.team, {
           user: ALICE,
+          channel: CHANNEL,
+          messageTs: card.ts,
+          threadTs: mention.ts,
+          value: approve.value,
+          actionId: approve.action_id,
+        }),
+      ),
+    );
+    const own = await waitFor(
+      async () => fake.messages.find((m) => m.ephemeralFor === ALICE),
+      10_000,
+      "the requester's private refusal",
+    );
+    expect(own.text).toMatch(/second signature/);
+    expect(runs).toEqual([]);
+    await fake.deliver(
+      interactiveEnvelope(
+        blockAction(fake.team, {
+          user: BOB,
           channel: CHANNEL,
           messageTs: card.ts,
           threadTs: mention.ts,

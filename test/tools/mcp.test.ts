@@ -285,8 +285,18 @@ describe('MCP tools in a conversation', () => {
       10_000,
       'the card',
     );
+    // An unannotated tool may be destructive (the MCP spec's default): high risk, with a card.
     expect(JSON.parse(first.calls)).toEqual([
-      { id: expect.any(String), name: 'web__note', args: { text: 'checking' }, risk: 'medium' },
+      {
+        id: expect.any(String),
+        name: 'web__note',
+        args: { text: 'checking' },
+        risk: 'high',
+        policy: expect.objectContaining({
+          outcome: 'ask',
+          rule: { name: 'default:mcp-unannotated', source: 'built-in' },
+        }),
+      },
     ]);
     const click = await h.app.approvals.click(`${first.nonce}.A`, { platform: 'test', userId: 'U1' });
     if (!click.ok || !('continuation' in click)) throw new Error('expected a continuation');
@@ -296,6 +306,62 @@ describe('MCP tools in a conversation', () => {
       [item.id, click.continuation.id],
     );
     expect(executed.rows.map((r) => r.tool)).toEqual(['web__note', 'ops__get_status']);
+  });
+});
+
+describe("a remote MCP server's read-only hint", () => {
+  let http: FakeMcpHttp;
+  beforeAll(async () => {
+    http = await startFakeMcpHttp('hint-token');
+  });
+  afterAll(() => http.close());
+
+  /** One turn calling the remote server's read-only get_status, with the server trusted or not. */
+  async function statusTurn(trusted: boolean | undefined) {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'cs-mcp-')), 'mcp.json');
+    const server = { url: http.url, headers: { Authorization: 'Bearer hint-token' } };
+    writeFileSync(
+      file,
+      JSON.stringify({ mcpServers: { remote: trusted === undefined ? server : { ...server, trusted } } }),
+    );
+    const h = await startHarness({
+      env: { MCP_CONFIG: file },
+      script: {
+        rules: [
+          {
+            rounds: [
+              { toolCalls: [{ name: 'remote__get_status', args: { service: 'api' } }] },
+              { text: 'Status: {{lastToolResult}}' },
+            ],
+          },
+        ],
+      },
+    });
+    try {
+      await waitFor(async () => (h.app.tools.get('remote__get_status') ? true : undefined), 20_000, 'the remote tool');
+      const item = await h.say('hint', 'status?');
+      const settled = await h.settled(item.id);
+      const { rows } = await h.app.pool.query(
+        `SELECT calls FROM countersign.approval_envelopes WHERE work_item_id = $1`,
+        [item.id],
+      );
+      return { status: settled.status, text: settled.result?.text, calls: rows.map((r) => JSON.parse(r.calls)) };
+    } finally {
+      await h.stop();
+    }
+  }
+
+  it('asks a person when the server is remote and not marked trusted: its hint is its own word', async () => {
+    const turn = await statusTurn(undefined);
+    expect(turn.status).toBe('awaiting_approval');
+    expect(turn.calls[0][0].policy.rule.name).toBe('default:mcp-read-untrusted');
+  });
+
+  it('runs at once when the MCP config marks the remote server trusted', async () => {
+    const turn = await statusTurn(true);
+    expect(turn.status).toBe('done');
+    expect(turn.text).toBe('Status: http: api is healthy');
+    expect(turn.calls).toEqual([]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -65,8 +65,13 @@ describe('run_command', () => {
       command: ['sh', '-c', 'echo "$HOME|$LANG|$SECRET"; pwd; echo ran >> runs.log', 'ignored'],
       cwd: 'repo',
     });
+    // HOME is an empty folder of its own, never the workspace (a written .gitconfig must not apply).
+    const home = /stdout:\n(.*)\|C\.UTF-8\|/.exec(result.content)?.[1] ?? '';
+    expect(home).toMatch(/countersign-home-/);
+    expect(home.startsWith(root)).toBe(false);
+    expect(existsSync(home)).toBe(false);
     expect(result).toEqual({
-      content: `$ sh -c 'echo "$HOME|$LANG|$SECRET"; pwd; echo ran >> runs.log' ignored  (in repo)\nexit code 0\nstdout:\n${root}|C.UTF-8|\n${root}/repo\nstderr: (empty)`,
+      content: `$ sh -c 'echo "$HOME|$LANG|$SECRET"; pwd; echo ran >> runs.log' ignored  (in repo)\nexit code 0\nstdout:\n${home}|C.UTF-8|\n${root}/repo\nstderr: (empty)`,
       isError: false,
     });
     expect(readFileSync(path.join(root, 'repo/runs.log'), 'utf8')).toBe('ran\n');

@@ -89,7 +89,7 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
         resolve();
       };
     });
-  const me = { platform: 'console', userId: user };
+  const me = { platform: 'console', userId: user, workspace: 'local' };
   let current: WorkItem | undefined;
 
   const waitForEnd = (item: WorkItem) =>
@@ -196,7 +196,7 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
       type: 'CHAT',
       priority: Priority.CRITICAL,
       conversationId,
-      requester: { platform: 'console', userId: user },
+      requester: { platform: 'console', userId: user, workspace: 'local' },
       input: { prompt: line },
       payload: {},
       reply: { platform: 'console', channel: session },

@@ -36,7 +36,10 @@ const PUBLIC_EDIT = { flags: MessageFlags.SuppressEmbeds, allowedMentions: { par
 export function createInteractionHandler(ctx: AdapterContext, deps: InteractionDeps) {
   const onButton = async (interaction: ButtonInteraction) => {
     await interaction.deferUpdate();
-    const person = requesterOf(interaction.user);
+    const person = requesterOf(interaction.user, {
+      guildId: interaction.guildId,
+      roles: interaction.member?.roles,
+    });
     const stopId = parseStopCustomId(interaction.customId);
     // Button custom_ids are the platform-neutral values: the approval service parses them itself.
     const result = stopId
@@ -60,12 +63,21 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       await interaction.reply({ content: clip(run), ...PRIVATE });
       return;
     }
-    await interaction.deferReply();
     const target = {
       platform: 'discord',
       channel: interaction.channelId,
       ...(interaction.guildId ? { workspace: interaction.guildId } : {}),
     };
+    const requester = requesterOf(interaction.user, {
+      guildId: interaction.guildId,
+      roles: interaction.member?.roles,
+    });
+    const admitted = ctx.approvals.mayUse(requester, target);
+    if (!admitted.ok) {
+      await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
+      return;
+    }
+    await interaction.deferReply();
     // Interaction tokens expire after 15 minutes; a long turn replies through an ordinary message.
     const placeholder = await deps.outbound.post(target, '…');
     try {
@@ -75,7 +87,7 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
         conversationId: interaction.inGuild()
           ? `discord:${interaction.channelId}`
           : `discord:dm:${interaction.channelId}`,
-        requester: requesterOf(interaction.user),
+        requester,
         input: { prompt: run.prompt, skill: run.skill.name },
         payload: { interactionId: interaction.id },
         reply: { ...target, messageId: placeholder.messageId },

@@ -72,6 +72,16 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
       channel: channelId,
       ...(message.guildId ? { workspace: message.guildId } : {}),
     };
+    const requester = requesterOf(message.author, { guildId: message.guildId, roles: message.member?.roles });
+    // Someone the policy does not serve gets the refusal as a reply, and no turn.
+    const admitted = ctx.approvals.mayUse(requester, target);
+    if (!admitted.ok) {
+      ctx.log.info({ author: message.author.id, guild: message.guildId }, 'message refused by the policy');
+      await deps.outbound
+        .post({ platform: 'discord', channel: message.channelId }, admitted.refusal)
+        .catch((error: unknown) => ctx.log.warn({ err: error }, 'could not tell a person they were refused'));
+      return;
+    }
     const ids = {
       messageId: message.id,
       channel: message.channelId,
@@ -106,7 +116,7 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
             type: 'CHAT',
             priority: Priority.CRITICAL,
             conversationId: isDm ? `discord:dm:${channelId}` : `discord:${channelId}`,
-            requester: requesterOf(message.author),
+            requester,
             input: { prompt },
             payload: { messageId: message.id },
             reply: target,

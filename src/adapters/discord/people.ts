@@ -1,6 +1,29 @@
 import type { User } from 'discord.js';
+import type { Requester } from '../../core/person.ts';
 
-/** A Discord user as the requester / clicker the rest of Countersign knows. */
-export function requesterOf(user: User): { platform: 'discord'; userId: string; displayName: string } {
-  return { platform: 'discord', userId: user.id, displayName: user.displayName };
+/** A guild member's role ids, whether discord.js cached the member or only has the raw API shape. */
+type Roles = { cache: { keys(): Iterable<string> } } | readonly string[] | null | undefined;
+
+function roleIds(roles: Roles): string[] {
+  if (!roles) return [];
+  return Array.isArray(roles) ? [...roles] : [...(roles as { cache: { keys(): Iterable<string> } }).cache.keys()];
+}
+
+/**
+ * A Discord user as the requester / clicker the rest of Countersign knows: the guild they spoke in
+ * (`@me` in a DM) and their roles there, which the policy's `discord-role:` entries match.
+ */
+export function requesterOf(
+  user: User,
+  where: { guildId?: string | null; roles?: Roles } = {},
+): Requester & { platform: 'discord'; displayName: string } {
+  // discord.js lists @everyone (whose id is the guild's) among a cached member's roles; it is no group.
+  const groups = roleIds(where.roles).filter((id) => id !== where.guildId);
+  return {
+    platform: 'discord',
+    userId: user.id,
+    displayName: user.displayName,
+    workspace: where.guildId ?? '@me',
+    ...(groups.length ? { groups } : {}),
+  };
 }

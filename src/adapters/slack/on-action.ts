@@ -16,7 +16,9 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
     await ack();
     const value = (action as { value?: string }).value ?? '';
     const user = body.user.id;
-    const person = { platform: 'slack', userId: user };
+    // block_actions name the clicker's own team (another org's for a Slack Connect user).
+    const team = (body.user as { team_id?: string }).team_id ?? (body as { team?: { id?: string } }).team?.id;
+    const person = { platform: 'slack', userId: user, ...(team ? { workspace: team } : {}) };
     const stopId = parseStopButton(value);
     const result = stopId ? await ctx.stopTurn(stopId, person) : await ctx.approvals.click(value, person);
     if (!result.ok) {

@@ -49,6 +49,12 @@ export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
   ): Promise<void> => {
     const team = command.team_id;
     const target = { platform: 'slack', channel: command.channel_id, workspace: team, recipient: command.user_id };
+    const requester = { platform: 'slack', userId: command.user_id, workspace: team };
+    const admitted = ctx.approvals.mayUse(requester, target);
+    if (!admitted.ok) {
+      await respond({ response_type: 'ephemeral', text: admitted.refusal });
+      return;
+    }
     let header: { messageId: string };
     try {
       header = await deps.outbound.post(target, `Running skill \`${run.skill.name}\`…`);
@@ -65,7 +71,7 @@ export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
         type: 'CHAT',
         priority: Priority.CRITICAL,
         conversationId: `slack:${team}:${command.channel_id}:${header.messageId}`,
-        requester: { platform: 'slack', userId: command.user_id },
+        requester,
         input: { prompt: run.prompt, skill: run.skill.name },
         payload: {},
         reply: { ...target, thread: header.messageId },

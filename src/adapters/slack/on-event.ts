@@ -15,6 +15,9 @@ export interface SlackMessageEvent {
   thread_ts?: string;
   channel: string;
   channel_type?: string;
+  /** The team that issued `user`: another org's for a Slack Connect user (also in `team` on messages). */
+  user_team?: string;
+  team?: string;
 }
 
 /** One Events API delivery, as the wiring hands it over (the receiver holds its acknowledgement). */
@@ -77,20 +80,34 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
     if (!prompt || !event.user) return;
     const isDm = event.channel_type === 'im';
     const thread = isDm ? event.thread_ts : (event.thread_ts ?? event.ts);
+    const requester = { platform: 'slack', userId: event.user, workspace: event.user_team ?? event.team ?? team };
+    const reply = {
+      platform: 'slack',
+      channel: event.channel,
+      workspace: team,
+      recipient: event.user,
+      ...(thread ? { thread } : {}),
+    };
+    // Someone the policy does not serve gets a word only they see, and no turn.
+    const admitted = ctx.approvals.mayUse(requester, reply);
+    if (!admitted.ok) {
+      log.info(
+        { user: event.user, team: requester.workspace, channel: event.channel },
+        'message refused by the policy',
+      );
+      await deps.outbound
+        .ephemeral(event.channel, event.user, admitted.refusal, thread)
+        .catch((error: unknown) => log.warn({ err: error }, 'could not tell a person they were refused'));
+      return;
+    }
     await take(delivery, {
       type: 'CHAT',
       priority: Priority.CRITICAL,
       conversationId: conversationOf(team, event, thread),
-      requester: { platform: 'slack', userId: event.user },
+      requester,
       input: { prompt },
       payload: { ts: event.ts, eventId },
-      reply: {
-        platform: 'slack',
-        channel: event.channel,
-        workspace: team,
-        recipient: event.user,
-        ...(thread ? { thread } : {}),
-      },
+      reply,
       placeholder: '…',
     });
   };

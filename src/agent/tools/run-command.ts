@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 import { defineTool, type ToolOutput } from './tool.ts';
 import { displayPath, resolveInWorkspace, WorkspacePathError } from './workspace/confine.ts';
@@ -131,10 +134,13 @@ export function createRunCommandTool(root: string) {
       if (ctx.signal.aborted) return { content: 'Not run: the turn was stopped.', isError: true };
       const [program, ...args] = command as [string, ...string[]];
       const shown = `$ ${command.map(shellQuote).join(' ')}  (in ${displayPath(await resolveInWorkspace(root, '.'), dir)})`;
-      return new Promise<ToolOutput>((resolve) => {
+      // HOME is a fresh empty folder, never the workspace: dotfiles the agent can write there
+      // (.gitconfig, .bashrc, .npmrc) must not change what an approved command does.
+      const home = await mkdtemp(path.join(tmpdir(), 'countersign-home-'));
+      const output = await new Promise<ToolOutput>((resolve) => {
         const child = spawn(program, args, {
           cwd: dir,
-          env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: root, LANG: 'C.UTF-8' },
+          env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8' },
           stdio: ['ignore', 'pipe', 'pipe'],
           detached: true,
         });
@@ -190,6 +196,8 @@ export function createRunCommandTool(root: string) {
         });
         child.on('close', (code, signal) => report(code, signal));
       });
+      await rm(home, { recursive: true, force: true }).catch(() => undefined);
+      return output;
     },
   });
 }

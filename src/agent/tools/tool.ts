@@ -22,9 +22,29 @@ export interface ToolOutput {
   isError?: boolean;
 }
 
+/** What a tool does, in the policy's words (src/policy): the built-in rules are written per kind. */
+export type ToolKind = 'read' | 'write' | 'delete' | 'exec' | 'mcp' | 'question';
+
+/** What the policy weighs about an MCP tool: its server, whether the operator vouches for it, its hints. */
+export interface McpToolFacts {
+  server: string;
+  /** The operator runs it (stdio) or marked it `trusted` in the MCP config; a remote server's hints are only hints. */
+  trusted: boolean;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  /** The MCP config's per-tool `approval` override. */
+  override?: 'always' | 'never';
+}
+
 export interface Tool<Args = Record<string, unknown>> {
   name: string;
   description: string;
+  /**
+   * The policy's kind for this tool. Countersign's own tools are named in the policy's table;
+   * a tool that says nothing keeps its own `approval` and `risk` (see `kindOf` in approval/gate.ts).
+   */
+  kind?: ToolKind;
+  mcp?: McpToolFacts;
   /** Bumped when the tool's behaviour changes; part of an approval's scope hash. */
   version: string;
   input: z.ZodType<Args>;

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { Pool, PoolClient } from '../../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../../db/errors.ts';
-import { runTurn, type TurnOutcome } from '../../agent/loop.ts';
+import { runTurn, type CallRuling, type TurnOutcome } from '../../agent/loop.ts';
 import type { ModelProvider } from '../../agent/model.ts';
 import type { ToolRegistry } from '../../agent/tools/registry.ts';
 import type { TurnState } from '../../agent/turn-state.ts';
@@ -39,6 +39,10 @@ export interface ApprovalGate {
   park(client: PoolClient, item: WorkItem, state: TurnState): Promise<void>;
   /** Audits what happened to a decided call once the continuation ran (or denied) it. */
   recordOutcome(envelopeId: string, call: ToolCall, decision: CallDecision, isError: boolean): Promise<void>;
+  /** The policy's outcome for a call with valid arguments: run it, refuse it, or park it for a person. */
+  rule(item: WorkItem, call: ToolCall, args: unknown): CallRuling;
+  /** Audits a call a rule let run, or refused, without a card. */
+  recordRuling(item: WorkItem, call: ToolCall, ruling: CallRuling): Promise<void>;
 }
 
 export interface WorkerServices {
@@ -204,6 +208,8 @@ export function createWorkItemTask(services: WorkerServices): Task {
               await checkStop();
               if (services.draining.aborted) throw new HandOver(round);
             },
+            rule: (call, args) => services.approvals.rule(item, call, args),
+            onRuled: (call, ruling) => services.approvals.recordRuling(item, call, ruling),
             onDecidedCall: async (call, decision, result) => {
               const envelopeId = item.input.approval?.envelopeId;
               if (envelopeId) await services.approvals.recordOutcome(envelopeId, call, decision, result.isError);

@@ -6,6 +6,7 @@
 import {
   dmChannel,
   guildCreate,
+  guildRole,
   member,
   textChannel,
   threadChannel,
@@ -82,6 +83,9 @@ export class FakeWorld {
   readonly commandPuts: CommandPut[] = [];
   readonly scene: DiscordScene;
   readonly opsChannelId: string;
+  /** Guild roles besides @everyone, and who has them (user id → role ids). */
+  readonly roles: Json[] = [];
+  readonly memberRoles = new Map<string, string[]>();
 
   constructor(token: string) {
     this.token = token;
@@ -118,6 +122,14 @@ export class FakeWorld {
     };
   }
 
+  /** Adds a guild role (before the bot connects: GUILD_CREATE carries it) and gives it to `members`. */
+  addRole(name: string, members: string[]): string {
+    const created = guildRole(this.guild.id, { name, position: this.roles.length + 1 });
+    this.roles.push(created);
+    for (const id of members) this.memberRoles.set(id, [...(this.memberRoles.get(id) ?? []), created.id as string]);
+    return created.id as string;
+  }
+
   guildCreates(): Json[] {
     const inGuild = [...this.channels.values()].filter((c) => c.guild_id === this.guild.id);
     return [
@@ -128,6 +140,7 @@ export class FakeWorld {
         members: [this.bot, this.human],
         channels: inGuild.filter((c) => c.type !== 11 && c.type !== 12),
         threads: inGuild.filter((c) => c.type === 11 || c.type === 12),
+        roles: this.roles,
       }),
     ];
   }

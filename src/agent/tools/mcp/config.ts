@@ -39,6 +39,11 @@ const common = {
   disabled: z.boolean({ error: 'expected true or false' }).default(false),
   timeout: Timeout,
   approval: ApprovalOverride,
+  /**
+   * Whether the policy believes the server's tool annotations (a `readOnlyHint` that skips the
+   * card). Default: true for a local stdio server the operator installed, false for a URL.
+   */
+  trusted: z.boolean({ error: 'expected true or false' }).optional(),
   autoApprove: ApprovalBypass,
   alwaysAllow: ApprovalBypass,
 };

@@ -4,7 +4,7 @@ import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { AnyTool, RiskLevel } from '../tool.ts';
-import type { McpConfig } from './config.ts';
+import { transportOf, type McpConfig, type McpServerConfig } from './config.ts';
 import { McpConnection, type ConnectionState, type RemoteTool } from './connection.ts';
 
 /** What every model provider accepts as a tool name. */
@@ -40,6 +40,15 @@ export function policyFor(
     risk: hints.destructiveHint === true ? 'high' : readOnly ? 'low' : 'medium',
     idempotent: readOnly || hints.idempotentHint === true,
   };
+}
+
+/**
+ * Whether the operator vouches for a server's annotations: a local (stdio) server they installed is
+ * trusted unless the config says `"trusted": false`; a remote (URL) one only when it says `true`.
+ */
+export function isTrusted(server: McpServerConfig | undefined): boolean {
+  if (!server) return false;
+  return server.trusted ?? transportOf(server) === 'stdio';
 }
 
 /**
@@ -112,6 +121,16 @@ export class McpHub {
       inputJsonSchema: schema,
       approval: policy.approval,
       risk: policy.risk,
+      kind: 'mcp',
+      mcp: {
+        server: connection.name,
+        trusted: isTrusted(this.#config.mcpServers[connection.name]),
+        ...(remote.annotations?.readOnlyHint !== undefined ? { readOnlyHint: remote.annotations.readOnlyHint } : {}),
+        ...(remote.annotations?.destructiveHint !== undefined
+          ? { destructiveHint: remote.annotations.destructiveHint }
+          : {}),
+        ...(override ? { override } : {}),
+      },
       idempotent: policy.idempotent,
       execute: (args: Record<string, unknown>, ctx) => connection.call(remote.name, args, ctx.signal),
     };

@@ -1,0 +1,123 @@
+import type { ToolRegistry } from '../agent/tools/registry.ts';
+import { needsApproval, riskOf, type AnyTool, type ToolKind } from '../agent/tools/tool.ts';
+import type { Requester } from '../core/person.ts';
+import type { ReplyTarget } from '../core/reply-target.ts';
+import type { CallPolicy } from './envelope.ts';
+import {
+  BUILTIN_TOOL_KINDS,
+  mayDecide,
+  type Admission,
+  type Decision,
+  type Person,
+  type Policy,
+  type ToolDescriptor,
+  type Verdict,
+  type Where,
+} from '../policy/index.ts';
+
+/** Where the policy in force comes from: a PolicyStore (POLICY_FILE, hot reload) or a fixed policy. */
+export interface PolicySource {
+  current(): Policy;
+}
+
+/** A person as the policy knows them. Rows stored before people carried a workspace match no short Slack form. */
+export function personOf(requester: Requester): Person {
+  const workspace =
+    requester.workspace ??
+    (requester.platform === 'discord' ? '@me' : requester.platform === 'slack' ? 'unknown' : 'local');
+  return {
+    platform: requester.platform,
+    workspace,
+    user: requester.userId,
+    ...(requester.groups ? { groups: requester.groups } : {}),
+    ...(requester.guest !== undefined ? { guest: requester.guest } : {}),
+    ...(requester.displayName ? { displayName: requester.displayName } : {}),
+  };
+}
+
+/** Where a conversation happens, from its reply target: Slack DMs are `D…` channels, Discord DMs have no guild. */
+export function whereOf(reply: ReplyTarget): Where {
+  const dm =
+    reply.platform === 'slack'
+      ? reply.channel.startsWith('D')
+      : reply.platform === 'discord'
+        ? reply.workspace === undefined
+        : reply.platform === 'console';
+  return {
+    platform: reply.platform,
+    ...(reply.workspace !== undefined ? { workspace: reply.workspace } : {}),
+    channel: reply.channel,
+    dm,
+  };
+}
+
+/**
+ * A tool's kind: its own, else the policy's table of Countersign's tools, else what its own
+ * `approval` and `risk` say (a tool an embedding application adds): one that never asks reads, a
+ * high-risk one executes, any other writes.
+ */
+export function kindOf(tool: AnyTool, args: unknown): ToolKind {
+  if (tool.kind) return tool.kind;
+  const known = BUILTIN_TOOL_KINDS[tool.name];
+  if (known) return known;
+  if (!needsApproval(tool, args)) return 'read';
+  return riskOf(tool, args) === 'high' ? 'exec' : 'write';
+}
+
+export function describeTool(tool: AnyTool, args: unknown): ToolDescriptor {
+  return { name: tool.name, kind: kindOf(tool, args), ...(tool.mcp ? { mcp: tool.mcp } : {}) };
+}
+
+/**
+ * The policy applied to Countersign's tools and people: the one place that turns a tool call and
+ * its requester into a policy decision. Every call reads the policy in force at that moment.
+ */
+export class PolicyGate {
+  readonly #policies: PolicySource;
+  readonly #tools: ToolRegistry;
+
+  constructor(policies: PolicySource, tools: ToolRegistry) {
+    this.#policies = policies;
+    this.#tools = tools;
+  }
+
+  /** Whether this person may use the bot where they wrote; outside the policy: the refusal to show. */
+  mayUse(requester: Requester, reply: ReplyTarget): Admission {
+    return this.#policies.current().mayUse(personOf(requester), whereOf(reply));
+  }
+
+  /**
+   * The decision for one call. An unknown tool (or one its MCP server dropped) is described by its
+   * name only and falls to the strictest built-in rule that matches.
+   */
+  decide(call: { name: string; args: unknown }, requester: Requester, reply: ReplyTarget): Decision {
+    const tool = this.#tools.get(call.name);
+    const descriptor: ToolDescriptor = tool
+      ? describeTool(tool, call.args)
+      : { name: call.name, kind: BUILTIN_TOOL_KINDS[call.name] ?? (call.name.includes('__') ? 'mcp' : 'exec') };
+    return this.#policies.current().decide({
+      tool: descriptor,
+      args: call.args,
+      where: whereOf(reply),
+      requester: personOf(requester),
+    });
+  }
+}
+
+/** Whether `clicker` may approve (or deny) a call whose stored decision is `stored`. */
+export function mayDecideStored(
+  stored: CallPolicy,
+  clicker: Requester,
+  requester: Requester,
+  action: 'approve' | 'deny',
+): Verdict {
+  const decision: Decision = {
+    outcome: stored.outcome,
+    rule: stored.rule,
+    approvers: stored.approvers,
+    home: stored.home,
+    risk: 'low',
+    grantable: false,
+  };
+  return mayDecide(decision, personOf(clicker), personOf(requester), action);
+}

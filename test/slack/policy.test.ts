@@ -1,0 +1,99 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeSlack } from '../fakes/slack/fake-slack.ts';
+import { appMention, eventCallback, eventsApiEnvelope } from '../fixtures/slack/events.ts';
+import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
+import type { ModelProvider } from '../../src/agent/model.ts';
+import { ScriptedProvider } from '../../src/agent/providers/scripted.ts';
+
+const CHANNEL = 'C0OPS00001';
+const ALICE = 'U0ALICE001';
+const REFUSAL = 'Sorry, I only work for the ops team here.';
+
+/** A provider that counts its rounds, so "no model call" is observable. */
+function countingProvider(): { provider: ModelProvider; rounds: () => number } {
+  const inner = new ScriptedProvider({ rules: [{ rounds: [{ text: 'echo: {{lastUser}}' }] }] });
+  let rounds = 0;
+  const provider = Object.create(inner) as ModelProvider;
+  provider.streamRound = (...args: Parameters<ModelProvider['streamRound']>) => {
+    rounds += 1;
+    return inner.streamRound(...args);
+  };
+  return { provider, rounds: () => rounds };
+}
+
+describe("a policy's requesters on Slack", () => {
+  let fake: FakeSlack;
+  let h: Harness;
+  let model: ReturnType<typeof countingProvider>;
+
+  beforeAll(async () => {
+    fake = await FakeSlack.start();
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'cs-policy-')), 'policy.yaml');
+    writeFileSync(
+      file,
+      [
+        'version: 1',
+        `workspaces: [slack:${fake.team}]`,
+        'requesters:',
+        `  allow: [{ workspaces: [slack:${fake.team}] }]`,
+        '  deny: [{ guest: true }]',
+        `  refusal: "${REFUSAL}"`,
+      ].join('\n'),
+    );
+    model = countingProvider();
+    h = await startHarness({
+      provider: model.provider,
+      env: {
+        SLACK_BOT_TOKEN: fake.botToken,
+        SLACK_APP_TOKEN: fake.appToken,
+        SLACK_API_URL: fake.apiUrl,
+        SLACK_STREAMING: 'off',
+        POLICY_FILE: file,
+      },
+    });
+    await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
+  });
+  afterAll(async () => {
+    await h.stop();
+    await fake.close();
+  });
+
+  const turnsOf = async (user: string) =>
+    (
+      await h.app.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM countersign.work_items WHERE item->'requester'->>'userId' = $1`,
+        [user],
+      )
+    ).rows[0]!.n;
+
+  it('answers a member of the home workspace', async () => {
+    const mention = appMention({ user: ALICE, channel: CHANNEL, text: 'hello' });
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, mention)));
+    await waitFor(
+      async () => (fake.textIn(CHANNEL, mention.ts).includes('echo: hello') ? true : undefined),
+      20_000,
+      'the answer',
+    );
+  });
+
+  it('refuses a Slack Connect user of another org privately, with no turn and no model call', async () => {
+    const before = model.rounds();
+    const guest = 'U0GUEST001';
+    // In a shared channel the event names the org that issued the user id.
+    const mention = { ...appMention({ user: guest, channel: CHANNEL, text: 'run something' }), user_team: 'T0OTHER01' };
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, mention)));
+    const notice = await waitFor(
+      async () => fake.messages.find((m) => m.ephemeralFor === guest),
+      10_000,
+      'the private refusal',
+    );
+    expect(notice.text).toBe(REFUSAL);
+    expect(await turnsOf(guest)).toBe(0);
+    expect(model.rounds()).toBe(before);
+    // Nothing but the guest's own message is in the thread for everyone to see.
+    expect(fake.textIn(CHANNEL, mention.ts).filter((t) => !t.includes('run something'))).toEqual([]);
+  });
+});
