@@ -18,6 +18,7 @@ import type { AnyTool } from './agent/tools/tool.ts';
 import { buildToolCatalog } from './agent/tools/catalog.ts';
 import {
   createSkillTools,
+  SKILL_TOOL_NAMES,
   openSkillRegistry,
   skillDirs,
   skillsPromptSection,
@@ -296,12 +297,14 @@ export async function startCountersign(config: Config, options: StartOptions): P
       ...catalog.tools,
       ...(options.tools ?? []),
     ]);
-    catalog.onMcpToolsChanged((mcpTools) => mcpTools.forEach((tool) => tools.upsert(tool)));
-    const scope = (): ApprovalScope => ({
+    catalog.onMcpToolsChanged((mcpTools) => tools.replaceMcpTools(mcpTools));
+    // An approval depends on the tools its calls use (and the skills, when a call reads them); an
+    // unrelated MCP server reconnecting must not refuse it as drift.
+    const scope = (toolNames: readonly string[]): ApprovalScope => ({
       agent: config.AGENT_NAME,
       workspaceRoot,
-      tools: tools.fingerprint(),
-      skills: skills.version(),
+      tools: tools.fingerprint(toolNames),
+      skills: toolNames.some((name) => SKILL_TOOL_NAMES.has(name)) ? skills.version() : 'not used',
     });
     // Clicks arrive at inbound adapters, so every role verifies and consumes them.
     const cards = new CardRenderers(

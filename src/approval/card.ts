@@ -42,7 +42,9 @@ export function cardText(card: ApprovalCard): string {
       `**Approval needed** for ${card.requesterLabel}: ${card.calls.length} call${card.calls.length === 1 ? '' : 's'}`,
     );
     for (const call of card.calls) {
-      lines.push('', callHeading(call), '```json', fenceSafe(call.argsPretty), '```');
+      lines.push('', callHeading(call));
+      if (call.who) lines.push(`_${call.who}_`);
+      lines.push('```json', fenceSafe(call.argsPretty), '```');
       if (call.detail) lines.push('```diff', fenceSafe(call.detail), '```');
     }
   }
@@ -102,5 +104,6 @@ export function allCallsButtons(card: ApprovalCard): ReplyButton[] {
 export function decisionText(decision: NonNullable<ApprovalCard['decisions']>[number]): string {
   const what =
     decision.answer !== undefined ? `answered "${decision.answer}"` : decision.approved ? 'approved' : 'denied';
+  if (decision.reason && !decision.approved) return `not run: ${decision.reason} (decided by ${decision.by})`;
   return `${what} by ${decision.by}`;
 }

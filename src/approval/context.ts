@@ -26,7 +26,7 @@ export interface ApprovalContext {
   /** The policy in force: who may decide each call, and the re-check at resume. */
   gate: PolicyGate;
   settings: ApprovalSettings;
-  /** What the calls would run against now; read at request and again at resume. */
-  scope: () => ApprovalScope;
+  /** What calls of these tools would run against now; read at request and again at resume. */
+  scope: (toolNames: readonly string[]) => ApprovalScope;
   log: Logger;
 }

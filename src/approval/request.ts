@@ -66,7 +66,7 @@ export async function requestApproval(
 ): Promise<void> {
   const calls = planWithPolicy(ctx, item, state.pendingApproval);
   const callsCanonical = canonicalJson(calls);
-  const scope = ctx.scope();
+  const scope = ctx.scope(calls.map((c) => c.name));
   const id = randomUUID();
   const nonce = newNonce();
   const kind = calls.length === 1 && calls[0]?.name === QUESTION_TOOL ? 'question' : 'tools';

@@ -9,7 +9,7 @@ import { ReplyTarget } from '../core/reply-target.ts';
 import { mayDecideStored } from './gate.ts';
 import { planCalls } from './request.ts';
 import { refreshCard } from './show.ts';
-import { audit, findEnvelopeById } from './store.ts';
+import { audit, findEnvelopeById, recordPolicyRefusals } from './store.ts';
 
 /**
  * For a continuation: re-checks the consumed envelope (plan hash, scope) and returns the parked
@@ -52,7 +52,7 @@ export async function resumeApproved(
   ) {
     return refuse('the requested calls changed after they were shown for approval (plan hash mismatch).');
   }
-  const current = ctx.scope();
+  const current = ctx.scope(parseCalls(envelope).map((c) => c.name));
   if (scopeHash(current) !== envelope.scope_hash) {
     const changed = (Object.keys(current) as Array<keyof ApprovalScope>).filter(
       (k) => canonicalJson(current[k]) !== canonicalJson(envelope.scope[k]),
@@ -118,6 +118,10 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
       detail: { call: call.id, tool: call.name, rule: `${now.rule.name}, ${now.rule.source}` },
     });
     out.push({ toolCallId: call.id, approved: false, reason });
+  }
+  if (out.some((d, i) => d !== envelope.decisions?.[i])) {
+    await recordPolicyRefusals(ctx.pool, envelope.id, out);
+    await refreshCard(ctx, { ...envelope, decisions: out }, 'decided');
   }
   return out;
 }

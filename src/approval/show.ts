@@ -3,12 +3,26 @@ import { ReplyTarget } from '../core/reply-target.ts';
 import type { PostedMessage } from '../reply/outbound.ts';
 import { prettyArgs } from './card.ts';
 import type { ApprovalContext } from './context.ts';
-import { parseCalls, type EnvelopeRow } from './envelope.ts';
+import { parseCalls, type CallPolicy, type EnvelopeRow } from './envelope.ts';
+import { formatPattern } from '../policy/index.ts';
 import { findEnvelopeById, setCardMessage } from './store.ts';
 import { personKey, type Requester } from '../core/person.ts';
 
 function label(person: Requester & { displayName?: string }): string {
   return person.displayName ?? personKey(person);
+}
+
+/** Who may decide a call, and which rule asked: "needs a countersignature: sre (not the requester) · rule kubectl". */
+export function whoMayDecide(policy: CallPolicy | undefined): string | undefined {
+  if (!policy) return undefined;
+  const approvers = policy.approvers.map(formatPattern).join(', ');
+  const rule = `rule ${policy.rule.name}`;
+  if (policy.outcome === 'countersign') {
+    return approvers
+      ? `needs a countersignature by ${approvers}, not the requester · ${rule}`
+      : `nobody may approve this call, only deny it · ${rule}`;
+  }
+  return `the requester${approvers ? ` or ${approvers}` : ''} may decide · ${rule}`;
 }
 
 /** Posts the card of a pending envelope that has none yet (the show-card job). */
@@ -74,6 +88,7 @@ async function renderCard(
     } catch (error) {
       ctx.log.warn({ err: error, tool: c.name }, 'could not describe a call for its approval card');
     }
+    const who = whoMayDecide(c.policy);
     cardCalls.push({
       index,
       id: c.id,
@@ -81,6 +96,7 @@ async function renderCard(
       argsPretty: prettyArgs(c.args),
       risk: c.risk,
       ...(detail ? { detail } : {}),
+      ...(who ? { who } : {}),
     });
   }
   return {
@@ -102,6 +118,7 @@ async function renderCard(
       index: calls.findIndex((c) => c.id === d.toolCallId),
       approved: d.approved,
       ...(d.answer !== undefined ? { answer: d.answer } : {}),
+      ...('reason' in d && d.reason !== undefined ? { reason: d.reason } : {}),
       by: label(deciders.get(d.toolCallId) ?? by ?? envelope.requester),
     })),
     ...(envelope.decided_at ? { decidedAt: envelope.decided_at } : {}),

@@ -76,6 +76,17 @@ export async function setCardMessage(db: Queryable, id: string, messageId: strin
 }
 
 /**
+ * Rewrites a consumed envelope's decisions after the policy refused some approved calls at resume,
+ * so the record (and the card drawn from it) says they did not run, and why.
+ */
+export async function recordPolicyRefusals(db: Queryable, id: string, decisions: CallDecision[]): Promise<void> {
+  await db.query(`UPDATE countersign.approval_envelopes SET decisions = $2 WHERE id = $1 AND status = 'consumed'`, [
+    id,
+    JSON.stringify(decisions),
+  ]);
+}
+
+/**
  * Consumes the nonce: a conditional update that only one submission can win, only while the envelope
  * is pending and unexpired by the database's clock, and only if the per-call decisions are still the
  * ones the caller read (`partialRead`) — a decision recorded meanwhile makes this miss, and the caller

@@ -12,6 +12,8 @@ export interface ApprovalCard {
     argsPretty: string;
     risk: 'low' | 'medium' | 'high';
     detail?: string;
+    /** Who may decide this call and the policy rule that asked, as one line. */
+    who?: string;
   }>;
   question?: string;
   options?: string[];
@@ -19,7 +21,8 @@ export interface ApprovalCard {
   expiresAt: Date;
   requesterLabel: string;
   state: 'pending' | 'decided' | 'expired' | 'refused';
-  decisions?: Array<{ index: number; approved: boolean; answer?: string; by: string }>;
+  /** `reason`: why a call did not run after all (the policy changed), or why it was denied. */
+  decisions?: Array<{ index: number; approved: boolean; answer?: string; reason?: string; by: string }>;
   decidedAt?: Date;
 }
 

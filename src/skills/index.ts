@@ -12,4 +12,4 @@ export {
   type SkillsChange,
   type SkillSummary,
 } from './registry.ts';
-export { createSkillTools } from './tools.ts';
+export { createSkillTools, SKILL_TOOL_NAMES } from './tools.ts';

@@ -38,6 +38,9 @@ export function renderSkillForModel(skill: Skill): string {
 }
 
 /** `list_skills`, `load_skill` and `read_skill_file`: read-only, so they never need an approval. */
+/** The skill tools' names: an approval whose calls use one depends on the skills' version. */
+export const SKILL_TOOL_NAMES: ReadonlySet<string> = new Set(['list_skills', 'load_skill', 'read_skill_file']);
+
 export function createSkillTools(registry: SkillLookup): AnyTool[] {
   const listSkills = defineTool({
     name: 'list_skills',

@@ -275,9 +275,9 @@ describe('approvals', () => {
     expect((await auditEvents(envelope.id)).map((a) => a.event)).toContain('refused');
   });
 
-  it('refuses to run calls when the tool set changed between request and click (scope drift)', async () => {
+  it('is not refused when an unrelated tool appears between request and click', async () => {
     runs.length = 0;
-    const item = await h.say('ap-drift', 'deploy api');
+    const item = await h.say('ap-unrelated', 'deploy api');
     const envelope = await parked(item);
     h.app.tools.add(
       defineTool({
@@ -293,10 +293,23 @@ describe('approvals', () => {
     );
     const result = await h.app.approvals.click(`${envelope.nonce}.A`, bob);
     if (!result.ok || !('continuation' in result)) throw new Error('expected the click to be consumed');
+    expect((await h.settled(result.continuation.id)).status).toBe('done');
+    expect(runs).toEqual(['api']);
+  });
+
+  it('refuses to run calls when a tool they use changed between request and click (scope drift)', async () => {
+    runs.length = 0;
+    const item = await h.say('ap-drift', 'deploy api');
+    const envelope = await parked(item);
+    // The same tool, in a new version: what was approved is not what would run.
+    h.app.tools.upsert({ ...deployTool, version: '2' });
+    const result = await h.app.approvals.click(`${envelope.nonce}.A`, bob);
+    if (!result.ok || !('continuation' in result)) throw new Error('expected the click to be consumed');
     const done = await h.settled(result.continuation.id);
     expect(done.status).toBe('failed');
     expect(h.outbound.channelText('ap-drift').at(-1)).toMatch(/changed since the request \(tools\)/);
     expect(runs).toEqual([]);
+    h.app.tools.upsert(deployTool);
     expect((await auditEvents(envelope.id)).find((a) => a.event === 'refused')?.reason).toMatch(/tools/);
   });
 });

@@ -201,6 +201,7 @@ describe('the policy, enforced by the running bot', () => {
   let db: TestDatabase;
   let app: Countersign;
   let policyFile: string;
+  const slack = new RecordingOutbound('slack');
 
   const say = (text: string, requester: Requester, reply: ReplyTarget): Promise<WorkItem> =>
     enqueueWorkItem(app.pool, {
@@ -245,7 +246,7 @@ describe('the policy, enforced by the running bot', () => {
     app = await startCountersign(config, {
       role: 'all',
       provider: new ScriptedProvider(script),
-      outbounds: [new RecordingOutbound('slack'), new RecordingOutbound('discord')],
+      outbounds: [slack, new RecordingOutbound('discord')],
       tools: MCP_TOOLS,
       console: false,
       log: createLogger('silent'),
@@ -265,6 +266,11 @@ describe('the policy, enforced by the running bot', () => {
     expect(await settled(item.id)).toBe('awaiting_approval');
     const { nonce, calls } = await envelopeOf(item.id);
     expect(JSON.parse(calls)[0].policy).toMatchObject({ outcome: 'countersign', rule: { name: 'default:exec' } });
+    // The card says who may decide and which rule asked.
+    const card = slack.channelText('C0GEN0001').find((t) => t.includes('Approval needed') && t.includes('echo'));
+    expect(card).toContain(
+      'needs a countersignature by slack:U0SRE0001, discord-role:222222222222222222, not the requester · rule default:exec',
+    );
     const own = await app.approvals.click(`${nonce}.A`, slackPerson('U0DEV0001'));
     expect(own).toEqual({ ok: false, reason: expect.stringMatching(/second signature/) });
     // Someone who is neither requester nor approver.
@@ -325,6 +331,15 @@ describe('the policy, enforced by the running bot', () => {
         `SELECT count(*)::int AS n FROM countersign.approval_audit WHERE event = 'policy_denied' AND reason LIKE '%freeze%'`,
       );
       expect(audit.rows[0].n).toBe(1);
+      // The card says why the approved call did not run.
+      await waitFor(
+        async () =>
+          slack.channelText('C0GEN0001').some((t) => t.includes('not run: the policy changed') && t.includes('freeze'))
+            ? true
+            : undefined,
+        10_000,
+        'the card to say why',
+      );
     } finally {
       writeFileSync(policyFile, POLICY);
       await new Promise((r) => setTimeout(r, 1_500));

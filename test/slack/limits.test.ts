@@ -45,6 +45,14 @@ const samples: Array<[name: string, blocks: KnownBlock[]]> = [
   ['card with 12 calls', approvalCardBlocks(card(12))],
   ['card with 30 calls', approvalCardBlocks(card(30))],
   [
+    'card with 30 calls, each saying who may decide, with a diff',
+    approvalCardBlocks(
+      card(30, {
+        calls: card(30).calls.map((c) => ({ ...c, detail: huge, who: `needs a countersignature by ${huge}` })),
+      }),
+    ),
+  ],
+  [
     'decided card with 30 calls',
     approvalCardBlocks(card(30, { state: 'decided', decisions: [{ index: 0, approved: true, by: huge }] })),
   ],

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeSlack } from '../fakes/slack/fake-slack.ts';
-import { appMention, eventCallback, eventsApiEnvelope } from '../fixtures/slack/events.ts';
+import {
+  appMention,
+  blockAction,
+  eventCallback,
+  eventsApiEnvelope,
+  interactiveEnvelope,
+} from '../fixtures/slack/events.ts';
+import { countingTool } from '../helpers/tools.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import type { ModelProvider } from '../../src/agent/model.ts';
 import { ScriptedProvider } from '../../src/agent/providers/scripted.ts';
@@ -95,5 +102,90 @@ describe("a policy's requesters on Slack", () => {
     expect(model.rounds()).toBe(before);
     // Nothing but the guest's own message is in the thread for everyone to see.
     expect(fake.textIn(CHANNEL, mention.ts).filter((t) => !t.includes('run something'))).toEqual([]);
+  });
+});
+
+describe('a policy whose approvers are a Slack user group', () => {
+  let fake: FakeSlack;
+  let h: Harness;
+  const BOB = 'U0BOB00001';
+  const runs: string[] = [];
+
+  beforeAll(async () => {
+    fake = await FakeSlack.start();
+    const oncall = fake.world.addUserGroup(fake.team, 'oncall', [BOB]);
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'cs-policy-')), 'policy.yaml');
+    writeFileSync(file, `version: 1\napprovers: [slack-usergroup:${oncall}]\n`);
+    h = await startHarness({
+      tools: [countingTool('restart_service', runs, { risk: 'high', result: 'restarted' })],
+      script: {
+        rules: [
+          {
+            rounds: [
+              { toolCalls: [{ name: 'restart_service', args: { service: 'api' } }] },
+              { text: 'Result: {{lastToolResult}}' },
+            ],
+          },
+        ],
+      },
+      env: {
+        SLACK_BOT_TOKEN: fake.botToken,
+        SLACK_APP_TOKEN: fake.appToken,
+        SLACK_API_URL: fake.apiUrl,
+        SLACK_STREAMING: 'off',
+        POLICY_FILE: file,
+      },
+    });
+    await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
+  });
+  afterAll(async () => {
+    await h.stop();
+    await fake.close();
+  });
+
+  it("refuses the requester's own Approve; a member of the group countersigns, once", async () => {
+    const mention = appMention({ user: ALICE, channel: CHANNEL, text: 'restart the api' });
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, mention)));
+    const card = await waitFor(
+      async () =>
+        fake.messages.find((m) => m.thread_ts === mention.ts && JSON.stringify(m.blocks).includes('"Approve"')),
+      20_000,
+      'the card',
+    );
+    // The card names who may decide.
+    expect(card.text).toContain('not the requester');
+    const approve = (
+      card.blocks.find((b) => (b as { type: string }).type === 'actions') as {
+        elements: Array<{ value: string; action_id: string; text: { text: string } }>;
+      }
+    ).elements.find((e) => e.text.text === 'Approve')!;
+    const click = (user: string) =>
+      fake.deliver(
+        interactiveEnvelope(
+          blockAction(fake.team, {
+            user,
+            channel: CHANNEL,
+            messageTs: card.ts,
+            threadTs: mention.ts,
+            value: approve.value,
+            actionId: approve.action_id,
+          }),
+        ),
+      );
+    await click(ALICE);
+    const own = await waitFor(
+      async () => fake.messages.find((m) => m.ephemeralFor === ALICE),
+      10_000,
+      "the requester's private refusal",
+    );
+    expect(own.text).toMatch(/second signature/);
+    expect(runs).toEqual([]);
+    await click(BOB);
+    await waitFor(
+      async () => (fake.textIn(CHANNEL, mention.ts).includes('Result: restarted api') ? true : undefined),
+      20_000,
+      'the result',
+    );
+    expect(runs).toEqual(['api']);
   });
 });

@@ -102,6 +102,7 @@ export function renderCard(card: ApprovalCard): ApiMessagePayload[] {
       argsPretty: c.argsPretty,
       risk: c.risk,
       ...(c.detail ? { detail: c.detail } : {}),
+      ...(c.who ? { who: c.who } : {}),
     })),
     planHashPrefix: card.planHashPrefix,
     expiresAt: card.expiresAt,

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { ErrorCode, type WebAPIRateLimitedError } from '@slack/web-api';
 import { metrics } from '../../metrics.ts';
 
@@ -11,4 +12,11 @@ export function rateLimitedError(error: unknown, method: string): Error | undefi
   metrics.platformRateLimited.inc({ platform: 'slack', method });
   const seconds = (error as WebAPIRateLimitedError).retryAfter;
   return Object.assign(new Error(`Slack rate limited ${method}`), { retryAfterMs: seconds * 1000 });
+}
+
+const SlackApiError = z.object({ data: z.object({ error: z.string() }) });
+
+/** The `error` code of a failed Web API call (`not_in_channel`, `missing_scope`, …), if it is one. */
+export function slackErrorOf(error: unknown): string | undefined {
+  return SlackApiError.safeParse(error).data?.data.error;
 }

@@ -53,6 +53,10 @@ export function replyBlocks(markdown: string, buttons: ReplyButton[] = []): Bloc
  * Approve all row stay within Slack's 50 (46).
  */
 const MAX_CARD_CALLS = 14;
+/** "Who may decide" is one line under a call's heading; a long approver list is cut. */
+const MAX_WHO_CHARS = 300;
+
+const clipText = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
 /**
  * A code block in a section, under an optional heading, cut (with a note saying how much) until its
@@ -64,6 +68,8 @@ function codeSection(code: string, language = '', heading = ''): Block {
     const shown = keep < code.length ? `${code.slice(0, keep)}\n… (${code.length - keep} more characters)` : code;
     const text = markdownToMrkdwn(`${heading ? `${heading}\n` : ''}\`\`\`${language}\n${fenceSafe(shown)}\n\`\`\``);
     if (text.length <= LIMITS.sectionText) return section(text);
+    // The heading alone is too long: nothing more to cut from the code, so the heading is cut.
+    if (keep === 0) return section(`${text.slice(0, LIMITS.sectionText - 1)}…`);
     // Escaping can grow text up to five-fold (& → &amp;): shrink in proportion, then a little more.
     keep = Math.max(0, Math.floor(keep * (LIMITS.sectionText / text.length) * 0.95));
   }
@@ -100,7 +106,9 @@ export function approvalCardBlocks(card: ApprovalCard): Block[] {
     );
     const decided = new Map((card.decisions ?? []).map((d) => [d.index, d]));
     for (const call of card.calls.slice(0, MAX_CARD_CALLS)) {
-      blocks.push(codeSection(call.argsPretty, 'json', callHeading(call)));
+      // Who may decide rides in the heading: a block of its own would push a full card past 50 blocks.
+      const heading = call.who ? `${callHeading(call)}\n_${clipText(call.who, MAX_WHO_CHARS)}_` : callHeading(call);
+      blocks.push(codeSection(call.argsPretty, 'json', heading));
       if (call.detail) blocks.push(codeSection(call.detail, 'diff'));
       const decision = decided.get(call.index);
       if (decision) blocks.push(context(markdownToMrkdwn(decisionText(decision))));

@@ -7,6 +7,7 @@ import type { SlackOutbound } from './outbound.ts';
 import { createEventHandlers, type SlackDelivery, type SlackMessageEvent } from './on-event.ts';
 import { createCommandHandlers } from './on-command.ts';
 import { createActionHandler } from './on-action.ts';
+import { SlackUserGroups } from './user-groups.ts';
 
 export { inviteHint } from './on-command.ts';
 
@@ -63,8 +64,9 @@ export async function startSlackInbound(
   const botUserId = String(auth.user_id ?? '');
   const botName = String(auth.user ?? 'Countersign');
 
-  const events = createEventHandlers(ctx, { botUserId, outbound: deps.outbound });
-  const commands = createCommandHandlers(ctx, { outbound: deps.outbound, botName });
+  const groups = new SlackUserGroups(app.client, log);
+  const events = createEventHandlers(ctx, { botUserId, outbound: deps.outbound, groups });
+  const commands = createCommandHandlers(ctx, { outbound: deps.outbound, botName, groups });
   const delivery = (
     event: unknown,
     body: { team_id?: unknown; event_id?: unknown },
@@ -80,7 +82,7 @@ export async function startSlackInbound(
   app.event('message', ({ event, body, context }) => events.onMessage(delivery(event, body, context)));
   app.command(settings.skillsCommand, commands.onSkills);
   app.command(settings.skillCommand, commands.onSkill);
-  app.action(/.*/, createActionHandler(ctx, { outbound: deps.outbound }));
+  app.action(/.*/, createActionHandler(ctx, { outbound: deps.outbound, groups }));
 
   // Rethrown, so that the receivers see the failure: an event is then left unacknowledged (Slack
   // retries it) instead of being answered as taken. The receivers log it with the delivery's ids.

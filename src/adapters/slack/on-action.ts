@@ -2,9 +2,11 @@ import type { SlackActionMiddlewareArgs } from '@slack/bolt';
 import type { AdapterContext } from '../platform.ts';
 import { parseStopButton } from '../../core/buttons.ts';
 import type { SlackOutbound } from './outbound.ts';
+import type { SlackUserGroups } from './user-groups.ts';
 
 export interface ActionDeps {
   outbound: SlackOutbound;
+  groups: SlackUserGroups;
 }
 
 /**
@@ -18,7 +20,14 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
     const user = body.user.id;
     // block_actions name the clicker's own team (another org's for a Slack Connect user).
     const team = (body.user as { team_id?: string }).team_id ?? (body as { team?: { id?: string } }).team?.id;
-    const person = { platform: 'slack', userId: user, ...(team ? { workspace: team } : {}) };
+    const home = (body as { team?: { id?: string } }).team?.id;
+    const groups = team && team === home ? await deps.groups.groupsOf(team, user) : [];
+    const person = {
+      platform: 'slack',
+      userId: user,
+      ...(team ? { workspace: team } : {}),
+      ...(groups.length ? { groups } : {}),
+    };
     const stopId = parseStopButton(value);
     const result = stopId ? await ctx.stopTurn(stopId, person) : await ctx.approvals.click(value, person);
     if (!result.ok) {

@@ -1,16 +1,14 @@
 import type { SlackCommandMiddlewareArgs } from '@slack/bolt';
-import { z } from 'zod';
 import type { AdapterContext } from '../platform.ts';
 import { Priority } from '../../core/work-item.ts';
 import { TEXTS } from '../../core/texts.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { SlackOutbound } from './outbound.ts';
+import { slackErrorOf } from './api-errors.ts';
+import type { SlackUserGroups } from './user-groups.ts';
 
 /** The Web API errors that mean the bot may not post in the channel (it has not been invited). */
 const NOT_A_MEMBER = new Set(['not_in_channel', 'channel_not_found']);
-
-const SlackApiError = z.object({ data: z.object({ error: z.string() }) });
-const slackErrorOf = (error: unknown): string | undefined => SlackApiError.safeParse(error).data?.data.error;
 
 /** Why a command could not start, and what to do about it, for the person who ran it. */
 export const inviteHint = (botName: string, channel: string): string =>
@@ -19,6 +17,7 @@ export const inviteHint = (botName: string, channel: string): string =>
 export interface CommandDeps {
   outbound: SlackOutbound;
   botName: string;
+  groups: SlackUserGroups;
 }
 
 /** The slash commands: the skills list, and a skill run that starts a conversation in the channel. */
@@ -49,7 +48,13 @@ export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
   ): Promise<void> => {
     const team = command.team_id;
     const target = { platform: 'slack', channel: command.channel_id, workspace: team, recipient: command.user_id };
-    const requester = { platform: 'slack', userId: command.user_id, workspace: team };
+    const groups = await deps.groups.groupsOf(team, command.user_id);
+    const requester = {
+      platform: 'slack',
+      userId: command.user_id,
+      workspace: team,
+      ...(groups.length ? { groups } : {}),
+    };
     const admitted = ctx.approvals.mayUse(requester, target);
     if (!admitted.ok) {
       await respond({ response_type: 'ephemeral', text: admitted.refusal });

@@ -3,6 +3,7 @@ import { Priority, type WorkItemDraft } from '../../core/work-item.ts';
 import { TEXTS } from '../../core/texts.ts';
 import { enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
 import type { SlackOutbound } from './outbound.ts';
+import type { SlackUserGroups } from './user-groups.ts';
 
 /** The fields of a Slack `app_mention` or `message` event that decide whether and how we answer. */
 export interface SlackMessageEvent {
@@ -32,6 +33,7 @@ export interface SlackDelivery {
 export interface EventDeps {
   botUserId: string;
   outbound: SlackOutbound;
+  groups: SlackUserGroups;
 }
 
 /**
@@ -80,7 +82,15 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
     if (!prompt || !event.user) return;
     const isDm = event.channel_type === 'im';
     const thread = isDm ? event.thread_ts : (event.thread_ts ?? event.ts);
-    const requester = { platform: 'slack', userId: event.user, workspace: event.user_team ?? event.team ?? team };
+    const issuer = event.user_team ?? event.team ?? team;
+    // User groups are listed for this workspace; an id another org issued is in none of them.
+    const groups = issuer === team ? await deps.groups.groupsOf(team, event.user) : [];
+    const requester = {
+      platform: 'slack',
+      userId: event.user,
+      workspace: issuer,
+      ...(groups.length ? { groups } : {}),
+    };
     const reply = {
       platform: 'slack',
       channel: event.channel,

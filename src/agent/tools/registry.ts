@@ -25,6 +25,18 @@ export class ToolRegistry {
     return this;
   }
 
+  /**
+   * Makes the MCP tools exactly `tools`: new and changed ones in, and out every MCP tool no longer
+   * listed (its server dropped it), so the model is not offered it and approvals for it lapse.
+   */
+  replaceMcpTools(tools: AnyTool[]): this {
+    const keep = new Set(tools.map((t) => t.name));
+    for (const [name, tool] of this.#tools) if (tool.mcp && !keep.has(name)) this.#tools.delete(name);
+    for (const tool of tools) this.#tools.set(tool.name, tool);
+    this.#specs = undefined;
+    return this;
+  }
+
   get(name: string): AnyTool | undefined {
     return this.#tools.get(name);
   }
@@ -39,8 +51,11 @@ export class ToolRegistry {
     return [...this.#specs];
   }
 
-  /** Name and version of every tool, for an approval's scope hash. */
-  fingerprint(): Array<{ name: string; version: string }> {
-    return this.list().map((t) => ({ name: t.name, version: t.version }));
+  /** Name and version of every tool (or of those named), for an approval's scope hash. */
+  fingerprint(names?: readonly string[]): Array<{ name: string; version: string }> {
+    const wanted = names && new Set(names);
+    return this.list()
+      .filter((t) => !wanted || wanted.has(t.name))
+      .map((t) => ({ name: t.name, version: t.version }));
   }
 }

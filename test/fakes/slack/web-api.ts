@@ -289,6 +289,26 @@ export const METHODS: Record<string, Handler> = {
     };
   },
 
+  // usergroups.list (needs usergroups:read): the workspace's groups; `users` only with include_users.
+  'usergroups.list': (args, ctx) => {
+    const withUsers = args.include_users === true || args.include_users === 'true';
+    const groups = [...ctx.world.userGroups.values()].filter((g) => g.team === ctx.workspace.team);
+    return {
+      ok: true,
+      usergroups: groups.map((g) => ({
+        id: g.id,
+        team_id: g.team,
+        is_usergroup: true,
+        name: g.handle,
+        handle: g.handle,
+        description: '',
+        date_delete: 0,
+        user_count: g.users.length,
+        ...(withUsers ? { users: g.users } : {}),
+      })),
+    };
+  },
+
   'reactions.add': (args, ctx) => {
     const channel = requireChannel(args, ctx);
     if (typeof channel !== 'string') return channel;

@@ -64,6 +64,18 @@ export class SlackWorld {
   readonly channels = new Map<string, SlackChannel>();
   /** Channels the bot is not a member of: posting there answers `not_in_channel`, as in Slack. */
   readonly botNotIn = new Set<string>();
+  /** User groups (S…) by id: their handle, members and workspace (usergroups.list). */
+  readonly userGroups = new Map<string, { id: string; team: string; handle: string; users: string[] }>();
+
+  addUserGroup(team: string, handle: string, users: string[]): string {
+    const id = `S0${handle
+      .toUpperCase()
+      .replace(/[^A-Z0-9]/g, '')
+      .slice(0, 7)
+      .padEnd(7, '0')}`;
+    this.userGroups.set(id, { id, team, handle, users });
+    return id;
+  }
 
   add(
     message: Omit<StoredMessage, 'ts' | 'history' | 'edits' | 'deleted' | 'reactions'> & { ts?: string },

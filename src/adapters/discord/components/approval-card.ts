@@ -30,6 +30,8 @@ export const ApprovalCardCall = z.object({
   risk: CallRisk,
   /** Extra context from the tool, e.g. the diff an edit would apply. */
   detail: z.string().optional(),
+  /** Who may decide it and the policy rule that asked. */
+  who: z.string().optional(),
 });
 export type ApprovalCardCall = z.infer<typeof ApprovalCardCall>;
 
@@ -264,6 +266,10 @@ function callsEmbed(
 
 /** Arguments (and detail) as code blocks that fit `budget` characters together. */
 function callBody(call: ApprovalCardCall, budget: number): string {
+  if (call.who) {
+    const who = clip(`*${call.who.replace(/[*_`~|]/g, '')}*`, Math.floor(budget / 3));
+    return `${who}\n${callBody({ ...call, who: undefined }, budget - who.length - 1)}`;
+  }
   if (!call.detail) return codeBlock(call.argsPretty, budget);
   const argsBudget = Math.floor(budget / 2);
   const args = codeBlock(call.argsPretty, argsBudget);

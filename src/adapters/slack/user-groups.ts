@@ -1,0 +1,78 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import { slackErrorOf } from './api-errors.ts';
+
+export const USER_GROUP_LIMITS = {
+  /** How long a workspace's groups are trusted before they are listed again. */
+  ttlMs: 5 * 60_000,
+  /** A lookup slower than this counts as failed: a message is not held up by it. */
+  timeoutMs: 3_000,
+} as const;
+
+interface Listing {
+  at: number;
+  byUser: Map<string, string[]>;
+}
+
+/**
+ * The Slack user groups (S…) each person is in, for policies that name `slack-usergroup:` entries.
+ * Slack events do not carry them, so each workspace's groups are listed (usergroups.list with
+ * users, scope usergroups:read) at most every few minutes and shared by every lookup. A workspace
+ * that refuses (no scope, a free plan without user groups) is remembered as having none for the
+ * same time and logged once: people then count as in no group, which only ever denies.
+ */
+export class SlackUserGroups {
+  readonly #client: WebClient;
+  readonly #log: Logger;
+  readonly #ttlMs: number;
+  readonly #listings = new Map<string, Listing>();
+  readonly #pending = new Map<string, Promise<Listing>>();
+  readonly #warned = new Set<string>();
+
+  constructor(client: WebClient, log: Logger, ttlMs: number = USER_GROUP_LIMITS.ttlMs) {
+    this.#client = client;
+    this.#log = log;
+    this.#ttlMs = ttlMs;
+  }
+
+  /** The groups of `user` in `team`; empty when unknown. Never throws. */
+  async groupsOf(team: string, user: string): Promise<string[]> {
+    const listing = this.#listings.get(team);
+    if (listing && Date.now() - listing.at < this.#ttlMs) return listing.byUser.get(user) ?? [];
+    let pending = this.#pending.get(team);
+    if (!pending) {
+      pending = this.#list(team).finally(() => this.#pending.delete(team));
+      this.#pending.set(team, pending);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), USER_GROUP_LIMITS.timeoutMs);
+    });
+    const fresh = await Promise.race([pending, timedOut]).finally(() => clearTimeout(timer));
+    return (fresh ?? listing)?.byUser.get(user) ?? [];
+  }
+
+  async #list(team: string): Promise<Listing> {
+    const byUser = new Map<string, string[]>();
+    try {
+      const result = (await this.#client.usergroups.list({ include_users: true })) as {
+        usergroups?: Array<{ id?: string; users?: string[]; date_delete?: number }>;
+      };
+      for (const group of result.usergroups ?? []) {
+        if (!group.id || group.date_delete) continue;
+        for (const user of group.users ?? []) byUser.set(user, [...(byUser.get(user) ?? []), group.id]);
+      }
+    } catch (error) {
+      if (!this.#warned.has(team)) {
+        this.#warned.add(team);
+        this.#log.warn(
+          { team, error: slackErrorOf(error) ?? String(error) },
+          'could not list Slack user groups (scope usergroups:read?); slack-usergroup: entries of the policy match nobody in this workspace',
+        );
+      }
+    }
+    const listing = { at: Date.now(), byUser };
+    this.#listings.set(team, listing);
+    return listing;
+  }
+}
