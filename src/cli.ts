@@ -8,6 +8,8 @@ import { resolveFromCwd } from './app.ts';
 import { skillsCommand } from './skills/index.ts';
 import { createPool } from './db/pool.ts';
 import { formatUsage, usageSummary } from './usage.ts';
+import { policyCommand } from './policy/index.ts';
+import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
 
 const USAGE = `Usage: countersign <command>
 
@@ -17,6 +19,11 @@ Commands:
   config                              print the effective configuration (secrets masked)
   skills list|lint [DIR]|new NAME     list, check or scaffold skills
   usage [--days=N]                    model tokens by day and conversation (default: 7 days)
+  policy check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups IDS]
+                                      the policy's outcome for one call, and the rule (a dry run)
+  policy lint [FILE]                  every problem of a policy file (default: POLICY_FILE)
+  audit [--since=7d|ISO] [--until=ISO] [--person=ID] [--tool=NAME] [--outcome=EVENT] [--limit=N]
+                                      the audit log as JSON lines, oldest first
 `;
 
 function configOrExit(): Config {
@@ -127,6 +134,59 @@ async function printUsage(args: string[]): Promise<number> {
   });
 }
 
+/**
+ * `countersign policy …`. Reads POLICY_FILE, APPROVERS, APPROVAL_TWO_PERSON_RULE and
+ * CUSTOM_SKILLS_DIR from the environment itself: a policy is reviewed in CI, where no bot
+ * credentials are set.
+ */
+function runPolicy(args: string[]): number {
+  const env = process.env;
+  const approvers = (env.APPROVERS ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
+  const result = policyCommand(args, {
+    ...(env.POLICY_FILE ? { file: env.POLICY_FILE } : {}),
+    options: {
+      approvers,
+      twoPersonRule: env.APPROVAL_TWO_PERSON_RULE?.trim().toLowerCase() !== 'false',
+      ...(env.CUSTOM_SKILLS_DIR ? { customSkillsDir: env.CUSTOM_SKILLS_DIR } : {}),
+    },
+  });
+  const out = result.exitCode === 2 ? process.stderr : process.stdout;
+  for (const line of result.lines) out.write(`${line}\n`);
+  return result.exitCode;
+}
+
+async function exportAudit(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      since: { type: 'string' },
+      until: { type: 'string' },
+      person: { type: 'string' },
+      tool: { type: 'string' },
+      outcome: { type: 'string' },
+      limit: { type: 'string' },
+    },
+  });
+  const filter = AuditFilter.safeParse(values);
+  if (!filter.success) {
+    for (const issue of filter.error.issues) process.stderr.write(`${issue.message}\n`);
+    return 2;
+  }
+  return withDatabase(async (url) => {
+    await migrate(url, createLogger('silent'));
+    const pool = createPool(url, 2);
+    try {
+      for (const entry of await readAuditLog(pool, filter.data)) process.stdout.write(`${JSON.stringify(entry)}\n`);
+    } finally {
+      await pool.end();
+    }
+    return 0;
+  });
+}
+
 function printConfig(): number {
   const config = configOrExit();
   const rows = describeConfig(config);
@@ -146,6 +206,10 @@ async function main(argv: string[]): Promise<number> {
       return printConfig();
     case 'usage':
       return printUsage(rest);
+    case 'policy':
+      return runPolicy(rest);
+    case 'audit':
+      return exportAudit(rest);
     case 'skills':
       return skillsCommand(rest, {
         out: (line) => process.stdout.write(`${line}\n`),

@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import type { Queryable } from '../db/pool.ts';
+
+/** Every event the audit log holds (migrations 002 and 009). */
+export const AUDIT_EVENTS = [
+  'requested',
+  'click',
+  'rejected',
+  'partial',
+  'consumed',
+  'executed',
+  'denied',
+  'answered',
+  'refused',
+  'expired',
+  'allowed',
+  'policy_denied',
+] as const;
+
+/** `7d`, `12h`, `30m`, or an ISO date: the start of a window, relative to `now`. */
+function parseSince(text: string, now: Date): Date | undefined {
+  const relative = /^(\d{1,6})([dhm])$/.exec(text);
+  if (relative) {
+    const unit = { d: 86_400_000, h: 3_600_000, m: 60_000 }[relative[2] as 'd' | 'h' | 'm'];
+    return new Date(now.getTime() - Number(relative[1]) * unit);
+  }
+  const date = new Date(text);
+  return /^\d{4}-\d{2}-\d{2}/.test(text) && !Number.isNaN(date.getTime()) ? date : undefined;
+}
+
+const point = (what: string) =>
+  z.string().transform((text, ctx) => {
+    const date = parseSince(text, new Date());
+    if (!date) {
+      ctx.addIssue({ code: 'custom', message: `${what} must be an ISO date (2026-11-23T10:00Z) or 7d, 12h, 30m` });
+      return z.NEVER;
+    }
+    return date;
+  });
+
+/** What `countersign audit` filters by; every field optional. */
+export const AuditFilter = z.strictObject({
+  since: point('--since').optional(),
+  until: point('--until').optional(),
+  /** `platform:user` or `platform:workspace:user`. */
+  person: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]*(:[^\s:]+){1,2}$/, '--person must be platform:user or platform:workspace:user')
+    .optional(),
+  tool: z.string().min(1).optional(),
+  outcome: z.enum(AUDIT_EVENTS, { error: `--outcome must be one of ${AUDIT_EVENTS.join(', ')}` }).optional(),
+  limit: z.coerce.number().int().min(1).max(1_000_000).default(100_000),
+});
+export type AuditFilter = z.output<typeof AuditFilter>;
+
+export interface AuditEntry {
+  id: string;
+  at: string;
+  event: string;
+  envelopeId: string | null;
+  actor: unknown;
+  reason: string | null;
+  detail: unknown;
+}
+
+/**
+ * The audit log, oldest first, filtered. A tool matches the call an entry is about (`detail.tool`)
+ * or any of the calls a request listed (`detail.calls`); a person matches the entry's actor.
+ */
+export async function readAuditLog(db: Queryable, filter: AuditFilter): Promise<AuditEntry[]> {
+  const [platform, a, b] = filter.person?.split(':') ?? [];
+  const user = b ?? a;
+  const workspace = b === undefined ? null : a;
+  const { rows } = await db.query<{
+    id: string;
+    at: Date;
+    event: string;
+    envelope_id: string | null;
+    actor: unknown;
+    reason: string | null;
+    detail: unknown;
+  }>(
+    `SELECT id::text, at, event, envelope_id::text, actor, reason, detail
+       FROM countersign.approval_audit
+      WHERE ($1::timestamptz IS NULL OR at >= $1)
+        AND ($2::timestamptz IS NULL OR at < $2)
+        AND ($3::text IS NULL OR (actor->>'platform' = $3 AND actor->>'userId' = $4
+             AND ($5::text IS NULL OR actor->>'workspace' = $5)))
+        AND ($6::text IS NULL OR detail->>'tool' = $6 OR coalesce(detail->'calls', '[]'::jsonb) ? $6)
+        AND ($7::text IS NULL OR event = $7)
+      ORDER BY at, id
+      LIMIT $8`,
+    [
+      filter.since ?? null,
+      filter.until ?? null,
+      platform ?? null,
+      user ?? null,
+      workspace,
+      filter.tool ?? null,
+      filter.outcome ?? null,
+      filter.limit,
+    ],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    at: r.at.toISOString(),
+    event: r.event,
+    envelopeId: r.envelope_id,
+    actor: r.actor,
+    reason: r.reason,
+    detail: r.detail,
+  }));
+}
