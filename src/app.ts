@@ -323,6 +323,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
         ttlSeconds: config.APPROVAL_TTL_SECONDS,
         approvers: config.APPROVERS,
         twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
+        approvalChannels: config.APPROVAL_CHANNEL,
         rejectionAuditsPerMinute: config.APPROVAL_REJECTION_AUDITS_PER_MINUTE,
       },
     });

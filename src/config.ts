@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
+import { parsePerson } from './policy/person.ts';
 
 /** The directory Countersign is installed in (shipped skills and migrations resolve from here). */
 export const INSTALL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -97,6 +98,29 @@ export const ConfigSchema = z
 
     APPROVAL_TTL_SECONDS: int(30, 7 * 24 * 3600).default(3600),
     APPROVERS: list.default([]),
+    /** Per platform, a channel that gets a copy of every card needing a countersignature: slack:C…,discord:… */
+    APPROVAL_CHANNEL: z
+      .string()
+      .transform((raw, ctx) => {
+        const channels: Record<string, string> = {};
+        for (const entry of raw
+          .split(',')
+          .map((e) => e.trim())
+          .filter(Boolean)) {
+          const match = /^(slack|discord):(\S+)$/.exec(entry);
+          const shape = match?.[1] === 'slack' ? /^[CG][A-Z0-9]{2,}$/ : /^\d{1,20}$/;
+          if (!match || !shape.test(match[2]!) || channels[match[1]!]) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `"${entry.slice(0, 60)}" is not platform:channel-id, once per platform (e.g. slack:C0123ABCD,discord:123456789012345678)`,
+            });
+            return z.NEVER;
+          }
+          channels[match[1]!] = match[2]!;
+        }
+        return channels;
+      })
+      .default({}),
     APPROVAL_TWO_PERSON_RULE: bool.default(true),
     /** Rejected clicks audited per clicker and minute; the rest are counted, not written (a flood of forged clicks). */
     APPROVAL_REJECTION_AUDITS_PER_MINUTE: int(0, 10_000).default(20),
@@ -171,6 +195,12 @@ export function approverProblems(raw: string): string[] {
   const problems: string[] = [];
   for (const entry of raw.split(',').filter((e) => e.trim() !== '')) {
     const shown = JSON.stringify(entry.trim().slice(0, 60));
+    // Full forms (slack:T…:U…) and groups (discord-role:…, slack-usergroup:…): the policy's parser.
+    if (/^(discord-role|slack-usergroup):/.test(entry.trim()) || entry.trim().split(':').length === 3) {
+      const parsed = parsePerson(entry.trim());
+      if (!parsed.ok) problems.push(parsed.message);
+      continue;
+    }
     const match = /^([a-z]+):(\S+)$/.exec(entry.trim());
     if (!match) {
       problems.push(`${shown} is not platform:user-id (e.g. slack:U0123ABCD or discord:123456789012345678)`);
@@ -285,7 +315,13 @@ export function maskSecret(value: string): string {
 export function describeConfig(config: Config): Array<[string, string]> {
   return Object.entries(config).map(([key, value]) => {
     if (value === undefined) return [key, '(unset)'];
-    const text = Array.isArray(value) ? value.join(',') : String(value);
+    const text = Array.isArray(value)
+      ? value.join(',')
+      : typeof value === 'object' && value !== null
+        ? Object.entries(value)
+            .map(([k, v]) => `${k}:${String(v)}`)
+            .join(',')
+        : String(value);
     return [key, SECRET_VARIABLES.has(key) ? maskSecret(text) : text];
   });
 }

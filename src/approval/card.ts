@@ -41,6 +41,8 @@ export function cardText(card: ApprovalCard): string {
     lines.push(
       `**Approval needed** for ${card.requesterLabel}: ${card.calls.length} call${card.calls.length === 1 ? '' : 's'}`,
     );
+    if (card.origin) lines.push(card.origin);
+    if (card.routedTo) lines.push(`_${card.routedTo}_`);
     for (const call of card.calls) {
       lines.push('', callHeading(call));
       if (call.who) lines.push(`_${call.who}_`);

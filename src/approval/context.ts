@@ -10,6 +10,8 @@ export interface ApprovalSettings {
   ttlSeconds: number;
   approvers: string[];
   twoPersonRule: boolean;
+  /** APPROVAL_CHANNEL: per platform, the channel that gets a copy of every card needing a countersignature. */
+  approvalChannels?: Record<string, string>;
   /** Rejected clicks audited per clicker per minute; default REJECTION_AUDITS_PER_MINUTE. */
   rejectionAuditsPerMinute?: number;
 }

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { Requester } from '../core/person.ts';
 import { CallDecision } from '../core/work-item.ts';
+import { ReplyTarget } from '../core/reply-target.ts';
 import { canonicalJson } from './canonical-json.ts';
 
 /** 24 random bytes = 192 bits, base64url: 32 characters. */
@@ -57,6 +58,15 @@ export function scopeHash(scope: ApprovalScope): string {
   return sha256(canonicalJson(scope));
 }
 
+/** A copy of the card shown where approvers will see it, updated with the card. */
+export const CardCopy = z.object({
+  reply: ReplyTarget,
+  messageId: z.string().min(1),
+  /** The copy's line saying who asked, and where (with a link back when the platform has one). */
+  origin: z.string().optional(),
+});
+export type CardCopy = z.infer<typeof CardCopy>;
+
 export const EnvelopeRow = z.object({
   id: z.string(),
   nonce: z.string(),
@@ -74,6 +84,7 @@ export const EnvelopeRow = z.object({
   turn_state: z.unknown(),
   reply: z.unknown(),
   card_message_id: z.string().nullable(),
+  card_copies: z.array(CardCopy).default([]),
   status: z.enum(['pending', 'consumed', 'expired']),
   partial_decisions: z.array(CallDecision.extend({ by: Requester })),
   /** `partial_decisions` exactly as read, for compare-and-set updates. */

@@ -6,6 +6,7 @@ import type { ApprovalContext } from './context.ts';
 import { parseCalls, type CallPolicy, type EnvelopeRow } from './envelope.ts';
 import { formatPattern } from '../policy/index.ts';
 import { findEnvelopeById, setCardMessage } from './store.ts';
+import { refreshCopies, routeOf, sendCopies } from './route.ts';
 import { personKey, type Requester } from '../core/person.ts';
 
 function label(person: Requester & { displayName?: string }): string {
@@ -25,38 +26,47 @@ export function whoMayDecide(policy: CallPolicy | undefined): string | undefined
   return `the requester${approvers ? ` or ${approvers}` : ''} may decide · ${rule}`;
 }
 
-/** Posts the card of a pending envelope that has none yet (the show-card job). */
+/**
+ * Posts the card of a pending envelope (the show-card job), then its copies for the people who can
+ * decide (route.ts). Run again after a crash, it posts only what is missing.
+ */
 export async function showPendingCard(ctx: ApprovalContext, envelopeId: string): Promise<void> {
   const envelope = await findEnvelopeById(ctx.pool, envelopeId);
-  if (!envelope || envelope.status !== 'pending' || envelope.card_message_id) return;
+  if (!envelope || envelope.status !== 'pending') return;
   const card = await renderCard(ctx, envelope, 'pending');
-  // A platform rate limit is waited out here: failing the job would put the card behind
-  // graphile-worker's exponential retry delay while a person waits for it.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const shown = await showCard(ctx, envelope, card);
-      await setCardMessage(ctx.pool, envelopeId, shown.messageId);
-      return;
-    } catch (error) {
-      const wait = (error as { retryAfterMs?: unknown }).retryAfterMs;
-      if (typeof wait !== 'number' || attempt >= 5) throw error;
-      ctx.log.warn({ envelopeId, retryInMs: wait }, 'approval card rate limited; retrying');
-      await new Promise((r) => setTimeout(r, Math.min(wait, 30_000)));
+  if (!envelope.card_message_id) {
+    // A platform rate limit is waited out here: failing the job would put the card behind
+    // graphile-worker's exponential retry delay while a person waits for it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const shown = await showCard(ctx, envelope, card);
+        await setCardMessage(ctx.pool, envelopeId, shown.messageId);
+        envelope.card_message_id = shown.messageId;
+        break;
+      } catch (error) {
+        const wait = (error as { retryAfterMs?: unknown }).retryAfterMs;
+        if (typeof wait !== 'number' || attempt >= 5) throw error;
+        ctx.log.warn({ envelopeId, retryInMs: wait }, 'approval card rate limited; retrying');
+        await new Promise((r) => setTimeout(r, Math.min(wait, 30_000)));
+      }
     }
   }
+  await sendCopies(ctx, envelope, card);
 }
 
-/** Updates the card in place; a failure is logged, never undoes the decision. */
+/** Updates the card (and its copies) in place; a failure is logged, never undoes the decision. */
 export async function refreshCard(
   ctx: ApprovalContext,
   envelope: EnvelopeRow,
   state: ApprovalCard['state'],
 ): Promise<void> {
+  const card = await renderCard(ctx, envelope, state);
   try {
-    await showCard(ctx, envelope, await renderCard(ctx, envelope, state));
+    await showCard(ctx, envelope, card);
   } catch (error) {
     ctx.log.warn({ err: error, envelopeId: envelope.id }, 'could not update the approval card');
   }
+  await refreshCopies(ctx, envelope, card);
 }
 
 /** The platform-neutral card model of an envelope in `state`; adapters turn it into blocks or components. */
@@ -73,6 +83,7 @@ async function renderCard(
   // consumed before that name only the last clicker.
   const deciders = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d.by] as const));
   const by = envelope.decided_by;
+  const routed = routeOf(ctx, envelope).note;
   const cardCalls = [];
   for (const [index, c] of calls.entries()) {
     const tool = ctx.tools.get(c.name);
@@ -122,6 +133,7 @@ async function renderCard(
       by: label(deciders.get(d.toolCallId) ?? by ?? envelope.requester),
     })),
     ...(envelope.decided_at ? { decidedAt: envelope.decided_at } : {}),
+    ...(routed ? { routedTo: routed } : {}),
   };
 }
 

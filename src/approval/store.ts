@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.ts';
 import { metrics } from '../metrics.ts';
 import type { Requester } from '../core/person.ts';
-import { EnvelopeRow } from './envelope.ts';
+import { EnvelopeRow, type CardCopy } from './envelope.ts';
 import { type CallDecision } from '../core/work-item.ts';
 
 /** SQL of approval envelopes and their audit log. One statement per function. */
@@ -69,6 +69,14 @@ export async function findEnvelopeByNonce(db: Queryable, nonce: string): Promise
 export async function findEnvelopeById(db: Queryable, id: string): Promise<EnvelopeRow | undefined> {
   const { rows } = await db.query(`${SELECT_ENVELOPE} WHERE id = $1`, [id]);
   return rows[0] ? EnvelopeRow.parse(rows[0]) : undefined;
+}
+
+/** Records a copy of the card (an approvals channel, an approver's DM) so decisions update it too. */
+export async function addCardCopy(db: Queryable, id: string, copy: CardCopy): Promise<void> {
+  await db.query(
+    `UPDATE countersign.approval_envelopes SET card_copies = card_copies || jsonb_build_array($2::jsonb) WHERE id = $1`,
+    [id, JSON.stringify(copy)],
+  );
 }
 
 export async function setCardMessage(db: Queryable, id: string, messageId: string): Promise<void> {

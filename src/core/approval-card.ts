@@ -21,6 +21,10 @@ export interface ApprovalCard {
   expiresAt: Date;
   requesterLabel: string;
   state: 'pending' | 'decided' | 'expired' | 'refused';
+  /** On a copy sent to approvers: who asked, and where (Markdown, with a link back when there is one). */
+  origin?: string;
+  /** On the card in the requester's conversation: who else was sent the card. */
+  routedTo?: string;
   /** `reason`: why a call did not run after all (the policy changed), or why it was denied. */
   decisions?: Array<{ index: number; approved: boolean; answer?: string; reason?: string; by: string }>;
   decidedAt?: Date;

@@ -29,6 +29,10 @@ export interface Outbound {
    * decide what text to send, so that under a tight budget only the newest text is sent.
    */
   reserve?(target: ReplyTarget): Promise<void>;
+  /** Where a direct message to `user` goes (Slack conversations.open, a Discord DM channel); absent: no DMs. */
+  directChannel?(user: string, workspace?: string): Promise<ReplyTarget>;
+  /** A link a person can open to `messageId`, where the platform has one. */
+  linkTo?(target: ReplyTarget, messageId: string): Promise<string | undefined>;
   /**
    * The platform's own way of showing a reply (Slack's native streaming), where it has one and it
    * is enabled; undefined (or absent): replies are shown by post and edit (EditDelivery).

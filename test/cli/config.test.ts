@@ -102,6 +102,17 @@ describe('configuration', () => {
     ]);
   });
 
+  it('accepts the full person forms and groups in APPROVERS, and refuses malformed ones', () => {
+    const full = 'slack:T0123ABCD:U0123ABCD, discord-role:222222222222222222, slack-usergroup:S0ONCALL1';
+    expect(loadConfig({ APPROVERS: full }).APPROVERS).toEqual([
+      'slack:T0123ABCD:U0123ABCD',
+      'discord-role:222222222222222222',
+      'slack-usergroup:S0ONCALL1',
+    ]);
+    expect(() => loadConfig({ APPROVERS: 'slack:t0123:U0123ABCD' })).toThrow(/is not a slack workspace id/);
+    expect(() => loadConfig({ APPROVERS: 'discord-role:oncall' })).toThrow(/is not a discord group id/);
+  });
+
   it('refuses INGRESS_PLATFORMS naming a platform that has no token', () => {
     expect(() => loadConfig({ INGRESS_PLATFORMS: 'discord' })).toThrow(
       /INGRESS_PLATFORMS: names discord, but DISCORD_TOKEN is not set/,

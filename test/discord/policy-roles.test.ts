@@ -112,3 +112,70 @@ describe('a policy whose approvers are a Discord role', () => {
     expect(rows[0]?.actor).toMatchObject({ platform: 'discord', userId: bob.id, groups: [oncall] });
   });
 });
+
+describe('a card needing a role to countersign, with an approvals channel', () => {
+  let fake: FakeDiscord;
+  let h: Harness;
+  let oncall: string;
+  const bob = { id: snowflake(), username: 'bob', global_name: 'Bob', discriminator: '0', avatar: null };
+
+  beforeAll(async () => {
+    fake = await FakeDiscord.start();
+    oncall = fake.world.addRole('oncall', [bob.id]);
+    const policyFile = path.join(mkdtempSync(path.join(tmpdir(), 'cs-policy-')), 'policy.yaml');
+    writeFileSync(policyFile, `version: 1\napprovers: [discord-role:${oncall}]\n`);
+    h = await startHarness({
+      script,
+      tools: [restartTool],
+      env: {
+        DISCORD_TOKEN: fake.token,
+        DISCORD_APPLICATION_ID: fake.scene.applicationId,
+        DISCORD_GUILD_ID: fake.scene.guildId,
+        DISCORD_API_URL: fake.restUrl,
+        POLICY_FILE: policyFile,
+        APPROVAL_CHANNEL: `discord:${fake.world.opsChannelId}`,
+      },
+    });
+  });
+  afterAll(async () => {
+    await h.stop();
+    await fake.close();
+  });
+
+  it('posts a copy there with a link back; the decision made on the copy updates the card too', async () => {
+    runs.length = 0;
+    const posted = fake.userSays(guildMessageMentioningBot(fake.scene, { text: 'restart the api' }));
+    const threadId = posted.message.id as string;
+    const hasButtons = (m: { message: Json }) =>
+      JSON.stringify(m.message.components ?? []).includes('"label":"Approve"');
+    const card = await fake.until(() => fake.messagesIn(threadId).find(hasButtons), 'the card', 45_000);
+    const copy = await fake.until(() => fake.messagesIn(fake.world.opsChannelId).find(hasButtons), 'the copy', 45_000);
+    expect(JSON.stringify(card.message.embeds)).toContain('Sent to the approvals channel for a countersignature.');
+    expect(JSON.stringify(copy.message.embeds)).toContain(
+      `https://discord.com/channels/${fake.scene.guildId}/${threadId}/${card.message.id as string}`,
+    );
+    const approve = (copy.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>)
+      .flatMap((r) => r.components)
+      .find((b) => b.label === 'Approve')!;
+    fake.interact(
+      withRoles(
+        buttonInteraction(fake.scene, { customId: approve.custom_id, message: copy.message, user: bob as never }),
+        [oncall],
+      ),
+    );
+    await fake.until(
+      () => (fake.botTextIn(threadId).includes('Result: restarted api') ? true : undefined),
+      'the result in the thread',
+      45_000,
+    );
+    expect(runs).toEqual(['api']);
+    await fake.until(
+      () =>
+        [card, copy].every((m) => JSON.stringify(fake.message(m.message.id as string)!.message.components) === '[]')
+          ? true
+          : undefined,
+      'both cards to lose their buttons',
+      45_000,
+    );
+  });
+});

@@ -49,6 +49,7 @@ const samples: Array<[name: string, blocks: KnownBlock[]]> = [
     approvalCardBlocks(
       card(30, {
         calls: card(30).calls.map((c) => ({ ...c, detail: huge, who: `needs a countersignature by ${huge}` })),
+        origin: `Asked by ${huge} — [open the conversation](https://example.invalid/${huge})`,
       }),
     ),
   ],

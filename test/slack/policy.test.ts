@@ -189,3 +189,130 @@ describe('a policy whose approvers are a Slack user group', () => {
     expect(runs).toEqual(['api']);
   });
 });
+
+describe('a card that needs a countersignature goes to the people who can give it', () => {
+  const BOB = 'U0BOB00001';
+  const APPROVALS = 'C0APPROVE1';
+
+  async function start(env: Record<string, string>) {
+    const fake = await FakeSlack.start();
+    const runs: string[] = [];
+    const h = await startHarness({
+      tools: [countingTool('restart_service', runs, { risk: 'high', result: 'restarted' })],
+      script: {
+        rules: [
+          {
+            rounds: [
+              { toolCalls: [{ name: 'restart_service', args: { service: 'api' } }] },
+              { text: 'Result: {{lastToolResult}}' },
+            ],
+          },
+        ],
+      },
+      env: {
+        SLACK_BOT_TOKEN: fake.botToken,
+        SLACK_APP_TOKEN: fake.appToken,
+        SLACK_API_URL: fake.apiUrl,
+        SLACK_STREAMING: 'off',
+        APPROVERS: `slack:${BOB}`,
+        ...env,
+      },
+    });
+    await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
+    return { fake, h, runs };
+  }
+
+  /** Alice asks; returns her card and the copy in `channel`, once both are there. */
+  async function ask(fake: FakeSlack, copyIn: (channel: string) => boolean) {
+    const mention = appMention({ user: ALICE, channel: CHANNEL, text: 'restart the api' });
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, mention)));
+    const hasButtons = (m: { blocks: unknown[] }) => JSON.stringify(m.blocks).includes('"Approve"');
+    const card = await waitFor(
+      async () => fake.messages.find((m) => m.thread_ts === mention.ts && hasButtons(m)),
+      20_000,
+      'the card',
+    );
+    const copy = await waitFor(
+      async () => fake.messages.find((m) => copyIn(m.channel) && hasButtons(m)),
+      20_000,
+      'the copy',
+    );
+    return { mention, card, copy };
+  }
+
+  async function approveOn(fake: FakeSlack, message: { ts: string; channel: string; blocks: unknown[] }, user: string) {
+    const approve = (
+      message.blocks.find(
+        (b) => (b as { type: string }).type === 'actions' && JSON.stringify(b).includes('"Approve"'),
+      ) as {
+        elements: Array<{ value: string; action_id: string; text: { text: string } }>;
+      }
+    ).elements.find((e) => e.text.text === 'Approve')!;
+    await fake.deliver(
+      interactiveEnvelope(
+        blockAction(fake.team, {
+          user,
+          channel: message.channel,
+          messageTs: message.ts,
+          value: approve.value,
+          actionId: approve.action_id,
+        }),
+      ),
+    );
+  }
+
+  it('by DM to each approver, linking back; a decision on the copy updates both', async () => {
+    const { fake, h, runs } = await start({});
+    try {
+      const { mention, card, copy } = await ask(fake, (c) => c.startsWith('D'));
+      expect(card.text).toContain(`Sent by direct message to slack:${BOB} for a countersignature.`);
+      expect(copy.text).toMatch(
+        /Asked by .* — <https:\/\/fake-slack\.invalid\/archives\/C0OPS00001\/p\d+\|open the conversation>/,
+      );
+      // One DM opened: Bob's (Alice asked; a requester never gets a copy of their own card).
+      expect(fake.calls.filter((c) => c.method === 'conversations.open' && c.status === 200)).toHaveLength(1);
+      expect(fake.world.channel(copy.channel)?.user).toBe(BOB);
+      await approveOn(fake, copy, BOB);
+      await waitFor(
+        async () => (fake.textIn(CHANNEL, mention.ts).includes('Result: restarted api') ? true : undefined),
+        20_000,
+        'the result in the requester’s thread',
+      );
+      expect(runs).toEqual(['api']);
+      // Both the card and its copy say it was decided, and neither has buttons left.
+      await waitFor(
+        async () =>
+          [card, copy].every((m) => {
+            const now = fake.messages.find((x) => x.channel === m.channel && x.ts === m.ts)!;
+            return !JSON.stringify(now.blocks).includes('"Approve"') && now.text.includes('approved by');
+          })
+            ? true
+            : undefined,
+        10_000,
+        'both cards to show the decision',
+      );
+    } finally {
+      await h.stop();
+      await fake.close();
+    }
+  });
+
+  it('to APPROVAL_CHANNEL when one is set for the platform', async () => {
+    const { fake, h, runs } = await start({ APPROVAL_CHANNEL: `slack:${APPROVALS}` });
+    try {
+      const { mention, card, copy } = await ask(fake, (c) => c === APPROVALS);
+      expect(card.text).toContain('Sent to the approvals channel for a countersignature.');
+      expect(fake.calls.some((c) => c.method === 'conversations.open')).toBe(false);
+      await approveOn(fake, copy, BOB);
+      await waitFor(
+        async () => (fake.textIn(CHANNEL, mention.ts).includes('Result: restarted api') ? true : undefined),
+        20_000,
+        'the result',
+      );
+      expect(runs).toEqual(['api']);
+    } finally {
+      await h.stop();
+      await fake.close();
+    }
+  });
+});

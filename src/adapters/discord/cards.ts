@@ -107,6 +107,7 @@ export function renderCard(card: ApprovalCard): ApiMessagePayload[] {
     planHashPrefix: card.planHashPrefix,
     expiresAt: card.expiresAt,
     requesterLabel: card.requesterLabel,
+    ...(card.origin || card.routedTo ? { note: (card.origin ?? card.routedTo)! } : {}),
   };
   const outcomes = (card.decisions ?? []).map((d) => ({
     index: d.index,

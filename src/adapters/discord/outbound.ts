@@ -93,6 +93,19 @@ export class DiscordOutbound implements Outbound {
     );
   }
 
+  /** The bot's DM channel with `user` (created on first use; Discord returns the same one after). */
+  async directChannel(user: string): Promise<ReplyTarget> {
+    const channel = (await this.#send('dm', () =>
+      this.#rest.post(Routes.userChannels(), { body: { recipient_id: user } }),
+    )) as { id: string };
+    return { platform: 'discord', channel: channel.id };
+  }
+
+  /** Discord's message link: the guild (`@me` for a DM), the channel, the message. */
+  async linkTo(target: ReplyTarget, messageId: string): Promise<string> {
+    return `https://discord.com/channels/${target.workspace ?? '@me'}/${target.channel}/${messageId}`;
+  }
+
   /** Deletes a message; best effort, outside the rate budget (it cleans up after a failed post). */
   async deleteMessage(target: ReplyTarget, messageId: string): Promise<void> {
     await this.#rest.delete(Routes.channelMessage(target.channel, messageId)).catch(() => undefined);

@@ -104,6 +104,8 @@ export function approvalCardBlocks(card: ApprovalCard): Block[] {
     blocks.push(
       section(markdownToMrkdwn(`**Approval needed** for ${card.requesterLabel}: ${n} call${n === 1 ? '' : 's'}`)),
     );
+    const note = card.origin ?? (card.routedTo ? `_${card.routedTo}_` : undefined);
+    if (note) blocks.push(context(markdownToMrkdwn(note)));
     const decided = new Map((card.decisions ?? []).map((d) => [d.index, d]));
     for (const call of card.calls.slice(0, MAX_CARD_CALLS)) {
       // Who may decide rides in the heading: a block of its own would push a full card past 50 blocks.

@@ -129,6 +129,26 @@ export class SlackOutbound implements Outbound {
     return { messageId: String(result.ts) };
   }
 
+  /** The app's DM with `user` (conversations.open, scope im:write), where approval cards can be sent. */
+  async directChannel(user: string, workspace?: string): Promise<ReplyTarget> {
+    const opened = await this.#call({ platform: 'slack', channel: user }, 'conversations.open', () =>
+      this.#client.conversations.open({ users: user }),
+    );
+    const channel = opened.channel?.id;
+    if (!channel) throw new Error(`conversations.open gave no channel for ${user}`);
+    return { platform: 'slack', channel, ...(workspace ? { workspace } : {}) };
+  }
+
+  /** The message's permalink (chat.getPermalink), or undefined when Slack would not give one. */
+  async linkTo(target: ReplyTarget, messageId: string): Promise<string | undefined> {
+    try {
+      const result = await this.#client.chat.getPermalink({ channel: target.channel, message_ts: messageId });
+      return result.permalink;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** A message only `user` sees (rejected clicks, errors of a command). */
   async ephemeral(channel: string, user: string, text: string, thread?: string): Promise<void> {
     await this.#client.chat.postEphemeral({

@@ -289,6 +289,37 @@ export const METHODS: Record<string, Handler> = {
     };
   },
 
+  // conversations.open (needs im:write): the app's DM with one user, the same channel every time.
+  'conversations.open': (args, ctx) => {
+    const users = (str(args.users) ?? '').split(',').filter(Boolean);
+    if (users.length !== 1) return fail(users.length ? 'not_implemented' : 'users_list_not_supplied');
+    const user = ctx.world.user(users[0]!, ctx.workspace.team);
+    if (!user) return fail('user_not_found');
+    const existing = [...ctx.world.channels.values()].find((c) => c.is_im && c.user === user.id);
+    const channel = existing ?? {
+      id: `D0${user.id.slice(1, 9).padEnd(8, '0')}`,
+      name: user.id,
+      is_im: true,
+      is_private: true,
+      is_archived: false,
+      user: user.id,
+    };
+    ctx.world.channels.set(channel.id, channel);
+    return { ok: true, ...(existing ? { already_open: true } : {}), channel: { id: channel.id } };
+  },
+
+  // chat.getPermalink: a link to one message (no scope needed).
+  'chat.getPermalink': (args, ctx) => {
+    const channel = str(args.channel);
+    const ts = str(args.message_ts);
+    if (!channel || !ts || !ctx.world.find(channel, ts)) return fail('message_not_found');
+    return {
+      ok: true,
+      channel,
+      permalink: `https://fake-slack.invalid/archives/${channel}/p${ts.replace('.', '')}`,
+    };
+  },
+
   // usergroups.list (needs usergroups:read): the workspace's groups; `users` only with include_users.
   'usergroups.list': (args, ctx) => {
     const withUsers = args.include_users === true || args.include_users === 'true';

@@ -43,6 +43,8 @@ export const ApprovalCardInput = z.object({
   expiresAt: z.date(),
   /** How to name the person who asked, e.g. `<@123>` (never pings: allowed_mentions is empty). */
   requesterLabel: z.string().min(1),
+  /** A line under the title: who asked and where (a copy sent to approvers), or where copies went. */
+  note: z.string().max(1000).optional(),
 });
 export type ApprovalCardInput = z.infer<typeof ApprovalCardInput>;
 
@@ -242,7 +244,7 @@ function callsEmbed(
   status: (call: ApprovalCardCall) => string | undefined,
 ): ApiEmbed {
   const description = clip(
-    `Requested by ${input.requesterLabel} · expires ${relativeTime(input.expiresAt)}`,
+    `Requested by ${input.requesterLabel} · expires ${relativeTime(input.expiresAt)}${input.note ? `\n${input.note}` : ''}`,
     LIMITS.embedDescription,
   );
   const footer = { text: clip(`plan ${input.planHashPrefix}`, LIMITS.embedFooter) };
