@@ -16,14 +16,44 @@ export const CLOSED_NOTE = {
 } as const;
 const MAX_ARGS_CHARS = 1500;
 
-/** Pretty-prints arguments for a person, cut safely (never inside a surrogate pair) with a note. */
+/**
+ * Characters that change how text reads without being seen: direction overrides and isolates
+ * (U+202A–202E, U+2066–2069, marks), zero-width characters and the BOM, and every control character
+ * but newline and tab (ESC among them, which could redraw a terminal).
+ */
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+/** A run of blanks this long is counted, not shown: thousands of spaces can push a tail off a card. */
+const LONG_BLANKS = / {16,}|\t{4,}/g;
+
+/** Text as a person must see it on a card: hidden characters named (`⟨U+202E⟩`), long blank runs counted. */
+export function makeVisible(text: string): string {
+  return text
+    .replace(HIDDEN, (c) => `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`)
+    .replace(LONG_BLANKS, (run) => `⟨${run.length} ${run[0] === ' ' ? 'spaces' : 'tabs'}⟩`);
+}
+
+/** A cut that never splits a surrogate pair. */
+function safeCut(text: string, at: number): number {
+  const code = text.charCodeAt(at - 1);
+  return code >= 0xd800 && code <= 0xdbff ? at - 1 : at;
+}
+
+/** The whole arguments as a person reads them: pretty JSON with hidden characters made visible. */
+export function fullArgs(args: unknown): string {
+  return makeVisible(JSON.stringify(args, null, 2) ?? 'null');
+}
+
+/**
+ * Pretty-prints arguments for a card. Longer than `max`, it keeps the head and the tail — the end of
+ * a command is where `; curl … | sh` hides — and says, where it cut, how much and where to read it all.
+ */
 export function prettyArgs(args: unknown, max = MAX_ARGS_CHARS): string {
-  const text = JSON.stringify(args, null, 2) ?? 'null';
+  const text = fullArgs(args);
   if (text.length <= max) return text;
-  let cut = max;
-  const code = text.charCodeAt(cut - 1);
-  if (code >= 0xd800 && code <= 0xdbff) cut -= 1;
-  return `${text.slice(0, cut)}\n… (${text.length - cut} more characters; the full arguments are in the plan hash)`;
+  const head = safeCut(text, Math.floor(max * 0.6));
+  const tailStart = text.length - Math.floor(max * 0.3);
+  const tail = safeCut(text, tailStart) === tailStart ? tailStart : tailStart + 1;
+  return `${text.slice(0, head)}\n… ✂ ${tail - head} characters cut here; "Full arguments" shows them all …\n${text.slice(tail)}`;
 }
 
 /** Neutralises fences inside text that is shown in a code block. */

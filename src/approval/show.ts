@@ -1,7 +1,7 @@
 import type { ApprovalCard } from '../core/approval-card.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import type { PostedMessage } from '../reply/outbound.ts';
-import { prettyArgs } from './card.ts';
+import { fullArgs, makeVisible, prettyArgs } from './card.ts';
 import type { ApprovalContext } from './context.ts';
 import { parseCalls, type CallPolicy, type EnvelopeRow } from './envelope.ts';
 import { formatPattern } from '../policy/index.ts';
@@ -10,7 +10,7 @@ import { refreshCopies, routeOf, sendCopies } from './route.ts';
 import { personKey, type Requester } from '../core/person.ts';
 
 function label(person: Requester & { displayName?: string }): string {
-  return person.displayName ?? personKey(person);
+  return makeVisible(person.displayName ?? personKey(person));
 }
 
 /** Who may decide a call, and which rule asked: "needs a countersignature: sre (not the requester) · rule kubectl". */
@@ -103,10 +103,11 @@ async function renderCard(
     cardCalls.push({
       index,
       id: c.id,
-      tool: c.name,
+      tool: makeVisible(c.name),
       argsPretty: prettyArgs(c.args),
+      argsFull: fullArgs(c.args),
       risk: c.risk,
-      ...(detail ? { detail } : {}),
+      ...(detail ? { detail: makeVisible(detail) } : {}),
       ...(who ? { who } : {}),
     });
   }
@@ -117,8 +118,8 @@ async function renderCard(
     calls: cardCalls,
     ...(question
       ? {
-          question: String(question.args.question ?? ''),
-          options: (question.args.options as string[] | undefined) ?? [],
+          question: makeVisible(String(question.args.question ?? '')),
+          options: ((question.args.options as string[] | undefined) ?? []).map(makeVisible),
         }
       : {}),
     planHashPrefix: envelope.plan_hash.slice(0, 12),

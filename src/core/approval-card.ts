@@ -9,7 +9,10 @@ export interface ApprovalCard {
     index: number;
     id: string;
     tool: string;
+    /** The arguments as the card shows them: cut in the middle when long, saying so where it is cut. */
     argsPretty: string;
+    /** All of the arguments, for the "Full arguments" path (a modal, an ephemeral reply, the console). */
+    argsFull?: string;
     risk: 'low' | 'medium' | 'high';
     detail?: string;
     /** Who may decide this call and the policy rule that asked, as one line. */

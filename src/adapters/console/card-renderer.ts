@@ -21,7 +21,11 @@ export class ConsoleCardRenderer implements CardRenderer {
   }
 
   async show(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<{ messageId: string }> {
-    const text = cardText(card);
+    // A terminal has room: every argument is printed whole.
+    const text = cardText({
+      ...card,
+      calls: card.calls.map((c) => ({ ...c, argsPretty: c.argsFull ?? c.argsPretty })),
+    });
     const posted = messageId
       ? (await this.#outbound.edit(target, messageId, text), { messageId })
       : await this.#outbound.post(target, text);

@@ -1,6 +1,17 @@
 import type { Outbound, PostedMessage } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 
+/** Control characters (ESC first: it could move the cursor and redraw a card) and direction overrides. */
+const UNSAFE_FOR_TERMINAL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Text a terminal prints as it is: whatever could steer the terminal is shown as `⟨U+001B⟩`. */
+export function terminalSafe(text: string): string {
+  return text.replace(
+    UNSAFE_FOR_TERMINAL,
+    (c) => `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`,
+  );
+}
+
 /**
  * The console's speaking half. Messages live in memory; whoever owns the terminal subscribes to
  * changes and renders them (interactively as they stream, or only the final text when piped).
@@ -17,14 +28,16 @@ export class ConsoleOutbound implements Outbound {
     this.#listener = listener;
   }
 
-  async post(target: ReplyTarget, text: string): Promise<PostedMessage> {
+  async post(target: ReplyTarget, raw: string): Promise<PostedMessage> {
+    const text = terminalSafe(raw);
     const messageId = `console-${this.#next++}`;
     this.#messages.set(messageId, { target, text });
     this.#listener?.(messageId, text, target);
     return { messageId };
   }
 
-  async edit(target: ReplyTarget, messageId: string, text: string): Promise<void> {
+  async edit(target: ReplyTarget, messageId: string, raw: string): Promise<void> {
+    const text = terminalSafe(raw);
     this.#messages.set(messageId, { target, text });
     this.#listener?.(messageId, text, target);
   }
