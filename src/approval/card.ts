@@ -21,7 +21,10 @@ const MAX_ARGS_CHARS = 1500;
  * (U+202A–202E, U+2066–2069, marks), zero-width characters and the BOM, and every control character
  * but newline and tab (ESC among them, which could redraw a terminal).
  */
-const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+const HIDDEN =
+  // Matching control characters is the point here.
+  // eslint-disable-next-line no-control-regex
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
 /** A run of blanks this long is counted, not shown: thousands of spaces can push a tail off a card. */
 const LONG_BLANKS = / {16,}|\t{4,}/g;
 

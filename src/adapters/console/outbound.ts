@@ -2,6 +2,8 @@ import type { Outbound, PostedMessage } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 
 /** Control characters (ESC first: it could move the cursor and redraw a card) and direction overrides. */
+// Matching control characters is the point here.
+// eslint-disable-next-line no-control-regex
 const UNSAFE_FOR_TERMINAL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 /** Text a terminal prints as it is: whatever could steer the terminal is shown as `⟨U+001B⟩`. */
