@@ -132,6 +132,7 @@ export function allCallsButtons(card: ApprovalCard): ReplyButton[] {
   return [
     { label: `Approve${all}`, value: buttonValue(card.nonce, 'A'), style: 'primary' },
     { label: `Deny${all}`, value: buttonValue(card.nonce, 'D'), style: 'danger' },
+    { label: 'Deny with reason…', value: buttonValue(card.nonce, 'R'), style: 'secondary' },
   ];
 }
 
@@ -139,6 +140,6 @@ export function allCallsButtons(card: ApprovalCard): ReplyButton[] {
 export function decisionText(decision: NonNullable<ApprovalCard['decisions']>[number]): string {
   const what =
     decision.answer !== undefined ? `answered "${decision.answer}"` : decision.approved ? 'approved' : 'denied';
-  if (decision.reason && !decision.approved) return `not run: ${decision.reason} (decided by ${decision.by})`;
+  if (decision.reason && !decision.approved) return `not run: ${decision.reason}`;
   return `${what} by ${decision.by}`;
 }

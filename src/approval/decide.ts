@@ -2,7 +2,8 @@ import { Counter } from 'prom-client';
 import { registry } from '../metrics.ts';
 import { transaction } from '../db/pool.ts';
 import { personKey, type Requester } from '../core/person.ts';
-import { ButtonPayload } from '../core/buttons.ts';
+import { ButtonPayload, MAX_DENY_REASON, NONCE_PATTERN } from '../core/buttons.ts';
+import { makeVisible } from './card.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import { newWorkItem, Priority, type CallDecision, type WorkItem } from '../core/work-item.ts';
 import { continueParkedTurn } from '../queue/turn-lifecycle.ts';
@@ -54,8 +55,10 @@ export async function decideClick(ctx: ApprovalContext, value: string, clicker: 
       // Approve all / Deny all decide the calls nobody has decided yet; recorded decisions stand.
       return calls.filter((c) => !recorded.has(c.id)).map((c) => ({ toolCallId: c.id, approved: decision === 'A' }));
     }
-    // A Stop button's payload shares the format but is no decision (adapters route it to stopTurn).
-    if (decision === 'S') return { reason: 'That button is not an approval decision.' };
+    // A Stop button's payload shares the format but is no decision (adapters route it to stopTurn);
+    // Deny-with-reason and Full-arguments buttons open a form or a view, which adapters handle.
+    if (decision === 'S' || decision === 'R' || decision.startsWith('f'))
+      return { reason: 'That button is not an approval decision.' };
     const index = Number(decision.slice(1));
     if (decision.startsWith('o')) {
       const question = calls[0];
@@ -75,6 +78,36 @@ export async function decideClick(ctx: ApprovalContext, value: string, clicker: 
         : { reason: `${alreadyDecided(calls, earlier)}; a recorded decision is never changed.` };
     }
     return [{ toolCallId: call.id, approved }];
+  });
+}
+
+/**
+ * Deny with a reason (a form's submission): every call nobody decided yet is denied, and the reason
+ * — who denied it and why — reaches the model as the calls' result, the audit log and the card.
+ * Verified like a click: a form submitted after the card was decided changes nothing.
+ */
+export async function decideDenyWithReason(
+  ctx: ApprovalContext,
+  nonce: string,
+  reason: string,
+  clicker: Requester,
+): Promise<SubmitResult> {
+  const text = makeVisible(reason.trim().replace(/\s+/g, ' ')).slice(0, MAX_DENY_REASON);
+  if (!NONCE_PATTERN.test(nonce)) {
+    return reject(ctx, undefined, undefined, clicker, 'That form is not a valid approval form.', {
+      auditReason: 'malformed deny form',
+    });
+  }
+  const by = clicker.displayName ?? personKey(clicker);
+  return decide(ctx, nonce, clicker, { decision: 'R', reason: text }, (envelope, calls) => {
+    const recorded = new Set(envelope.partial_decisions.map((d) => d.toolCallId));
+    const open = calls.filter((c) => !recorded.has(c.id));
+    if (envelope.kind === 'question') return { reason: 'A question is answered, not denied.' };
+    return open.map((c) => ({
+      toolCallId: c.id,
+      approved: false,
+      reason: text ? `denied by ${by}: ${text}` : `denied by ${by}`,
+    }));
   });
 }
 
@@ -185,9 +218,12 @@ async function consume(
   // In the order of the calls, as the continuation and the card read them.
   const byId = new Map(decided.map((d) => [d.toolCallId, d] as const));
   const inOrder = calls.map((c) => byId.get(c.id)!);
-  const decisions: CallDecision[] = inOrder.map(({ toolCallId, approved, answer }) =>
-    answer === undefined ? { toolCallId, approved } : { toolCallId, approved, answer },
-  );
+  const decisions: CallDecision[] = inOrder.map(({ toolCallId, approved, answer, reason }) => ({
+    toolCallId,
+    approved,
+    ...(answer !== undefined ? { answer } : {}),
+    ...(reason !== undefined ? { reason } : {}),
+  }));
   const reply = ReplyTarget.parse(envelope.reply);
   const continuation = newWorkItem({
     type: 'CHAT',

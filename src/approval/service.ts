@@ -9,7 +9,7 @@ import type { CallRuling } from '../agent/loop.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Admission } from '../policy/index.ts';
 import { audit } from './store.ts';
-import { decideAll, decideClick, type SubmitResult } from './decide.ts';
+import { decideAll, decideClick, decideDenyWithReason, type SubmitResult } from './decide.ts';
 import { expireStale } from './expire.ts';
 import { requestApproval } from './request.ts';
 import { recordOutcome, resumeApproved } from './resume.ts';
@@ -47,6 +47,11 @@ export class ApprovalService {
   /** A button click (nonce + decision), verified before anything is consumed: see decide.ts. */
   click(value: string, clicker: Requester): Promise<SubmitResult> {
     return decideClick(this.#ctx, value, clicker);
+  }
+
+  /** A Deny-with-reason form: denies the undecided calls, the reason going to the model: see decide.ts. */
+  denyWithReason(nonce: string, reason: string, clicker: Requester): Promise<SubmitResult> {
+    return decideDenyWithReason(this.#ctx, nonce, reason, clicker);
   }
 
   /** Every decision at once (the console); recorded decisions must be repeated unchanged: see decide.ts. */

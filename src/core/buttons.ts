@@ -17,6 +17,8 @@ export const DecisionCode = z.union([
   z.string().regex(/^[ad]\d{1,2}$/), // approve/deny call i
   z.string().regex(/^o\d{1,2}$/), // choose option i of a question
   z.literal('S'), // stop the running turn
+  z.literal('R'), // deny with a reason: opens a form, decides nothing itself
+  z.string().regex(/^f\d{1,2}$/), // show call i's full arguments: a view, no decision
 ]);
 
 /** What an Approve/Deny button carries: only the nonce and the decision, as `nonce.decision`. */
@@ -37,6 +39,22 @@ export type ButtonPayload = z.output<typeof ButtonPayload>;
 export function buttonValue(nonce: string, decision: string): string {
   return `${nonce}.${decision}`;
 }
+
+/** A Deny-with-reason form's id: the nonce it denies (Slack callback/private metadata, Discord modal custom_id). */
+export const DENY_FORM_PREFIX = 'deny:';
+
+export function denyFormId(nonce: string): string {
+  return `${DENY_FORM_PREFIX}${nonce}`;
+}
+
+/** The nonce a Deny-with-reason form is for, or undefined for any other id. */
+export function parseDenyFormId(id: string): string | undefined {
+  const nonce = id.startsWith(DENY_FORM_PREFIX) ? id.slice(DENY_FORM_PREFIX.length) : '';
+  return NONCE_PATTERN.test(nonce) ? nonce : undefined;
+}
+
+/** Reasons longer than this are refused by the forms (and cut if they arrive longer anyway). */
+export const MAX_DENY_REASON = 500;
 
 export const STOP_BUTTON_PREFIX = 'stop:';
 

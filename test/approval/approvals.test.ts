@@ -100,7 +100,7 @@ describe('approvals', () => {
     expect(shown.text).toContain('"service": "api"');
     expect(shown.text).toContain('risk 🟠 medium');
     expect(shown.text).toMatch(/plan [0-9a-f]{12} · expires /);
-    expect(shown.buttons?.map((b) => b.label)).toEqual(['Approve', 'Deny']);
+    expect(shown.buttons?.map((b) => b.label)).toEqual(['Approve', 'Deny', 'Deny with reason…']);
     for (const b of shown.buttons ?? []) expect(b.value.length).toBeLessThanOrEqual(100);
     expect(envelope.nonce).toMatch(/^[A-Za-z0-9_-]{32}$/);
   });
@@ -352,7 +352,15 @@ describe('approvals with several calls, questions and the two-person rule', () =
     ]);
     expect(exec.rows.map((r) => r.tool)).toEqual(['current_time']);
     const buttons = () => h.outbound.messages.get(envelope.card_message_id)!.buttons!.map((b) => b.label);
-    expect(buttons()).toEqual(['Approve 1', 'Deny 1', 'Approve 2', 'Deny 2', 'Approve all', 'Deny all']);
+    expect(buttons()).toEqual([
+      'Approve 1',
+      'Deny 1',
+      'Approve 2',
+      'Deny 2',
+      'Approve all',
+      'Deny all',
+      'Deny with reason…',
+    ]);
 
     // The requester may not approve their own high-risk call (deploying "worker")...
     const own = await h.app.approvals.click(`${envelope.nonce}.a1`, { platform: 'test', userId: 'U1' });
@@ -360,7 +368,7 @@ describe('approvals with several calls, questions and the two-person rule', () =
     // ...but may approve the medium one; an approver denies the other.
     const first = await h.app.approvals.click(`${envelope.nonce}.a0`, { platform: 'test', userId: 'U1' });
     expect(first).toMatchObject({ ok: true, partial: true });
-    expect(buttons()).toEqual(['Approve 2', 'Deny 2', 'Approve all', 'Deny all']);
+    expect(buttons()).toEqual(['Approve 2', 'Deny 2', 'Approve all', 'Deny all', 'Deny with reason…']);
     const second = await h.app.approvals.click(`${envelope.nonce}.d1`, bob);
     if (!second.ok || !('continuation' in second)) throw new Error('expected the last decision to consume');
     const done = await h.settled(second.continuation.id);

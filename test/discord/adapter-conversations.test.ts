@@ -4,6 +4,7 @@ import {
   buttonInteraction,
   dmMessage,
   guildMessageMentioningBot,
+  modalSubmitInteraction,
   threadMessage,
 } from '../fixtures/discord/payloads.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
@@ -195,6 +196,57 @@ describe('Discord adapter against the fake Discord', () => {
       'the card to lose its buttons',
       45_000,
     );
+  });
+
+  it('denies with a reason through a modal; the model reads the reason; a late submission changes nothing', async () => {
+    runs.length = 0;
+    const before = fake.messagesIn(fake.scene.dmChannelId).length;
+    fake.userSays(dmMessage(fake.scene, { text: 'restart with reason' }));
+    const card = await fake.until(
+      () =>
+        fake
+          .messagesIn(fake.scene.dmChannelId)
+          .slice(before)
+          .find((m) => JSON.stringify(m.message.components ?? []).includes('Deny with reason')),
+      'the approval card',
+      45_000,
+    );
+    const button = (card.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>)
+      .flatMap((r) => r.components)
+      .find((b) => b.label === 'Deny with reason…')!;
+    const opened = fake.interact(
+      buttonInteraction(fake.scene, { customId: button.custom_id, message: card.message, inDm: true }),
+    );
+    await fake.until(() => (opened.response?.type === 9 ? true : undefined), 'the modal', 45_000);
+    const modal = opened.response!.data as {
+      custom_id: string;
+      components: Array<{ components: Array<{ custom_id: string }> }>;
+    };
+    expect(modal.components[0]!.components[0]!.custom_id).toBe('reason');
+    const submit = () =>
+      fake.interact(
+        modalSubmitInteraction(fake.scene, {
+          customId: modal.custom_id,
+          message: card.message,
+          inDm: true,
+          values: { reason: 'not now, the release is frozen' },
+        }),
+      );
+    submit();
+    await fake.until(
+      () =>
+        fake
+          .botTextIn(fake.scene.dmChannelId)
+          .some((t) => /^Result: This call was not run: denied by .*: not now, the release is frozen$/.test(t))
+          ? true
+          : undefined,
+      'the model to read the reason',
+      45_000,
+    );
+    expect(runs).toEqual([]);
+    const late = submit();
+    await fake.until(() => (late.followupIds.length ? true : undefined), 'the private refusal', 45_000);
+    expect(fake.message(late.followupIds[0]!)!.message.content).toMatch(/already decided/);
   });
 
   it('gives a denied call a denial and runs nothing', async () => {

@@ -141,7 +141,7 @@ describe('approval cards with more calls than one Discord message holds', () => 
         .flatMap(idsOf)
         .filter((id) => /\.[AD]$/.test(id)),
     ).toEqual([]);
-    expect(idsOf(messages.at(-1)!).slice(-2)).toEqual([`${nonce}.A`, `${nonce}.D`]);
+    expect(idsOf(messages.at(-1)!).slice(-3)).toEqual([`${nonce}.A`, `${nonce}.D`, `${nonce}.R`]);
 
     // One call decided on each message, by its own button.
     click(`${nonce}.d0`, messages[0]!);

@@ -137,8 +137,8 @@ describe('approval card', () => {
   it('offers just Approve and Deny for a single call', () => {
     const p = approvalCard(card(1))[0]!;
     expect(p.components).toHaveLength(1);
-    expect(p.components[0]!.components.map((b) => b.label)).toEqual(['Approve', 'Deny']);
-    expect(customIds(p)).toEqual([`${NONCE}.A`, `${NONCE}.D`]);
+    expect(p.components[0]!.components.map((b) => b.label)).toEqual(['Approve', 'Deny', 'Deny with reason…']);
+    expect(customIds(p)).toEqual([`${NONCE}.A`, `${NONCE}.D`, `${NONCE}.R`]);
   });
 
   it('offers Approve/Deny per call plus Approve all/Deny all for several calls', () => {
@@ -153,6 +153,7 @@ describe('approval card', () => {
       `${NONCE}.d2`,
       `${NONCE}.A`,
       `${NONCE}.D`,
+      `${NONCE}.R`,
     ]);
   });
 
@@ -164,6 +165,7 @@ describe('approval card', () => {
       ...Array.from({ length: 12 }, (_, i) => [`${NONCE}.a${i}`, `${NONCE}.d${i}`]).flat(),
       `${NONCE}.A`,
       `${NONCE}.D`,
+      `${NONCE}.R`,
     ]);
     // Each message shows exactly the calls whose buttons it carries.
     pages.forEach((p, i) => {

@@ -167,7 +167,15 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
     const ids = (message.components as Array<{ components: Array<{ custom_id: string }> }>).flatMap((r) =>
       r.components.map((b) => b.custom_id),
     );
-    expect(ids).toEqual([`${NONCE}.a0`, `${NONCE}.d0`, `${NONCE}.a1`, `${NONCE}.d1`, `${NONCE}.A`, `${NONCE}.D`]);
+    expect(ids).toEqual([
+      `${NONCE}.a0`,
+      `${NONCE}.d0`,
+      `${NONCE}.a1`,
+      `${NONCE}.d1`,
+      `${NONCE}.A`,
+      `${NONCE}.D`,
+      `${NONCE}.R`,
+    ]);
     expect(JSON.stringify(message.embeds)).toContain('restart_service');
   });
 

@@ -46,18 +46,20 @@ describe('the Slack approval card', () => {
     expect(actionRows(blocks)).toEqual([
       ['Approve 1', 'Deny 1'],
       ['Approve 2', 'Deny 2'],
-      ['Approve all', 'Deny all'],
+      ['Approve all', 'Deny all', 'Deny with reason…'],
     ]);
     // Each call's row follows its own section.
     const firstRow = blocks.findIndex((b) => b.type === 'actions');
     expect(texts(blocks)[firstRow - 1]).toContain('tool_0');
-    expect(buttons(blocks).map((b) => b.value)).toEqual(['a0', 'd0', 'a1', 'd1', 'A', 'D'].map((d) => `${NONCE}.${d}`));
+    expect(buttons(blocks).map((b) => b.value)).toEqual(
+      ['a0', 'd0', 'a1', 'd1', 'A', 'D', 'R'].map((d) => `${NONCE}.${d}`),
+    );
     const ids = buttons(blocks).map((b) => b.action_id);
     expect(new Set(ids).size).toBe(ids.length);
   });
 
   it('asks about a single call with one Approve / Deny row', () => {
-    expect(actionRows(approvalCardBlocks(card(1)))).toEqual([['Approve', 'Deny']]);
+    expect(actionRows(approvalCardBlocks(card(1)))).toEqual([['Approve', 'Deny', 'Deny with reason…']]);
   });
 
   it('shows the diff a call would apply in its own section, and escapes what Slack would parse', () => {
@@ -101,7 +103,7 @@ describe('the Slack approval card', () => {
     expect(actionRows(blocks)).toEqual([
       ['Approve 1', 'Deny 1'],
       ['Approve 3', 'Deny 3'],
-      ['Approve all', 'Deny all'],
+      ['Approve all', 'Deny all', 'Deny with reason…'],
     ]);
   });
 
@@ -115,7 +117,7 @@ describe('the Slack approval card', () => {
     const blocks = approvalCardBlocks(card(30, { calls: card(30).calls.map((c) => ({ ...c, detail: 'd' })) }));
     expect(blocks.length).toBeLessThanOrEqual(LIMITS.blocks);
     expect(texts(blocks).join('\n')).toMatch(/and 16 more calls/);
-    expect(actionRows(blocks).at(-1)).toEqual(['Approve all', 'Deny all']);
+    expect(actionRows(blocks).at(-1)).toEqual(['Approve all', 'Deny all', 'Deny with reason…']);
   });
 
   it('puts the expiry in a date token each reader sees in their own time zone', () => {

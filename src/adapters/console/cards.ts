@@ -22,12 +22,19 @@ export function parseCardAnswer(card: ApprovalCard, answer: string): CallDecisio
   return undefined;
 }
 
+/** `n because …` (or `no: …`) denies every call with that reason; undefined for any other answer. */
+export function denialReason(card: ApprovalCard, answer: string): string | undefined {
+  if (card.kind === 'question') return undefined;
+  const match = /^(?:n|no|d|deny)\b[\s:,-]+(.+)$/i.exec(answer.trim());
+  return match?.[1]?.trim() || undefined;
+}
+
 /** What the prompt asks for while a card waits. */
 export function cardPrompt(card: ApprovalCard): string {
   if (card.kind === 'question') return `answer with a number 1-${card.options?.length ?? 0}`;
   return card.calls.length === 1
-    ? 'approve? [y]es / [n]o'
-    : `approve? [y] all / [n] none / one letter per call, e.g. ${'yn'.repeat(card.calls.length).slice(0, card.calls.length)}`;
+    ? 'approve? [y]es / [n]o / n <reason>'
+    : `approve? [y] all / [n] none / n <reason> / one letter per call, e.g. ${'yn'.repeat(card.calls.length).slice(0, card.calls.length)}`;
 }
 
 /** What a card still waits for: its calls nobody decided yet. */

@@ -8,7 +8,7 @@ import type { ApprovalCard } from '../../core/approval-card.ts';
 import type { ApprovalService } from '../../approval/service.ts';
 import type { ConsoleOutbound } from './outbound.ts';
 import type { ConsoleCardRenderer } from './card-renderer.ts';
-import { cardPrompt, parseCardAnswer, undecidedNotice } from './cards.ts';
+import { cardPrompt, denialReason, parseCardAnswer, undecidedNotice } from './cards.ts';
 import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 
 /** A line the console handles itself instead of sending to the agent (e.g. `/skills`). */
@@ -162,14 +162,18 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
     }
     if (pendingCard) {
       const card = pendingCard;
-      const decisions = parseCardAnswer(card, line);
+      const reason = denialReason(card, line);
+      const decisions = reason === undefined ? parseCardAnswer(card, line) : [];
       if (!decisions) {
         output.write(`Please ${cardPrompt(card)}.\n`);
         prompt();
         continue;
       }
-      // The same verify-and-consume path a Slack or Discord click takes.
-      const result = await options.approvals.submit(card.nonce, decisions, me);
+      // The same verify-and-consume paths a Slack or Discord click or form takes.
+      const result =
+        reason === undefined
+          ? await options.approvals.submit(card.nonce, decisions, me)
+          : await options.approvals.denyWithReason(card.nonce, reason, me);
       if (!result.ok) {
         output.write(`${result.reason}\n`);
         prompt();

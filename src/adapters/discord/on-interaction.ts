@@ -5,13 +5,15 @@ import {
   type ButtonInteraction,
   type ChatInputCommandInteraction,
   type Interaction,
+  type ModalSubmitInteraction,
   type REST,
 } from 'discord.js';
 import type { AdapterContext } from '../platform.ts';
 import { Priority } from '../../core/work-item.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
-import { parseStopCustomId } from './components/index.ts';
+import { denyReasonModal, parseStopCustomId } from './components/index.ts';
+import { ButtonPayload, parseDenyFormId } from '../../core/buttons.ts';
 import { LIMITS } from './limits.ts';
 import { requesterOf } from './people.ts';
 import { TEXTS } from '../../core/texts.ts';
@@ -35,6 +37,14 @@ const PUBLIC_EDIT = { flags: MessageFlags.SuppressEmbeds, allowedMentions: { par
  */
 export function createInteractionHandler(ctx: AdapterContext, deps: InteractionDeps) {
   const onButton = async (interaction: ButtonInteraction) => {
+    const form = ButtonPayload.safeParse(interaction.customId);
+    if (form.success && form.data.decision === 'R') {
+      // A modal must be the interaction's first answer; the submission is verified like a click.
+      await interaction.showModal(
+        denyReasonModal(form.data.nonce) as unknown as Parameters<ButtonInteraction['showModal']>[0],
+      );
+      return;
+    }
     await interaction.deferUpdate();
     const person = requesterOf(interaction.user, {
       guildId: interaction.guildId,
@@ -46,6 +56,17 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       ? await ctx.stopTurn(stopId, person)
       : await ctx.approvals.click(interaction.customId, person);
     // Only the clicker sees why nothing happened.
+    if (!result.ok) await interaction.followUp({ content: result.reason, ...PRIVATE });
+  };
+
+  const onDenyForm = async (interaction: ModalSubmitInteraction, nonce: string) => {
+    await interaction.deferUpdate();
+    const person = requesterOf(interaction.user, {
+      guildId: interaction.guildId,
+      roles: interaction.member?.roles,
+    });
+    const reason = interaction.fields.getTextInputValue('reason');
+    const result = await ctx.approvals.denyWithReason(nonce, reason, person);
     if (!result.ok) await interaction.followUp({ content: result.reason, ...PRIVATE });
   };
 
@@ -112,6 +133,10 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
 
   return async function onInteraction(interaction: Interaction): Promise<void> {
     if (interaction.isButton()) return onButton(interaction);
+    if (interaction.isModalSubmit()) {
+      const nonce = parseDenyFormId(interaction.customId);
+      return nonce ? onDenyForm(interaction, nonce) : undefined;
+    }
     if (interaction.isAutocomplete()) return onAutocomplete(interaction);
     if (!interaction.isChatInputCommand()) return;
     if (interaction.commandName === 'skills') return onSkills(interaction);

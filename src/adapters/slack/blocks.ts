@@ -10,6 +10,7 @@ import {
 } from '../../approval/card.ts';
 import { type ApprovalCard } from '../../core/approval-card.ts';
 import type { KnownBlock } from '@slack/web-api';
+import { MAX_DENY_REASON } from '../../core/buttons.ts';
 import { markdownToMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 
@@ -128,4 +129,33 @@ export function approvalCardBlocks(card: ApprovalCard): Block[] {
   const closing = card.kind === 'question' ? questionButtons(card) : allCallsButtons(card);
   if (card.state === 'pending') blocks.push(...actions(closing, 'countersign_all'));
   return blocks;
+}
+
+/** The Deny-with-reason form's callback id; its private metadata says which card and where to answer. */
+export const DENY_FORM_CALLBACK = 'countersign_deny_reason';
+
+/** The Deny-with-reason form (views.open): one text input; submitting it denies the undecided calls. */
+export function denyReasonModal(privateMetadata: string): Record<string, unknown> {
+  return {
+    type: 'modal',
+    callback_id: DENY_FORM_CALLBACK,
+    private_metadata: privateMetadata,
+    title: { type: 'plain_text', text: 'Deny with a reason' },
+    submit: { type: 'plain_text', text: 'Deny' },
+    close: { type: 'plain_text', text: 'Cancel' },
+    blocks: [
+      {
+        type: 'input',
+        block_id: 'reason',
+        label: { type: 'plain_text', text: 'Why? The agent reads this and plans again.' },
+        element: {
+          type: 'plain_text_input',
+          action_id: 'reason',
+          multiline: true,
+          max_length: MAX_DENY_REASON,
+          placeholder: { type: 'plain_text', text: 'e.g. not the production cluster; use staging' },
+        },
+      },
+    ],
+  };
 }

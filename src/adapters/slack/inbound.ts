@@ -6,7 +6,8 @@ import { DurableSocketModeReceiver } from './socket-receiver.ts';
 import type { SlackOutbound } from './outbound.ts';
 import { createEventHandlers, type SlackDelivery, type SlackMessageEvent } from './on-event.ts';
 import { createCommandHandlers } from './on-command.ts';
-import { createActionHandler } from './on-action.ts';
+import { createActionHandler, createDenyFormHandler } from './on-action.ts';
+import { DENY_FORM_CALLBACK } from './blocks.ts';
 import { SlackUserGroups } from './user-groups.ts';
 
 export { inviteHint } from './on-command.ts';
@@ -83,6 +84,7 @@ export async function startSlackInbound(
   app.command(settings.skillsCommand, commands.onSkills);
   app.command(settings.skillCommand, commands.onSkill);
   app.action(/.*/, createActionHandler(ctx, { outbound: deps.outbound, groups }));
+  app.view(DENY_FORM_CALLBACK, createDenyFormHandler(ctx, { outbound: deps.outbound, groups }));
 
   // Rethrown, so that the receivers see the failure: an event is then left unacknowledged (Slack
   // retries it) instead of being answered as taken. The receivers log it with the delivery's ids.

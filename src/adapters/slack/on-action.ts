@@ -1,6 +1,8 @@
-import type { SlackActionMiddlewareArgs } from '@slack/bolt';
+import type { SlackActionMiddlewareArgs, SlackViewMiddlewareArgs } from '@slack/bolt';
+import { z } from 'zod';
 import type { AdapterContext } from '../platform.ts';
-import { parseStopButton } from '../../core/buttons.ts';
+import { ButtonPayload, parseStopButton } from '../../core/buttons.ts';
+import { denyReasonModal } from './blocks.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 
@@ -28,12 +30,61 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
       ...(team ? { workspace: team } : {}),
       ...(groups.length ? { groups } : {}),
     };
+    const channel = (body as { channel?: { id: string } }).channel?.id;
+    const thread = (body as { message?: { thread_ts?: string } }).message?.thread_ts;
+    const form = ButtonPayload.safeParse(value);
+    if (form.success && form.data.decision === 'R') {
+      // The form says which card; who submits it is checked like a click when it comes back.
+      const metadata = JSON.stringify({ nonce: form.data.nonce, channel, thread });
+      const triggerId = (body as { trigger_id?: string }).trigger_id;
+      if (triggerId) await deps.outbound.openModal(triggerId, denyReasonModal(metadata));
+      return;
+    }
     const stopId = parseStopButton(value);
     const result = stopId ? await ctx.stopTurn(stopId, person) : await ctx.approvals.click(value, person);
-    if (!result.ok) {
-      const channel = (body as { channel?: { id: string } }).channel?.id;
-      const thread = (body as { message?: { thread_ts?: string } }).message?.thread_ts;
-      if (channel) await deps.outbound.ephemeral(channel, user, result.reason, thread);
+    if (!result.ok && channel) await deps.outbound.ephemeral(channel, user, result.reason, thread);
+  };
+}
+
+/** What a Deny-with-reason form carries back in its private metadata. */
+const DenyFormMetadata = z.object({
+  nonce: z.string(),
+  channel: z.string().optional(),
+  thread: z.string().optional(),
+});
+
+/**
+ * A submitted Deny-with-reason form (view_submission): acknowledged at once (the modal closes), then
+ * the reason goes to the approval service, which verifies it like a click.
+ */
+export function createDenyFormHandler(ctx: AdapterContext, deps: ActionDeps) {
+  return async function onDenyForm({ ack, body, view }: SlackViewMiddlewareArgs): Promise<void> {
+    await ack();
+    const metadata = DenyFormMetadata.safeParse(safeJson(view.private_metadata));
+    const reason = view.state.values.reason?.reason?.value ?? '';
+    const user = body.user.id;
+    const team = body.user.team_id ?? body.team?.id;
+    const groups = team && team === body.team?.id ? await deps.groups.groupsOf(team, user) : [];
+    const person = {
+      platform: 'slack',
+      userId: user,
+      ...(team ? { workspace: team } : {}),
+      ...(groups.length ? { groups } : {}),
+    };
+    const result = metadata.success
+      ? await ctx.approvals.denyWithReason(metadata.data.nonce, reason, person)
+      : { ok: false as const, reason: 'That form is not one of ours.' };
+    const channel = metadata.success ? metadata.data.channel : undefined;
+    if (!result.ok && channel) {
+      await deps.outbound.ephemeral(channel, user, result.reason, metadata.success ? metadata.data.thread : undefined);
     }
   };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

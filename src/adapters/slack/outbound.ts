@@ -149,6 +149,13 @@ export class SlackOutbound implements Outbound {
     }
   }
 
+  /** Opens a modal for the person whose click gave `triggerId` (valid for 3 seconds). */
+  async openModal(triggerId: string, view: Record<string, unknown>): Promise<void> {
+    await this.#call({ platform: 'slack', channel: 'views' }, 'views.open', () =>
+      this.#client.views.open({ trigger_id: triggerId, view: view as never }),
+    );
+  }
+
   /** A message only `user` sees (rejected clicks, errors of a command). */
   async ephemeral(channel: string, user: string, text: string, thread?: string): Promise<void> {
     await this.#client.chat.postEphemeral({

@@ -289,6 +289,20 @@ export const METHODS: Record<string, Handler> = {
     };
   },
 
+  // views.open: a modal for the person whose interaction gave the trigger_id.
+  'views.open': (args, ctx) => {
+    const trigger = str(args.trigger_id);
+    if (!trigger) return fail('invalid_arguments');
+    const view = (typeof args.view === 'string' ? JSON.parse(args.view) : args.view) as
+      Record<string, unknown> | undefined;
+    if (!view || view.type !== 'modal' || !view.title) return fail('invalid_arguments');
+    const blocks = blocksOf(view.blocks);
+    if (blocks.length > 100) return fail('invalid_arguments');
+    const opened = { id: `V0${ctx.world.views.length + 1}`.padEnd(11, '0'), trigger_id: trigger, ...view };
+    ctx.world.views.push(opened);
+    return { ok: true, view: { ...opened, team_id: ctx.workspace.team, state: { values: {} } } };
+  },
+
   // conversations.open (needs im:write): the app's DM with one user, the same channel every time.
   'conversations.open': (args, ctx) => {
     const users = (str(args.users) ?? '').split(',').filter(Boolean);

@@ -64,6 +64,8 @@ export class SlackWorld {
   readonly channels = new Map<string, SlackChannel>();
   /** Channels the bot is not a member of: posting there answers `not_in_channel`, as in Slack. */
   readonly botNotIn = new Set<string>();
+  /** Modals opened with views.open, oldest first. */
+  readonly views: Array<Record<string, unknown> & { id: string; trigger_id: string }> = [];
   /** User groups (S…) by id: their handle, members and workspace (usergroups.list). */
   readonly userGroups = new Map<string, { id: string; team: string; handle: string; users: string[] }>();
 

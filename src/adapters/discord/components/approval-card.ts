@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { buttonValue, denyFormId, MAX_DENY_REASON } from '../../../core/buttons.ts';
 import { LIMITS } from '../limits.ts';
 import { neutralizeMentions } from '../format/mentions.ts';
 import {
@@ -203,6 +204,7 @@ function approvalButtons(
     return actionRows([
       button('Approve', decide('all', 'approve'), ButtonStyle.success),
       button('Deny', decide('all', 'deny'), ButtonStyle.danger),
+      button('Deny with reason…', buttonValue(nonce, 'R'), ButtonStyle.secondary),
     ]);
   }
   const rows: ApiActionRow[] = [];
@@ -220,6 +222,7 @@ function approvalButtons(
       components: [
         button('Approve all', decide('all', 'approve'), ButtonStyle.success),
         button('Deny all', decide('all', 'deny'), ButtonStyle.danger),
+        button('Deny with reason…', buttonValue(nonce, 'R'), ButtonStyle.secondary),
       ],
     });
   }
@@ -305,4 +308,35 @@ export function clip(text: string, max: number, ellipsis = '…'): string {
 /** Discord renders `<t:unix:R>` as "in 5 minutes" in each reader's own locale and time zone. */
 export function relativeTime(at: Date): string {
   return `<t:${Math.floor(at.getTime() / 1000)}:R>`;
+}
+
+/**
+ * The Deny-with-reason form: a modal (interaction response type 9) with one text input. Its
+ * custom_id names the card's nonce; the submission (interaction type 5) is verified like a click.
+ */
+export function denyReasonModal(nonce: string): {
+  custom_id: string;
+  title: string;
+  components: Array<{ type: 1; components: Array<Record<string, unknown>> }>;
+} {
+  return {
+    custom_id: denyFormId(nonce),
+    title: 'Deny with a reason',
+    components: [
+      {
+        type: 1,
+        components: [
+          {
+            type: 4,
+            custom_id: 'reason',
+            style: 2,
+            label: 'Why? The agent reads this and plans again.',
+            max_length: MAX_DENY_REASON,
+            required: false,
+            placeholder: 'e.g. not the production cluster; use staging',
+          },
+        ],
+      },
+    ],
+  };
 }
