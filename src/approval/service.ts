@@ -8,7 +8,10 @@ import type { ApprovalContext } from './context.ts';
 import type { CallRuling } from '../agent/loop.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Admission } from '../policy/index.ts';
-import { audit } from './store.ts';
+import { audit, findEnvelopeByNonce } from './store.ts';
+import { parseCalls } from './envelope.ts';
+import { fullArgs, makeVisible } from './card.ts';
+import { NONCE_PATTERN } from '../core/buttons.ts';
 import { decideAll, decideClick, decideDenyWithReason, type SubmitResult } from './decide.ts';
 import { expireStale } from './expire.ts';
 import { requestApproval } from './request.ts';
@@ -47,6 +50,16 @@ export class ApprovalService {
   /** A button click (nonce + decision), verified before anything is consumed: see decide.ts. */
   click(value: string, clicker: Requester): Promise<SubmitResult> {
     return decideClick(this.#ctx, value, clicker);
+  }
+
+  /**
+   * The whole arguments of call `index` of a card, for its "Full arguments" button: anyone who can
+   * see the card may read them (the card shows them, cut); nothing is decided.
+   */
+  async fullArguments(nonce: string, index: number): Promise<{ tool: string; text: string } | undefined> {
+    const envelope = NONCE_PATTERN.test(nonce) ? await findEnvelopeByNonce(this.#ctx.pool, nonce) : undefined;
+    const call = envelope ? parseCalls(envelope)[index] : undefined;
+    return call && { tool: makeVisible(call.name), text: fullArgs(call.args) };
   }
 
   /** A Deny-with-reason form: denies the undecided calls, the reason going to the model: see decide.ts. */

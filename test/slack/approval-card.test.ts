@@ -4,7 +4,7 @@
  */
 import type { KnownBlock } from '@slack/web-api';
 import { describe, expect, it } from 'vitest';
-import { approvalCardBlocks } from '../../src/adapters/slack/blocks.ts';
+import { approvalCardBlocks, approvalCardPages } from '../../src/adapters/slack/blocks.ts';
 import { LIMITS } from '../../src/adapters/slack/limits.ts';
 import type { ApprovalCard } from '../../src/core/approval-card.ts';
 
@@ -113,11 +113,25 @@ describe('the Slack approval card', () => {
     expect(texts(blocks).join('\n')).toContain('Expired');
   });
 
-  it('keeps a 30-call plan inside 50 blocks, says how many calls are not shown, and keeps Approve all', () => {
-    const blocks = approvalCardBlocks(card(30, { calls: card(30).calls.map((c) => ({ ...c, detail: 'd' })) }));
-    expect(blocks.length).toBeLessThanOrEqual(LIMITS.blocks);
-    expect(texts(blocks).join('\n')).toMatch(/and 16 more calls/);
-    expect(actionRows(blocks).at(-1)).toEqual(['Approve all', 'Deny all', 'Deny with reason…']);
+  it('shows every call of a 30-call plan over three messages, each inside 50 blocks, Approve all only on the last', () => {
+    const pages = approvalCardPages(card(30, { calls: card(30).calls.map((c) => ({ ...c, detail: 'd' })) }));
+    expect(pages).toHaveLength(3);
+    for (const page of pages) expect(page.length).toBeLessThanOrEqual(LIMITS.blocks);
+    const shown = pages.flatMap((p) => texts(p).filter((t) => /^\d+\. `tool_\d+`/.test(t)));
+    expect(shown).toHaveLength(30);
+    expect(pages.slice(0, -1).every((p) => !actionRows(p).some((r) => r.includes('Approve all')))).toBe(true);
+    expect(actionRows(pages.at(-1)!).at(-1)).toEqual(['Approve all', 'Deny all', 'Deny with reason…']);
+    expect(texts(pages[0]!).join('\n')).toMatch(/Calls 1–12 of 30 · continued below/);
+  });
+
+  it('offers "Full arguments" beside a call whose arguments the card had to cut', () => {
+    const cut = card(1, {
+      calls: [{ ...card(1).calls[0]!, argsPretty: 'head … ✂ … tail', argsFull: 'head middle tail' }],
+    });
+    expect(actionRows(approvalCardBlocks(cut))[0]).toEqual(['Full arguments']);
+    expect(buttons(approvalCardBlocks(cut))[0]!.value).toBe(`${NONCE}.f0`);
+    // Not cut: no button.
+    expect(actionRows(approvalCardBlocks(card(1)))).toEqual([['Approve', 'Deny', 'Deny with reason…']]);
   });
 
   it('puts the expiry in a date token each reader sees in their own time zone', () => {

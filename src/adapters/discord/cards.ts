@@ -103,6 +103,7 @@ export function renderCard(card: ApprovalCard): ApiMessagePayload[] {
       risk: c.risk,
       ...(c.detail ? { detail: c.detail } : {}),
       ...(c.who ? { who: c.who } : {}),
+      ...(c.argsFull ? { argsFull: c.argsFull } : {}),
     })),
     planHashPrefix: card.planHashPrefix,
     expiresAt: card.expiresAt,

@@ -45,6 +45,13 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       );
       return;
     }
+    if (form.success && form.data.decision.startsWith('f')) {
+      const args = await ctx.approvals.fullArguments(form.data.nonce, Number(form.data.decision.slice(1)));
+      const parts = args ? fullArgumentMessages(args.tool, args.text) : ['That call is no longer on record.'];
+      await interaction.reply({ content: parts[0]!, ...PRIVATE });
+      for (const part of parts.slice(1)) await interaction.followUp({ content: part, ...PRIVATE });
+      return;
+    }
     await interaction.deferUpdate();
     const person = requesterOf(interaction.user, {
       guildId: interaction.guildId,
@@ -142,6 +149,21 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
     if (interaction.commandName === 'skills') return onSkills(interaction);
     if (interaction.commandName === 'skill') return onSkill(interaction);
   };
+}
+
+/** Private messages that hold a call's whole arguments: code blocks under Discord's 2,000 characters, at most 10. */
+export function fullArgumentMessages(tool: string, text: string): string[] {
+  const size = LIMITS.messageContent - 200;
+  const safe = text.replaceAll('```', '`\u200b``');
+  const parts: string[] = [];
+  for (let at = 0; at < safe.length && parts.length < 10; at += size) {
+    parts.push(
+      `${parts.length === 0 ? `\`${tool}\` · ${text.length} characters\n` : ''}\`\`\`json\n${safe.slice(at, at + size)}\n\`\`\``,
+    );
+  }
+  const shown = Math.min(safe.length, size * 10);
+  if (shown < safe.length) parts.push(`… ${safe.length - shown} more characters do not fit ten messages.`);
+  return parts;
 }
 
 const clip = (text: string) =>

@@ -10,7 +10,7 @@ import {
 } from '../../approval/card.ts';
 import { type ApprovalCard } from '../../core/approval-card.ts';
 import type { KnownBlock } from '@slack/web-api';
-import { MAX_DENY_REASON } from '../../core/buttons.ts';
+import { buttonValue, MAX_DENY_REASON } from '../../core/buttons.ts';
 import { markdownToMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 
@@ -53,7 +53,6 @@ export function replyBlocks(markdown: string, buttons: ReplyButton[] = []): Bloc
  * at most three blocks each, so 14 calls plus the header, the "more calls" line, the footer and the
  * Approve all row stay within Slack's 50 (46).
  */
-const MAX_CARD_CALLS = 14;
 /** "Who may decide" is one line under a call's heading; a long approver list is cut. */
 const MAX_WHO_CHARS = 300;
 
@@ -87,48 +86,77 @@ function slackDate(date: Date): string {
   return `<!date^${seconds}^{date_short_pretty} at {time}|${date.toISOString()}>`;
 }
 
+/** Calls per message of a card: 12 calls of up to 3 blocks each, plus header and footer, stay under 50. */
+const CARD_CALLS_PER_MESSAGE = 12;
+
+/** A "Full arguments" button for a call whose arguments the card had to cut. */
+function fullArgsButton(card: ApprovalCard, call: ApprovalCard['calls'][number]): ReplyButton[] {
+  if (card.state !== 'pending' || !call.argsFull || call.argsFull === call.argsPretty) return [];
+  return [{ label: 'Full arguments', value: buttonValue(card.nonce, `f${call.index}`), style: 'secondary' }];
+}
+
 /**
- * The approval card as Block Kit: a header, one section per call (tool, risk, arguments, the diff it
- * would apply) with that call's own Approve/Deny, the plan hash and expiry, then Approve all / Deny
- * all. Once decided, each call shows who decided it and the buttons are gone.
+ * The approval card as Block Kit messages: a header, one section per call (tool, risk, who may
+ * decide, arguments, the diff it would apply) with that call's own buttons, the plan hash and
+ * expiry, then Approve all / Deny all / Deny with reason. A card of more calls than one message
+ * holds continues in more messages, and the closing buttons sit only on the last, so every call an
+ * "Approve all" covers was shown above it. Once decided, each call shows who decided it.
  */
-export function approvalCardBlocks(card: ApprovalCard): Block[] {
-  const blocks: Block[] = [];
+export function approvalCardPages(card: ApprovalCard): Block[][] {
+  const header: Block[] = [];
+  const pages: Block[][] = [];
   if (card.kind === 'question') {
-    blocks.push(section(markdownToMrkdwn(`**Question from the agent** (asked for ${card.requesterLabel})`)));
-    blocks.push(section(markdownToMrkdwn(card.question ?? '') || ' '));
+    header.push(section(markdownToMrkdwn(`**Question from the agent** (asked for ${card.requesterLabel})`)));
+    header.push(section(markdownToMrkdwn(card.question ?? '') || ' '));
     const answers = (card.options ?? []).map((o, i) => `${i + 1}. ${o}`).join('\n');
-    if (answers) blocks.push(section(markdownToMrkdwn(answers)));
-    for (const d of card.decisions ?? []) blocks.push(context(markdownToMrkdwn(decisionText(d))));
+    if (answers) header.push(section(markdownToMrkdwn(answers)));
+    for (const d of card.decisions ?? []) header.push(context(markdownToMrkdwn(decisionText(d))));
+    pages.push(header);
   } else {
     const n = card.calls.length;
-    blocks.push(
+    header.push(
       section(markdownToMrkdwn(`**Approval needed** for ${card.requesterLabel}: ${n} call${n === 1 ? '' : 's'}`)),
     );
     const note = card.origin ?? (card.routedTo ? `_${card.routedTo}_` : undefined);
-    if (note) blocks.push(context(markdownToMrkdwn(note)));
+    if (note) header.push(context(markdownToMrkdwn(note)));
     const decided = new Map((card.decisions ?? []).map((d) => [d.index, d]));
-    for (const call of card.calls.slice(0, MAX_CARD_CALLS)) {
-      // Who may decide rides in the heading: a block of its own would push a full card past 50 blocks.
-      const heading = call.who ? `${callHeading(call)}\n_${clipText(call.who, MAX_WHO_CHARS)}_` : callHeading(call);
-      blocks.push(codeSection(call.argsPretty, 'json', heading));
-      if (call.detail) blocks.push(codeSection(call.detail, 'diff'));
-      const decision = decided.get(call.index);
-      if (decision) blocks.push(context(markdownToMrkdwn(decisionText(decision))));
-      else blocks.push(...actions(callButtons(card, call.index), `countersign_call${call.index}`));
-    }
-    if (n > MAX_CARD_CALLS) {
-      blocks.push(
-        context(`… and ${n - MAX_CARD_CALLS} more calls, not shown: Approve all / Deny all decides them too.`),
-      );
+    const messages = Math.max(1, Math.ceil(n / CARD_CALLS_PER_MESSAGE));
+    for (let m = 0; m < messages; m++) {
+      const blocks: Block[] = m === 0 ? [...header] : [];
+      const calls = card.calls.slice(m * CARD_CALLS_PER_MESSAGE, (m + 1) * CARD_CALLS_PER_MESSAGE);
+      if (messages > 1) {
+        blocks.push(
+          context(
+            `Calls ${calls[0]!.index + 1}–${calls.at(-1)!.index + 1} of ${n}` +
+              (m < messages - 1 ? ' · continued below; Approve all is on the last message.' : ''),
+          ),
+        );
+      }
+      for (const call of calls) {
+        // Who may decide rides in the heading: a block of its own would push a full card past 50 blocks.
+        const heading = call.who ? `${callHeading(call)}\n_${clipText(call.who, MAX_WHO_CHARS)}_` : callHeading(call);
+        blocks.push(codeSection(call.argsPretty, 'json', heading));
+        if (call.detail) blocks.push(codeSection(call.detail, 'diff'));
+        const decision = decided.get(call.index);
+        if (decision) blocks.push(context(markdownToMrkdwn(decisionText(decision))));
+        const buttons = [...(decision ? [] : callButtons(card, call.index)), ...fullArgsButton(card, call)];
+        if (buttons.length) blocks.push(...actions(buttons, `countersign_call${call.index}`));
+      }
+      pages.push(blocks);
     }
   }
+  const last = pages.at(-1)!;
   const closed = card.state === 'expired' || card.state === 'refused' ? ` · ${CLOSED_NOTE[card.state]}` : '';
   const when = card.state === 'decided' && card.decidedAt ? `decided ${slackDate(card.decidedAt)}` : '';
-  blocks.push(context(`plan \`${card.planHashPrefix}\` · ${when || `expires ${slackDate(card.expiresAt)}`}${closed}`));
+  last.push(context(`plan \`${card.planHashPrefix}\` · ${when || `expires ${slackDate(card.expiresAt)}`}${closed}`));
   const closing = card.kind === 'question' ? questionButtons(card) : allCallsButtons(card);
-  if (card.state === 'pending') blocks.push(...actions(closing, 'countersign_all'));
-  return blocks;
+  if (card.state === 'pending') last.push(...actions(closing, 'countersign_all'));
+  return pages;
+}
+
+/** A card that fits one message, as its blocks (tests and small cards); see `approvalCardPages`. */
+export function approvalCardBlocks(card: ApprovalCard): Block[] {
+  return approvalCardPages(card).flat();
 }
 
 /** The Deny-with-reason form's callback id; its private metadata says which card and where to answer. */
@@ -156,6 +184,31 @@ export function denyReasonModal(privateMetadata: string): Record<string, unknown
           placeholder: { type: 'plain_text', text: 'e.g. not the production cluster; use staging' },
         },
       },
+    ],
+  };
+}
+
+/** The "Full arguments" view: every character of a call's arguments, in code sections (at most 100). */
+export function fullArgumentsModal(tool: string, text: string): Record<string, unknown> {
+  const rendered = (piece: string) => markdownToMrkdwn(`\`\`\`json\n${fenceSafe(piece)}\n\`\`\``).length;
+  const chunks: string[] = [];
+  let at = 0;
+  // Each piece as long as its escaped section allows (escaping can grow text five-fold), so no
+  // character is cut; 98 sections leave room for the heading and a note.
+  while (at < text.length && chunks.length < 98) {
+    let size = Math.min(LIMITS.sectionText - 100, text.length - at);
+    while (size > 1 && rendered(text.slice(at, at + size)) > LIMITS.sectionText) size = Math.floor(size * 0.8);
+    chunks.push(text.slice(at, at + size));
+    at += size;
+  }
+  return {
+    type: 'modal',
+    title: { type: 'plain_text', text: 'Full arguments' },
+    close: { type: 'plain_text', text: 'Close' },
+    blocks: [
+      context(markdownToMrkdwn(`\`${tool}\` · ${text.length} characters`)),
+      ...chunks.map((chunk) => codeSection(chunk, 'json')),
+      ...(at < text.length ? [context(`… ${text.length - at} more characters do not fit a Slack view.`)] : []),
     ],
   };
 }

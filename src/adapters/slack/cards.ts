@@ -1,12 +1,18 @@
 import type { ApprovalCard, CardRenderer } from '../../core/approval-card.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { cardText } from '../../approval/card.ts';
-import { approvalCardBlocks } from './blocks.ts';
+import { approvalCardPages } from './blocks.ts';
 import { markdownToMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 import type { SlackOutbound } from './outbound.ts';
 
-/** Approval cards as Block Kit messages; the text card is their notification and fallback text. */
+/** Slack ts values contain a dot, never a comma: a card of several messages is their ts joined. */
+const CARD_ID_SEPARATOR = ',';
+
+/**
+ * Approval cards as Block Kit messages, one or more (see `approvalCardPages`); the text card is the
+ * first message's notification and fallback text. An update edits every message of the card.
+ */
 export class SlackCardRenderer implements CardRenderer {
   readonly platform = 'slack';
   readonly #outbound: SlackOutbound;
@@ -15,8 +21,32 @@ export class SlackCardRenderer implements CardRenderer {
     this.#outbound = outbound;
   }
 
-  show(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<{ messageId: string }> {
-    const text = markdownToMrkdwn(cardText(card)).slice(0, LIMITS.sectionText);
-    return this.#outbound.postBlocks(target, text, approvalCardBlocks(card), messageId);
+  async show(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<{ messageId: string }> {
+    const pages = approvalCardPages(card);
+    const fallback = (i: number) =>
+      i === 0
+        ? markdownToMrkdwn(cardText(card)).slice(0, LIMITS.sectionText)
+        : `Approval card, part ${i + 1} of ${pages.length}`;
+    if (messageId) {
+      const ids = messageId.split(CARD_ID_SEPARATOR);
+      // The number of messages depends only on the number of calls, so a card never gains one.
+      for (const [i, blocks] of pages.entries()) {
+        const id = ids[i];
+        if (id) await this.#outbound.postBlocks(target, fallback(i), blocks, id);
+      }
+      return { messageId };
+    }
+    const posted: string[] = [];
+    try {
+      // In order, so Approve all (on the last message) appears only after every call it covers.
+      for (const [i, blocks] of pages.entries()) {
+        posted.push((await this.#outbound.postBlocks(target, fallback(i), blocks)).messageId);
+      }
+    } catch (error) {
+      // The show-card job posts the whole card again; no half card with live buttons is left behind.
+      for (const id of posted) await this.#outbound.deleteMessage(target, id);
+      throw error;
+    }
+    return { messageId: posted.join(CARD_ID_SEPARATOR) };
   }
 }

@@ -2,7 +2,7 @@ import type { SlackActionMiddlewareArgs, SlackViewMiddlewareArgs } from '@slack/
 import { z } from 'zod';
 import type { AdapterContext } from '../platform.ts';
 import { ButtonPayload, parseStopButton } from '../../core/buttons.ts';
-import { denyReasonModal } from './blocks.ts';
+import { denyReasonModal, fullArgumentsModal } from './blocks.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 
@@ -38,6 +38,13 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
       const metadata = JSON.stringify({ nonce: form.data.nonce, channel, thread });
       const triggerId = (body as { trigger_id?: string }).trigger_id;
       if (triggerId) await deps.outbound.openModal(triggerId, denyReasonModal(metadata));
+      return;
+    }
+    if (form.success && form.data.decision.startsWith('f')) {
+      const args = await ctx.approvals.fullArguments(form.data.nonce, Number(form.data.decision.slice(1)));
+      const triggerId = (body as { trigger_id?: string }).trigger_id;
+      if (args && triggerId) await deps.outbound.openModal(triggerId, fullArgumentsModal(args.tool, args.text));
+      else if (channel) await deps.outbound.ephemeral(channel, user, 'That call is no longer on record.', thread);
       return;
     }
     const stopId = parseStopButton(value);

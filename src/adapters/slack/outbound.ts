@@ -149,6 +149,11 @@ export class SlackOutbound implements Outbound {
     }
   }
 
+  /** Deletes a message; best effort (it cleans up after a card that could not be posted whole). */
+  async deleteMessage(target: ReplyTarget, messageId: string): Promise<void> {
+    await this.#client.chat.delete({ channel: target.channel, ts: messageId }).catch(() => undefined);
+  }
+
   /** Opens a modal for the person whose click gave `triggerId` (valid for 3 seconds). */
   async openModal(triggerId: string, view: Record<string, unknown>): Promise<void> {
     await this.#call({ platform: 'slack', channel: 'views' }, 'views.open', () =>

@@ -33,6 +33,8 @@ export const ApprovalCardCall = z.object({
   detail: z.string().optional(),
   /** Who may decide it and the policy rule that asked. */
   who: z.string().optional(),
+  /** All of the arguments; when the card cannot show them whole, a "Full arguments" button does. */
+  argsFull: z.string().optional(),
 });
 export type ApprovalCardCall = z.infer<typeof ApprovalCardCall>;
 
@@ -191,6 +193,16 @@ function closedPages(
   }));
 }
 
+/** Arguments longer than this may not show whole in an embed field (1,024 characters, shared). */
+const FIELD_SAFE_ARGS = 900;
+
+/** "Full arguments" for a call the card may not show whole: answered privately with every character. */
+function fullArgsButton(nonce: string, call: ApprovalCardCall): ApiButton[] {
+  const full = call.argsFull ?? call.argsPretty;
+  if (full.length <= FIELD_SAFE_ARGS && full === call.argsPretty) return [];
+  return [button(`Full arguments #${call.index + 1}`, buttonValue(nonce, `f${call.index}`), ButtonStyle.secondary)];
+}
+
 function approvalButtons(
   input: ApprovalCardInput,
   calls: ApprovalCardCall[],
@@ -205,6 +217,7 @@ function approvalButtons(
       button('Approve', decide('all', 'approve'), ButtonStyle.success),
       button('Deny', decide('all', 'deny'), ButtonStyle.danger),
       button('Deny with reason…', buttonValue(nonce, 'R'), ButtonStyle.secondary),
+      ...fullArgsButton(nonce, input.calls[0]!),
     ]);
   }
   const rows: ApiActionRow[] = [];
@@ -213,6 +226,7 @@ function approvalButtons(
     const perCall: ApiButton[] = [
       button(`Approve #${call.index + 1} ${call.tool}`, decide(call.index, 'approve'), ButtonStyle.success),
       button(`Deny #${call.index + 1}`, decide(call.index, 'deny'), ButtonStyle.danger),
+      ...fullArgsButton(nonce, call),
     ];
     rows.push({ type: 1, components: perCall });
   }
