@@ -307,6 +307,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       skills: toolNames.some((name) => SKILL_TOOL_NAMES.has(name)) ? skills.version() : 'not used',
     });
     // Clicks arrive at inbound adapters, so every role verifies and consumes them.
+    const gate = new PolicyGate(policies, tools);
     const cards = new CardRenderers(
       outbounds,
       platforms.flatMap(({ adapter }) => (adapter.cards ? [adapter.cards] : [])),
@@ -315,7 +316,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       pool,
       outbounds,
       cards,
-      gate: new PolicyGate(policies, tools),
+      gate,
       tools,
       scope,
       log,
@@ -421,7 +422,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
     cleanups.push(() => http.close());
     http.route('/healthz', healthHandler({ pool, workerRunning: runner ? () => runner.running : undefined }));
     http.route('/metrics', metricsHandler(pool, { token: config.METRICS_TOKEN }));
-    const stopTurn = (workItemId: string, by: Requester) => requestStop(pool, workItemId, by, config.APPROVERS);
+    const stopTurn = (workItemId: string, by: Requester) =>
+      requestStop(pool, workItemId, by, (person, reply) => gate.isApprover(person, reply));
 
     for (const platform of platforms) {
       if (!listens(config, options.role, platform, consoleOptions !== undefined)) continue;

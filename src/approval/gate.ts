@@ -86,6 +86,11 @@ export class PolicyGate {
     return this.#policies.current().mayUse(personOf(requester), whereOf(reply));
   }
 
+  /** Whether this person is an approver where `reply` is (who may stop someone else's turn). */
+  isApprover(person: Requester, reply: ReplyTarget): boolean {
+    return this.#policies.current().isApprover(personOf(person), whereOf(reply));
+  }
+
   /**
    * The decision for one call. An unknown tool (or one its MCP server dropped) is described by its
    * name only and falls to the strictest built-in rule that matches.

@@ -296,6 +296,12 @@ export class Policy {
     };
   }
 
+  /** Whether `person` is one of the policy's approvers (the file's `approvers:`, else APPROVERS) there. */
+  isApprover(person: Person, where: Where): boolean {
+    const home = this.#home(where);
+    return this.#parts.defaultApprovers.some((p) => personMatches(p, person, home));
+  }
+
   /** See the free function `mayDecide`. */
   mayDecide(decision: Decision, clicker: Person, requester: Person, action: 'approve' | 'deny' = 'approve'): Verdict {
     return mayDecide(decision, clicker, requester, action);

@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { recordStopRequest } from './turn-lifecycle.ts';
+import { ReplyTarget } from '../core/reply-target.ts';
 import { personKey, type Requester } from '../core/person.ts';
 
 export const STOP_CHANNEL = 'countersign_stop';
@@ -17,24 +18,24 @@ export class StopRequested extends Error {
 export type StopResult = { ok: true } | { ok: false; reason: string };
 
 /**
- * Records a stop request for a turn and tells every worker. Only the requester or an approver may
- * stop a turn; a turn that already finished can't be stopped.
+ * Records a stop request for a turn and tells every worker. Only the requester or an approver (as
+ * the policy names them, where the turn runs) may stop a turn; a turn that already finished can't be stopped.
  */
 export async function requestStop(
   pool: Pool,
   workItemId: string,
   by: Requester,
-  approvers: string[],
+  isApprover: (person: Requester, reply: ReplyTarget) => boolean,
 ): Promise<StopResult> {
-  const { rows } = await pool.query<{ requester: Requester; status: string }>(
-    `SELECT item->'requester' AS requester, status FROM countersign.work_items WHERE id = $1`,
+  const { rows } = await pool.query<{ requester: Requester; reply: unknown; status: string }>(
+    `SELECT item->'requester' AS requester, item->'reply' AS reply, status FROM countersign.work_items WHERE id = $1`,
     [workItemId],
   );
   const row = rows[0];
   if (!row) return { ok: false, reason: 'That turn does not exist.' };
-  const who = personKey(by);
-  const requester = personKey(row.requester);
-  if (who !== requester && !approvers.includes(who)) {
+  const reply = ReplyTarget.safeParse(row.reply);
+  const isRequester = personKey(by) === personKey(row.requester);
+  if (!isRequester && !(reply.success && isApprover(by, reply.data))) {
     return { ok: false, reason: 'Only the person who asked, or an approver, can stop this.' };
   }
   const recorded = await recordStopRequest(pool, workItemId, by, STOP_CHANNEL);

@@ -1,0 +1,29 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { builtinPolicy, loadPolicyFile } from '../../src/policy/index.ts';
+
+describe("the policy's approvers (who may also stop someone else's turn)", () => {
+  it('match roles, full and short forms, the short Slack form only in a home workspace', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'cs-policy-')), 'policy.yaml');
+    writeFileSync(file, 'version: 1\nworkspaces: [slack:T0HOME001]\napprovers: [discord-role:222, slack:U0SRE0001]\n');
+    const loaded = loadPolicyFile(file, {});
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
+    const policy = loaded.policy;
+    const guild = { platform: 'discord', workspace: 'G1', channel: '5', dm: false };
+    expect(policy.isApprover({ platform: 'discord', workspace: 'G1', user: '9', groups: ['222'] }, guild)).toBe(true);
+    expect(policy.isApprover({ platform: 'discord', workspace: 'G1', user: '9', groups: ['333'] }, guild)).toBe(false);
+    const slack = { platform: 'slack', workspace: 'T0HOME001', channel: 'C1', dm: false };
+    expect(policy.isApprover({ platform: 'slack', workspace: 'T0HOME001', user: 'U0SRE0001' }, slack)).toBe(true);
+    // The same-looking id issued by another org is someone else.
+    expect(policy.isApprover({ platform: 'slack', workspace: 'T0OTHER01', user: 'U0SRE0001' }, slack)).toBe(false);
+  });
+
+  it('are APPROVERS without a policy file', () => {
+    const policy = builtinPolicy({ approvers: ['slack:T0HOME001:U0BOB0001'] });
+    const where = { platform: 'slack', workspace: 'T0HOME001', channel: 'C1', dm: false };
+    expect(policy.isApprover({ platform: 'slack', workspace: 'T0HOME001', user: 'U0BOB0001' }, where)).toBe(true);
+    expect(policy.isApprover({ platform: 'slack', workspace: 'T0HOME001', user: 'U0EVE0001' }, where)).toBe(false);
+  });
+});
