@@ -3,6 +3,7 @@ import { Logger as GraphileLogger, run, type Runner, type TaskList, type WorkerE
 import type { Logger } from 'pino';
 import { createPool, type Pool } from '../db/pool.ts';
 import { BACKGROUND_TASK, INTERACTIVE_TASK } from './work-item.ts';
+import { watchForStuckPools } from './poisoned-pool.ts';
 
 export interface QueueRunnerOptions {
   connectionString: string;
@@ -82,7 +83,13 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
     log,
   );
   const events: WorkerEvents = new EventEmitter() as WorkerEvents;
-  events.on('pool:create', ({ workerPool }) => options.onPoolCreated(workerPool.id));
+  // Which of the two runners a pool belongs to, so a stuck pool can be replaced by its own kind.
+  const poolOwner = new Map<string, number>();
+  let creating = -1;
+  events.on('pool:create', ({ workerPool }) => {
+    poolOwner.set(workerPool.id, creating);
+    options.onPoolCreated(workerPool.id);
+  });
   // A pool that could not record a job's completion or failure (the database went away at that
   // moment) declares itself inconsistent and shuts down; its runner's promise can then stay pending
   // for good (seen in the chaos run), so waiting for it would leave this process heartbeating with
@@ -98,8 +105,6 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
     logger: graphileLogger(log),
     events,
     gracefulShutdownAbortTimeout: options.shutdownGraceMs,
-    // Countersign schedules periodic work itself; no crontab file.
-    crontab: '',
     // Completions and failures go through graphile-worker's batcher (flushed on the next tick, so no
     // later): unbatched, a failJob that loses its database is a promise nobody catches, which took
     // the whole process down when a task ended after shutdown began; batched, graphile-worker waits
@@ -107,42 +112,71 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
     // share a round trip.
     preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   };
-  const runners: Runner[] = [];
-  try {
-    runners.push(
-      await run({
-        ...common,
-        concurrency: options.interactiveConcurrency,
-        taskList: { [INTERACTIVE_TASK]: options.workItemTask, ...options.interactiveTasks },
-      }),
-    );
-    runners.push(
-      await run({
-        ...common,
-        concurrency: options.backgroundConcurrency,
-        taskList: { [BACKGROUND_TASK]: options.workItemTask, ...options.backgroundTasks },
-        crontab: options.crontab ?? '',
-      }),
-    );
-  } catch (error) {
-    await Promise.allSettled(runners.map((r) => r.stop()));
-    await pool.end();
-    throw error;
-  }
+  const specs = [
+    {
+      ...common,
+      // Countersign schedules periodic work itself; no crontab file.
+      crontab: '',
+      concurrency: options.interactiveConcurrency,
+      taskList: { [INTERACTIVE_TASK]: options.workItemTask, ...options.interactiveTasks },
+    },
+    {
+      ...common,
+      concurrency: options.backgroundConcurrency,
+      taskList: { [BACKGROUND_TASK]: options.workItemTask, ...options.backgroundTasks },
+      crontab: options.crontab ?? '',
+    },
+  ];
   let running = true;
-  for (const runner of runners) {
+  /** Runners replaced because their pool was stuck: their ending is expected. */
+  const retired = new Set<Runner>();
+  const supervise = (runner: Runner) =>
     runner.promise.then(
       () => {
-        if (running) options.onFatal?.(new Error('a worker pool stopped unexpectedly'));
+        if (running && !retired.has(runner)) options.onFatal?.(new Error('a worker pool stopped unexpectedly'));
       },
       (error: unknown) => {
-        if (!running) return;
+        if (!running || retired.has(runner)) return;
         running = false;
         log.error({ err: error }, 'a worker pool stopped unexpectedly');
         options.onFatal?.(error);
       },
     );
+  const startRunner = async (index: number): Promise<Runner> => {
+    creating = index;
+    // A fresh options object: graphile-worker caches what it derives from one (its task ids too).
+    const runner = await run({ ...specs[index]! });
+    supervise(runner);
+    return runner;
+  };
+  const runners: Runner[] = [];
+  try {
+    runners.push(await startRunner(0));
+    runners.push(await startRunner(1));
+  } catch (error) {
+    running = false;
+    await Promise.allSettled(runners.map((r) => r.stop()));
+    await pool.end();
+    throw error;
   }
+  const unwatch = watchForStuckPools(events, pool, (poolId) => {
+    const index = poolOwner.get(poolId);
+    const old = index === undefined ? undefined : runners[index];
+    if (index === undefined || !old || !running) return;
+    log.warn({ poolId }, 'a worker pool keeps failing to fetch jobs although the database answers; replacing it');
+    retired.add(old);
+    void startRunner(index).then(
+      (fresh) => {
+        if (!running) return void fresh.stop().catch(() => undefined);
+        runners[index] = fresh;
+        void old.stop().catch(() => undefined);
+      },
+      (error: unknown) => {
+        log.error({ err: error }, 'could not replace a stuck worker pool');
+        options.onFatal?.(error);
+      },
+    );
+  });
   return {
     get running() {
       return running;
@@ -150,7 +184,8 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
     async stop() {
       if (!running && runners.length === 0) return;
       running = false;
-      await Promise.allSettled(runners.splice(0).map((r) => r.stop()));
+      unwatch();
+      await Promise.allSettled([...runners.splice(0), ...retired].map((r) => r.stop()));
       await endWithin(pool, POOL_END_TIMEOUT_MS, log);
     },
   };
