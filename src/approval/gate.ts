@@ -47,6 +47,7 @@ export function whereOf(reply: ReplyTarget): Where {
     platform: reply.platform,
     ...(reply.workspace !== undefined ? { workspace: reply.workspace } : {}),
     channel: reply.channel,
+    ...(reply.parent !== undefined ? { parentChannel: reply.parent } : {}),
     dm,
   };
 }

@@ -10,6 +10,8 @@ export const ReplyTarget = z.object({
   channel: z.string().min(1),
   /** Slack thread_ts; unused on Discord, where threads are channels. */
   thread: z.string().optional(),
+  /** On Discord, the channel a thread (the `channel` above) belongs to, for policies that name channels. */
+  parent: z.string().optional(),
   /** Slack team or Discord guild: the scope of the platform's shared rate limits. */
   workspace: z.string().optional(),
   /** The reply's first message, edited first: a placeholder already posted, or posted by the worker. */

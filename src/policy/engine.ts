@@ -24,6 +24,8 @@ export interface Where {
   /** Slack team of the conversation, Discord guild; absent in Discord DMs. */
   workspace?: string;
   channel?: string;
+  /** The channel a thread belongs to (Discord threads are channels of their own): rules naming it match. */
+  parentChannel?: string;
   dm: boolean;
 }
 
@@ -209,8 +211,9 @@ export function matchesWhere(want: CompiledWhere | undefined, where: Where): boo
   if (want.workspaces && !(where.workspace && want.workspaces.includes(`${where.platform}:${where.workspace}`)))
     return false;
   if (want.channels) {
-    const channel = where.channel;
-    if (!channel || !want.channels.some((c) => c === channel || c === `${where.platform}:${channel}`)) return false;
+    const named = (channel: string | undefined) =>
+      channel !== undefined && want.channels!.some((c) => c === channel || c === `${where.platform}:${channel}`);
+    if (!named(where.channel) && !named(where.parentChannel)) return false;
   }
   if (want.dm !== undefined && want.dm !== where.dm) return false;
   return true;

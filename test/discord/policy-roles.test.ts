@@ -105,6 +105,12 @@ describe('a policy whose approvers are a Discord role', () => {
       45_000,
     );
     expect(runs).toEqual(['api']);
+    // The turn knows the channel its thread belongs to, for policies that name channels.
+    const reply = await h.app.pool.query(
+      `SELECT item->'reply'->>'parent' AS parent FROM countersign.work_items WHERE item->'reply'->>'channel' = $1 LIMIT 1`,
+      [threadId],
+    );
+    expect(reply.rows[0]?.parent).toBe(fake.scene.channelId);
     // The audit names who countersigned, with the role they had.
     const { rows } = await h.app.pool.query(
       `SELECT actor FROM countersign.approval_audit WHERE event = 'consumed' ORDER BY id DESC LIMIT 1`,

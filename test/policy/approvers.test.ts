@@ -26,4 +26,24 @@ describe("the policy's approvers (who may also stop someone else's turn)", () =>
     expect(policy.isApprover({ platform: 'slack', workspace: 'T0HOME001', user: 'U0BOB0001' }, where)).toBe(true);
     expect(policy.isApprover({ platform: 'slack', workspace: 'T0HOME001', user: 'U0EVE0001' }, where)).toBe(false);
   });
+
+  it("lets a rule naming a channel cover the bot's threads in it (Discord threads are channels)", () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'cs-policy-')), 'policy.yaml');
+    writeFileSync(
+      file,
+      'version: 1\nrules:\n  - name: ops-deploys\n    tool: deploy__*\n    where: { channels: [discord:555] }\n    outcome: ask\n',
+    );
+    const loaded = loadPolicyFile(file, {});
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
+    const decide = (where: { channel: string; parentChannel?: string }) =>
+      loaded.policy.decide({
+        tool: { name: 'deploy__apply', kind: 'mcp', mcp: { server: 'deploy', trusted: true, destructiveHint: true } },
+        args: {},
+        where: { platform: 'discord', workspace: 'G1', dm: false, ...where },
+        requester: { platform: 'discord', workspace: 'G1', user: '9' },
+      }).rule.name;
+    expect(decide({ channel: '555' })).toBe('ops-deploys');
+    expect(decide({ channel: '777', parentChannel: '555' })).toBe('ops-deploys');
+    expect(decide({ channel: '777', parentChannel: '666' })).not.toBe('ops-deploys');
+  });
 });

@@ -91,10 +91,12 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       await interaction.reply({ content: clip(run), ...PRIVATE });
       return;
     }
+    const thread = interaction.channel?.isThread() ? interaction.channel : undefined;
     const target = {
       platform: 'discord',
       channel: interaction.channelId,
       ...(interaction.guildId ? { workspace: interaction.guildId } : {}),
+      ...(thread?.parentId ? { parent: thread.parentId } : {}),
     };
     const requester = requesterOf(interaction.user, {
       guildId: interaction.guildId,

@@ -67,10 +67,13 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
     // started from a message the message's id, so the reply target is known before the thread exists.
     const needsThread = !isDm && !inThread;
     const channelId = needsThread ? message.id : message.channelId;
+    // The channel the thread belongs to: a policy naming #ops covers the bot's threads in #ops.
+    const parent = needsThread ? message.channelId : inThread ? (channel.parentId ?? undefined) : undefined;
     const target: ReplyTarget = {
       platform: 'discord',
       channel: channelId,
       ...(message.guildId ? { workspace: message.guildId } : {}),
+      ...(parent ? { parent } : {}),
     };
     const requester = requesterOf(message.author, { guildId: message.guildId, roles: message.member?.roles });
     // Someone the policy does not serve gets the refusal as a reply, and no turn.
