@@ -128,6 +128,7 @@ export function inboundSettings(config: Config): InboundSettings {
       apiUrl: config.SLACK_API_URL,
       skillsCommand: config.SLACK_SKILLS_COMMAND,
       skillCommand: config.SLACK_SKILL_COMMAND,
+      countersignCommand: config.SLACK_COUNTERSIGN_COMMAND,
     };
   }
   if (config.DISCORD_TOKEN) {
@@ -326,6 +327,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
         twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
         approvalChannels: config.APPROVAL_CHANNEL,
         rejectionAuditsPerMinute: config.APPROVAL_REJECTION_AUDITS_PER_MINUTE,
+        grantTtlSeconds: config.GRANT_TTL_SECONDS,
       },
     });
 

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { userInfo } from 'node:os';
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.ts';
 import { createLogger } from './log.ts';
 import { checkRole, startCountersign, type Role } from './app.ts';
@@ -10,6 +11,9 @@ import { createPool } from './db/pool.ts';
 import { formatUsage, usageSummary } from './usage.ts';
 import { policyCommand } from './policy/index.ts';
 import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
+import { listLiveGrants } from './approval/grant-store.ts';
+import type { Grant } from './approval/grants.ts';
+import { describeGrant, revoke as revokeGrant } from './approval/grant-verbs.ts';
 
 const USAGE = `Usage: countersign <command>
 
@@ -24,6 +28,8 @@ Commands:
   policy lint [FILE]                  every problem of a policy file (default: POLICY_FILE)
   audit [--since=7d|ISO] [--until=ISO] [--person=ID] [--tool=NAME] [--outcome=EVENT] [--limit=N]
                                       the audit log as JSON lines, oldest first
+  grants list [--json]                the standing grants ("Always allow here") that still apply
+  grants revoke ID                    revoke one (its id, or the 8 characters lists show)
 `;
 
 function configOrExit(): Config {
@@ -187,6 +193,62 @@ async function exportAudit(args: string[]): Promise<number> {
   });
 }
 
+/** A grant's list line without its Markdown (the id's bold, code spans); patterns keep their `**`. */
+const plainGrant = (grant: Grant) =>
+  describeGrant(grant)
+    .replace(/^\*\*([0-9a-f]{8})\*\*/, '$1')
+    .replace(/`/g, '');
+
+async function runGrants(args: string[]): Promise<number> {
+  const [verb, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { json: { type: 'boolean' } },
+    allowPositionals: true,
+  });
+  if (verb !== 'list' && verb !== 'revoke') {
+    process.stderr.write('Usage: countersign grants list [--json] | countersign grants revoke ID\n');
+    return 2;
+  }
+  if (verb === 'revoke' && !/^[0-9a-f-]{8,36}$/.test(positionals[0] ?? '')) {
+    process.stderr.write('countersign grants revoke needs a grant id (or the 8 characters `grants list` shows).\n');
+    return 2;
+  }
+  return withDatabase(async (url) => {
+    await migrate(url, createLogger('silent'));
+    const pool = createPool(url, 2);
+    try {
+      const live = await listLiveGrants(pool, { limit: 10_000 });
+      if (verb === 'list') {
+        for (const g of live) {
+          process.stdout.write(values.json ? `${JSON.stringify(g)}\n` : `${g.id}  ${plainGrant(g)}\n`);
+        }
+        if (!values.json && live.length === 0) process.stdout.write('No standing grants apply.\n');
+        return 0;
+      }
+      const wanted = positionals[0]!;
+      const matches = live.filter((g) => g.id.startsWith(wanted));
+      if (matches.length !== 1) {
+        process.stderr.write(
+          matches.length === 0
+            ? `No live grant has the id ${wanted} (revoked, expired, or never made).\n`
+            : `${matches.length} grants start with ${wanted}; give more of the id.\n`,
+        );
+        return 1;
+      }
+      const result = await revokeGrant({ pool }, matches[0]!.id, { platform: 'cli', userId: userInfo().username });
+      if (!result.ok) {
+        process.stderr.write(`${result.reason}\n`);
+        return 1;
+      }
+      process.stdout.write(`Revoked ${result.grant.id}: ${plainGrant(result.grant)}\n`);
+      return 0;
+    } finally {
+      await pool.end();
+    }
+  });
+}
+
 function printConfig(): number {
   const config = configOrExit();
   const rows = describeConfig(config);
@@ -210,6 +272,8 @@ async function main(argv: string[]): Promise<number> {
       return runPolicy(rest);
     case 'audit':
       return exportAudit(rest);
+    case 'grants':
+      return runGrants(rest);
     case 'skills':
       return skillsCommand(rest, {
         out: (line) => process.stdout.write(`${line}\n`),

@@ -122,6 +122,8 @@ export const ConfigSchema = z
       })
       .default({}),
     APPROVAL_TWO_PERSON_RULE: bool.default(true),
+    /** How long an "Always allow here" grant lasts; 0 switches the button off. */
+    GRANT_TTL_SECONDS: int(0, 90 * 24 * 3600).default(7 * 24 * 3600),
     /** Rejected clicks audited per clicker and minute; the rest are counted, not written (a flood of forged clicks). */
     APPROVAL_REJECTION_AUDITS_PER_MINUTE: int(0, 10_000).default(20),
 
@@ -148,6 +150,10 @@ export const ConfigSchema = z
       .string()
       .regex(/^\/[a-z0-9_-]{1,31}$/, 'expected a slash command such as /skill')
       .default('/skill'),
+    SLACK_COUNTERSIGN_COMMAND: z
+      .string()
+      .regex(/^\/[a-z0-9_-]{1,31}$/, 'expected a slash command such as /countersign')
+      .default('/countersign'),
     SLACK_UPDATES_PER_MINUTE: int(1, 600).default(45),
     SLACK_STREAMING: z.enum(['auto', 'off']).default('auto'),
     SLACK_STREAM_ROLLOVER_SECONDS: int(1, 295).default(270),

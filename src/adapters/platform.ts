@@ -23,6 +23,8 @@ export interface SlackInboundSettings {
   apiUrl?: string;
   skillsCommand: string;
   skillCommand: string;
+  /** `/countersign grants` and help; default `/countersign`. */
+  countersignCommand?: string;
 }
 
 /** What Discord's listening half needs of the configuration (picked from `Config` in app.ts). */

@@ -64,6 +64,18 @@ export interface TurnDeps {
   rule?: (call: ToolCall, args: unknown) => CallRuling;
   /** Told about each call a rule decided without a person (allowed or denied), before it runs (audit). */
   onRuled?: (call: ToolCall, ruling: CallRuling) => Promise<void>;
+  /**
+   * For a call that would wait for a person: a standing grant that covers it, claimed (and audited)
+   * atomically, or undefined. A covered call runs at once, saying whose grant allowed it.
+   */
+  useGrant?: (call: ToolCall) => Promise<GrantUse | undefined>;
+}
+
+/** A standing grant a call ran under: shown in the progress line while it runs. */
+export interface GrantUse {
+  grantId: string;
+  /** e.g. "allowed by a grant from Alice, expires 2026-12-01 14:00 UTC" */
+  note: string;
 }
 
 /** The policy's outcome for one call, and the rule that decided it (`name, source`). */
@@ -215,7 +227,15 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
         tool && parsed?.success && !call.argsError
           ? (deps.rule?.(call, parsed.data) ?? ownRuling(tool, parsed.data))
           : undefined;
-      if (ruling?.outcome === 'ask' || ruling?.outcome === 'countersign') {
+      const grant =
+        ruling?.outcome === 'ask' || ruling?.outcome === 'countersign' ? await deps.useGrant?.(call) : undefined;
+      if (grant) {
+        if (unrecorded) {
+          await recordModelRound(deps.db, ctx.workItemId, unrecorded);
+          unrecorded = undefined;
+        }
+        results.push(await executeToolCall(ctx, call, deps, grant.note));
+      } else if (ruling?.outcome === 'ask' || ruling?.outcome === 'countersign') {
         waiting.push(call);
       } else if (ruling?.outcome === 'deny') {
         await deps.onRuled?.(call, ruling);
@@ -381,7 +401,13 @@ class ToolTimeLimitError extends Error {
  * limit, otherwise the model is told. A call that runs past its time limit is abandoned (its signal
  * aborts) and recorded as failed, so it is never replayed.
  */
-export async function executeToolCall(ctx: TurnContext, call: ToolCall, deps: TurnDeps): Promise<ToolResult> {
+export async function executeToolCall(
+  ctx: TurnContext,
+  call: ToolCall,
+  deps: TurnDeps,
+  /** Why it runs without a card, for the progress line (a grant). */
+  note?: string,
+): Promise<ToolResult> {
   const result = (output: ToolOutput): ToolResult => ({
     toolCallId: call.id,
     name: call.name,
@@ -432,7 +458,7 @@ export async function executeToolCall(ctx: TurnContext, call: ToolCall, deps: Tu
     }
   }
 
-  deps.sink.setStatus(`Running \`${call.name}\`…`);
+  deps.sink.setStatus(note ? `Running \`${call.name}\` — ${note}…` : `Running \`${call.name}\`…`);
   let output: ToolOutput;
   const limit = new AbortController();
   const signal = AbortSignal.any([deps.signal, limit.signal]);

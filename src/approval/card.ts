@@ -80,6 +80,7 @@ export function cardText(card: ApprovalCard): string {
       lines.push('', callHeading(call));
       if (call.who) lines.push(`_${call.who}_`);
       lines.push('```json', fenceSafe(call.argsPretty), '```');
+      if (call.grant && card.state === 'pending') lines.push(`_${call.grant}_`);
       if (call.detail) lines.push('```diff', fenceSafe(call.detail), '```');
     }
   }
@@ -121,8 +122,18 @@ export function callButtons(card: ApprovalCard, index: number): ReplyButton[] {
   if ((card.decisions ?? []).some((d) => d.index === index)) return [];
   return [
     { label: `Approve ${index + 1}`, value: buttonValue(card.nonce, `a${index}`), style: 'primary' },
+    ...grantButton(card, index),
     { label: `Deny ${index + 1}`, value: buttonValue(card.nonce, `d${index}`), style: 'danger' },
   ];
+}
+
+/** "Always allow here" for a call the policy lets become a standing grant (the card says what it covers). */
+export function grantButton(card: ApprovalCard, index: number): ReplyButton[] {
+  const call = card.calls[index];
+  if (card.state !== 'pending' || !call?.grant) return [];
+  if ((card.decisions ?? []).some((d) => d.index === index)) return [];
+  const label = card.calls.length === 1 ? 'Always allow here' : `Always allow ${index + 1} here`;
+  return [{ label, value: buttonValue(card.nonce, `g${index}`), style: 'secondary' }];
 }
 
 /** Approve / Deny for a single call, Approve all / Deny all for several (the undecided ones). */
@@ -131,6 +142,7 @@ export function allCallsButtons(card: ApprovalCard): ReplyButton[] {
   const all = card.calls.length === 1 ? '' : ' all';
   return [
     { label: `Approve${all}`, value: buttonValue(card.nonce, 'A'), style: 'primary' },
+    ...(card.calls.length === 1 ? grantButton(card, 0) : []),
     { label: `Deny${all}`, value: buttonValue(card.nonce, 'D'), style: 'danger' },
     { label: 'Deny with reason…', value: buttonValue(card.nonce, 'R'), style: 'secondary' },
   ];
@@ -141,5 +153,6 @@ export function decisionText(decision: NonNullable<ApprovalCard['decisions']>[nu
   const what =
     decision.answer !== undefined ? `answered "${decision.answer}"` : decision.approved ? 'approved' : 'denied';
   if (decision.reason && !decision.approved) return `not run: ${decision.reason}`;
-  return `${what} by ${decision.by}`;
+  const grant = decision.grantId ? ` · always allowed here from now on (grant ${decision.grantId.slice(0, 8)})` : '';
+  return `${what} by ${decision.by}${grant}`;
 }

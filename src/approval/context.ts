@@ -12,6 +12,8 @@ export interface ApprovalSettings {
   twoPersonRule: boolean;
   /** APPROVAL_CHANNEL: per platform, the channel that gets a copy of every card needing a countersignature. */
   approvalChannels?: Record<string, string>;
+  /** GRANT_TTL_SECONDS: how long an "Always allow here" grant lasts; 0 offers none. */
+  grantTtlSeconds?: number;
   /** Rejected clicks audited per clicker per minute; default REJECTION_AUDITS_PER_MINUTE. */
   rejectionAuditsPerMinute?: number;
 }

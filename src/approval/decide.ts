@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Counter } from 'prom-client';
 import { registry } from '../metrics.ts';
 import { transaction } from '../db/pool.ts';
@@ -10,6 +11,9 @@ import { continueParkedTurn } from '../queue/turn-lifecycle.ts';
 import type { ApprovalContext } from './context.ts';
 import { parseCalls, type EnvelopeRow, type PlannedCall } from './envelope.ts';
 import { refreshCard } from './show.ts';
+import { policyStillAllows, type GrantOffer } from './grants.ts';
+import { insertGrant } from './grant-store.ts';
+import type { PoolClient } from '../db/pool.ts';
 import { audit, auditRejection, consumeNonce, findEnvelopeByNonce, recordPartialDecisions } from './store.ts';
 import { alreadyDecided, verifyAdded, verifyCoverage, verifyOpen, type RecordedDecision } from './verify.ts';
 
@@ -70,6 +74,13 @@ export async function decideClick(ctx: ApprovalContext, value: string, clicker: 
     }
     const call = calls[index];
     if (!call) return { reason: 'That button names a call that was not requested.' };
+    if (decision.startsWith('g')) {
+      const offer = grantable(ctx, envelope, call);
+      if (typeof offer === 'string') return { reason: offer };
+      const earlier = recorded.get(call.id);
+      if (earlier) return { reason: `${alreadyDecided(calls, earlier)}; a recorded decision is never changed.` };
+      return [{ toolCallId: call.id, approved: true, grantId: randomUUID() }];
+    }
     const approved = decision.startsWith('a');
     const earlier = recorded.get(call.id);
     if (earlier) {
@@ -79,6 +90,19 @@ export async function decideClick(ctx: ApprovalContext, value: string, clicker: 
     }
     return [{ toolCallId: call.id, approved }];
   });
+}
+
+/**
+ * Whether "Always allow here" may be clicked for this call now: the card offered it, and the policy
+ * in force still lets the call become a grant (it may have changed since the card was shown).
+ */
+function grantable(ctx: ApprovalContext, envelope: EnvelopeRow, call: PlannedCall): GrantOffer | string {
+  const offer = call.policy?.grant;
+  if (!offer) return 'This call cannot be always allowed: the policy does not offer a grant for it.';
+  const decision = ctx.gate.decide(call, envelope.requester, ReplyTarget.parse(envelope.reply));
+  if (!policyStillAllows(offer, decision))
+    return 'The policy no longer lets this call be always allowed; approve it once instead.';
+  return offer;
 }
 
 /**
@@ -128,7 +152,8 @@ export async function decideAll(
     const added: CallDecision[] = [];
     for (const d of decisions) {
       const earlier = recorded.get(d.toolCallId);
-      if (!earlier) added.push(d);
+      // A grant is only ever made by its own button ("Always allow here"), never by a submitted list.
+      if (!earlier) added.push({ ...d, grantId: undefined });
       else if (earlier.approved !== d.approved || earlier.answer !== d.answer) {
         return { reason: `${alreadyDecided(calls, earlier)}; a recorded decision is never changed.` };
       }
@@ -164,7 +189,7 @@ async function decide(
     const decided = [...envelope.partial_decisions, ...chosen.map((d) => ({ ...d, by: clicker }))];
     const outcome =
       decided.length === calls.length
-        ? await consume(ctx, envelope, calls, decided, clicker, detail)
+        ? await consume(ctx, envelope, calls, decided, chosen, clicker, detail)
         : await recordPartial(ctx, envelope, chosen, decided, clicker, detail);
     if (outcome) return outcome;
     ctx.log.debug({ envelopeId: envelope.id, attempt }, 'approval decision lost a race; re-reading');
@@ -186,6 +211,7 @@ async function recordPartial(
   const updated = await transaction(ctx.pool, async (client) => {
     const row = await recordPartialDecisions(client, envelope.nonce, envelope.partial_decisions_read, decided);
     if (!row) return undefined;
+    await createGrants(client, envelope, chosen, clicker);
     await audit(client, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'click', actor: clicker, detail });
     for (const d of chosen) {
       await audit(client, {
@@ -212,17 +238,19 @@ async function consume(
   envelope: EnvelopeRow,
   calls: PlannedCall[],
   decided: RecordedDecision[],
+  chosen: CallDecision[],
   clicker: Requester,
   detail: unknown,
 ): Promise<SubmitResult | undefined> {
   // In the order of the calls, as the continuation and the card read them.
   const byId = new Map(decided.map((d) => [d.toolCallId, d] as const));
   const inOrder = calls.map((c) => byId.get(c.id)!);
-  const decisions: CallDecision[] = inOrder.map(({ toolCallId, approved, answer, reason }) => ({
+  const decisions: CallDecision[] = inOrder.map(({ toolCallId, approved, answer, reason, grantId }) => ({
     toolCallId,
     approved,
     ...(answer !== undefined ? { answer } : {}),
     ...(reason !== undefined ? { reason } : {}),
+    ...(grantId !== undefined ? { grantId } : {}),
   }));
   const reply = ReplyTarget.parse(envelope.reply);
   const continuation = newWorkItem({
@@ -248,6 +276,7 @@ async function consume(
       continuation.id,
     );
     if (!row) return undefined;
+    await createGrants(client, envelope, chosen, clicker);
     await audit(client, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'click', actor: clicker, detail });
     // The parked turn waits for nobody any more; its continuation carries on.
     await continueParkedTurn(client, envelope.work_item_id, continuation);
@@ -263,6 +292,34 @@ async function consume(
   if (!consumed) return undefined;
   await refreshCard(ctx, consumed, 'decided');
   return { ok: true, continuation, envelope: consumed };
+}
+
+/**
+ * Stores the grants the decisions just recorded carry ("Always allow here"), in the transaction that
+ * records them: a grant exists exactly when its approval does. What is stored is the offer the card
+ * showed, so a click never grants more than the card said.
+ */
+async function createGrants(
+  client: PoolClient,
+  envelope: EnvelopeRow,
+  chosen: CallDecision[],
+  clicker: Requester,
+): Promise<void> {
+  const calls = new Map(parseCalls(envelope).map((c) => [c.id, c] as const));
+  for (const d of chosen) {
+    const call = calls.get(d.toolCallId);
+    const offer = call?.policy?.grant;
+    if (!d.grantId || !call || !offer) continue;
+    const rule = `${call.policy!.rule.name}, ${call.policy!.rule.source}`;
+    const grant = await insertGrant(client, d.grantId, offer, clicker, rule, envelope.id);
+    await audit(client, {
+      envelopeId: envelope.id,
+      nonce: envelope.nonce,
+      event: 'granted',
+      actor: clicker,
+      detail: { grant: grant.id, tool: grant.tool, args: grant.args, place: grant.place, expiresAt: grant.expiresAt },
+    });
+  }
 }
 
 /**

@@ -4,6 +4,7 @@ import { Requester } from '../core/person.ts';
 import { CallDecision } from '../core/work-item.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import { canonicalJson } from './canonical-json.ts';
+import { GrantOffer } from './grants.ts';
 
 /** 24 random bytes = 192 bits, base64url: 32 characters. */
 export function newNonce(): string {
@@ -27,6 +28,8 @@ export const CallPolicy = z.object({
   rule: z.object({ name: z.string(), source: z.string() }),
   approvers: z.array(PersonPattern),
   home: z.array(z.string()),
+  /** What "Always allow here" would grant, when the policy lets this call become a standing grant. */
+  grant: GrantOffer.optional(),
 });
 export type CallPolicy = z.infer<typeof CallPolicy>;
 

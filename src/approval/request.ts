@@ -10,6 +10,8 @@ import { canonicalJson } from './canonical-json.ts';
 import type { ApprovalContext } from './context.ts';
 import { newNonce, planHash, scopeHash, type CallPolicy, type PlannedCall } from './envelope.ts';
 import { formatPattern } from '../policy/index.ts';
+import { grantOffer } from './grants.ts';
+import { whereOf } from './gate.ts';
 import { audit, insertEnvelope } from './store.ts';
 
 /** The job that shows an approval card (interactive pool: a person is waiting for it). */
@@ -41,6 +43,7 @@ export function planCalls(ctx: Pick<ApprovalContext, 'tools'>, calls: ToolCall[]
 function planWithPolicy(ctx: ApprovalContext, item: WorkItem, calls: ToolCall[]): PlannedCall[] {
   return planCalls(ctx, calls).map((planned) => {
     const decision = ctx.gate.decide(planned, item.requester, item.reply);
+    const grant = grantOffer(planned, decision, whereOf(item.reply), ctx.settings.grantTtlSeconds ?? 0);
     const policy: CallPolicy =
       decision.outcome === 'deny'
         ? { outcome: 'countersign', rule: decision.rule, approvers: [], home: decision.home }
@@ -49,6 +52,7 @@ function planWithPolicy(ctx: ApprovalContext, item: WorkItem, calls: ToolCall[])
             rule: decision.rule,
             approvers: decision.approvers,
             home: decision.home,
+            ...(grant ? { grant } : {}),
           };
     return { ...planned, risk: decision.risk, policy };
   });

@@ -5,7 +5,9 @@ import type { TurnState } from '../agent/turn-state.ts';
 import type { Requester } from '../core/person.ts';
 import type { CallDecision, WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
-import type { CallRuling } from '../agent/loop.ts';
+import type { CallRuling, GrantUse } from '../agent/loop.ts';
+import type { Grant } from './grants.ts';
+import { grantsSeenFrom, revokeFromChat, useGrant, type RevokeResult } from './grant-verbs.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Admission } from '../policy/index.ts';
 import { audit, findEnvelopeByNonce } from './store.ts';
@@ -21,6 +23,8 @@ import { showPendingCard } from './show.ts';
 export type { ApprovalSettings } from './context.ts';
 export { REJECTION_AUDITS_PER_MINUTE, type SubmitResult } from './decide.ts';
 export { SHOW_CARD_TASK } from './request.ts';
+export type { Grant } from './grants.ts';
+export { describeGrant, NO_GRANTS, type RevokeResult } from './grant-verbs.ts';
 
 /**
  * Approvals, platform-neutral: parks a turn behind a single-use envelope, verifies and consumes
@@ -100,6 +104,21 @@ export class ApprovalService {
       ...(ruling.message ? { reason: ruling.message } : {}),
       detail: { workItemId: item.id, call: call.id, tool: call.name, rule: ruling.rule },
     });
+  }
+
+  /** A standing grant covering a call that would otherwise wait for a person, claimed for it: see grant-verbs.ts. */
+  useGrant(item: WorkItem, call: ToolCall): Promise<GrantUse | undefined> {
+    return useGrant(this.#ctx, item, call);
+  }
+
+  /** The grants `/countersign grants` lists for this person where they ran it. */
+  grantsSeenFrom(person: Requester, reply: ReplyTarget): Promise<Grant[]> {
+    return grantsSeenFrom(this.#ctx, person, reply);
+  }
+
+  /** A Revoke button: its creator or an approver may revoke a grant. */
+  revokeGrant(grantId: string, by: Requester): Promise<RevokeResult> {
+    return revokeFromChat(this.#ctx, grantId, by);
   }
 
   /** Whether this person may use the bot where they wrote (adapters ask before they enqueue). */

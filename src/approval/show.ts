@@ -109,6 +109,7 @@ async function renderCard(
       risk: c.risk,
       ...(detail ? { detail: makeVisible(detail) } : {}),
       ...(who ? { who } : {}),
+      ...(c.policy?.grant ? { grant: c.policy.grant.covers } : {}),
     });
   }
   return {
@@ -131,6 +132,7 @@ async function renderCard(
       approved: d.approved,
       ...(d.answer !== undefined ? { answer: d.answer } : {}),
       ...('reason' in d && d.reason !== undefined ? { reason: d.reason } : {}),
+      ...(d.grantId !== undefined ? { grantId: d.grantId } : {}),
       by: label(deciders.get(d.toolCallId) ?? by ?? envelope.requester),
     })),
     ...(envelope.decided_at ? { decidedAt: envelope.decided_at } : {}),

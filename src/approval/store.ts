@@ -164,7 +164,13 @@ export type AuditEvent =
   /** A policy rule let a call run without a card (detail: work item, tool, rule). */
   | 'allowed'
   /** A policy rule refused a call; it never ran (detail: work item, tool, rule). */
-  | 'policy_denied';
+  | 'policy_denied'
+  /** "Always allow here": a grant was created with an approval (detail: grant, tool, args, place). */
+  | 'granted'
+  /** A call ran under a grant, without a card (detail: work item, call, tool, grant). */
+  | 'grant_used'
+  /** A grant was revoked (detail: grant). */
+  | 'grant_revoked';
 
 export async function audit(
   db: Queryable,

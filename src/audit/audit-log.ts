@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/pool.ts';
 
-/** Every event the audit log holds (migrations 002 and 009). */
+/** Every event the audit log holds (migrations 002, 009 and 011). */
 export const AUDIT_EVENTS = [
   'requested',
   'click',
@@ -15,6 +15,9 @@ export const AUDIT_EVENTS = [
   'expired',
   'allowed',
   'policy_denied',
+  'granted',
+  'grant_used',
+  'grant_revoked',
 ] as const;
 
 /** `7d`, `12h`, `30m`, or an ISO date: the start of a window, relative to `now`. */

@@ -17,6 +17,8 @@ export interface ApprovalCard {
     detail?: string;
     /** Who may decide this call and the policy rule that asked, as one line. */
     who?: string;
+    /** What "Always allow here" would grant, in one sentence; absent when the policy offers no grant. */
+    grant?: string;
   }>;
   question?: string;
   options?: string[];
@@ -29,7 +31,15 @@ export interface ApprovalCard {
   /** On the card in the requester's conversation: who else was sent the card. */
   routedTo?: string;
   /** `reason`: why a call did not run after all (the policy changed), or why it was denied. */
-  decisions?: Array<{ index: number; approved: boolean; answer?: string; reason?: string; by: string }>;
+  decisions?: Array<{
+    index: number;
+    approved: boolean;
+    answer?: string;
+    reason?: string;
+    /** The standing grant this approval also created. */
+    grantId?: string;
+    by: string;
+  }>;
   decidedAt?: Date;
 }
 

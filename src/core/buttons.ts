@@ -19,6 +19,7 @@ export const DecisionCode = z.union([
   z.literal('S'), // stop the running turn
   z.literal('R'), // deny with a reason: opens a form, decides nothing itself
   z.string().regex(/^f\d{1,2}$/), // show call i's full arguments: a view, no decision
+  z.string().regex(/^g\d{1,2}$/), // approve call i and grant it "always allow here"
 ]);
 
 /** What an Approve/Deny button carries: only the nonce and the decision, as `nonce.decision`. */
@@ -55,6 +56,19 @@ export function parseDenyFormId(id: string): string | undefined {
 
 /** Reasons longer than this are refused by the forms (and cut if they arrive longer anyway). */
 export const MAX_DENY_REASON = 500;
+
+/** A Revoke button of the grants list: `revoke-grant:<grant id>`. */
+export const REVOKE_GRANT_PREFIX = 'revoke-grant:';
+
+export function revokeGrantValue(grantId: string): string {
+  return `${REVOKE_GRANT_PREFIX}${grantId}`;
+}
+
+/** The grant a Revoke button revokes, or undefined for any other value. */
+export function parseRevokeGrant(value: string): string | undefined {
+  const id = value.startsWith(REVOKE_GRANT_PREFIX) ? value.slice(REVOKE_GRANT_PREFIX.length) : '';
+  return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
+}
 
 export const STOP_BUTTON_PREFIX = 'stop:';
 

@@ -33,6 +33,8 @@ export const CallDecision = z.object({
   answer: z.string().optional(),
   /** Why an approved call was not run after all (the policy changed), or why a person denied it. */
   reason: z.string().max(2000).optional(),
+  /** The standing grant this approval also created ("Always allow here"). */
+  grantId: z.string().optional(),
 });
 export type CallDecision = z.infer<typeof CallDecision>;
 

@@ -1,4 +1,5 @@
-import { normaliseWorkspacePath, type Glob } from './glob.ts';
+import { type Glob } from './glob.ts';
+import { commandOf, isRecord, pathsOf } from './call-args.ts';
 import { formatPattern, personMatches, samePerson, type Person, type PersonPattern } from './person.ts';
 import type { Outcome, Risk, ToolKind } from './schema.ts';
 
@@ -52,8 +53,10 @@ export interface Decision {
   risk: Risk;
   /** Workspaces whose short Slack ids count (see person.ts), frozen so `mayDecide` needs nothing else. */
   home: string[];
-  /** Room for standing grants (a later issue). */
+  /** Whether an approval of this call may become a standing grant ("Always allow here"). */
   grantable: boolean;
+  /** How wide such a grant may be, per argument (the rule's `grant:`); absent: exactly as called. */
+  grantPatterns?: Record<string, string[]>;
 }
 
 export type Verdict = { ok: true } | { ok: false; reason: string };
@@ -93,6 +96,8 @@ export interface CompiledRule {
   message?: string;
   risk?: Risk;
   grantable: boolean;
+  /** Per argument, the patterns a grant may widen it to (see grant-patterns.ts). */
+  grant?: Record<string, string[]>;
 }
 
 export interface PolicyParts {
@@ -115,46 +120,7 @@ export const DEFAULT_REFUSAL =
 const STRICTNESS: Record<Outcome, number> = { allow: 0, ask: 1, countersign: 2, deny: 3 };
 const RISK_ORDER: Record<Risk, number> = { low: 0, medium: 1, high: 2 };
 
-/** Arguments that name workspace paths. `cwd` is where a program runs, not what it touches. */
-export const PATH_ARGS = [
-  'path',
-  'file',
-  'file_path',
-  'filePath',
-  'filename',
-  'dir',
-  'directory',
-  'source',
-  'destination',
-  'target',
-  'src',
-  'dest',
-  'from',
-  'to',
-] as const;
-export const PATH_LIST_ARGS = ['paths', 'files'] as const;
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-export function pathsOf(args: unknown): string[] {
-  if (!isRecord(args)) return [];
-  const out: string[] = [];
-  for (const key of PATH_ARGS) if (typeof args[key] === 'string') out.push(args[key]);
-  for (const key of PATH_LIST_ARGS) {
-    const list = args[key];
-    if (Array.isArray(list)) for (const item of list) if (typeof item === 'string') out.push(item);
-  }
-  return out.map(normaliseWorkspacePath);
-}
-
-/** run_command's argv (`command`), as a list: a string is split on whitespace. */
-export function commandOf(args: unknown): string[] | undefined {
-  if (!isRecord(args)) return undefined;
-  const command = args.command;
-  if (typeof command === 'string') return command.trim().split(/\s+/).filter(Boolean);
-  if (Array.isArray(command) && command.every((a) => typeof a === 'string')) return command;
-  return undefined;
-}
+export { commandOf, PATH_ARGS, PATH_LIST_ARGS, pathsOf } from './call-args.ts';
 
 /**
  * A rule that loosens (allow, ask) must cover the whole call: every path argument matches, and the
@@ -296,6 +262,7 @@ export class Policy {
       risk: rule.risk ?? classified,
       home,
       grantable: rule.grantable,
+      ...(rule.grantable && rule.grant ? { grantPatterns: rule.grant } : {}),
     };
   }
 

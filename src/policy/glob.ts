@@ -84,6 +84,15 @@ export function compilePathGlob(glob: string): Glob {
 }
 
 /**
+ * One word of a command, or a plain string argument, in a grant pattern: `*` stays within a path
+ * segment and case matters (`Tail` is another program than `tail`).
+ */
+export function compileWordGlob(glob: string): Glob {
+  if (/\s/.test(glob)) throw new GlobError('a word has no spaces');
+  return compile(glob, true, '');
+}
+
+/**
  * A path argument as the policy compares it: slashes forward, `.` and empty segments dropped (so a
  * leading "/" too: `/skills/x` is judged as `skills/x`, which errs towards the stricter rule), `..`
  * folded. A path that climbs out of the workspace keeps its leading `..` and so matches no relative

@@ -26,4 +26,5 @@ export {
 } from './person.ts';
 export { PolicyFileError, PolicyStore, type PolicyChange, type PolicyStoreOptions } from './store.ts';
 export { BUILTIN_TOOL_KINDS, policyCheck, policyCommand, policyLint, POLICY_USAGE, type CommandResult } from './cli.ts';
+export { grantPatternMatches, narrowestGrantPattern } from './grant-patterns.ts';
 export type { Outcome, Risk, ToolKind } from './schema.ts';

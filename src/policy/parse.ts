@@ -251,6 +251,12 @@ export function parsePolicy(text: string, file: string, options: PolicyOptions =
       );
     if (rule.grantable && !decides)
       problems.push(locate.problem([...path, 'grantable'], `only ask and countersign rules can be grantable`));
+    if (rule.grant && !decides)
+      problems.push(locate.problem([...path, 'grant'], `only ask and countersign rules can have grant patterns`));
+    if (rule.grant && rule.grantable === false)
+      problems.push(
+        locate.problem([...path, 'grant'], `grant patterns need a grantable rule (grantable is false here)`),
+      );
     if (rule.outcome === 'countersign' && (approvers ?? defaultApprovers).length === 0)
       problems.push(
         locate.problem(
@@ -281,6 +287,7 @@ export function parsePolicy(text: string, file: string, options: PolicyOptions =
           : {}),
       ...(rule.risk ? { risk: rule.risk } : {}),
       grantable: rule.grantable ?? rule.outcome === 'ask',
+      ...(rule.grant ? { grant: rule.grant } : {}),
     };
   });
 

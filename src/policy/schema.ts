@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { grantPatternProblem } from './grant-patterns.ts';
 import { compileNameGlob, compilePathGlob, GlobError } from './glob.ts';
 import { parsePerson } from './person.ts';
 
@@ -148,8 +149,23 @@ export const RuleSchema = z.strictObject({
   approvers: oneOrMany(PersonRef).optional(),
   message: text('a message').optional(),
   risk: Risk.optional(),
-  /** Room for "always allow" grants (a later issue): may an approver turn this into a standing grant? */
+  /** May a person turn an approval under this rule into a standing grant ("Always allow here")? */
   grantable: z.boolean({ error: 'expected true or false' }).optional(),
+  /**
+   * How wide such a grant may be, per argument: patterns (see grant-patterns.ts). An argument
+   * without one is granted exactly as it was called.
+   */
+  grant: z
+    .record(z.string(), oneOrMany(text('a grant pattern')))
+    .superRefine((patterns, ctx) => {
+      for (const [arg, sources] of Object.entries(patterns)) {
+        for (const [i, source] of sources.entries()) {
+          const problem = grantPatternProblem(arg, source);
+          if (problem) ctx.addIssue({ code: 'custom', path: [arg, i], message: problem });
+        }
+      }
+    })
+    .optional(),
 });
 export type RuleSchema = z.infer<typeof RuleSchema>;
 

@@ -100,7 +100,9 @@ describe('approvals', () => {
     expect(shown.text).toContain('"service": "api"');
     expect(shown.text).toContain('risk 🟠 medium');
     expect(shown.text).toMatch(/plan [0-9a-f]{12} · expires /);
-    expect(shown.buttons?.map((b) => b.label)).toEqual(['Approve', 'Deny', 'Deny with reason…']);
+    // The built-in rule for this write asks, and an ask may become a standing grant.
+    expect(shown.buttons?.map((b) => b.label)).toEqual(['Approve', 'Always allow here', 'Deny', 'Deny with reason…']);
+    expect(shown.text).toContain('Always allow here: later `deploy_service` calls with exactly these arguments');
     for (const b of shown.buttons ?? []) expect(b.value.length).toBeLessThanOrEqual(100);
     expect(envelope.nonce).toMatch(/^[A-Za-z0-9_-]{32}$/);
   });
@@ -352,8 +354,10 @@ describe('approvals with several calls, questions and the two-person rule', () =
     ]);
     expect(exec.rows.map((r) => r.tool)).toEqual(['current_time']);
     const buttons = () => h.outbound.messages.get(envelope.card_message_id)!.buttons!.map((b) => b.label);
+    // Call 2 (high risk) needs a countersignature, which the built-in rules never make grantable.
     expect(buttons()).toEqual([
       'Approve 1',
+      'Always allow 1 here',
       'Deny 1',
       'Approve 2',
       'Deny 2',

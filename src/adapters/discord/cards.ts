@@ -104,6 +104,7 @@ export function renderCard(card: ApprovalCard): ApiMessagePayload[] {
       ...(c.detail ? { detail: c.detail } : {}),
       ...(c.who ? { who: c.who } : {}),
       ...(c.argsFull ? { argsFull: c.argsFull } : {}),
+      ...(c.grant && card.state === 'pending' ? { grant: c.grant } : {}),
     })),
     planHashPrefix: card.planHashPrefix,
     expiresAt: card.expiresAt,
@@ -113,6 +114,7 @@ export function renderCard(card: ApprovalCard): ApiMessagePayload[] {
   const outcomes = (card.decisions ?? []).map((d) => ({
     index: d.index,
     decision: d.approved ? ('approve' as const) : ('deny' as const),
+    ...(d.grantId ? { grantId: d.grantId } : {}),
   }));
   if (card.state === 'expired') return expiredApprovalCard(input);
   if (card.state === 'refused') return refusedApprovalCard(input);

@@ -26,6 +26,19 @@ export function commandDefinitions() {
         },
       ],
     },
+    {
+      name: 'countersign',
+      description: 'Standing grants (with Revoke) and help',
+      type: 1,
+      options: [
+        {
+          type: ApplicationCommandOptionType.Subcommand,
+          name: 'grants',
+          description: 'Standing grants that apply here',
+        },
+        { type: ApplicationCommandOptionType.Subcommand, name: 'help', description: 'What Countersign can do' },
+      ],
+    },
   ];
 }
 

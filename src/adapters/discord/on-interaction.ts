@@ -13,7 +13,8 @@ import { Priority } from '../../core/work-item.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { denyReasonModal, parseStopCustomId } from './components/index.ts';
-import { ButtonPayload, parseDenyFormId } from '../../core/buttons.ts';
+import { ButtonPayload, parseDenyFormId, parseRevokeGrant, revokeGrantValue } from '../../core/buttons.ts';
+import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
 import { LIMITS } from './limits.ts';
 import { requesterOf } from './people.ts';
 import { TEXTS } from '../../core/texts.ts';
@@ -50,6 +51,17 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       const parts = args ? fullArgumentMessages(args.tool, args.text) : ['That call is no longer on record.'];
       await interaction.reply({ content: parts[0]!, ...PRIVATE });
       for (const part of parts.slice(1)) await interaction.followUp({ content: part, ...PRIVATE });
+      return;
+    }
+    const grantId = parseRevokeGrant(interaction.customId);
+    if (grantId) {
+      await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+      const by = requesterOf(interaction.user, { guildId: interaction.guildId, roles: interaction.member?.roles });
+      const revoked = await ctx.approvals.revokeGrant(grantId, by);
+      const text = revoked.ok
+        ? `Revoked grant ${revoked.grant.id.slice(0, 8)}: from now on those calls ask again.`
+        : revoked.reason;
+      await interaction.editReply({ content: text, ...PUBLIC_EDIT });
       return;
     }
     await interaction.deferUpdate();
@@ -130,6 +142,46 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
     }
   };
 
+  /** `/countersign grants`: the standing grants here, privately, with a Revoke button each; `help` otherwise. */
+  const onCountersign = async (interaction: ChatInputCommandInteraction) => {
+    if (interaction.options.getSubcommand(false) !== 'grants') {
+      await interaction.reply({ content: clip(COUNTERSIGN_HELP), ...PRIVATE });
+      return;
+    }
+    await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+    const thread = interaction.channel?.isThread() ? interaction.channel : undefined;
+    const place = {
+      platform: 'discord',
+      channel: interaction.channelId,
+      ...(interaction.guildId ? { workspace: interaction.guildId } : {}),
+      ...(thread?.parentId ? { parent: thread.parentId } : {}),
+    };
+    const person = requesterOf(interaction.user, { guildId: interaction.guildId, roles: interaction.member?.roles });
+    const grants = await ctx.approvals.grantsSeenFrom(person, place);
+    const listed = grants.slice(0, MAX_LISTED_GRANTS);
+    const lines = listed.map((g, i) => `${i + 1}. ${describeGrant(g)}`);
+    if (grants.length > listed.length) lines.push(`… and ${grants.length - listed.length} more.`);
+    const rows = [];
+    for (let i = 0; i < listed.length; i += 5) {
+      rows.push({
+        type: 1,
+        components: listed.slice(i, i + 5).map((g, j) => ({
+          type: 2,
+          style: 4,
+          label: `Revoke ${i + j + 1}`,
+          custom_id: revokeGrantValue(g.id),
+        })),
+      });
+    }
+    await interaction.editReply({
+      content: clip(
+        grants.length ? `**Standing grants that apply here** (${grants.length})\n${lines.join('\n')}` : NO_GRANTS,
+      ),
+      components: rows,
+      ...PUBLIC_EDIT,
+    } as Parameters<ChatInputCommandInteraction['editReply']>[0]);
+  };
+
   const onAutocomplete = async (interaction: AutocompleteInteraction) => {
     const typed = String(interaction.options.getFocused()).trim().toLowerCase();
     const choices = ctx.skills
@@ -150,6 +202,7 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
     if (!interaction.isChatInputCommand()) return;
     if (interaction.commandName === 'skills') return onSkills(interaction);
     if (interaction.commandName === 'skill') return onSkill(interaction);
+    if (interaction.commandName === 'countersign') return onCountersign(interaction);
   };
 }
 
@@ -167,6 +220,15 @@ export function fullArgumentMessages(tool: string, text: string): string[] {
   if (shown < safe.length) parts.push(`… ${safe.length - shown} more characters do not fit ten messages.`);
   return parts;
 }
+
+/** Grants one `/countersign grants` answer lists: two rows of five Revoke buttons, and text within 2,000 characters. */
+const MAX_LISTED_GRANTS = 10;
+
+const COUNTERSIGN_HELP = [
+  '**/countersign grants** — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.',
+  '**/skills** — the skills I can run · **/skill** — run one.',
+  'Mention me in a channel, or write to me in a DM, to ask for anything else. Risky actions always wait for an Approve.',
+].join('\n');
 
 const clip = (text: string) =>
   text.length <= LIMITS.messageContent ? text : `${text.slice(0, LIMITS.messageContent - 1)}…`;

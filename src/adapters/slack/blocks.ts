@@ -10,7 +10,7 @@ import {
 } from '../../approval/card.ts';
 import { type ApprovalCard } from '../../core/approval-card.ts';
 import type { KnownBlock } from '@slack/web-api';
-import { buttonValue, MAX_DENY_REASON } from '../../core/buttons.ts';
+import { buttonValue, MAX_DENY_REASON, revokeGrantValue } from '../../core/buttons.ts';
 import { markdownToMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 
@@ -36,6 +36,30 @@ function actions(buttons: ReplyButton[], prefix: string): Block[] {
       })),
     });
   }
+  return blocks;
+}
+
+/** Grants listed by `/countersign grants` shown at most, so the message stays under Slack's 50 blocks. */
+export const MAX_LISTED_GRANTS = 20;
+
+/** `/countersign grants`: one section per grant, each with its Revoke button. */
+export function grantListBlocks(lines: Array<{ id: string; text: string }>, total: number): Block[] {
+  const blocks: Block[] = [section(markdownToMrkdwn(`**Standing grants that apply here** (${total})`))];
+  for (const { id, text } of lines.slice(0, MAX_LISTED_GRANTS)) {
+    blocks.push({
+      type: 'section',
+      text: { type: 'mrkdwn', text: markdownToMrkdwn(text).slice(0, LIMITS.sectionText) },
+      accessory: {
+        type: 'button',
+        action_id: `countersign_revoke_${id.slice(0, 8)}`,
+        text: { type: 'plain_text', text: 'Revoke', emoji: true },
+        style: 'danger',
+        value: revokeGrantValue(id),
+      },
+    });
+  }
+  if (total > MAX_LISTED_GRANTS)
+    blocks.push(context(`… and ${total - MAX_LISTED_GRANTS} more; \`countersign grants list\` shows them all.`));
   return blocks;
 }
 
@@ -134,7 +158,9 @@ export function approvalCardPages(card: ApprovalCard): Block[][] {
       }
       for (const call of calls) {
         // Who may decide rides in the heading: a block of its own would push a full card past 50 blocks.
-        const heading = call.who ? `${callHeading(call)}\n_${clipText(call.who, MAX_WHO_CHARS)}_` : callHeading(call);
+        let heading = call.who ? `${callHeading(call)}\n_${clipText(call.who, MAX_WHO_CHARS)}_` : callHeading(call);
+        if (call.grant && card.state === 'pending' && !decided.has(call.index))
+          heading += `\n_${clipText(call.grant, MAX_WHO_CHARS)}_`;
         blocks.push(codeSection(call.argsPretty, 'json', heading));
         if (call.detail) blocks.push(codeSection(call.detail, 'diff'));
         const decision = decided.get(call.index);

@@ -83,6 +83,7 @@ export async function startSlackInbound(
   app.event('message', ({ event, body, context }) => events.onMessage(delivery(event, body, context)));
   app.command(settings.skillsCommand, commands.onSkills);
   app.command(settings.skillCommand, commands.onSkill);
+  app.command(settings.countersignCommand ?? '/countersign', commands.onCountersign);
   app.action(/.*/, createActionHandler(ctx, { outbound: deps.outbound, groups }));
   app.view(DENY_FORM_CALLBACK, createDenyFormHandler(ctx, { outbound: deps.outbound, groups }));
 

@@ -6,6 +6,17 @@ import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { SlackOutbound } from './outbound.ts';
 import { slackErrorOf } from './api-errors.ts';
 import type { SlackUserGroups } from './user-groups.ts';
+import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
+import { grantListBlocks } from './blocks.ts';
+
+/** What `/countersign` (without `grants`) answers. */
+export function countersignHelp(command: string): string {
+  return [
+    `*${command} grants* — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.`,
+    '*/skills* — the skills I can run · */skill <name> <input>* — run one.',
+    'Mention me in a channel, or write to me in a DM, to ask for anything else. Risky actions always wait for an Approve.',
+  ].join('\n');
+}
 
 /** The Web API errors that mean the bot may not post in the channel (it has not been invited). */
 const NOT_A_MEMBER = new Set(['not_in_channel', 'channel_not_found']);
@@ -90,5 +101,34 @@ export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
     }
   };
 
-  return { onSkills, onSkill };
+  /** `/countersign grants` lists the standing grants with a Revoke button each; anything else: help. */
+  const onCountersign = async ({ command, ack }: SlackCommandMiddlewareArgs) => {
+    const [verb = ''] = command.text.trim().toLowerCase().split(/\s+/);
+    if (verb !== 'grants') {
+      await ack({ response_type: 'ephemeral', text: countersignHelp(command.command) });
+      return;
+    }
+    const team = command.team_id;
+    const groups = await deps.groups.groupsOf(team, command.user_id);
+    const person = {
+      platform: 'slack',
+      userId: command.user_id,
+      workspace: team,
+      ...(groups.length ? { groups } : {}),
+    };
+    const place = { platform: 'slack', channel: command.channel_id, workspace: team };
+    const grants = await ctx.approvals.grantsSeenFrom(person, place);
+    if (grants.length === 0) {
+      await ack({ response_type: 'ephemeral', text: NO_GRANTS });
+      return;
+    }
+    const lines = grants.map((g) => ({ id: g.id, text: describeGrant(g) }));
+    await ack({
+      response_type: 'ephemeral',
+      text: `${grants.length} standing grant${grants.length === 1 ? '' : 's'} apply here.`,
+      blocks: grantListBlocks(lines, grants.length),
+    });
+  };
+
+  return { onSkills, onSkill, onCountersign };
 }

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { Pool, PoolClient } from '../../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../../db/errors.ts';
-import { runTurn, type CallRuling, type TurnOutcome } from '../../agent/loop.ts';
+import { runTurn, type CallRuling, type GrantUse, type TurnOutcome } from '../../agent/loop.ts';
 import type { ModelProvider } from '../../agent/model.ts';
 import type { ToolRegistry } from '../../agent/tools/registry.ts';
 import type { TurnState } from '../../agent/turn-state.ts';
@@ -43,6 +43,8 @@ export interface ApprovalGate {
   rule(item: WorkItem, call: ToolCall, args: unknown): CallRuling;
   /** Audits a call a rule let run, or refused, without a card. */
   recordRuling(item: WorkItem, call: ToolCall, ruling: CallRuling): Promise<void>;
+  /** A standing grant that lets a call which would wait for a person run now, claimed for it. */
+  useGrant?(item: WorkItem, call: ToolCall): Promise<GrantUse | undefined>;
 }
 
 export interface WorkerServices {
@@ -210,6 +212,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
             },
             rule: (call, args) => services.approvals.rule(item, call, args),
             onRuled: (call, ruling) => services.approvals.recordRuling(item, call, ruling),
+            useGrant: async (call) => services.approvals.useGrant?.(item, call),
             onDecidedCall: async (call, decision, result) => {
               const envelopeId = item.input.approval?.envelopeId;
               if (envelopeId) await services.approvals.recordOutcome(envelopeId, call, decision, result.isError);

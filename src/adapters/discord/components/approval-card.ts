@@ -35,6 +35,8 @@ export const ApprovalCardCall = z.object({
   who: z.string().optional(),
   /** All of the arguments; when the card cannot show them whole, a "Full arguments" button does. */
   argsFull: z.string().optional(),
+  /** What "Always allow here" would grant; its button is offered only with this sentence. */
+  grant: z.string().optional(),
 });
 export type ApprovalCardCall = z.infer<typeof ApprovalCardCall>;
 
@@ -51,7 +53,12 @@ export const ApprovalCardInput = z.object({
 });
 export type ApprovalCardInput = z.infer<typeof ApprovalCardInput>;
 
-export const CallOutcome = z.object({ index: z.number().int().min(0), decision: ApprovalDecision });
+export const CallOutcome = z.object({
+  index: z.number().int().min(0),
+  decision: ApprovalDecision,
+  /** Approved with "Always allow here": the grant it created. */
+  grantId: z.string().optional(),
+});
 export type CallOutcome = z.infer<typeof CallOutcome>;
 
 const COLOR = { pending: 0xf0b232, approved: 0x23a55a, denied: 0xf23f43, mixed: 0x5865f2, expired: 0x80848e };
@@ -125,6 +132,7 @@ export function decidedApprovalCard(
 ): ApiMessagePayload[] {
   const input = ApprovalCardInput.parse(raw);
   const byIndex = new Map(outcomes.map((o) => [o.index, o.decision]));
+  const grants = new Map(outcomes.filter((o) => o.grantId).map((o) => [o.index, o.grantId!.slice(0, 8)]));
   const decided = input.calls.map((c) => byIndex.get(c.index));
   const all = (d: ApprovalDecision) => decided.every((x) => x === d);
   const verdict = all('approve') ? 'approved' : all('deny') ? 'denied' : 'mixed';
@@ -136,6 +144,8 @@ export function decidedApprovalCard(
     COLOR[verdict],
     (call) => {
       const d = byIndex.get(call.index);
+      const grant = grants.get(call.index);
+      if (d === 'approve' && grant) return `✅ approved · always allowed here (grant ${grant})`;
       return d === 'approve' ? '✅ approved' : d === 'deny' ? '❌ denied' : '⏹ not decided (did not run)';
     },
   );
@@ -203,6 +213,11 @@ function fullArgsButton(nonce: string, call: ApprovalCardCall): ApiButton[] {
   return [button(`Full arguments #${call.index + 1}`, buttonValue(nonce, `f${call.index}`), ButtonStyle.secondary)];
 }
 
+/** "Always allow here" for a call the policy lets become a grant; the card's text says what it covers. */
+function grantButton(nonce: string, call: ApprovalCardCall, label: string): ApiButton[] {
+  return call.grant ? [button(label, buttonValue(nonce, `g${call.index}`), ButtonStyle.secondary)] : [];
+}
+
 function approvalButtons(
   input: ApprovalCardInput,
   calls: ApprovalCardCall[],
@@ -215,6 +230,7 @@ function approvalButtons(
     // One call: deciding it is deciding the whole plan, the same `A` / `D` every platform sends.
     return actionRows([
       button('Approve', decide('all', 'approve'), ButtonStyle.success),
+      ...grantButton(nonce, input.calls[0]!, 'Always allow here'),
       button('Deny', decide('all', 'deny'), ButtonStyle.danger),
       button('Deny with reason…', buttonValue(nonce, 'R'), ButtonStyle.secondary),
       ...fullArgsButton(nonce, input.calls[0]!),
@@ -225,6 +241,7 @@ function approvalButtons(
     if (decided.has(call.index)) continue;
     const perCall: ApiButton[] = [
       button(`Approve #${call.index + 1} ${call.tool}`, decide(call.index, 'approve'), ButtonStyle.success),
+      ...grantButton(nonce, call, `Always allow #${call.index + 1} here`),
       button(`Deny #${call.index + 1}`, decide(call.index, 'deny'), ButtonStyle.danger),
       ...fullArgsButton(nonce, call),
     ];
@@ -288,6 +305,11 @@ function callBody(call: ApprovalCardCall, budget: number): string {
   if (call.who) {
     const who = clip(`*${call.who.replace(/[*_`~|]/g, '')}*`, Math.floor(budget / 3));
     return `${who}\n${callBody({ ...call, who: undefined }, budget - who.length - 1)}`;
+  }
+  if (call.grant) {
+    // Not restyled: the sentence's code spans carry the tool and patterns exactly as they will be matched.
+    const grant = clip(call.grant, Math.floor(budget / 3));
+    return `${callBody({ ...call, grant: undefined }, budget - grant.length - 1)}\n${grant}`;
   }
   if (!call.detail) return codeBlock(call.argsPretty, budget);
   const argsBudget = Math.floor(budget / 2);
