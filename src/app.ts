@@ -308,7 +308,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       skills: toolNames.some((name) => SKILL_TOOL_NAMES.has(name)) ? skills.version() : 'not used',
     });
     // Clicks arrive at inbound adapters, so every role verifies and consumes them.
-    const gate = new PolicyGate(policies, tools);
+    const gate = new PolicyGate(policies, tools, config.CONVERSATION_MODE);
     const cards = new CardRenderers(
       outbounds,
       platforms.flatMap(({ adapter }) => (adapter.cards ? [adapter.cards] : [])),

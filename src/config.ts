@@ -122,6 +122,10 @@ export const ConfigSchema = z
       })
       .default({}),
     APPROVAL_TWO_PERSON_RULE: bool.default(true),
+    /** What a message does while its conversation is busy; unset: steer on Slack and Discord, queue elsewhere. */
+    CONVERSATION_MODE: z.enum(['queue', 'steer', 'interrupt', 'collect']).optional(),
+    /** `collect`: how long a turn waits for more lines of a burst before it starts. */
+    CONVERSATION_COLLECT_WINDOW_MS: int(100, 30_000).default(1500),
     /** How long an "Always allow here" grant lasts; 0 switches the button off. */
     GRANT_TTL_SECONDS: int(0, 90 * 24 * 3600).default(7 * 24 * 3600),
     /** Rejected clicks audited per clicker and minute; the rest are counted, not written (a flood of forged clicks). */

@@ -69,6 +69,20 @@ export interface TurnDeps {
    * atomically, or undefined. A covered call runs at once, saying whose grant allowed it.
    */
   useGrant?: (call: ToolCall) => Promise<GrantUse | undefined>;
+  /**
+   * At a safe point — before a model round (any running tool has finished), or when an answer would
+   * be final — what the conversation's newer messages do: `steered` when they joined `state` (and a
+   * checkpoint holding them was saved), `superseded` when the turn must stop for them.
+   */
+  followUps?: (state: TurnState, at: 'round' | 'final') => Promise<'none' | 'steered' | 'superseded'>;
+}
+
+/** Thrown at a safe point when a newer message supersedes the running turn (`interrupt`). */
+export class Superseded extends Error {
+  constructor() {
+    super('a newer message supersedes this turn');
+    this.name = 'Superseded';
+  }
 }
 
 /** A standing grant a call ran under: shown in the progress line while it runs. */
@@ -158,6 +172,7 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
   while (state.round < settings.maxRounds) {
     await deps.beforeRound?.(state.round);
     deps.signal.throwIfAborted();
+    if ((await deps.followUps?.(state, 'round')) === 'superseded') throw new Superseded();
     const retryingEmpty = state.emptyRetries > 0;
     const request: ModelRequest = {
       system: retryingEmpty ? `${ctx.system}\n\n${EMPTY_ROUND_GUIDANCE}` : ctx.system,
@@ -213,6 +228,12 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
     state.messages.push(assistant);
 
     if (answer.toolCalls.length === 0) {
+      if (deps.followUps) {
+        // A message that came while this answer was written joins the turn instead of waiting.
+        await checkpoint(ctx, state, deps, unrecorded);
+        unrecorded = undefined;
+        if ((await deps.followUps(state, 'final')) === 'steered') continue;
+      }
       return finish(ctx, state, deps, unrecorded, state.text);
     }
 

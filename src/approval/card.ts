@@ -13,6 +13,7 @@ export function callHeading(call: ApprovalCard['calls'][number]): string {
 export const CLOSED_NOTE = {
   expired: '⌛ Expired — nothing was run.',
   refused: '⛔ Refused — the plan or its scope changed after the request; nothing was run.',
+  superseded: '⏭ Superseded by a newer message — nothing was run; the agent re-plans with it.',
 } as const;
 const MAX_ARGS_CHARS = 1500;
 
@@ -95,6 +96,8 @@ export function cardText(card: ApprovalCard): string {
     lines.push(CLOSED_NOTE.expired);
   } else if (card.state === 'refused') {
     lines.push(CLOSED_NOTE.refused);
+  } else if (card.state === 'superseded') {
+    lines.push(CLOSED_NOTE.superseded);
   }
   return lines.join('\n');
 }

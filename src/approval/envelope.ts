@@ -88,7 +88,7 @@ export const EnvelopeRow = z.object({
   reply: z.unknown(),
   card_message_id: z.string().nullable(),
   card_copies: z.array(CardCopy).default([]),
-  status: z.enum(['pending', 'consumed', 'expired']),
+  status: z.enum(['pending', 'consumed', 'expired', 'superseded']),
   partial_decisions: z.array(CallDecision.extend({ by: Requester })),
   /** `partial_decisions` exactly as read, for compare-and-set updates. */
   partial_decisions_read: z.string(),

@@ -2,6 +2,7 @@ import type { ToolRegistry } from '../agent/tools/registry.ts';
 import { needsApproval, riskOf, type AnyTool, type ToolKind } from '../agent/tools/tool.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
+import type { ConversationMode } from '../core/work-item.ts';
 import type { CallPolicy } from './envelope.ts';
 import {
   BUILTIN_TOOL_KINDS,
@@ -77,9 +78,21 @@ export class PolicyGate {
   readonly #policies: PolicySource;
   readonly #tools: ToolRegistry;
 
-  constructor(policies: PolicySource, tools: ToolRegistry) {
+  readonly #defaultMode: ConversationMode | undefined;
+
+  /** `defaultMode`: CONVERSATION_MODE; unset, Slack and Discord steer and other platforms queue. */
+  constructor(policies: PolicySource, tools: ToolRegistry, defaultMode?: ConversationMode) {
     this.#policies = policies;
     this.#tools = tools;
+    this.#defaultMode = defaultMode;
+  }
+
+  /** What a message does here while its conversation is busy: the policy file's, else the default. */
+  conversationMode(reply: ReplyTarget): ConversationMode {
+    const set = this.#policies.current().conversationMode(whereOf(reply));
+    if (set) return set;
+    if (this.#defaultMode) return this.#defaultMode;
+    return reply.platform === 'slack' || reply.platform === 'discord' ? 'steer' : 'queue';
   }
 
   /** Whether this person may use the bot where they wrote; outside the policy: the refusal to show. */

@@ -82,7 +82,9 @@ export function describeArgs(args: Record<string, GrantArg>): string {
 }
 
 function describePlace(place: GrantPlace): string {
-  return place.dm ? 'in this direct message' : `in the channel this was asked in (${place.platform} channel ${place.channel})`;
+  return place.dm
+    ? 'in this direct message'
+    : `in the channel this was asked in (${place.platform} channel ${place.channel})`;
 }
 
 /**

@@ -3,14 +3,14 @@ import type { PoolClient } from '../db/pool.ts';
 import type { ToolCall } from '../agent/messages.ts';
 import type { TurnState } from '../agent/turn-state.ts';
 import type { Requester } from '../core/person.ts';
-import type { CallDecision, WorkItem } from '../core/work-item.ts';
+import type { CallDecision, ConversationMode, WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
 import type { CallRuling, GrantUse } from '../agent/loop.ts';
 import type { Grant } from './grants.ts';
 import { grantsSeenFrom, revokeFromChat, useGrant, type RevokeResult } from './grant-verbs.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Admission } from '../policy/index.ts';
-import { audit, findEnvelopeByNonce } from './store.ts';
+import { audit, findEnvelopeById, findEnvelopeByNonce } from './store.ts';
 import { parseCalls } from './envelope.ts';
 import { fullArgs, makeVisible } from './card.ts';
 import { NONCE_PATTERN } from '../core/buttons.ts';
@@ -18,7 +18,7 @@ import { decideAll, decideClick, decideDenyWithReason, type SubmitResult } from 
 import { expireStale } from './expire.ts';
 import { requestApproval } from './request.ts';
 import { recordOutcome, resumeApproved } from './resume.ts';
-import { showPendingCard } from './show.ts';
+import { refreshCard, showPendingCard } from './show.ts';
 
 export type { ApprovalSettings } from './context.ts';
 export { REJECTION_AUDITS_PER_MINUTE, type SubmitResult } from './decide.ts';
@@ -119,6 +119,23 @@ export class ApprovalService {
   /** A Revoke button: its creator or an approver may revoke a grant. */
   revokeGrant(grantId: string, by: Requester): Promise<RevokeResult> {
     return revokeFromChat(this.#ctx, grantId, by);
+  }
+
+  /** What a message does here while its conversation is busy (adapters stamp it on the work item). */
+  conversationMode(reply: ReplyTarget): ConversationMode {
+    return this.#ctx.gate.conversationMode(reply);
+  }
+
+  /** Shows the cards a newer message superseded (the trigger of migration 012 closed them). */
+  async showSuperseded(byWorkItemId: string): Promise<void> {
+    const { rows } = await this.#ctx.pool.query<{ envelope_id: string }>(
+      `SELECT envelope_id FROM countersign.approval_audit WHERE event = 'superseded' AND detail->>'by' = $1`,
+      [byWorkItemId],
+    );
+    for (const { envelope_id } of rows) {
+      const envelope = await findEnvelopeById(this.#ctx.pool, envelope_id);
+      if (envelope?.status === 'superseded') await refreshCard(this.#ctx, envelope, 'superseded');
+    }
   }
 
   /** Whether this person may use the bot where they wrote (adapters ask before they enqueue). */

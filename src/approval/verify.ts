@@ -45,6 +45,8 @@ export function verifyOpen(
 ): { ok: true; envelope: EnvelopeRow } | { ok: false; reason: string } {
   if (!envelope) return { ok: false, reason: 'This approval request does not exist (or the button is not ours).' };
   if (envelope.status === 'consumed') return { ok: false, reason: 'This request was already decided.' };
+  if (envelope.status === 'superseded')
+    return { ok: false, reason: 'This request was superseded by a newer message from its requester; nothing was run.' };
   if (envelope.status === 'expired' || envelope.expired_now) {
     return { ok: false, reason: 'This request has expired; nothing was run. Ask again if it is still needed.' };
   }

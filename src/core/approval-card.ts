@@ -25,7 +25,7 @@ export interface ApprovalCard {
   planHashPrefix: string;
   expiresAt: Date;
   requesterLabel: string;
-  state: 'pending' | 'decided' | 'expired' | 'refused';
+  state: 'pending' | 'decided' | 'expired' | 'refused' | 'superseded';
   /** On a copy sent to approvers: who asked, and where (Markdown, with a link back when there is one). */
   origin?: string;
   /** On the card in the requester's conversation: who else was sent the card. */

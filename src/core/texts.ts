@@ -13,6 +13,7 @@ function after(shown: string, line: string): string {
 export const TEXTS = {
   stopped: (shown: string, by: Requester) =>
     after(shown, `_Stopped by ${by.platform === 'console' ? 'you' : personKey(by)}._`),
+  superseded: (shown: string) => after(shown, '_⏭ Stopped here: your newer message takes over._'),
   failed: (shown: string, reason: string) => after(shown, `Sorry, I couldn't finish this: ${reason}`),
   approvalExpired:
     'The approval request expired before anyone decided, so nothing was run. Ask again if it is still needed.',

@@ -56,6 +56,14 @@ export const WorkItemInput = z.object({
 });
 
 /**
+ * What a message does while its conversation is busy (docs/conversations.md): `queue` waits for
+ * the running turn, `steer` joins it at its next safe point, `interrupt` stops it there, `collect`
+ * merges a quick burst into one turn.
+ */
+export const ConversationMode = z.enum(['queue', 'steer', 'interrupt', 'collect']);
+export type ConversationMode = z.infer<typeof ConversationMode>;
+
+/**
  * The universal unit of agent work. Chat turns, approval continuations, skill runs and background
  * research all travel as work items through the same durable queue.
  */
@@ -75,6 +83,8 @@ export const WorkItem = z.object({
    * posts this (retrying like any job), records its id on the item, and streams the reply into it.
    */
   placeholder: z.string().min(1).optional(),
+  /** The conversation's mode when the message arrived (adapters ask the policy); absent: `queue`. */
+  mode: ConversationMode.optional(),
   createdAt: z.iso.datetime(),
 });
 export type WorkItem = z.infer<typeof WorkItem>;

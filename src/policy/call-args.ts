@@ -19,7 +19,8 @@ export const PATH_ARGS = [
 ] as const;
 export const PATH_LIST_ARGS = ['paths', 'files'] as const;
 
-export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function pathsOf(args: unknown): string[] {
   if (!isRecord(args)) return [];
@@ -40,4 +41,3 @@ export function commandOf(args: unknown): string[] | undefined {
   if (Array.isArray(command) && command.every((a) => typeof a === 'string')) return command;
   return undefined;
 }
-

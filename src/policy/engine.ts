@@ -59,6 +59,8 @@ export interface Decision {
   grantPatterns?: Record<string, string[]>;
 }
 
+export type ConversationModeName = 'queue' | 'steer' | 'interrupt' | 'collect';
+
 export type Verdict = { ok: true } | { ok: false; reason: string };
 export type Admission = { ok: true } | { ok: false; refusal: string };
 
@@ -108,6 +110,8 @@ export interface PolicyParts {
   defaultApprovers: PersonPattern[];
   requesters?: { allow?: CompiledWho[]; deny?: CompiledWho[]; refusal?: string };
   rules: CompiledRule[];
+  /** Per place, the conversation mode (first match); none: the caller's default. */
+  conversations?: Array<{ where?: CompiledWhere; mode: ConversationModeName }>;
   /** Built-in rules tried after the file's: they always decide. */
   fallback: CompiledRule[];
   /** Built-in floors no file rule can go below (writes that can later run or change the agent). */
@@ -264,6 +268,11 @@ export class Policy {
       grantable: rule.grantable,
       ...(rule.grantable && rule.grant ? { grantPatterns: rule.grant } : {}),
     };
+  }
+
+  /** The conversation mode the file sets for this place, or undefined (CONVERSATION_MODE decides). */
+  conversationMode(where: Where): ConversationModeName | undefined {
+    return this.#parts.conversations?.find((c) => matchesWhere(c.where, where))?.mode;
   }
 
   /** Whether `person` is one of the policy's approvers (the file's `approvers:`, else APPROVERS) there. */

@@ -307,6 +307,14 @@ export function parsePolicy(text: string, file: string, options: PolicyOptions =
       defaultApprovers,
       ...(requesters ? { requesters } : {}),
       rules,
+      ...(spec.conversations
+        ? {
+            conversations: spec.conversations.map((c) => ({
+              ...(c.where ? { where: where(c.where)! } : {}),
+              mode: c.mode,
+            })),
+          }
+        : {}),
       ...builtinRules(defaultApprovers.length > 0, options),
     }),
   };

@@ -184,5 +184,16 @@ export const PolicySchema = z.strictObject({
     })
     .optional(),
   rules: z.array(RuleSchema).default([]),
+  /** Per place, what a message does while its conversation is busy (first match; see docs/conversations.md). */
+  conversations: z
+    .array(
+      z.strictObject({
+        where: WhereMatch.optional(),
+        mode: z.enum(['queue', 'steer', 'interrupt', 'collect'], {
+          error: 'expected queue, steer, interrupt or collect',
+        }),
+      }),
+    )
+    .optional(),
 });
 export type PolicySchema = z.infer<typeof PolicySchema>;

@@ -8,6 +8,7 @@ import {
   MessageFlag,
   NO_MENTIONS,
   refusedApprovalCard,
+  supersededApprovalCard,
   replyButtonRows,
   type ApiMessagePayload,
   type ApprovalCardInput,
@@ -118,6 +119,7 @@ export function renderCard(card: ApprovalCard): ApiMessagePayload[] {
   }));
   if (card.state === 'expired') return expiredApprovalCard(input);
   if (card.state === 'refused') return refusedApprovalCard(input);
+  if (card.state === 'superseded') return supersededApprovalCard(input);
   if (card.state === 'decided') {
     const by = [...new Set((card.decisions ?? []).map((d) => d.by))].join(', ');
     return decidedApprovalCard(input, outcomes, by);

@@ -124,10 +124,17 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
             payload: { messageId: message.id },
             reply: target,
             placeholder: '…',
+            mode: ctx.approvals.conversationMode(target),
           },
           needsThread ? { beforeCommit: startThread } : {},
         );
         if (!item) ctx.log.debug(ids, 'Discord message already taken by another gateway session');
+        else {
+          // A card this message superseded (steer, interrupt) is closed in the database already; show it.
+          ctx.approvals
+            .showSuperseded(item.id)
+            .catch((error: unknown) => ctx.log.warn({ err: error, ...ids }, 'could not show a superseded card'));
+        }
         return;
       } catch (error) {
         if (threadError !== undefined) {

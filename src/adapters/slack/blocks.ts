@@ -172,7 +172,10 @@ export function approvalCardPages(card: ApprovalCard): Block[][] {
     }
   }
   const last = pages.at(-1)!;
-  const closed = card.state === 'expired' || card.state === 'refused' ? ` · ${CLOSED_NOTE[card.state]}` : '';
+  const closed =
+    card.state === 'expired' || card.state === 'refused' || card.state === 'superseded'
+      ? ` · ${CLOSED_NOTE[card.state]}`
+      : '';
   const when = card.state === 'decided' && card.decidedAt ? `decided ${slackDate(card.decidedAt)}` : '';
   last.push(context(`plan \`${card.planHashPrefix}\` · ${when || `expires ${slackDate(card.expiresAt)}`}${closed}`));
   const closing = card.kind === 'question' ? questionButtons(card) : allCallsButtons(card);

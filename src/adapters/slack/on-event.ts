@@ -62,6 +62,12 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
     try {
       const item = await enqueueInboundWorkItem(pool, `slack:${eventId}`, draft);
       if (!item) log.debug(ids, 'Slack event already taken; acknowledging the redelivery');
+      // A card this message superseded (steer, interrupt) is closed in the database already; show it.
+      else if (draft.mode === 'steer' || draft.mode === 'interrupt') {
+        ctx.approvals
+          .showSuperseded(item.id)
+          .catch((error: unknown) => log.warn({ err: error, ...ids }, 'could not show a superseded card'));
+      }
     } catch (error) {
       // Rethrown: the delivery goes unacknowledged and Slack retries it. Only its last retry is
       // answered in the thread, so a person is never left without a word.
@@ -119,6 +125,7 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
       payload: { ts: event.ts, eventId },
       reply,
       placeholder: '…',
+      mode: ctx.approvals.conversationMode(reply),
     });
   };
 

@@ -3,7 +3,10 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { Pool, PoolClient } from '../../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../../db/errors.ts';
-import { runTurn, type CallRuling, type GrantUse, type TurnOutcome } from '../../agent/loop.ts';
+import { runTurn, Superseded, type CallRuling, type GrantUse, type TurnOutcome } from '../../agent/loop.ts';
+import { lockFollowUps, markFollowUpsTaken } from '../follow-ups.ts';
+import { saveCheckpoint } from '../../agent/turn-store.ts';
+import { transaction } from '../../db/pool.ts';
 import type { ModelProvider } from '../../agent/model.ts';
 import type { ToolRegistry } from '../../agent/tools/registry.ts';
 import type { TurnState } from '../../agent/turn-state.ts';
@@ -167,6 +170,61 @@ export function createWorkItemTask(services: WorkerServices): Task {
         state = initialTurnState(item);
       }
 
+      const mode = item.input.approval ? 'queue' : (item.mode ?? 'queue');
+      let collected = false;
+      /**
+       * The conversation's newer messages at a safe point (docs/conversations.md). `steer` and
+       * `collect` take them into the turn — in the transaction that saves the checkpoint holding
+       * them, so each is read exactly once whatever dies when — and `interrupt` stops the turn.
+       */
+      const followUps = async (
+        current: TurnState,
+        at: 'round' | 'final',
+      ): Promise<'none' | 'steered' | 'superseded'> => {
+        if (mode === 'queue') return 'none';
+        if (mode === 'interrupt') {
+          if (at === 'final') return 'none';
+          const waiting = await lockFollowUps(pool, item);
+          return waiting.some((f) => f.mode === 'interrupt') ? 'superseded' : 'none';
+        }
+        if (mode === 'collect' && !collected && current.round === 0) {
+          collected = true;
+          // A burst: wait until a window passes without a new line, then read the lines as one message.
+          for (let i = 0; i < 10; i++) {
+            await new Promise((r) => setTimeout(r, config.CONVERSATION_COLLECT_WINDOW_MS));
+            if ((await take(current, 'merge')) === 0) break;
+          }
+          return 'steered';
+        }
+        return (await take(current, 'append')) > 0 ? 'steered' : 'none';
+      };
+      /** Takes the waiting messages over; returns how many. */
+      const take = async (current: TurnState, how: 'append' | 'merge'): Promise<number> => {
+        const taken = await transaction(pool, async (client) => {
+          const waiting = (await lockFollowUps(client, item)).filter((f) => f.mode === mode);
+          if (waiting.length === 0) return [];
+          const messages = [...current.messages];
+          const first = messages[0];
+          if (how === 'merge' && first?.role === 'user') {
+            messages[0] = { ...first, text: [first.text, ...waiting.map((f) => f.prompt)].join('\n') };
+          } else {
+            messages.push(...waiting.map((f) => ({ role: 'user' as const, text: f.prompt })));
+          }
+          await markFollowUpsTaken(
+            client,
+            waiting.map((f) => f.id),
+            item.id,
+          );
+          await saveCheckpoint(client, item.id, { ...current, messages });
+          return messages;
+        });
+        if (taken.length === 0) return 0;
+        const before = current.messages.length;
+        current.messages.splice(0, current.messages.length, ...taken);
+        log.info({ taken: how === 'merge' ? 'merged' : taken.length - before }, 'newer messages joined the turn');
+        return how === 'merge' ? 1 : taken.length - before;
+      };
+
       let firstText = true;
       const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, {
         log,
@@ -213,6 +271,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
             rule: (call, args) => services.approvals.rule(item, call, args),
             onRuled: (call, ruling) => services.approvals.recordRuling(item, call, ruling),
             useGrant: async (call) => services.approvals.useGrant?.(item, call),
+            followUps: (current, at) => followUps(current, at),
             onDecidedCall: async (call, decision, result) => {
               const envelopeId = item.input.approval?.envelopeId;
               if (envelopeId) await services.approvals.recordOutcome(envelopeId, call, decision, result.isError);
@@ -224,6 +283,20 @@ export function createWorkItemTask(services: WorkerServices): Task {
           // The last round is checkpointed: schedule the item again at once for a live worker.
           await handOverTurn(pool, item);
           log.info({ round: error.round }, 'handed the turn over to another worker');
+          return;
+        }
+        if (error instanceof Superseded) {
+          await sink.finish(TEXTS.superseded(sink.text));
+          const partial = sink.text.trim() ? [{ role: 'assistant' as const, text: sink.text, toolCalls: [] }] : [];
+          const asked = state.messages.filter((m) => m.role === 'user');
+          await settle(pool, item, {
+            status: 'cancelled',
+            error: 'superseded by a newer message',
+            messages: [...asked, ...partial],
+            deleteCheckpoint: true,
+          });
+          log.info('turn superseded by a newer message');
+          services.events.emit('cancelled', { item, by: item.requester });
           return;
         }
         if (signal.reason instanceof StopRequested) {

@@ -175,6 +175,18 @@ export function refusedApprovalCard(raw: ApprovalCardInput): ApiMessagePayload[]
   );
 }
 
+/** The card once its requester sent a newer message: nothing ran, and the buttons are gone. */
+export function supersededApprovalCard(raw: ApprovalCardInput): ApiMessagePayload[] {
+  const input = ApprovalCardInput.parse(raw);
+  return closedPages(
+    input,
+    '⏭ **Superseded by a newer message** — nothing ran; the agent re-plans with it.',
+    'Approval superseded',
+    COLOR.expired,
+    () => '⏭ superseded (did not run)',
+  );
+}
+
 /** Every message of a card that can no longer be decided, laid out like the pending card it replaces. */
 function closedPages(
   input: ApprovalCardInput,

@@ -1,0 +1,62 @@
+import type { Queryable } from '../db/pool.ts';
+import { personKey } from '../core/person.ts';
+import { WorkItem, type ConversationMode } from '../core/work-item.ts';
+
+/**
+ * Messages that arrived for a conversation while one of its turns runs (docs/conversations.md).
+ * They are ordinary work items, enqueued — and acknowledged to the platform — like any message; a
+ * running turn takes them over at a safe point, in the transaction that saves its checkpoint, so a
+ * worker that dies before that point leaves them queued and one that dies after it has them in its
+ * checkpoint: each is seen exactly once.
+ */
+export interface FollowUp {
+  id: string;
+  prompt: string;
+  mode: ConversationMode;
+}
+
+/**
+ * The queued messages right behind `item` in its conversation that it may take over, in the order
+ * they arrived, locked until the caller's transaction ends: the same requester's plain messages
+ * (not a skill run, not an approval's continuation). The run stops at the first message that is not
+ * one, so nobody else's message is overtaken — and nobody else's words reach a turn that acts with
+ * the requester's permissions.
+ */
+export async function lockFollowUps(
+  db: Queryable,
+  item: Pick<WorkItem, 'id' | 'conversationId' | 'requester'>,
+): Promise<FollowUp[]> {
+  const { rows } = await db.query<{ id: string; item: unknown }>(
+    `SELECT id, item FROM countersign.work_items
+      WHERE conversation_id = $1 AND status = 'queued' AND id <> $2
+      ORDER BY seq
+      FOR UPDATE`,
+    [item.conversationId, item.id],
+  );
+  const out: FollowUp[] = [];
+  for (const row of rows) {
+    const parsed = WorkItem.safeParse(row.item);
+    if (!parsed.success) break;
+    const next = parsed.data;
+    const takeable =
+      next.type === 'CHAT' &&
+      next.input.prompt !== undefined &&
+      !next.input.approval &&
+      !next.input.skill &&
+      personKey(next.requester) === personKey(item.requester);
+    if (!takeable) break;
+    out.push({ id: next.id, prompt: next.input.prompt!, mode: next.mode ?? 'queue' });
+  }
+  return out;
+}
+
+/** Marks taken-over messages done, pointing at the turn that read them. Call with their lock held. */
+export async function markFollowUpsTaken(db: Queryable, ids: string[], intoWorkItemId: string): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(
+    `UPDATE countersign.work_items
+        SET status = 'done', finished_at = now(), result = jsonb_build_object('takenInto', $2::text)
+      WHERE id = ANY($1::uuid[]) AND status = 'queued'`,
+    [ids, intoWorkItemId],
+  );
+}
