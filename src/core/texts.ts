@@ -19,3 +19,11 @@ export const TEXTS = {
     'The approval request expired before anyone decided, so nothing was run. Ask again if it is still needed.',
   unavailable: 'Countersign is temporarily unavailable (its database is unreachable). Please try again in a moment.',
 } as const;
+
+/** What each conversation mode does with a message sent while the bot works, for the help text. */
+export const MODE_HELP: Record<'queue' | 'steer' | 'interrupt' | 'collect', string> = {
+  queue: 'waits and becomes my next turn',
+  steer: 'joins the work in progress at its next step (and replaces a pending approval card)',
+  interrupt: 'stops the work in progress at its next step and starts over with it',
+  collect: 'is gathered with other quick lines into one request',
+};

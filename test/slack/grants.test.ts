@@ -151,6 +151,8 @@ describe('"Always allow here" and /countersign grants on Slack', () => {
       ),
     );
     expect((help.payload as { text: string }).text).toContain('/countersign grants');
+    // The help says what a message sent while the bot works does here.
+    expect((help.payload as { text: string }).text).toContain('(mode `steer`');
     const empty = await fake.deliver(
       slashCommandEnvelope(
         slashCommand(fake.team, { command: '/countersign', text: 'grants', user: ALICE, channel: 'C0EMPTY001' }),

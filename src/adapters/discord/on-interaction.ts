@@ -17,7 +17,7 @@ import { ButtonPayload, parseDenyFormId, parseRevokeGrant, revokeGrantValue } fr
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
 import { LIMITS } from './limits.ts';
 import { requesterOf } from './people.ts';
-import { TEXTS } from '../../core/texts.ts';
+import { MODE_HELP, TEXTS } from '../../core/texts.ts';
 
 export interface InteractionDeps {
   rest: REST;
@@ -145,7 +145,14 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
   /** `/countersign grants`: the standing grants here, privately, with a Revoke button each; `help` otherwise. */
   const onCountersign = async (interaction: ChatInputCommandInteraction) => {
     if (interaction.options.getSubcommand(false) !== 'grants') {
-      await interaction.reply({ content: clip(COUNTERSIGN_HELP), ...PRIVATE });
+      const here = {
+        platform: 'discord',
+        channel: interaction.channelId,
+        ...(interaction.guildId ? { workspace: interaction.guildId } : {}),
+      };
+      const mode = ctx.approvals.conversationMode(here);
+      const line = `Here, a message you send while I'm working ${MODE_HELP[mode]} (mode \`${mode}\`).`;
+      await interaction.reply({ content: clip(`${line}\n${COUNTERSIGN_HELP}`), ...PRIVATE });
       return;
     }
     await interaction.deferReply({ flags: MessageFlags.Ephemeral });

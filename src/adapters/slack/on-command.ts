@@ -1,7 +1,7 @@
 import type { SlackCommandMiddlewareArgs } from '@slack/bolt';
 import type { AdapterContext } from '../platform.ts';
 import { Priority } from '../../core/work-item.ts';
-import { TEXTS } from '../../core/texts.ts';
+import { MODE_HELP, TEXTS } from '../../core/texts.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { SlackOutbound } from './outbound.ts';
 import { slackErrorOf } from './api-errors.ts';
@@ -10,8 +10,9 @@ import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
 import { grantListBlocks } from './blocks.ts';
 
 /** What `/countersign` (without `grants`) answers. */
-export function countersignHelp(command: string): string {
+export function countersignHelp(command: string, mode: keyof typeof MODE_HELP): string {
   return [
+    `Here, a message you send while I'm working ${MODE_HELP[mode]} (mode \`${mode}\`, docs/conversations.md).`,
     `*${command} grants* — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.`,
     '*/skills* — the skills I can run · */skill <name> <input>* — run one.',
     'Mention me in a channel, or write to me in a DM, to ask for anything else. Risky actions always wait for an Approve.',
@@ -105,7 +106,11 @@ export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
   const onCountersign = async ({ command, ack }: SlackCommandMiddlewareArgs) => {
     const [verb = ''] = command.text.trim().toLowerCase().split(/\s+/);
     if (verb !== 'grants') {
-      await ack({ response_type: 'ephemeral', text: countersignHelp(command.command) });
+      const here = { platform: 'slack', channel: command.channel_id, workspace: command.team_id };
+      await ack({
+        response_type: 'ephemeral',
+        text: countersignHelp(command.command, ctx.approvals.conversationMode(here)),
+      });
       return;
     }
     const team = command.team_id;
