@@ -177,6 +177,33 @@ describe('messages that arrive while the bot is working', () => {
     expect(firstRequest).toEqual(['line one [collect]\nline two [collect]\nline three [collect]']);
   });
 
+  it('collect: 50 conversations with rapid follow-ups make one turn per burst and lose no message', async () => {
+    const bursts = await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const conv = conversation();
+        const items: WorkItem[] = [];
+        // Sequential within a conversation (one person typing), concurrent across conversations.
+        for (const line of ['a', 'b', 'c']) items.push(await say(conv, `burst ${i} ${line}`, 'collect'));
+        return { conv, items };
+      }),
+    );
+    for (const { items } of bursts) await h.settled(items[0]!.id, 60_000);
+    let answered = 0;
+    let taken = 0;
+    for (const { conv, items } of bursts) {
+      const rows = await Promise.all(items.map((it) => row(it.id)));
+      const turns = rows.filter((r) => r.result?.text !== undefined);
+      expect(turns, conv).toHaveLength(1);
+      answered += turns.length;
+      taken += rows.filter((r) => r.result?.takenInto === items[0]!.id).length;
+      // Every line reached the model, once, in order.
+      const i = conv;
+      expect(turns[0]!.result!.text!.match(/burst \d+ [abc]/g), i).toHaveLength(3);
+    }
+    expect(answered).toBe(50);
+    expect(taken).toBe(100);
+  });
+
   it('a pending card is superseded by a newer message: its nonce is refused, and the turn re-plans', async () => {
     runs.length = 0;
     const conv = conversation();
