@@ -163,6 +163,8 @@ async function configuredPlatforms(
       streaming: config.SLACK_STREAMING,
       streamRolloverSeconds: config.SLACK_STREAM_ROLLOVER_SECONDS,
       streamStartsPerMinute: config.SLACK_STREAM_STARTS_PER_MINUTE,
+      agentSessions: config.SLACK_AGENT_SESSIONS,
+      agentSessionsFallbackMinutes: config.SLACK_AGENT_SESSIONS_FALLBACK_MINUTES,
     };
     platforms.push({ name: 'slack', adapter: createSlackAdapter(outboundSettings, pool, log), settings: { slack } });
   }
@@ -274,6 +276,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
     ];
     const outbounds = new OutboundRegistry();
     for (const { adapter } of platforms) outbounds.register(adapter.outbound);
+    // What a platform shows around the turns this process runs (Slack's agent sessions).
+    if (options.role !== 'ingress') for (const { adapter } of platforms) adapter.observeTurns?.(events);
     for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
 
     // Skills: problems are reported and the skill skipped, never fatal; edits on disk apply without a restart.

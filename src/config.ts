@@ -158,6 +158,10 @@ export const ConfigSchema = z
       .string()
       .regex(/^\/[a-z0-9_-]{1,31}$/, 'expected a slash command such as /countersign')
       .default('/countersign'),
+    /** `auto`: Slack agent sessions (status, title, native Stop) where the workspace allows them; `off`: never. */
+    SLACK_AGENT_SESSIONS: z.enum(['auto', 'off']).default('auto'),
+    /** After a workspace refuses agent sessions, how long before they are tried there again. */
+    SLACK_AGENT_SESSIONS_FALLBACK_MINUTES: int(1, 1440).default(30),
     SLACK_UPDATES_PER_MINUTE: int(1, 600).default(45),
     SLACK_STREAMING: z.enum(['auto', 'off']).default('auto'),
     SLACK_STREAM_ROLLOVER_SECONDS: int(1, 295).default(270),

@@ -86,4 +86,6 @@ export interface PlatformAdapter {
   /** The platform's own approval card UI; without one, cards are text with buttons (approval/card.ts). */
   readonly cards?: CardRenderer;
   startInbound(context: AdapterContext): Promise<InboundHandle>;
+  /** Follows the turns this process runs, for what the platform shows around a reply (Slack's agent sessions). */
+  observeTurns?(events: TurnEvents): void;
 }

@@ -9,6 +9,8 @@ import { createCommandHandlers } from './on-command.ts';
 import { createActionHandler, createDenyFormHandler } from './on-action.ts';
 import { DENY_FORM_CALLBACK } from './blocks.ts';
 import { SlackUserGroups } from './user-groups.ts';
+import type { SlackAgentSessions } from './agent-sessions.ts';
+import { createSessionStoppedHandler, type AgentSessionStoppedEvent } from './on-session.ts';
 
 export { inviteHint } from './on-command.ts';
 
@@ -35,7 +37,7 @@ function boltLogger(log: Logger) {
  */
 export async function startSlackInbound(
   ctx: AdapterContext,
-  deps: { outbound: SlackOutbound },
+  deps: { outbound: SlackOutbound; sessions?: SlackAgentSessions },
 ): Promise<InboundHandle> {
   const { log } = ctx;
   const settings = settingsOf(ctx, 'slack');
@@ -81,6 +83,14 @@ export async function startSlackInbound(
 
   app.event('app_mention', ({ event, body, context }) => events.onMention(delivery(event, body, context)));
   app.event('message', ({ event, body, context }) => events.onMessage(delivery(event, body, context)));
+  const sessionStopped = createSessionStoppedHandler(ctx, {
+    outbound: deps.outbound,
+    groups,
+    ...(deps.sessions ? { sessions: deps.sessions } : {}),
+  });
+  app.event('agent_session_stopped', ({ event, body }) =>
+    sessionStopped(event as unknown as AgentSessionStoppedEvent, String((body as { team_id?: unknown }).team_id)),
+  );
   app.command(settings.skillsCommand, commands.onSkills);
   app.command(settings.skillCommand, commands.onSkill);
   app.command(settings.countersignCommand ?? '/countersign', commands.onCountersign);

@@ -5,6 +5,8 @@ import { createWebClient, SlackOutbound } from './outbound.ts';
 import { startSlackInbound } from './inbound.ts';
 import { SlackCardRenderer } from './cards.ts';
 import { SlackNativeStreaming } from './streaming.ts';
+import { SlackAgentSessions } from './agent-sessions.ts';
+import type { TurnEvents } from '../../queue/turn-events.ts';
 
 /** What Slack's outbound half needs of the configuration (the inbound half gets its own section). */
 export interface SlackOutboundSettings {
@@ -16,6 +18,9 @@ export interface SlackOutboundSettings {
   streaming: 'auto' | 'off';
   streamRolloverSeconds: number;
   streamStartsPerMinute: number;
+  /** SLACK_AGENT_SESSIONS; absent: `off` (an embedding app that built its own settings). */
+  agentSessions?: 'auto' | 'off';
+  agentSessionsFallbackMinutes?: number;
 }
 
 /** Slack: Web API outbound in every process, the Bolt app where the process listens. */
@@ -29,9 +34,14 @@ export function createSlackAdapter(settings: SlackOutboundSettings, pool: Pool, 
         })
       : undefined;
   const outbound = new SlackOutbound(client, pool, settings.updatesPerMinute, streaming);
+  const sessions =
+    settings.agentSessions === 'auto'
+      ? new SlackAgentSessions(client, log, { fallbackMs: (settings.agentSessionsFallbackMinutes ?? 30) * 60_000 })
+      : undefined;
   return {
     outbound,
     cards: new SlackCardRenderer(outbound),
-    startInbound: (context) => startSlackInbound(context, { outbound }),
+    startInbound: (context) => startSlackInbound(context, { outbound, ...(sessions ? { sessions } : {}) }),
+    ...(sessions ? { observeTurns: (events: TurnEvents) => sessions.observe(events) } : {}),
   };
 }

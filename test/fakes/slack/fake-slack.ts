@@ -51,6 +51,8 @@ export interface FakeSlackOptions {
   perMinute?: Record<string, number>;
   /** Whether chat.startStream / appendStream / stopStream exist. Default true. */
   streaming?: boolean;
+  /** Whether the app is declared as an agent (agent sessions allowed). Default true. */
+  agent?: boolean;
   /** How often the Socket Mode server pings clients, as Slack does; 0 turns pings off. Default 10 s. */
   pingIntervalMs?: number;
 }
@@ -66,6 +68,8 @@ export class FakeSlack {
   readonly socketMode: SocketModeServer;
   /** Whether the streaming methods exist; flip it to test an adapter's fallback. */
   streaming: boolean;
+  /** Whether the app is declared as an agent: otherwise agents.sessions.* refuse (flip it to test fallbacks). */
+  agent: boolean;
   url = '';
   /** Every response_url post, in order: what a person saw in answer to their command. */
   readonly responses: Array<{ path: string; body: Record<string, unknown> }> = [];
@@ -82,6 +86,7 @@ export class FakeSlack {
     ).map((w, i) => ({ name: w.name ?? `fake-${i + 1}`, team: w.team, botToken: w.botToken }));
     this.rateLimits = new SlackRateLimiter(options.perMinute);
     this.streaming = options.streaming ?? true;
+    this.agent = options.agent ?? true;
     this.socketMode = new SocketModeServer({ appId: this.appId, pingIntervalMs: options.pingIntervalMs ?? 10_000 });
     this.#server = http.createServer((req, res) => {
       this.#onRequest(req, res).catch((error: unknown) => {
@@ -335,6 +340,7 @@ export class FakeSlack {
       botId: this.botId,
       appId: this.appId,
       streaming: this.streaming,
+      agent: this.agent,
       openConnection: () => this.socketMode.issueUrl(),
     };
     const result = handler(parsed.args, context);

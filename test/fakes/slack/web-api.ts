@@ -20,6 +20,8 @@ export interface CallContext {
   appId: string;
   /** Whether chat.startStream / appendStream / stopStream exist (off: `unknown_method`). */
   streaming: boolean;
+  /** Whether the app is declared as an agent (agent sessions need it). */
+  agent: boolean;
   /** Issues a one-time Socket Mode URL (apps.connections.open). */
   openConnection(): string;
 }
@@ -332,6 +334,41 @@ export const METHODS: Record<string, Handler> = {
       channel,
       permalink: `https://fake-slack.invalid/archives/${channel}/p${ts.replace('.', '')}`,
     };
+  },
+
+  // agents.sessions.setStatus (docs.slack.dev/reference/methods/agents.sessions.setStatus): creates the
+  // thread's session if needed, else updates its status; title and initiator count only on creation.
+  // Only apps declared as agents may; thread_ts is required for thread-based sessions.
+  'agents.sessions.setStatus': (args, ctx) => {
+    if (!ctx.agent) return fail('not_authorized');
+    const status = str(args.status);
+    if (!status || !['active', 'processing', 'suspended', 'closed'].includes(status)) return fail('invalid_arguments');
+    const channel = str(args.channel_id);
+    if (!channel || !ctx.world.channel(channel)) return fail('channel_not_found');
+    const thread = str(args.thread_ts);
+    if (!thread || !ctx.world.find(channel, thread)) return fail('thread_not_found');
+    const title = str(args.title);
+    if (title && title.length > 200) return fail('invalid_arguments');
+    const session = ctx.world.setSession(channel, thread, status, title, str(args.initiator_user_id));
+    return {
+      ok: true,
+      status: session.status,
+      ...(session.title ? { title: session.title } : {}),
+      // Slack warns while the app does not subscribe to agent_session_stopped (no native Stop then).
+      ...(ctx.world.subscribedToSessionStopped ? {} : { warning: 'missing_agent_session_stopped_event_subscription' }),
+    };
+  },
+
+  'agents.sessions.rename': (args, ctx) => {
+    if (!ctx.agent) return fail('not_authorized');
+    const channel = str(args.channel_id);
+    const thread = str(args.thread_ts);
+    const title = str(args.title);
+    const session = channel && thread ? ctx.world.sessions.get(`${channel}:${thread}`) : undefined;
+    if (!session) return fail('session_not_found');
+    if (!title || title.length > 200) return fail('invalid_arguments');
+    session.title = title;
+    return { ok: true, title };
   },
 
   // usergroups.list (needs usergroups:read): the workspace's groups; `users` only with include_users.

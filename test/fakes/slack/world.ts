@@ -64,6 +64,24 @@ export class SlackWorld {
   readonly channels = new Map<string, SlackChannel>();
   /** Channels the bot is not a member of: posting there answers `not_in_channel`, as in Slack. */
   readonly botNotIn = new Set<string>();
+  /** Agent sessions by `channel:thread_ts`, with every status they were set to, in order. */
+  readonly sessions = new Map<string, { status: string; title?: string; initiator?: string; history: string[] }>();
+  /** Whether the app subscribes to agent_session_stopped (without it setStatus carries a warning). */
+  subscribedToSessionStopped = true;
+
+  setSession(channel: string, thread: string, status: string, title?: string, initiator?: string) {
+    const key = `${channel}:${thread}`;
+    const existing = this.sessions.get(key);
+    if (existing) {
+      existing.status = status;
+      existing.history.push(status);
+      return existing;
+    }
+    const created = { status, ...(title ? { title } : {}), ...(initiator ? { initiator } : {}), history: [status] };
+    this.sessions.set(key, created);
+    return created;
+  }
+
   /** Modals opened with views.open, oldest first. */
   readonly views: Array<Record<string, unknown> & { id: string; trigger_id: string }> = [];
   /** User groups (S…) by id: their handle, members and workspace (usergroups.list). */

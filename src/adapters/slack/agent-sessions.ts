@@ -1,0 +1,120 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { WorkItem } from '../../core/work-item.ts';
+import type { TurnEvents } from '../../queue/turn-events.ts';
+import { slackErrorOf } from './api-errors.ts';
+
+export type SessionStatus = 'processing' | 'suspended' | 'active' | 'closed';
+
+/**
+ * Errors that mean this workspace (or this app) has no agent sessions: the app is not declared as an
+ * agent, lacks a scope, or the method does not exist there (GovSlack, an older Enterprise Grid).
+ * They are remembered per workspace instead of being tried, and warned about, on every turn.
+ */
+const UNAVAILABLE = new Set([
+  'not_authorized',
+  'not_allowed_token_type',
+  'missing_scope',
+  'unknown_method',
+  'method_not_supported_for_channel_type',
+  'feature_not_enabled',
+  'team_access_not_granted',
+]);
+
+/** A session title: the first line of the person's request, at most 200 characters (Slack's limit). */
+export function sessionTitle(prompt: string | undefined): string | undefined {
+  const line = (prompt ?? '')
+    .split('\n')
+    .find((l) => l.trim())
+    ?.trim();
+  if (!line) return undefined;
+  return line.length <= 200 ? line : `${line.slice(0, 199)}…`;
+}
+
+/**
+ * Slack's agent sessions for the turns this process runs: `processing` while a turn works (which
+ * creates the session, titled from the request, and shows Slack's native Stop), `suspended` while a
+ * card waits for a person, `active` when the answer is done — and also when a turn failed or was
+ * stopped, since Slack never moves a session away from `processing` by itself.
+ *
+ * A session lives in a thread, so only replies in a thread get one. Calls for one thread are made in
+ * order; a failure never touches the turn (the session is decoration on the reply, not the reply).
+ */
+export class SlackAgentSessions {
+  readonly #client: WebClient;
+  readonly #log: Logger;
+  readonly #fallbackMs: number;
+  readonly #now: () => number;
+  /** Workspace → until when (ms) sessions are not tried there. */
+  readonly #unavailable = new Map<string, number>();
+  readonly #warned = new Set<string>();
+  /** Per thread, the last call: the next one waits for it, so statuses arrive in order. */
+  readonly #chains = new Map<string, Promise<void>>();
+
+  constructor(client: WebClient, log: Logger, options: { fallbackMs: number; now?: () => number }) {
+    this.#client = client;
+    this.#log = log;
+    this.#fallbackMs = options.fallbackMs;
+    this.#now = options.now ?? Date.now;
+  }
+
+  observe(events: TurnEvents): void {
+    events.on('started', ({ item }) => this.set(item, 'processing'));
+    events.on('awaitingApproval', ({ item }) => this.set(item, 'suspended'));
+    events.on('finished', ({ item }) => this.set(item, 'active'));
+    events.on('failed', ({ item }) => this.set(item, 'active'));
+    events.on('cancelled', ({ item }) => this.set(item, 'active'));
+  }
+
+  /** Sets the session of `item`'s thread; resolves once the call is done (or skipped). */
+  set(item: Pick<WorkItem, 'reply' | 'input' | 'requester'>, status: SessionStatus): Promise<void> {
+    const { reply } = item;
+    if (reply.platform !== 'slack' || !reply.thread) return Promise.resolve();
+    const key = `${reply.channel}:${reply.thread}`;
+    const previous = this.#chains.get(key) ?? Promise.resolve();
+    const next = previous.then(() => this.#call(item, status));
+    this.#chains.set(key, next);
+    void next.finally(() => {
+      if (this.#chains.get(key) === next) this.#chains.delete(key);
+    });
+    return next;
+  }
+
+  /** Whether sessions are being skipped in this workspace (after a refusal), for tests and metrics. */
+  skipping(team: string): boolean {
+    return (this.#unavailable.get(team) ?? 0) > this.#now();
+  }
+
+  async #call(item: Pick<WorkItem, 'reply' | 'input' | 'requester'>, status: SessionStatus): Promise<void> {
+    const { reply } = item;
+    const team = reply.workspace ?? '';
+    if (this.skipping(team)) return;
+    const title = status === 'processing' ? sessionTitle(item.input.prompt) : undefined;
+    try {
+      const result = (await this.#client.apiCall('agents.sessions.setStatus', {
+        channel_id: reply.channel,
+        thread_ts: reply.thread,
+        status,
+        ...(title ? { title } : {}),
+        ...(status === 'processing' && item.requester.platform === 'slack'
+          ? { initiator_user_id: item.requester.userId }
+          : {}),
+      })) as { warning?: string };
+      if (result.warning && !this.#warned.has(`${team}:${result.warning}`)) {
+        this.#warned.add(`${team}:${result.warning}`);
+        this.#log.warn({ team, warning: result.warning }, 'Slack warned about agent sessions (logged once)');
+      }
+    } catch (error) {
+      const code = slackErrorOf(error);
+      if (code && UNAVAILABLE.has(code)) {
+        this.#unavailable.set(team, this.#now() + this.#fallbackMs);
+        this.#log.warn(
+          { team, error: code, retryInMinutes: Math.round(this.#fallbackMs / 60_000) },
+          'Slack agent sessions are not available in this workspace; replies go on without them',
+        );
+        return;
+      }
+      this.#log.debug({ err: error, team, status }, 'could not set the Slack agent session status');
+    }
+  }
+}

@@ -1,0 +1,54 @@
+import type { AdapterContext } from '../platform.ts';
+import type { SlackOutbound } from './outbound.ts';
+import type { SlackUserGroups } from './user-groups.ts';
+import type { SlackAgentSessions } from './agent-sessions.ts';
+
+/** `agent_session_stopped`, as Slack documents it (team_id is on the enclosing event_callback). */
+export interface AgentSessionStoppedEvent {
+  type: 'agent_session_stopped';
+  channel: string;
+  thread_ts?: string;
+  user?: string;
+  streaming_message_ts?: string[];
+  event_ts?: string;
+}
+
+/**
+ * Slack's native Stop on an agent session: stops the thread's running turn exactly as the Stop
+ * button does (the same permission check, recorded, cross-process by notification). Slack does not
+ * move the session away from `processing` itself: the worker's `cancelled` does, and here, when
+ * nothing was running to stop, the session is set `active` at once.
+ */
+export function createSessionStoppedHandler(
+  ctx: AdapterContext,
+  deps: { outbound: SlackOutbound; groups: SlackUserGroups; sessions?: SlackAgentSessions },
+) {
+  return async function onSessionStopped(event: AgentSessionStoppedEvent, team: string): Promise<void> {
+    const conversation = event.channel.startsWith('D')
+      ? `slack:${team}:dm:${event.channel}`
+      : `slack:${team}:${event.channel}:${event.thread_ts}`;
+    const { rows } = await ctx.pool.query<{ active_work_item: string | null }>(
+      'SELECT active_work_item FROM countersign.conversations WHERE id = $1',
+      [conversation],
+    );
+    const running = rows[0]?.active_work_item ?? undefined;
+    const reply = {
+      platform: 'slack',
+      channel: event.channel,
+      workspace: team,
+      ...(event.thread_ts ? { thread: event.thread_ts } : {}),
+    };
+    if (!running || !event.user) {
+      ctx.log.info({ channel: event.channel, thread: event.thread_ts }, 'agent session stopped with nothing running');
+      await deps.sessions?.set(
+        { reply, input: {}, requester: { platform: 'slack', userId: event.user ?? '' } },
+        'active',
+      );
+      return;
+    }
+    const groups = await deps.groups.groupsOf(team, event.user);
+    const person = { platform: 'slack', userId: event.user, workspace: team, ...(groups.length ? { groups } : {}) };
+    const result = await ctx.stopTurn(running, person);
+    if (!result.ok) await deps.outbound.ephemeral(event.channel, event.user, result.reason, event.thread_ts);
+  };
+}

@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineTool } from '../../src/agent/tools/tool.ts';
+import { FakeSlack } from '../fakes/slack/fake-slack.ts';
+import {
+  appMention,
+  blockAction,
+  eventCallback,
+  eventsApiEnvelope,
+  interactiveEnvelope,
+} from '../fixtures/slack/events.ts';
+import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
+import { countingTool } from '../helpers/tools.ts';
+
+const CHANNEL = 'C0OPS00001';
+const ALICE = 'U0ALICE001';
+
+const runs: string[] = [];
+const slowCheck = defineTool({
+  name: 'slow_check',
+  description: 'Checks a service slowly (test)',
+  version: '1',
+  input: z.object({ service: z.string() }),
+  approval: 'never',
+  risk: 'low',
+  idempotent: false,
+  async execute({ service }, { signal }) {
+    runs.push(service);
+    await new Promise((r) => {
+      const timer = setTimeout(r, 3000);
+      signal.addEventListener('abort', () => (clearTimeout(timer), r(undefined)));
+    });
+    return `${service} is fine`;
+  },
+});
+
+const script = {
+  rules: [
+    {
+      match: 'check the api',
+      rounds: [
+        { toolCalls: [{ name: 'slow_check', args: { service: 'api' } }] },
+        { text: 'checked: {{lastToolResult}}' },
+      ],
+    },
+    {
+      match: 'deploy prod',
+      rounds: [{ toolCalls: [{ name: 'deploy', args: { service: 'prod' } }] }, { text: 'done: {{lastToolResult}}' }],
+    },
+    { rounds: [{ text: 'hello' }] },
+  ],
+};
+
+async function start(fake: FakeSlack): Promise<Harness> {
+  const h = await startHarness({
+    tools: [slowCheck, countingTool('deploy', runs, { risk: 'medium', result: 'deployed' })],
+    script,
+    env: {
+      SLACK_BOT_TOKEN: fake.botToken,
+      SLACK_APP_TOKEN: fake.appToken,
+      SLACK_API_URL: fake.apiUrl,
+      SLACK_STREAMING: 'off',
+    },
+  });
+  await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
+  return h;
+}
+
+describe('Slack agent sessions', () => {
+  let fake: FakeSlack;
+  let h: Harness;
+  beforeAll(async () => {
+    fake = await FakeSlack.start();
+    h = await start(fake);
+  });
+  afterAll(async () => {
+    await h.stop();
+    await fake.close();
+  });
+
+  const mention = async (text: string) => {
+    const event = appMention({ user: ALICE, channel: CHANNEL, text: `<@${fake.botUserId}> ${text}` });
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, event)));
+    return event;
+  };
+  const sessionOf = (ts: string) => fake.world.sessions.get(`${CHANNEL}:${ts}`);
+
+  it('follows the turn: processing → suspended (card) → processing (approved) → active, titled from the request', async () => {
+    const m = await mention('deploy prod please');
+    const card = await waitFor(
+      async () =>
+        fake.messages.find((x) => x.thread_ts === m.ts && JSON.stringify(x.blocks ?? []).includes('"Approve"')),
+      20_000,
+      'the card',
+    );
+    await waitFor(async () => (sessionOf(m.ts)?.status === 'suspended' ? true : undefined), 10_000, 'suspended');
+    const approve = (
+      card.blocks as Array<{
+        type: string;
+        elements?: Array<{ value: string; action_id: string; text: { text: string } }>;
+      }>
+    )
+      .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
+      .find((e) => e.text.text === 'Approve')!;
+    await fake.deliver(
+      interactiveEnvelope(
+        blockAction(fake.team, {
+          user: ALICE,
+          channel: CHANNEL,
+          messageTs: card.ts,
+          threadTs: m.ts,
+          value: approve.value,
+          actionId: approve.action_id,
+        }),
+      ),
+    );
+    await waitFor(async () => (sessionOf(m.ts)?.history.at(-1) === 'active' ? true : undefined), 20_000, 'active');
+    const session = sessionOf(m.ts)!;
+    expect(session.history).toEqual(['processing', 'suspended', 'processing', 'active']);
+    expect(session.title).toBe('deploy prod please');
+    expect(session.initiator).toBe(ALICE);
+  });
+
+  it('stops the running turn on agent_session_stopped: nothing else runs, and the status leaves processing', async () => {
+    const m = await mention('check the api');
+    await waitFor(async () => (runs.includes('api') ? true : undefined), 20_000, 'the tool to start');
+    expect(sessionOf(m.ts)?.status).toBe('processing');
+    await fake.deliver(
+      eventsApiEnvelope(
+        eventCallback(fake.team, {
+          type: 'agent_session_stopped',
+          channel: CHANNEL,
+          thread_ts: m.ts,
+          user: ALICE,
+          streaming_message_ts: [],
+          event_ts: `${Math.floor(Date.now() / 1000)}.000100`,
+        }),
+      ),
+    );
+    await waitFor(
+      async () => (fake.textIn(CHANNEL, m.ts).some((t) => t.includes('Stopped by')) ? true : undefined),
+      20_000,
+      'the stopped reply',
+    );
+    await waitFor(async () => (sessionOf(m.ts)?.status === 'active' ? true : undefined), 10_000, 'active');
+    const { rows } = await h.app.pool.query(`SELECT status FROM countersign.work_items WHERE conversation_id = $1`, [
+      `slack:${fake.team}:${CHANNEL}:${m.ts}`,
+    ]);
+    expect(rows.map((r) => r.status)).toEqual(['cancelled']);
+    // The model was not asked again after the stop.
+    expect(fake.textIn(CHANNEL, m.ts).some((t) => t.includes('checked:'))).toBe(false);
+  });
+});
+
+describe('a workspace whose app is not declared as an agent', () => {
+  let fake: FakeSlack;
+  let h: Harness;
+  beforeAll(async () => {
+    fake = await FakeSlack.start({ agent: false });
+    h = await start(fake);
+  });
+  afterAll(async () => {
+    await h.stop();
+    await fake.close();
+  });
+
+  it('is tried once, then left alone: the replies go on without sessions', async () => {
+    for (const text of ['hi one', 'hi two', 'hi three']) {
+      const m = appMention({ user: ALICE, channel: CHANNEL, text: `<@${fake.botUserId}> ${text}` });
+      await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, m)));
+      await waitFor(async () => (fake.textIn(CHANNEL, m.ts).includes('hello') ? true : undefined), 20_000, 'the reply');
+    }
+    const tries = fake.calls.filter((c) => c.method === 'agents.sessions.setStatus');
+    expect(tries).toHaveLength(1);
+    expect(tries[0]!.error).toBe('not_authorized');
+  });
+});
