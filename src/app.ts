@@ -34,6 +34,7 @@ import { createConsoleAdapter } from './adapters/console/index.ts';
 import { startQueueRunner, type QueueRunner } from './queue/runner.ts';
 import { createWorkItemTask } from './queue/tasks/run-work-item.ts';
 import { TurnEvents } from './queue/turn-events.ts';
+import { recordFeedback } from './audit/feedback.ts';
 import { WorkerLiveness } from './queue/worker-liveness.ts';
 import { startHttpServer, type HttpServer } from './http/server.ts';
 import { enqueueWorkItem } from './queue/turn-lifecycle.ts';
@@ -443,6 +444,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
         events,
         enqueue: (draft) => enqueueWorkItem(pool, draft),
         stopTurn,
+        recordFeedback: (workItemId, by, vote) => recordFeedback(pool, workItemId, by, vote),
       });
       cleanups.push(() => inbound.stop());
     }

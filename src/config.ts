@@ -126,6 +126,8 @@ export const ConfigSchema = z
     CONVERSATION_MODE: z.enum(['queue', 'steer', 'interrupt', 'collect']).optional(),
     /** `collect`: how long a turn waits for more lines of a burst before it starts. */
     CONVERSATION_COLLECT_WINDOW_MS: int(100, 30_000).default(1500),
+    /** 👍/👎 on final answers in Slack and Discord, recorded with the turn. */
+    FEEDBACK_BUTTONS: bool.default(true),
     /** How long an "Always allow here" grant lasts; 0 switches the button off. */
     GRANT_TTL_SECONDS: int(0, 90 * 24 * 3600).default(7 * 24 * 3600),
     /** Rejected clicks audited per clicker and minute; the rest are counted, not written (a flood of forged clicks). */

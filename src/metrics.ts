@@ -27,6 +27,12 @@ export const metrics = {
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   }),
+  feedback: new Counter({
+    name: 'countersign_feedback_total',
+    help: 'Votes on final answers (👍 up, 👎 down), by platform; a changed vote counts again.',
+    labelNames: ['platform', 'vote'] as const,
+    registers: [registry],
+  }),
   modelRounds: new Counter({
     name: 'countersign_model_rounds_total',
     help: 'Model rounds completed, by the provider that answered.',

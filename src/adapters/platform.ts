@@ -7,6 +7,7 @@ import type { CardRenderer } from '../core/approval-card.ts';
 import type { SkillRegistry } from '../skills/index.ts';
 import type { StopResult } from '../queue/stop-requests.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
+import type { FeedbackResult } from '../audit/feedback.ts';
 import type { WorkItem, WorkItemDraft } from '../core/work-item.ts';
 import type { Requester } from '../core/person.ts';
 
@@ -58,6 +59,8 @@ export interface AdapterContext {
   events: TurnEvents;
   /** Durably enqueues a work item; acknowledge the platform only after this resolves. */
   enqueue(draft: WorkItemDraft): Promise<WorkItem>;
+  /** A 👍/👎 on a final answer: recorded with the turn (one vote per person, changeable). */
+  recordFeedback(workItemId: string, by: Requester, vote: 'up' | 'down'): Promise<FeedbackResult>;
   /** A Stop click: only the requester or an approver may stop a turn. */
   stopTurn(workItemId: string, by: Requester): Promise<StopResult>;
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/pool.ts';
 
-/** Every event the audit log holds (migrations 002, 009 and 011). */
+/** Every event the audit log holds (migrations 002, 009, 011, 012 and 013). */
 export const AUDIT_EVENTS = [
   'requested',
   'click',
@@ -18,6 +18,8 @@ export const AUDIT_EVENTS = [
   'granted',
   'grant_used',
   'grant_revoked',
+  'superseded',
+  'feedback',
 ] as const;
 
 /** `7d`, `12h`, `30m`, or an ISO date: the start of a window, relative to `now`. */

@@ -70,6 +70,19 @@ export function parseRevokeGrant(value: string): string | undefined {
   return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
 }
 
+/** A feedback button on a final answer: `feedback:<up|down>:<work item id>`. */
+export const FEEDBACK_PREFIX = 'feedback:';
+
+export function feedbackValue(workItemId: string, vote: 'up' | 'down'): string {
+  return `${FEEDBACK_PREFIX}${vote}:${workItemId}`;
+}
+
+/** The turn and vote a feedback button carries, or undefined for any other value. */
+export function parseFeedback(value: string): { workItemId: string; vote: 'up' | 'down' } | undefined {
+  const match = /^feedback:(up|down):([0-9a-f-]{36})$/.exec(value);
+  return match ? { vote: match[1] as 'up' | 'down', workItemId: match[2]! } : undefined;
+}
+
 export const STOP_BUTTON_PREFIX = 'stop:';
 
 export function stopButtonValue(workItemId: string): string {

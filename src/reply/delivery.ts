@@ -14,7 +14,7 @@ export interface ReplyView {
   readonly text: string;
   readonly status: string | undefined;
   readonly finished: boolean;
-  /** The live buttons, while the turn runs and once they are due. */
+  /** The live buttons while the turn runs (once they are due); once finished, the answer's own (feedback). */
   readonly buttons: ReplyButton[] | undefined;
 }
 

@@ -100,7 +100,7 @@ export class EditDelivery implements ReplyDelivery {
     return (
       Boolean(messages.ids[index]) &&
       messages.shown[index] === visible &&
-      messages.buttonsShown[index] === Boolean(view.buttons)
+      messages.buttonsShown[index] === buttonsKey(view.buttons)
     );
   }
 
@@ -129,7 +129,12 @@ export class EditDelivery implements ReplyDelivery {
       messages.ids[index] = posted.messageId;
     }
     messages.shown[index] = text;
-    messages.buttonsShown[index] = Boolean(buttons?.length);
+    messages.buttonsShown[index] = buttonsKey(buttons);
     this.#onDelivered?.(text);
   }
+}
+
+/** Which buttons a message shows, as one comparable string ('' for none). */
+function buttonsKey(buttons: ReplyOptions['buttons']): string {
+  return (buttons ?? []).map((b) => b.value).join('\u0000');
 }

@@ -14,8 +14,8 @@ export class ReplyMessages {
   carry: string;
   /** What each message shows right now, as far as we know. */
   readonly shown: string[];
-  /** Whether each message shows the live buttons right now, as far as we know. */
-  readonly buttonsShown: boolean[] = [];
+  /** Which buttons each message shows right now (their values joined; '' for none), as far as we know. */
+  readonly buttonsShown: string[] = [];
 
   constructor(target: ReplyTarget, initial: ReplyState | undefined) {
     this.ids = [...(initial?.messageIds ?? (target.messageId ? [target.messageId] : []))];

@@ -51,6 +51,7 @@ export class ReplyStream implements ReplySink {
   #roundStart = 0;
   #status: string | undefined;
   #finished = false;
+  #finalButtons: ReplyOptions['buttons'];
   #dirty = false;
   #pumping: Promise<void> | undefined;
   /** What the delivery reads: always the current state, never a copy (see ReplyView). */
@@ -86,7 +87,8 @@ export class ReplyStream implements ReplySink {
         return stream.#finished;
       },
       get buttons() {
-        return !stream.#finished && stream.#liveButtonsDue ? stream.#liveButtons : undefined;
+        if (stream.#finished) return stream.#finalButtons;
+        return stream.#liveButtonsDue ? stream.#liveButtons : undefined;
       },
     };
   }
@@ -126,8 +128,10 @@ export class ReplyStream implements ReplySink {
     this.#schedule();
   }
 
-  async finish(finalText?: string): Promise<void> {
+  /** Shows the final text; `buttons` stay on the answer (feedback), where the live ones (Stop) go. */
+  async finish(finalText?: string, buttons?: ReplyOptions['buttons']): Promise<void> {
     if (finalText !== undefined) this.#text = finalText;
+    this.#finalButtons = buttons?.length ? buttons : undefined;
     this.#status = undefined;
     this.#finished = true;
     this.#dirty = true;

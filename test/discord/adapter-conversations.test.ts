@@ -97,7 +97,14 @@ describe('Discord adapter against the fake Discord', () => {
       true,
     );
     expect(versions.at(-1)).toBe('echo: hello there');
-    expect(reply.message.components).toEqual([]);
+    // The Stop button is gone; the answer keeps 👍/👎, which carry the turn they rate.
+    const buttons = (reply.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>)
+      .flatMap((r) => r.components)
+      .map((b) => [b.label, b.custom_id.replace(/[0-9a-f-]{36}$/, '<turn>')]);
+    expect(buttons).toEqual([
+      ['👍', 'feedback:up:<turn>'],
+      ['👎', 'feedback:down:<turn>'],
+    ]);
   });
 
   it('answers a DM in the DM', async () => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTool } from '../../src/agent/tools/tool.ts';
 import { FakeDiscord } from '../fakes/discord/index.ts';
-import { dmMessage } from '../fixtures/discord/payloads.ts';
+import { buttonInteraction, dmMessage } from '../fixtures/discord/payloads.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
@@ -76,5 +76,29 @@ describe('steering a running turn on Discord (the default mode in DMs and thread
       `SELECT count(*)::int AS n FROM countersign.work_items WHERE result ? 'takenInto'`,
     );
     expect(rows[0]?.n).toBe(1);
+  });
+
+  it('keeps 👍/👎 on the answer; a vote is recorded with the turn', async () => {
+    const answer = fake
+      .messagesIn(fake.scene.dmChannelId)
+      .find((x) => String(x.message.content).includes('answer to: and say hi'))!;
+    const buttons = (
+      answer.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>
+    ).flatMap((r) => r.components);
+    const down = buttons.find((b) => b.label === '👎')!;
+    const voted = fake.interact(
+      buttonInteraction(fake.scene, { customId: down.custom_id, message: answer.message, inDm: true }),
+    );
+    await fake.until(
+      () => {
+        const id = voted.originalMessageId;
+        const reply = id ? fake.message(id) : undefined;
+        return reply && /recorded with this answer/.test(String(reply.message.content)) ? true : undefined;
+      },
+      'the acknowledgement',
+      45_000,
+    );
+    const { rows } = await h.app.pool.query(`SELECT vote, user_id FROM countersign.turn_feedback`);
+    expect(rows).toEqual([{ vote: 'down', user_id: fake.scene.human.id }]);
   });
 });

@@ -13,7 +13,13 @@ import { Priority } from '../../core/work-item.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { denyReasonModal, parseStopCustomId } from './components/index.ts';
-import { ButtonPayload, parseDenyFormId, parseRevokeGrant, revokeGrantValue } from '../../core/buttons.ts';
+import {
+  ButtonPayload,
+  parseDenyFormId,
+  parseFeedback,
+  parseRevokeGrant,
+  revokeGrantValue,
+} from '../../core/buttons.ts';
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
 import { LIMITS } from './limits.ts';
 import { requesterOf } from './people.ts';
@@ -51,6 +57,17 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       const parts = args ? fullArgumentMessages(args.tool, args.text) : ['That call is no longer on record.'];
       await interaction.reply({ content: parts[0]!, ...PRIVATE });
       for (const part of parts.slice(1)) await interaction.followUp({ content: part, ...PRIVATE });
+      return;
+    }
+    const feedback = parseFeedback(interaction.customId);
+    if (feedback) {
+      await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+      const by = requesterOf(interaction.user, { guildId: interaction.guildId, roles: interaction.member?.roles });
+      const recorded = await ctx.recordFeedback(feedback.workItemId, by, feedback.vote);
+      const text = recorded.ok
+        ? `Thanks — your ${feedback.vote === 'up' ? '👍' : '👎'} is recorded with this answer.`
+        : recorded.reason;
+      await interaction.editReply({ content: text, ...PUBLIC_EDIT });
       return;
     }
     const grantId = parseRevokeGrant(interaction.customId);

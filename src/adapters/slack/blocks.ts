@@ -10,7 +10,7 @@ import {
 } from '../../approval/card.ts';
 import { type ApprovalCard } from '../../core/approval-card.ts';
 import type { KnownBlock } from '@slack/web-api';
-import { buttonValue, MAX_DENY_REASON, revokeGrantValue } from '../../core/buttons.ts';
+import { buttonValue, FEEDBACK_PREFIX, MAX_DENY_REASON, revokeGrantValue } from '../../core/buttons.ts';
 import { markdownToMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 
@@ -69,7 +69,37 @@ export function replyBlocks(markdown: string, buttons: ReplyButton[] = []): Bloc
   const sections: Block[] = [];
   for (let i = 0; i < text.length || i === 0; i += LIMITS.sectionText)
     sections.push(section(text.slice(i, i + LIMITS.sectionText) || ' '));
-  return [...sections, ...actions(buttons, 'countersign')].slice(0, LIMITS.blocks);
+  const feedback = buttons.filter((b) => b.value.startsWith(FEEDBACK_PREFIX));
+  const others = buttons.filter((b) => !b.value.startsWith(FEEDBACK_PREFIX));
+  return [...sections, ...actions(others, 'countersign'), ...feedbackBlock(feedback)].slice(0, LIMITS.blocks);
+}
+
+/** Feedback on an answer as Slack's own thumbs (a context_actions block with feedback_buttons). */
+export function feedbackBlock(buttons: ReplyButton[]): Block[] {
+  const up = buttons.find((b) => b.value.startsWith(`${FEEDBACK_PREFIX}up:`));
+  const down = buttons.find((b) => b.value.startsWith(`${FEEDBACK_PREFIX}down:`));
+  if (!up || !down) return [];
+  return [
+    {
+      type: 'context_actions',
+      elements: [
+        {
+          type: 'feedback_buttons',
+          action_id: 'countersign_feedback',
+          positive_button: {
+            text: { type: 'plain_text', text: up.label },
+            value: up.value,
+            accessibility_label: 'This answer helped',
+          },
+          negative_button: {
+            text: { type: 'plain_text', text: down.label },
+            value: down.value,
+            accessibility_label: 'This answer did not help',
+          },
+        },
+      ],
+    } as unknown as Block,
+  ];
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ReplyTarget } from '../../core/reply-target.ts';
+import type { ReplyButton, ReplyTarget } from '../../core/reply-target.ts';
 import { PLACEHOLDER, type DeliveryContext, type ReplyDelivery, type ReplyView } from '../../reply/delivery.ts';
 import { EditDelivery } from '../../reply/edit-delivery.ts';
 import type { Outbound, PostedMessage } from '../../reply/outbound.ts';
@@ -26,7 +26,8 @@ export interface NativeStreaming {
   /** Appends `text`; `reserved`: the caller already took the token with reserveAppend. */
   append(target: ReplyTarget, messageId: string, text: string, reserved?: boolean): Promise<void>;
   /** Ends the stream, appending `text` first. */
-  stop(target: ReplyTarget, messageId: string, text?: string): Promise<void>;
+  /** `buttons`: the finished answer's own (feedback), shown under it as blocks. */
+  stop(target: ReplyTarget, messageId: string, text?: string, buttons?: ReplyButton[]): Promise<void>;
   /** Deletes a message (the placeholder that carried status and Stop while the answer streamed). */
   remove(target: ReplyTarget, messageId: string): Promise<void>;
 }
@@ -177,7 +178,12 @@ export class NativeDelivery implements ReplyDelivery {
           continue;
         }
         if (view.finished) {
-          await streaming.stop(this.#target, stream.messageId, live.slice(stream.text.length) || undefined);
+          await streaming.stop(
+            this.#target,
+            stream.messageId,
+            live.slice(stream.text.length) || undefined,
+            view.buttons,
+          );
           messages.shown[messages.liveIndex] = live;
           this.#live = undefined;
           this.#done = true;

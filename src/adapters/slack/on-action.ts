@@ -1,7 +1,7 @@
 import type { SlackActionMiddlewareArgs, SlackViewMiddlewareArgs } from '@slack/bolt';
 import { z } from 'zod';
 import type { AdapterContext } from '../platform.ts';
-import { ButtonPayload, parseRevokeGrant, parseStopButton } from '../../core/buttons.ts';
+import { ButtonPayload, parseFeedback, parseRevokeGrant, parseStopButton } from '../../core/buttons.ts';
 import { denyReasonModal, fullArgumentsModal } from './blocks.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
@@ -45,6 +45,15 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
       const triggerId = (body as { trigger_id?: string }).trigger_id;
       if (args && triggerId) await deps.outbound.openModal(triggerId, fullArgumentsModal(args.tool, args.text));
       else if (channel) await deps.outbound.ephemeral(channel, user, 'That call is no longer on record.', thread);
+      return;
+    }
+    const feedback = parseFeedback(value);
+    if (feedback) {
+      const recorded = await ctx.recordFeedback(feedback.workItemId, person, feedback.vote);
+      const text = recorded.ok
+        ? `Thanks — your ${feedback.vote === 'up' ? '👍' : '👎'} is recorded with this answer.`
+        : recorded.reason;
+      if (channel) await deps.outbound.ephemeral(channel, user, text, thread);
       return;
     }
     const grantId = parseRevokeGrant(value);

@@ -4,7 +4,8 @@ import type { Pool } from '../../db/pool.ts';
 import { metrics } from '../../metrics.ts';
 import type { PostedMessage } from '../../reply/outbound.ts';
 import { StreamingUnavailable, type NativeStreaming } from './native-delivery.ts';
-import { type ReplyTarget } from '../../core/reply-target.ts';
+import { type ReplyButton, type ReplyTarget } from '../../core/reply-target.ts';
+import { feedbackBlock } from './blocks.ts';
 import { tryTakeToken, waitForToken, type BucketShape } from '../../reply/rate-bucket.ts';
 import { neutralizeMarkdownMentions } from './format/index.ts';
 import { LIMITS } from './limits.ts';
@@ -109,13 +110,15 @@ export class SlackNativeStreaming implements NativeStreaming {
     );
   }
 
-  async stop(target: ReplyTarget, messageId: string, text?: string): Promise<void> {
+  async stop(target: ReplyTarget, messageId: string, text?: string, buttons?: ReplyButton[]): Promise<void> {
+    const blocks = buttons?.length ? feedbackBlock(buttons) : [];
     await waitForToken(this.#pool, this.#key(target, 'chat.stopStream'), this.#stops);
     await this.#call('chat.stopStream', () =>
       this.#client.chat.stopStream({
         channel: target.channel,
         ts: messageId,
         ...(text ? { markdown_text: neutralizeMarkdownMentions(text) } : {}),
+        ...(blocks.length ? { blocks } : {}),
       }),
     );
   }

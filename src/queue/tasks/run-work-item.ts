@@ -31,7 +31,8 @@ import { WorkItemJobPayload } from '../work-item.ts';
 import type { ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
 import { StopRequested, stopRequestOf, type StopListener } from '../stop-requests.ts';
-import { stopButtonValue } from '../../core/buttons.ts';
+import { feedbackValue, stopButtonValue } from '../../core/buttons.ts';
+import type { ReplyButton } from '../../core/reply-target.ts';
 import { metrics } from '../../metrics.ts';
 
 /** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */
@@ -93,6 +94,9 @@ export function initialTurnState(item: WorkItem): TurnState {
   };
 }
 
+/** Platforms whose replies carry 👍/👎 on a final answer. */
+const FEEDBACK_PLATFORMS = new Set(['slack', 'discord']);
+
 /** Puts a work item into a resting status and hands the conversation to its next item (one statement). */
 const settle = (pool: Pool, item: WorkItem, settlement: Settlement) => settleTurn(pool, item, settlement);
 
@@ -129,6 +133,14 @@ export function createWorkItemTask(services: WorkerServices): Task {
       if (!item.placeholder || item.reply.messageId || row.checkpoint) return item;
       const posted = await services.outbounds.for(item.reply).post(item.reply, item.placeholder);
       return recordPlaceholder(pool, item, posted.messageId);
+    }
+
+    function feedbackButtons(item: WorkItem): ReplyButton[] | undefined {
+      if (!config.FEEDBACK_BUTTONS || !FEEDBACK_PLATFORMS.has(item.reply.platform)) return undefined;
+      return [
+        { label: '👍', value: feedbackValue(item.id, 'up'), style: 'secondary' },
+        { label: '👎', value: feedbackValue(item.id, 'down'), style: 'secondary' },
+      ];
     }
 
     async function runItem(item: WorkItem, row: StartedRow, stop: ReturnType<StopListener['track']>): Promise<void> {
@@ -331,7 +343,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
       }
 
       if (outcome.kind === 'final') {
-        await sink.finish(outcome.text);
+        await sink.finish(outcome.text, feedbackButtons(item));
         await settle(pool, item, {
           status: 'done',
           result: { text: outcome.text, usage: outcome.state.usage },

@@ -88,6 +88,23 @@ export function checkBlocks(blocks: unknown): string[] {
           });
         }
         break;
+      case 'context_actions':
+        // Feedback buttons and icon buttons, at most 5 (docs.slack.dev reference: context actions block).
+        if (!Array.isArray(block.elements) || block.elements.length === 0)
+          fail(`${at}/elements`, 'must provide elements');
+        else if (block.elements.length > 5) fail(`${at}/elements`, 'no more than 5 items allowed');
+        else
+          block.elements.forEach((e, j) => {
+            if (!isObject(e) || (e.type !== 'feedback_buttons' && e.type !== 'icon_button'))
+              return fail(`${at}/elements/${j}/type`, 'must be feedback_buttons or icon_button');
+            if (e.type !== 'feedback_buttons') return;
+            for (const side of ['positive_button', 'negative_button'] as const) {
+              const b = e[side];
+              if (!isObject(b) || !textOf(b.text) || typeof b.value !== 'string')
+                fail(`${at}/elements/${j}/${side}`, 'must provide text and value');
+            }
+          });
+        break;
       case 'divider':
       case 'rich_text':
       case 'markdown':
