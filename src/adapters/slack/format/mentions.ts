@@ -1,3 +1,5 @@
+import { revealDisguisedLinks } from './links.ts';
+
 /**
  * Model output must never notify anyone Countersign did not choose to notify. Slack notifies on
  * `<!channel>`, `<!here>`, `<!everyone>`, `<!subteam^ID>` (user groups) and `<@U…>` / `<@W…>`
@@ -42,10 +44,11 @@ function readableName(target: string, label: string | undefined): string {
  * The same guarantee for Markdown sent to Slack's streaming methods, where text goes out in pieces
  * and cannot be corrected afterwards: a zero-width space after every `<` that opens `<!…>` or
  * `<@…>`, and after the `@` of a broadcast name. The change never depends on text after the next
- * whitespace, so pieces cut at whitespace neutralize exactly as the whole text would.
+ * whitespace, so pieces cut at whitespace neutralize exactly as the whole text would. Links whose
+ * text reads as another address show their real target too (links.ts), as they do in edits.
  */
 export function neutralizeMarkdownMentions(text: string): string {
-  return text
+  return revealDisguisedLinks(text)
     .replace(/<(?=[!@])/g, `<${ZERO_WIDTH_SPACE}`)
     .replace(/@(?=(?:channel|here|everyone))/gi, `@${ZERO_WIDTH_SPACE}`);
 }

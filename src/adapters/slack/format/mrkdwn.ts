@@ -1,3 +1,4 @@
+import { disguisesTarget } from './links.ts';
 /**
  * CommonMark (what models write) → Slack mrkdwn. Slack's dialect differs: `*bold*`, `_italic_`,
  * `~strike~`, `<url|label>` links, no headings, and `&`, `<`, `>` must be sent as entities
@@ -95,5 +96,7 @@ function link(url: string, label: string): string {
   // `|` and `>` end Slack's link syntax early; percent-encoding keeps the URL working.
   const safeUrl = url.replaceAll('&', '&amp;').replaceAll('<', '%3C').replaceAll('>', '%3E').replaceAll('|', '%7C');
   const text = escapeMrkdwn(label.replace(/[*_~`]/g, '')).trim();
+  // Text that reads as another address is shown beside the real one, never as its disguise.
+  if (text && disguisesTarget(label, url)) return `${text} (<${safeUrl}>)`;
   return text && text !== url ? `<${safeUrl}|${text}>` : `<${safeUrl}>`;
 }
