@@ -152,6 +152,45 @@ describe('Slack agent sessions', () => {
   });
 });
 
+describe('suggested prompts when a person opens the agent', () => {
+  let fake: FakeSlack;
+  let h: Harness;
+  beforeAll(async () => {
+    fake = await FakeSlack.start();
+    h = await start(fake);
+  });
+  afterAll(async () => {
+    await h.stop();
+    await fake.close();
+  });
+
+  it('lists the skills the person can run, at most four, as prompts a click sends', async () => {
+    await fake.deliver(
+      eventsApiEnvelope(
+        eventCallback(fake.team, {
+          type: 'assistant_thread_started',
+          assistant_thread: {
+            user_id: ALICE,
+            context: { channel_id: CHANNEL, team_id: fake.team },
+            channel_id: 'D0ALICE001',
+            thread_ts: '1729999327.187299',
+          },
+          event_ts: '1729999327.200000',
+        }),
+      ),
+    );
+    const set = await waitFor(
+      async () => fake.world.suggestedPrompts.get('D0ALICE001:1729999327.187299'),
+      10_000,
+      'the suggested prompts',
+    );
+    const skills = h.app.skills.list();
+    expect(skills.length).toBeGreaterThan(0);
+    expect(set.prompts.map((p) => p.title)).toEqual(skills.slice(0, 4).map((s) => s.name));
+    for (const p of set.prompts) expect(p.message).toMatch(new RegExp(`^Use the ${p.title} skill`));
+  });
+});
+
 describe('a workspace whose app is not declared as an agent', () => {
   let fake: FakeSlack;
   let h: Harness;

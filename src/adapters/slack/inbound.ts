@@ -10,7 +10,12 @@ import { createActionHandler, createDenyFormHandler } from './on-action.ts';
 import { DENY_FORM_CALLBACK } from './blocks.ts';
 import { SlackUserGroups } from './user-groups.ts';
 import type { SlackAgentSessions } from './agent-sessions.ts';
-import { createSessionStoppedHandler, type AgentSessionStoppedEvent } from './on-session.ts';
+import {
+  createSessionStoppedHandler,
+  createThreadStartedHandler,
+  type AgentSessionStoppedEvent,
+  type AssistantThreadStartedEvent,
+} from './on-session.ts';
 
 export { inviteHint } from './on-command.ts';
 
@@ -90,6 +95,10 @@ export async function startSlackInbound(
   });
   app.event('agent_session_stopped', ({ event, body }) =>
     sessionStopped(event as unknown as AgentSessionStoppedEvent, String((body as { team_id?: unknown }).team_id)),
+  );
+  const threadStarted = createThreadStartedHandler(ctx, { client: app.client });
+  app.event('assistant_thread_started', ({ event, body }) =>
+    threadStarted(event as unknown as AssistantThreadStartedEvent, String((body as { team_id?: unknown }).team_id)),
   );
   app.command(settings.skillsCommand, commands.onSkills);
   app.command(settings.skillCommand, commands.onSkill);

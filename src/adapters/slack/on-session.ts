@@ -52,3 +52,47 @@ export function createSessionStoppedHandler(
     if (!result.ok) await deps.outbound.ephemeral(event.channel, event.user, result.reason, event.thread_ts);
   };
 }
+
+/** `assistant_thread_started`, as Slack documents it: a person opened the agent (a new assistant thread). */
+export interface AssistantThreadStartedEvent {
+  type: 'assistant_thread_started';
+  assistant_thread: { user_id: string; channel_id: string; thread_ts: string; context?: { channel_id?: string } };
+}
+
+/** Slack shows at most four suggested prompts. */
+const MAX_PROMPTS = 4;
+
+/**
+ * When a person opens the agent, suggest what it can do for them: one prompt per skill (the first
+ * four), each a short request a click sends as their message. Someone the policy does not serve
+ * gets none. A failure only logs: the thread works without suggestions.
+ */
+export function createThreadStartedHandler(
+  ctx: AdapterContext,
+  deps: { client: { apiCall(method: string, args: Record<string, unknown>): Promise<unknown> } },
+) {
+  return async function onThreadStarted(event: AssistantThreadStartedEvent, team: string): Promise<void> {
+    const thread = event.assistant_thread;
+    const person = { platform: 'slack', userId: thread.user_id, workspace: team };
+    const place = { platform: 'slack', channel: thread.channel_id, workspace: team, thread: thread.thread_ts };
+    if (!ctx.approvals.mayUse(person, place).ok) return;
+    const prompts = ctx.skills
+      .list()
+      .slice(0, MAX_PROMPTS)
+      .map((skill) => ({
+        title: skill.name.slice(0, 75),
+        message: `Use the ${skill.name} skill${skill.description ? `: ${skill.description}` : '.'}`.slice(0, 500),
+      }));
+    if (prompts.length === 0) return;
+    try {
+      await deps.client.apiCall('assistant.threads.setSuggestedPrompts', {
+        channel_id: thread.channel_id,
+        thread_ts: thread.thread_ts,
+        title: 'Skills you can run',
+        prompts,
+      });
+    } catch (error) {
+      ctx.log.warn({ err: error, channel: thread.channel_id }, 'could not suggest prompts for an assistant thread');
+    }
+  };
+}

@@ -359,6 +359,32 @@ export const METHODS: Record<string, Handler> = {
     };
   },
 
+  // assistant.threads.setSuggestedPrompts (assistant:write): up to four {title, message} prompts for a thread.
+  'assistant.threads.setSuggestedPrompts': (args, ctx) => {
+    if (!ctx.agent) return fail('not_authorized');
+    const channel = str(args.channel_id);
+    const thread = str(args.thread_ts);
+    if (!channel || !thread) return fail('invalid_arguments');
+    const prompts = Array.isArray(args.prompts)
+      ? args.prompts
+      : typeof args.prompts === 'string'
+        ? (JSON.parse(args.prompts) as unknown[])
+        : [];
+    const valid = prompts.every(
+      (p) =>
+        typeof p === 'object' &&
+        p !== null &&
+        typeof (p as { title?: unknown }).title === 'string' &&
+        typeof (p as { message?: unknown }).message === 'string',
+    );
+    if (prompts.length === 0 || prompts.length > 4 || !valid) return fail('invalid_arguments');
+    ctx.world.suggestedPrompts.set(`${channel}:${thread}`, {
+      ...(str(args.title) ? { title: str(args.title)! } : {}),
+      prompts: prompts as Array<{ title: string; message: string }>,
+    });
+    return { ok: true };
+  },
+
   'agents.sessions.rename': (args, ctx) => {
     if (!ctx.agent) return fail('not_authorized');
     const channel = str(args.channel_id);

@@ -66,6 +66,8 @@ export class SlackWorld {
   readonly botNotIn = new Set<string>();
   /** Agent sessions by `channel:thread_ts`, with every status they were set to, in order. */
   readonly sessions = new Map<string, { status: string; title?: string; initiator?: string; history: string[] }>();
+  /** Suggested prompts set per assistant thread (`channel:thread_ts`). */
+  readonly suggestedPrompts = new Map<string, { title?: string; prompts: Array<{ title: string; message: string }> }>();
   /** Whether the app subscribes to agent_session_stopped (without it setStatus carries a warning). */
   subscribedToSessionStopped = true;
 
