@@ -1,26 +1,12 @@
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineTool } from '../../src/agent/tools/tool.ts';
 import { FakeDiscord } from '../fakes/discord/index.ts';
 import { buttonInteraction, dmMessage } from '../fixtures/discord/payloads.ts';
+import { slowTool } from '../helpers/tools.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const runs: string[] = [];
-const slowCheck = defineTool({
-  name: 'slow_check',
-  description: 'Checks a service slowly (test)',
-  version: '1',
-  input: z.object({ service: z.string() }),
-  approval: 'never',
-  risk: 'low',
-  idempotent: false,
-  async execute({ service }) {
-    runs.push(service);
-    await new Promise((r) => setTimeout(r, 1500));
-    return `${service} is fine`;
-  },
-});
+const slowCheck = slowTool('slow_check', runs);
 
 describe('steering a running turn on Discord (the default mode in DMs and threads)', () => {
   let fake: FakeDiscord;

@@ -37,3 +37,29 @@ export function testToolContext(overrides: Partial<ToolContext> = {}): ToolConte
     ...overrides,
   };
 }
+
+/**
+ * A tool that needs no approval and takes `ms` to run (stoppable): for tests of what happens while
+ * a tool runs. Its argument is `service` (or `target`, as `arg` says); every run is pushed to `runs`.
+ */
+export function slowTool(name: string, runs: string[], options: { ms?: number; arg?: 'service' | 'target' } = {}) {
+  const arg = options.arg ?? 'service';
+  return defineTool({
+    name,
+    description: `${name} (a slow test tool)`,
+    version: '1',
+    input: z.object({ [arg]: z.string() }) as z.ZodType<Record<string, string>>,
+    approval: 'never',
+    risk: 'low',
+    idempotent: false,
+    async execute(args, { signal }) {
+      const subject = args[arg]!;
+      runs.push(subject);
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, options.ms ?? 1500);
+        signal.addEventListener('abort', () => (clearTimeout(timer), resolve(undefined)));
+      });
+      return `${subject} is fine`;
+    },
+  });
+}

@@ -4,6 +4,7 @@ import { ScriptedProvider } from '../../src/agent/providers/scripted.ts';
 import type { ModelProvider, ModelRequest, RoundCallbacks } from '../../src/agent/model.ts';
 import { defineTool } from '../../src/agent/tools/tool.ts';
 import type { ConversationMode, WorkItem } from '../../src/core/work-item.ts';
+import { slowTool } from '../helpers/tools.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 
 /** The scripted model, remembering every request (what the model saw, in which request). */
@@ -22,20 +23,8 @@ class RecordingProvider implements ModelProvider {
 }
 
 const runs: string[] = [];
-const slowCheck = defineTool({
-  name: 'slow_check',
-  description: 'Checks a target slowly (test)',
-  version: '1',
-  input: z.object({ target: z.string() }),
-  approval: 'never',
-  risk: 'low',
-  idempotent: false,
-  async execute({ target }) {
-    runs.push(target);
-    await new Promise((r) => setTimeout(r, 1500));
-    return `${target} is fine`;
-  },
-});
+const slowCheck = slowTool('slow_check', runs, { arg: 'target' });
+
 const deploy = defineTool({
   name: 'deploy',
   description: 'Deploys (test)',

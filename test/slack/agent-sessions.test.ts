@@ -1,6 +1,4 @@
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineTool } from '../../src/agent/tools/tool.ts';
 import { FakeSlack } from '../fakes/slack/fake-slack.ts';
 import {
   appMention,
@@ -10,29 +8,13 @@ import {
   interactiveEnvelope,
 } from '../fixtures/slack/events.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
-import { countingTool } from '../helpers/tools.ts';
+import { countingTool, slowTool } from '../helpers/tools.ts';
 
 const CHANNEL = 'C0OPS00001';
 const ALICE = 'U0ALICE001';
 
 const runs: string[] = [];
-const slowCheck = defineTool({
-  name: 'slow_check',
-  description: 'Checks a service slowly (test)',
-  version: '1',
-  input: z.object({ service: z.string() }),
-  approval: 'never',
-  risk: 'low',
-  idempotent: false,
-  async execute({ service }, { signal }) {
-    runs.push(service);
-    await new Promise((r) => {
-      const timer = setTimeout(r, 3000);
-      signal.addEventListener('abort', () => (clearTimeout(timer), r(undefined)));
-    });
-    return `${service} is fine`;
-  },
-});
+const slowCheck = slowTool('slow_check', runs, { ms: 3000 });
 
 const script = {
   rules: [
@@ -55,12 +37,7 @@ async function start(fake: FakeSlack): Promise<Harness> {
   const h = await startHarness({
     tools: [slowCheck, countingTool('deploy', runs, { risk: 'medium', result: 'deployed' })],
     script,
-    env: {
-      SLACK_BOT_TOKEN: fake.botToken,
-      SLACK_APP_TOKEN: fake.appToken,
-      SLACK_API_URL: fake.apiUrl,
-      SLACK_STREAMING: 'off',
-    },
+    env: fake.env({ SLACK_STREAMING: 'off' }),
   });
   await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
   return h;

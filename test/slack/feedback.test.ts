@@ -27,12 +27,7 @@ describe('feedback buttons on Slack answers', () => {
     fake = await FakeSlack.start();
     h = await startHarness({
       script: { rules: [{ rounds: [{ text: 'The api is healthy.' }] }] },
-      env: {
-        SLACK_BOT_TOKEN: fake.botToken,
-        SLACK_APP_TOKEN: fake.appToken,
-        SLACK_API_URL: fake.apiUrl,
-        SLACK_STREAMING: 'off',
-      },
+      env: fake.env({ SLACK_STREAMING: 'off' }),
     });
     await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
   });
@@ -137,7 +132,7 @@ describe('feedback buttons under Slack native streaming', () => {
     fake = await FakeSlack.start();
     h = await startHarness({
       script: { rules: [{ rounds: [{ text: 'Streamed and done.', chunkSize: 4, delayMs: 20 }] }] },
-      env: { SLACK_BOT_TOKEN: fake.botToken, SLACK_APP_TOKEN: fake.appToken, SLACK_API_URL: fake.apiUrl },
+      env: fake.env(),
     });
     await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
   });

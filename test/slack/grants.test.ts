@@ -42,12 +42,7 @@ describe('"Always allow here" and /countersign grants on Slack', () => {
           },
         ],
       },
-      env: {
-        SLACK_BOT_TOKEN: fake.botToken,
-        SLACK_APP_TOKEN: fake.appToken,
-        SLACK_API_URL: fake.apiUrl,
-        SLACK_STREAMING: 'off',
-      },
+      env: fake.env({ SLACK_STREAMING: 'off' }),
     });
     await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
   });

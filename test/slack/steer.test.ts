@@ -1,29 +1,14 @@
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineTool } from '../../src/agent/tools/tool.ts';
 import { FakeSlack } from '../fakes/slack/fake-slack.ts';
 import { appMention, eventCallback, eventsApiEnvelope, threadReply } from '../fixtures/slack/events.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
-import { countingTool } from '../helpers/tools.ts';
+import { countingTool, slowTool } from '../helpers/tools.ts';
 
 const CHANNEL = 'C0OPS00001';
 const ALICE = 'U0ALICE001';
 
 const runs: string[] = [];
-const slowCheck = defineTool({
-  name: 'slow_check',
-  description: 'Checks a service slowly (test)',
-  version: '1',
-  input: z.object({ service: z.string() }),
-  approval: 'never',
-  risk: 'low',
-  idempotent: false,
-  async execute({ service }) {
-    runs.push(service);
-    await new Promise((r) => setTimeout(r, 1500));
-    return `${service} is fine`;
-  },
-});
+const slowCheck = slowTool('slow_check', runs);
 
 describe('steering a running turn on Slack (the default mode in threads)', () => {
   let fake: FakeSlack;
@@ -49,12 +34,7 @@ describe('steering a running turn on Slack (the default mode in threads)', () =>
           { rounds: [{ text: 'answer to: {{lastUser}}' }] },
         ],
       },
-      env: {
-        SLACK_BOT_TOKEN: fake.botToken,
-        SLACK_APP_TOKEN: fake.appToken,
-        SLACK_API_URL: fake.apiUrl,
-        SLACK_STREAMING: 'off',
-      },
+      env: fake.env({ SLACK_STREAMING: 'off' }),
     });
     await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
   });

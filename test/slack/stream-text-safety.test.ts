@@ -31,12 +31,7 @@ for (const streaming of ['auto', 'off'] as const) {
       fake = await FakeSlack.start();
       h = await startHarness({
         script: { rules: [{ rounds: [{ text: HOSTILE, chunkSize: 7, delayMs: 5 }] }] },
-        env: {
-          SLACK_BOT_TOKEN: fake.botToken,
-          SLACK_APP_TOKEN: fake.appToken,
-          SLACK_API_URL: fake.apiUrl,
-          SLACK_STREAMING: streaming,
-        },
+        env: fake.env({ SLACK_STREAMING: streaming }),
       });
       await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
     });

@@ -106,6 +106,11 @@ export class FakeSlack {
   }
 
   /** The Web API base to give the SDKs as `slackApiUrl` (it must end with a slash). */
+  /** The configuration that points Countersign's Slack adapter (Socket Mode) at this fake. */
+  env(extra: Record<string, string> = {}): Record<string, string> {
+    return { SLACK_BOT_TOKEN: this.botToken, SLACK_APP_TOKEN: this.appToken, SLACK_API_URL: this.apiUrl, ...extra };
+  }
+
   get apiUrl(): string {
     return `${this.url}/api/`;
   }
