@@ -56,30 +56,34 @@ describe('a worker killed between a steering message and the safe point', () => 
     Number((await h.app.pool.query('SELECT count(*) AS n FROM countersign.worker_processes')).rows[0].n);
 
   it('hands the message to the model exactly once, on the worker that takes the turn over', async () => {
-    const first = runCli(['start', '--role=worker'], env);
-    workers.push(first);
-    await waitFor(async () => ((await liveWorkers()) === 1 ? true : undefined), 30_000, 'the first worker');
+    // Both workers are up before the turn starts, so the kill can follow the steering message at once.
+    for (let i = 0; i < 2; i++) workers.push(runCli(['start', '--role=worker'], env));
+    await waitFor(async () => ((await liveWorkers()) === 2 ? true : undefined), 30_000, 'two workers');
 
     const reply = { platform: 'console', channel: 'steer-crash' };
     const a = await h.say('steer-crash', 'first, check the time', { reply, mode: 'steer' });
-    await waitFor(
+    // The process whose graphile-worker slot holds the turn's job.
+    const owner = await waitFor(
       async () => {
-        const { rows } = await h.app.pool.query(`SELECT status FROM countersign.work_items WHERE id = $1`, [a.id]);
-        return rows[0]?.status === 'running' ? true : undefined;
+        const { rows } = await h.app.pool.query<{ pid: number }>(
+          `SELECT p.pid FROM graphile_worker._private_jobs j
+             JOIN countersign.worker_slots s ON s.worker_id = j.locked_by
+             JOIN countersign.worker_processes p ON p.id = s.process_id
+            WHERE j.payload->>'workItemId' = $1 AND j.locked_at IS NOT NULL`,
+          [a.id],
+        );
+        const pid = rows[0]?.pid;
+        return pid === undefined ? undefined : workers.find((w) => w.child.pid === pid);
       },
       30_000,
-      'the turn to run',
+      'the worker running the turn',
     );
     const b = await h.say('steer-crash', 'then tell me a joke', { reply, mode: 'steer' });
-
-    const second = runCli(['start', '--role=worker'], env);
-    workers.push(second);
-    await waitFor(async () => ((await liveWorkers()) === 2 ? true : undefined), 30_000, 'the second worker');
     // Still streaming its first round: the steering message is stored, not yet taken.
     const { rows: before } = await h.app.pool.query(`SELECT status FROM countersign.work_items WHERE id = $1`, [b.id]);
     expect(before[0]?.status).toBe('queued');
-    first.child.kill('SIGKILL');
-    expect((await first.exited).signal).toBe('SIGKILL');
+    owner.child.kill('SIGKILL');
+    expect((await owner.exited).signal).toBe('SIGKILL');
 
     const settled = await h.settled(a.id, 45_000);
     expect(settled.status).toBe('done');
