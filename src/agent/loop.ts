@@ -480,6 +480,8 @@ export async function executeToolCall(
   }
 
   deps.sink.setStatus(note ? `Running \`${call.name}\` — ${note}…` : `Running \`${call.name}\`…`);
+  const task = { id: call.id, title: call.name, ...(note ? { details: note } : {}) };
+  deps.sink.task?.({ ...task, status: 'in_progress' });
   let output: ToolOutput;
   const limit = new AbortController();
   const signal = AbortSignal.any([deps.signal, limit.signal]);
@@ -516,6 +518,7 @@ export async function executeToolCall(
     clearTimeout(timer);
     deps.sink.setStatus(undefined);
   }
+  deps.sink.task?.({ ...task, status: output.isError ? 'error' : 'complete' });
   output = { ...output, content: fitToBudget(output.content, deps.settings.toolResultMaxTokens) };
   await recordToolResult(deps.db, ctx.workItemId, call.id, output);
   metrics.toolCalls.inc({ tool: call.name, outcome: output.isError ? 'error' : 'ok' });

@@ -9,9 +9,20 @@ export const PLACEHOLDER = '…';
  * The reply as the pump sees it right now. Read it afresh after every await: the model keeps
  * writing (and the turn may finish) while a platform call is in flight.
  */
+/** One step of the turn (a tool call), as a platform with a task timeline shows it. */
+export interface TaskUpdate {
+  id: string;
+  title: string;
+  status: 'in_progress' | 'complete' | 'error';
+  /** A short line under the title (e.g. the grant a call ran under); at most 256 characters. */
+  details?: string;
+}
+
 export interface ReplyView {
   /** The whole text so far. */
   readonly text: string;
+  /** The turn's steps so far, in the order they started, each in its latest state. */
+  readonly tasks?: readonly TaskUpdate[];
   readonly status: string | undefined;
   readonly finished: boolean;
   /** The live buttons while the turn runs (once they are due); once finished, the answer's own (feedback). */

@@ -1,4 +1,5 @@
 import type { ReplyState } from './reply-state.ts';
+import type { TaskUpdate } from './delivery.ts';
 
 /**
  * Where a turn's reply text goes as the model writes it. The agent loop depends on this, not on how
@@ -18,6 +19,8 @@ export interface ReplySink {
   append(delta: string): void;
   /** A progress line (e.g. "Running `deploy`…") shown with the text until the turn finishes. */
   setStatus(status: string | undefined): void;
+  /** A step of the turn started or ended, for platforms that show a task timeline (Slack streams). */
+  task?(update: TaskUpdate): void;
   /** Shows the complete text (optionally replaced) without status or live buttons; resolves when visible. */
   finish(finalText?: string): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ReplyTarget } from '../core/reply-target.ts';
-import type { ReplyDelivery, ReplyView } from './delivery.ts';
+import type { ReplyDelivery, ReplyView, TaskUpdate } from './delivery.ts';
 import { EditDelivery } from './edit-delivery.ts';
 import type { Outbound, ReplyOptions } from './outbound.ts';
 import type { ReplySink } from './reply-sink.ts';
@@ -52,6 +52,7 @@ export class ReplyStream implements ReplySink {
   #status: string | undefined;
   #finished = false;
   #finalButtons: ReplyOptions['buttons'];
+  readonly #tasks = new Map<string, TaskUpdate>();
   #dirty = false;
   #pumping: Promise<void> | undefined;
   /** What the delivery reads: always the current state, never a copy (see ReplyView). */
@@ -86,6 +87,9 @@ export class ReplyStream implements ReplySink {
       get finished() {
         return stream.#finished;
       },
+      get tasks() {
+        return [...stream.#tasks.values()];
+      },
       get buttons() {
         if (stream.#finished) return stream.#finalButtons;
         return stream.#liveButtonsDue ? stream.#liveButtons : undefined;
@@ -119,6 +123,13 @@ export class ReplyStream implements ReplySink {
   append(delta: string): void {
     if (!delta) return;
     this.#text += delta;
+    this.#schedule();
+  }
+
+  task(update: TaskUpdate): void {
+    const shown = this.#tasks.get(update.id);
+    if (shown && shown.status === update.status && shown.details === update.details) return;
+    this.#tasks.set(update.id, update);
     this.#schedule();
   }
 

@@ -1,6 +1,12 @@
 import type { Logger } from 'pino';
 import type { ReplyButton, ReplyTarget } from '../../core/reply-target.ts';
-import { PLACEHOLDER, type DeliveryContext, type ReplyDelivery, type ReplyView } from '../../reply/delivery.ts';
+import {
+  PLACEHOLDER,
+  type DeliveryContext,
+  type ReplyDelivery,
+  type ReplyView,
+  type TaskUpdate,
+} from '../../reply/delivery.ts';
 import { EditDelivery } from '../../reply/edit-delivery.ts';
 import type { Outbound, PostedMessage } from '../../reply/outbound.ts';
 import type { ReplyMessages } from '../../reply/reply-messages.ts';
@@ -20,14 +26,26 @@ export interface NativeStreaming {
    * Starts a streamed reply showing `text`; undefined when a native stream is not possible for this
    * target right now (no thread, no budget, not supported), and the caller posts a message instead.
    */
-  start(target: ReplyTarget, text: string): Promise<PostedMessage | undefined>;
+  start(target: ReplyTarget, text: string, tasks?: readonly TaskUpdate[]): Promise<PostedMessage | undefined>;
   /** Waits for, and takes, the rate token of the next append (newest text wins, as with reserve). */
   reserveAppend(target: ReplyTarget): Promise<void>;
-  /** Appends `text`; `reserved`: the caller already took the token with reserveAppend. */
-  append(target: ReplyTarget, messageId: string, text: string, reserved?: boolean): Promise<void>;
+  /** Appends `text` (and task updates); `reserved`: the caller already took the token with reserveAppend. */
+  append(
+    target: ReplyTarget,
+    messageId: string,
+    text: string,
+    reserved?: boolean,
+    tasks?: readonly TaskUpdate[],
+  ): Promise<void>;
   /** Ends the stream, appending `text` first. */
   /** `buttons`: the finished answer's own (feedback), shown under it as blocks. */
-  stop(target: ReplyTarget, messageId: string, text?: string, buttons?: ReplyButton[]): Promise<void>;
+  stop(
+    target: ReplyTarget,
+    messageId: string,
+    text?: string,
+    buttons?: ReplyButton[],
+    tasks?: readonly TaskUpdate[],
+  ): Promise<void>;
   /** Deletes a message (the placeholder that carried status and Stop while the answer streamed). */
   remove(target: ReplyTarget, messageId: string): Promise<void>;
 }
@@ -63,6 +81,8 @@ export class NativeDelivery implements ReplyDelivery {
   #statusShown: string | undefined;
   /** A native stream a previous worker left open. */
   #orphan: string | undefined;
+  /** Each task's state as the stream last showed it (id → status and details). */
+  readonly #tasksShown = new Map<string, string>();
 
   constructor(streaming: NativeStreaming, outbound: Outbound, context: DeliveryContext) {
     this.#streaming = streaming;
@@ -157,11 +177,13 @@ export class NativeDelivery implements ReplyDelivery {
             this.#fallBack('nothing to stream');
             return false;
           }
-          const started = await streaming.start(this.#target, live.slice(0, end));
+          const tasks = this.#newTasks(view);
+          const started = await streaming.start(this.#target, live.slice(0, end), tasks);
           if (!started) {
             this.#fallBack('no native stream available');
             return false;
           }
+          this.#markShown(tasks);
           this.#live = { messageId: started.messageId, startedAt: Date.now(), text: live.slice(0, end) };
           messages.ids[messages.liveIndex] = started.messageId;
           this.#onDelivered?.(this.#live.text);
@@ -178,12 +200,15 @@ export class NativeDelivery implements ReplyDelivery {
           continue;
         }
         if (view.finished) {
+          const tasks = this.#newTasks(view);
           await streaming.stop(
             this.#target,
             stream.messageId,
             live.slice(stream.text.length) || undefined,
             view.buttons,
+            tasks,
           );
+          this.#markShown(tasks);
           messages.shown[messages.liveIndex] = live;
           this.#live = undefined;
           this.#done = true;
@@ -191,12 +216,22 @@ export class NativeDelivery implements ReplyDelivery {
           continue;
         }
         const end = streamBoundary(live, stream.text.length);
-        if (end > stream.text.length) {
+        const tasks = this.#newTasks(view);
+        if (end > stream.text.length || tasks.length > 0) {
           const reserved = this.#appendReserved;
           this.#appendReserved = false;
-          await streaming.append(this.#target, stream.messageId, live.slice(stream.text.length, end), reserved);
-          stream.text = live.slice(0, end);
-          this.#onDelivered?.(stream.text);
+          await streaming.append(
+            this.#target,
+            stream.messageId,
+            live.slice(stream.text.length, Math.max(end, stream.text.length)),
+            reserved,
+            tasks,
+          );
+          this.#markShown(tasks);
+          if (end > stream.text.length) {
+            stream.text = live.slice(0, end);
+            this.#onDelivered?.(stream.text);
+          }
         }
         return true;
       }
@@ -207,6 +242,15 @@ export class NativeDelivery implements ReplyDelivery {
       this.#fallBack(error.message);
       return false;
     }
+  }
+
+  /** The tasks whose state the stream does not show yet (a timeline card per tool call). */
+  #newTasks(view: ReplyView): TaskUpdate[] {
+    return (view.tasks ?? []).filter((t) => this.#tasksShown.get(t.id) !== `${t.status}\u0000${t.details ?? ''}`);
+  }
+
+  #markShown(tasks: readonly TaskUpdate[]): void {
+    for (const t of tasks) this.#tasksShown.set(t.id, `${t.status}\u0000${t.details ?? ''}`);
   }
 
   /** Ends the live stream at a line break (closing an open code block) and seals it; the rest goes in a new one. */

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Pool } from '../../db/pool.ts';
 import { metrics } from '../../metrics.ts';
 import type { PostedMessage } from '../../reply/outbound.ts';
+import type { TaskUpdate } from '../../reply/delivery.ts';
 import { StreamingUnavailable, type NativeStreaming } from './native-delivery.ts';
 import { type ReplyButton, type ReplyTarget } from '../../core/reply-target.ts';
 import { feedbackBlock } from './blocks.ts';
@@ -21,6 +22,23 @@ function budget(perMinute: number): BucketShape {
 }
 const APPENDS = budget(90);
 const UNSUPPORTED_RECHECK_MS = 10 * 60_000;
+
+/**
+ * Task updates as Slack's `task_update` chunks (a timeline card per tool call). Texts are cut to the
+ * documented 256 characters.
+ */
+function chunksOf(tasks: readonly TaskUpdate[] | undefined): { chunks?: Array<Record<string, string>> } {
+  if (!tasks?.length) return {};
+  return {
+    chunks: tasks.map((t) => ({
+      type: 'task_update',
+      id: t.id.slice(0, 256),
+      title: t.title.slice(0, 256),
+      status: t.status,
+      ...(t.details ? { details: t.details.slice(0, 256) } : {}),
+    })),
+  };
+}
 
 /** Errors after which the stream is over for good; anything else (network, 5xx) is retried. */
 const STREAM_GONE = new Set([
@@ -69,7 +87,7 @@ export class SlackNativeStreaming implements NativeStreaming {
     return `slack:${target.workspace ?? 'default'}:${method}`;
   }
 
-  async start(target: ReplyTarget, text: string): Promise<PostedMessage | undefined> {
+  async start(target: ReplyTarget, text: string, tasks?: readonly TaskUpdate[]): Promise<PostedMessage | undefined> {
     const workspace = target.workspace ?? 'default';
     if (!target.thread || (this.#unsupportedUntil.get(workspace) ?? 0) > Date.now()) return undefined;
     const isDm = target.channel.startsWith('D');
@@ -80,10 +98,11 @@ export class SlackNativeStreaming implements NativeStreaming {
         channel: target.channel,
         thread_ts: target.thread,
         markdown_text: neutralizeMarkdownMentions(text),
+        ...chunksOf(tasks),
         ...(target.recipient && target.workspace
           ? { recipient_user_id: target.recipient, recipient_team_id: target.workspace }
           : {}),
-      });
+      } as Parameters<WebClient['chat']['startStream']>[0]);
       return { messageId: String(result.ts) };
     } catch (error) {
       const code = (error as WebAPIPlatformError).data?.error;
@@ -99,18 +118,31 @@ export class SlackNativeStreaming implements NativeStreaming {
     await waitForToken(this.#pool, this.#key(target, 'chat.appendStream'), APPENDS);
   }
 
-  async append(target: ReplyTarget, messageId: string, text: string, reserved = false): Promise<void> {
+  async append(
+    target: ReplyTarget,
+    messageId: string,
+    text: string,
+    reserved = false,
+    tasks?: readonly TaskUpdate[],
+  ): Promise<void> {
     if (!reserved) await this.reserveAppend(target);
     await this.#call('chat.appendStream', () =>
       this.#client.chat.appendStream({
         channel: target.channel,
         ts: messageId,
-        markdown_text: neutralizeMarkdownMentions(text),
-      }),
+        ...(text || !tasks?.length ? { markdown_text: neutralizeMarkdownMentions(text) } : {}),
+        ...chunksOf(tasks),
+      } as Parameters<WebClient['chat']['appendStream']>[0]),
     );
   }
 
-  async stop(target: ReplyTarget, messageId: string, text?: string, buttons?: ReplyButton[]): Promise<void> {
+  async stop(
+    target: ReplyTarget,
+    messageId: string,
+    text?: string,
+    buttons?: ReplyButton[],
+    tasks?: readonly TaskUpdate[],
+  ): Promise<void> {
     const blocks = buttons?.length ? feedbackBlock(buttons) : [];
     await waitForToken(this.#pool, this.#key(target, 'chat.stopStream'), this.#stops);
     await this.#call('chat.stopStream', () =>
@@ -118,8 +150,9 @@ export class SlackNativeStreaming implements NativeStreaming {
         channel: target.channel,
         ts: messageId,
         ...(text ? { markdown_text: neutralizeMarkdownMentions(text) } : {}),
+        ...chunksOf(tasks),
         ...(blocks.length ? { blocks } : {}),
-      }),
+      } as Parameters<WebClient['chat']['stopStream']>[0]),
     );
   }
 

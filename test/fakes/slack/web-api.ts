@@ -101,9 +101,61 @@ function streamText(args: Record<string, unknown>): string {
   return [typeof args.markdown_text === 'string' ? args.markdown_text : '', ...fromChunks].join('');
 }
 
+const TASK_STATUSES = new Set(['pending', 'in_progress', 'complete', 'error']);
+/** Task texts (details, output) are at most this long. */
+const TASK_TEXT_MAX = 256;
+
+/**
+ * The streaming methods' `chunks` (docs.slack.dev chat.appendStream "Using the chunks parameter"):
+ * markdown_text {text}, task_update {id, title, status, details?, output?}, plan_update {title},
+ * blocks {blocks}. The first problem found, as Slack reports invalid arguments.
+ */
+function chunkProblem(chunks: unknown): string | undefined {
+  if (chunks === undefined) return undefined;
+  if (!Array.isArray(chunks)) return 'chunks must be an array';
+  for (const [i, c] of chunks.entries()) {
+    if (typeof c !== 'object' || c === null) return `chunks[${i}] must be an object`;
+    const chunk = c as Record<string, unknown>;
+    switch (chunk.type) {
+      case 'markdown_text':
+        if (typeof chunk.text !== 'string') return `chunks[${i}].text is required`;
+        break;
+      case 'task_update':
+        if (typeof chunk.id !== 'string' || !chunk.id) return `chunks[${i}].id is required`;
+        if (typeof chunk.title !== 'string' || !chunk.title) return `chunks[${i}].title is required`;
+        if (!TASK_STATUSES.has(String(chunk.status)))
+          return `chunks[${i}].status must be pending, in_progress, complete or error`;
+        for (const field of ['details', 'output'] as const) {
+          const v = chunk[field];
+          if (v !== undefined && (typeof v !== 'string' || v.length > TASK_TEXT_MAX))
+            return `chunks[${i}].${field} must be a string of at most ${TASK_TEXT_MAX} characters`;
+        }
+        break;
+      case 'plan_update':
+        if (typeof chunk.title !== 'string' || !chunk.title) return `chunks[${i}].title is required`;
+        break;
+      case 'blocks':
+        if (!Array.isArray(chunk.blocks)) return `chunks[${i}].blocks must be an array`;
+        break;
+      default:
+        return `chunks[${i}].type is not a known chunk type`;
+    }
+  }
+  return undefined;
+}
+
+/** The non-text chunks a streaming call carries, for the message's record. */
+function otherChunks(args: Record<string, unknown>): Array<Record<string, unknown>> {
+  return Array.isArray(args.chunks)
+    ? (args.chunks as Array<Record<string, unknown>>).filter((c) => c.type !== 'markdown_text')
+    : [];
+}
+
 function streamArgsProblem(args: Record<string, unknown>, required: boolean): Failure | undefined {
   const text = typeof args.markdown_text === 'string' ? args.markdown_text : '';
   if (text.length > STREAM_MARKDOWN_MAX) return fail('msg_too_long');
+  const chunks = chunkProblem(args.chunks);
+  if (chunks) return fail('invalid_arguments', { response_metadata: { messages: [`[ERROR] ${chunks}`] } });
   if (required && !text && !Array.isArray(args.chunks)) {
     return fail('invalid_arguments', {
       response_metadata: { messages: ['[ERROR] either markdown_text or chunks is required'] },
@@ -456,6 +508,7 @@ export const METHODS: Record<string, Handler> = {
         user: ctx.botUserId,
         bot_id: ctx.botId,
         text: streamText(args),
+        chunks: otherChunks(args),
         blocks: [],
         streaming: 'in_progress',
       },
@@ -470,6 +523,7 @@ export const METHODS: Record<string, Handler> = {
     if (message.streaming !== 'in_progress') return fail('message_not_in_streaming_state');
     const problem = streamArgsProblem(args, true);
     if (problem) return problem;
+    message.chunks = [...(message.chunks ?? []), ...otherChunks(args)];
     ctx.world.edit(message, { text: message.text + streamText(args), blocks: message.blocks }, 'chat.appendStream');
     return { ok: true, channel: message.channel, ts: message.ts };
   }),
@@ -481,6 +535,7 @@ export const METHODS: Record<string, Handler> = {
     const problem = streamArgsProblem(args, false);
     if (problem) return problem;
     const blocks = [...message.blocks, ...blocksOf(args.blocks)];
+    message.chunks = [...(message.chunks ?? []), ...otherChunks(args)];
     const tail = streamText(args);
     if (tail || blocks.length !== message.blocks.length) {
       ctx.world.edit(message, { text: message.text + tail, blocks }, 'chat.stopStream');

@@ -35,6 +35,8 @@ export interface StoredMessage {
   ephemeralFor?: string;
   /** Messages made by chat.startStream are 'in_progress' until chat.stopStream. */
   streaming?: 'in_progress' | 'completed';
+  /** Non-text chunks a stream carried (task_update, plan_update, blocks), in order. */
+  chunks?: Array<Record<string, unknown>>;
   /** Reaction name → users who reacted. */
   reactions: Record<string, string[]>;
 }
