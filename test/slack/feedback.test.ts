@@ -72,16 +72,20 @@ describe('feedback buttons on Slack answers', () => {
           }),
         }),
       );
+    const acknowledged = (n: number) =>
+      waitFor(
+        async () =>
+          fake.messages.filter((x) => x.ephemeralFor === ALICE && /recorded with this answer/.test(x.text)).length >= n
+            ? true
+            : undefined,
+        10_000,
+        `acknowledgement ${n}`,
+      );
+    // A person changing their mind: 👎, seen acknowledged, then 👍.
     await vote(feedback.negative_button.value);
+    await acknowledged(1);
     await vote(feedback.positive_button.value);
-    await waitFor(
-      async () =>
-        fake.messages.filter((x) => x.ephemeralFor === ALICE && /recorded with this answer/.test(x.text)).length === 2
-          ? true
-          : undefined,
-      10_000,
-      'the two acknowledgements',
-    );
+    await acknowledged(2);
     const workItemId = feedback.positive_button.value.split(':').at(-1)!;
     const { rows } = await h.app.pool.query(
       `SELECT user_id, vote FROM countersign.turn_feedback WHERE work_item_id = $1`,
