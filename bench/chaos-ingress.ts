@@ -62,6 +62,8 @@ export interface IngressFigures {
   answered: number;
   /** Answers posted more than once in a thread. */
   duplicateAnswers: number;
+  /** Threads that were not exactly one answer (and placeholders): what they held, for a failure's message. */
+  unanswered: Array<{ event: number; replies: string[] }>;
   /** "…" placeholders left behind by a worker killed between posting one and recording it. */
   strayPlaceholders: number;
   /** Times the ingress process exited on its own and was started again. */
@@ -254,6 +256,7 @@ export class SlackIngressOutage {
     let answered = 0;
     let duplicateAnswers = 0;
     let strayPlaceholders = 0;
+    const unanswered: IngressFigures['unanswered'] = [];
     for (const sent of this.#sent) {
       const n = items.get(conversationOf(this.#fake.team, sent.ts)) ?? 0;
       if (n === 0) lost += 1;
@@ -264,6 +267,7 @@ export class SlackIngressOutage {
       strayPlaceholders += placeholders;
       duplicateAnswers += Math.max(0, answers - 1);
       if (answers === 1 && replies.length === 1 + placeholders) answered += 1;
+      else if (unanswered.length < 5) unanswered.push({ event: sent.i, replies: replies.map((r) => r.slice(0, 120)) });
     }
     const attempts = this.#sent.flatMap((s) => s.attempts);
     return {
@@ -280,6 +284,7 @@ export class SlackIngressOutage {
       duplicated,
       answered,
       duplicateAnswers,
+      unanswered,
       strayPlaceholders,
       ingressRestarts: this.#restarts,
       cutMs: this.#cutMs,

@@ -40,6 +40,6 @@ describe('chaos (reduced)', () => {
     expect(ingress.duplicated).toBe(0);
     expect(ingress.workItems).toBe(20);
     expect(ingress.duplicateAnswers).toBe(0);
-    expect(ingress.answered).toBe(20);
+    expect(ingress.answered, `threads not holding exactly one answer: ${JSON.stringify(ingress.unanswered)}`).toBe(20);
   }, 200_000);
 });
