@@ -228,11 +228,12 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
     state.messages.push(assistant);
 
     if (answer.toolCalls.length === 0) {
-      if (deps.followUps) {
-        // A message that came while this answer was written joins the turn instead of waiting.
+      // A message that came while this answer was written joins the turn instead of waiting. Only
+      // then is the answer checkpointed as a step: a checkpoint holding an answer not marked final
+      // would make a replay after a crash ask the model again.
+      if ((await deps.followUps?.(state, 'final')) === 'steered') {
         await checkpoint(ctx, state, deps, unrecorded);
-        unrecorded = undefined;
-        if ((await deps.followUps(state, 'final')) === 'steered') continue;
+        continue;
       }
       return finish(ctx, state, deps, unrecorded, state.text);
     }
