@@ -32,10 +32,11 @@ export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolC
   const decision = ctx.gate.decide(call, item.requester, item.reply);
   if (!decision.grantable) return undefined;
   const where = whereOf(item.reply);
+  // Read without a transaction: most calls have no grant, and the claim below re-checks the row anyway.
+  const live = await liveGrantsFor(ctx.pool, call.name, placeOf(where));
+  const covering = live.find((g) => grantCovers(g, call, where) && policyStillAllows(g, decision));
+  if (!covering) return undefined;
   return transaction(ctx.pool, async (client) => {
-    const live = await liveGrantsFor(client, call.name, placeOf(where));
-    const covering = live.find((g) => grantCovers(g, call, where) && policyStillAllows(g, decision));
-    if (!covering) return undefined;
     const grant = await claimGrantUse(client, covering.id);
     if (!grant) return undefined;
     await audit(client, {

@@ -10,7 +10,7 @@ import type { Grant } from './grants.ts';
 import { grantsSeenFrom, revokeFromChat, useGrant, type RevokeResult } from './grant-verbs.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Admission } from '../policy/index.ts';
-import { audit, findEnvelopeById, findEnvelopeByNonce } from './store.ts';
+import { audit, findEnvelopeByNonce, findSupersededBy } from './store.ts';
 import { parseCalls } from './envelope.ts';
 import { fullArgs, makeVisible } from './card.ts';
 import { NONCE_PATTERN } from '../core/buttons.ts';
@@ -128,13 +128,8 @@ export class ApprovalService {
 
   /** Shows the cards a newer message superseded (the trigger of migration 012 closed them). */
   async showSuperseded(byWorkItemId: string): Promise<void> {
-    const { rows } = await this.#ctx.pool.query<{ envelope_id: string }>(
-      `SELECT envelope_id FROM countersign.approval_audit WHERE event = 'superseded' AND detail->>'by' = $1`,
-      [byWorkItemId],
-    );
-    for (const { envelope_id } of rows) {
-      const envelope = await findEnvelopeById(this.#ctx.pool, envelope_id);
-      if (envelope?.status === 'superseded') await refreshCard(this.#ctx, envelope, 'superseded');
+    for (const envelope of await findSupersededBy(this.#ctx.pool, byWorkItemId)) {
+      await refreshCard(this.#ctx, envelope, 'superseded');
     }
   }
 

@@ -71,6 +71,16 @@ export async function findEnvelopeById(db: Queryable, id: string): Promise<Envel
   return rows[0] ? EnvelopeRow.parse(rows[0]) : undefined;
 }
 
+/** The envelopes a newer message superseded (migration 012's trigger audits each with the message's id). */
+export async function findSupersededBy(db: Queryable, workItemId: string): Promise<EnvelopeRow[]> {
+  const { rows } = await db.query(
+    `${SELECT_ENVELOPE} WHERE status = 'superseded' AND id IN (
+       SELECT envelope_id FROM countersign.approval_audit WHERE event = 'superseded' AND detail->>'by' = $1)`,
+    [workItemId],
+  );
+  return rows.map((r) => EnvelopeRow.parse(r));
+}
+
 /** Records a copy of the card (an approvals channel, an approver's DM) so decisions update it too. */
 export async function addCardCopy(db: Queryable, id: string, copy: CardCopy): Promise<void> {
   await db.query(

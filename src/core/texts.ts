@@ -13,6 +13,9 @@ function after(shown: string, line: string): string {
 export const TEXTS = {
   stopped: (shown: string, by: Requester) =>
     after(shown, `_Stopped by ${by.platform === 'console' ? 'you' : personKey(by)}._`),
+  feedbackRecorded: (vote: 'up' | 'down') =>
+    `Thanks — your ${vote === 'up' ? '👍' : '👎'} is recorded with this answer.`,
+  grantRevoked: (grantId: string) => `Revoked grant ${grantId.slice(0, 8)}: from now on those calls ask again.`,
   superseded: (shown: string) => after(shown, '_⏭ Stopped here: your newer message takes over._'),
   failed: (shown: string, reason: string) => after(shown, `Sorry, I couldn't finish this: ${reason}`),
   approvalExpired:

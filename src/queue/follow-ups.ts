@@ -1,4 +1,6 @@
-import type { Queryable } from '../db/pool.ts';
+import { transaction, type Pool, type Queryable } from '../db/pool.ts';
+import type { TurnState } from '../agent/turn-state.ts';
+import { saveCheckpoint } from '../agent/turn-store.ts';
 import { personKey } from '../core/person.ts';
 import { WorkItem, type ConversationMode } from '../core/work-item.ts';
 
@@ -59,4 +61,50 @@ export async function markFollowUpsTaken(db: Queryable, ids: string[], intoWorkI
       WHERE id = ANY($1::uuid[]) AND status = 'queued'`,
     [ids, intoWorkItemId],
   );
+}
+
+/** Whether anything waits behind `item` in its conversation: one cheap read, so the common case opens no transaction. */
+async function anyQueuedBehind(db: Queryable, item: Pick<WorkItem, 'id' | 'conversationId'>): Promise<boolean> {
+  const { rows } = await db.query<{ waiting: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM countersign.work_items
+                     WHERE conversation_id = $1 AND status = 'queued' AND id <> $2) AS waiting`,
+    [item.conversationId, item.id],
+  );
+  return rows[0]?.waiting === true;
+}
+
+/**
+ * Takes the waiting messages of `mode` over into `state` (appended as user messages, or merged into
+ * the first one), in one transaction with the checkpoint that holds them. Returns how many it took;
+ * `state.messages` changes only once that transaction committed.
+ */
+export async function takeFollowUps(
+  pool: Pool,
+  item: Pick<WorkItem, 'id' | 'conversationId' | 'requester'>,
+  mode: ConversationMode,
+  state: TurnState,
+  how: 'append' | 'merge',
+): Promise<number> {
+  if (!(await anyQueuedBehind(pool, item))) return 0;
+  const taken = await transaction(pool, async (client) => {
+    const waiting = (await lockFollowUps(client, item)).filter((f) => f.mode === mode);
+    if (waiting.length === 0) return undefined;
+    const messages = [...state.messages];
+    const first = messages[0];
+    if (how === 'merge' && first?.role === 'user') {
+      messages[0] = { ...first, text: [first.text, ...waiting.map((f) => f.prompt)].join('\n') };
+    } else {
+      messages.push(...waiting.map((f) => ({ role: 'user' as const, text: f.prompt })));
+    }
+    await markFollowUpsTaken(
+      client,
+      waiting.map((f) => f.id),
+      item.id,
+    );
+    await saveCheckpoint(client, item.id, { ...state, messages });
+    return { messages, count: waiting.length };
+  });
+  if (!taken) return 0;
+  state.messages.splice(0, state.messages.length, ...taken.messages);
+  return taken.count;
 }

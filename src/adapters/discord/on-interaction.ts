@@ -64,9 +64,7 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       await interaction.deferReply({ flags: MessageFlags.Ephemeral });
       const by = requesterOf(interaction.user, { guildId: interaction.guildId, roles: interaction.member?.roles });
       const recorded = await ctx.recordFeedback(feedback.workItemId, by, feedback.vote);
-      const text = recorded.ok
-        ? `Thanks — your ${feedback.vote === 'up' ? '👍' : '👎'} is recorded with this answer.`
-        : recorded.reason;
+      const text = recorded.ok ? TEXTS.feedbackRecorded(feedback.vote) : recorded.reason;
       await interaction.editReply({ content: text, ...PUBLIC_EDIT });
       return;
     }
@@ -75,9 +73,7 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       await interaction.deferReply({ flags: MessageFlags.Ephemeral });
       const by = requesterOf(interaction.user, { guildId: interaction.guildId, roles: interaction.member?.roles });
       const revoked = await ctx.approvals.revokeGrant(grantId, by);
-      const text = revoked.ok
-        ? `Revoked grant ${revoked.grant.id.slice(0, 8)}: from now on those calls ask again.`
-        : revoked.reason;
+      const text = revoked.ok ? TEXTS.grantRevoked(revoked.grant.id) : revoked.reason;
       await interaction.editReply({ content: text, ...PUBLIC_EDIT });
       return;
     }

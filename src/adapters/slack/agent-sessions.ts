@@ -1,10 +1,16 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { WorkItem } from '../../core/work-item.ts';
+import type { ReplyTarget } from '../../core/reply-target.ts';
 import type { TurnEvents } from '../../queue/turn-events.ts';
 import { slackErrorOf } from './api-errors.ts';
 
 export type SessionStatus = 'processing' | 'suspended' | 'active' | 'closed';
+
+/** What Slack records when a session is created (ignored for one that exists). */
+export interface SessionOpening {
+  title?: string | undefined;
+  initiator?: string;
+}
 
 /**
  * Errors that mean this workspace (or this app) has no agent sessions: the app is not declared as an
@@ -59,20 +65,25 @@ export class SlackAgentSessions {
   }
 
   observe(events: TurnEvents): void {
-    events.on('started', ({ item }) => this.set(item, 'processing'));
-    events.on('awaitingApproval', ({ item }) => this.set(item, 'suspended'));
-    events.on('finished', ({ item }) => this.set(item, 'active'));
-    events.on('failed', ({ item }) => this.set(item, 'active'));
-    events.on('cancelled', ({ item }) => this.set(item, 'active'));
+    // Title and initiator only count when Slack creates the session; a continuation has no prompt.
+    events.on('started', ({ item }) =>
+      this.set(item.reply, 'processing', {
+        title: sessionTitle(item.input.prompt),
+        ...(item.requester.platform === 'slack' ? { initiator: item.requester.userId } : {}),
+      }),
+    );
+    events.on('awaitingApproval', ({ item }) => this.set(item.reply, 'suspended'));
+    events.on('finished', ({ item }) => this.set(item.reply, 'active'));
+    events.on('failed', ({ item }) => this.set(item.reply, 'active'));
+    events.on('cancelled', ({ item }) => this.set(item.reply, 'active'));
   }
 
-  /** Sets the session of `item`'s thread; resolves once the call is done (or skipped). */
-  set(item: Pick<WorkItem, 'reply' | 'input' | 'requester'>, status: SessionStatus): Promise<void> {
-    const { reply } = item;
+  /** Sets the session of `reply`'s thread; resolves once the call is done (or skipped). */
+  set(reply: ReplyTarget, status: SessionStatus, opening: SessionOpening = {}): Promise<void> {
     if (reply.platform !== 'slack' || !reply.thread) return Promise.resolve();
     const key = `${reply.channel}:${reply.thread}`;
     const previous = this.#chains.get(key) ?? Promise.resolve();
-    const next = previous.then(() => this.#call(item, status));
+    const next = previous.then(() => this.#call(reply, status, opening));
     this.#chains.set(key, next);
     void next.finally(() => {
       if (this.#chains.get(key) === next) this.#chains.delete(key);
@@ -85,20 +96,16 @@ export class SlackAgentSessions {
     return (this.#unavailable.get(team) ?? 0) > this.#now();
   }
 
-  async #call(item: Pick<WorkItem, 'reply' | 'input' | 'requester'>, status: SessionStatus): Promise<void> {
-    const { reply } = item;
+  async #call(reply: ReplyTarget, status: SessionStatus, opening: SessionOpening): Promise<void> {
     const team = reply.workspace ?? '';
     if (this.skipping(team)) return;
-    const title = status === 'processing' ? sessionTitle(item.input.prompt) : undefined;
     try {
       const result = (await this.#client.apiCall('agents.sessions.setStatus', {
         channel_id: reply.channel,
         thread_ts: reply.thread,
         status,
-        ...(title ? { title } : {}),
-        ...(status === 'processing' && item.requester.platform === 'slack'
-          ? { initiator_user_id: item.requester.userId }
-          : {}),
+        ...(opening.title ? { title: opening.title } : {}),
+        ...(opening.initiator ? { initiator_user_id: opening.initiator } : {}),
       })) as { warning?: string };
       if (result.warning && !this.#warned.has(`${team}:${result.warning}`)) {
         this.#warned.add(`${team}:${result.warning}`);

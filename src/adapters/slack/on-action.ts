@@ -1,6 +1,7 @@
 import type { SlackActionMiddlewareArgs, SlackViewMiddlewareArgs } from '@slack/bolt';
 import { z } from 'zod';
 import type { AdapterContext } from '../platform.ts';
+import { TEXTS } from '../../core/texts.ts';
 import { ButtonPayload, parseFeedback, parseRevokeGrant, parseStopButton } from '../../core/buttons.ts';
 import { denyReasonModal, fullArgumentsModal } from './blocks.ts';
 import type { SlackOutbound } from './outbound.ts';
@@ -50,18 +51,14 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
     const feedback = parseFeedback(value);
     if (feedback) {
       const recorded = await ctx.recordFeedback(feedback.workItemId, person, feedback.vote);
-      const text = recorded.ok
-        ? `Thanks — your ${feedback.vote === 'up' ? '👍' : '👎'} is recorded with this answer.`
-        : recorded.reason;
+      const text = recorded.ok ? TEXTS.feedbackRecorded(feedback.vote) : recorded.reason;
       if (channel) await deps.outbound.ephemeral(channel, user, text, thread);
       return;
     }
     const grantId = parseRevokeGrant(value);
     if (grantId) {
       const revoked = await ctx.approvals.revokeGrant(grantId, person);
-      const text = revoked.ok
-        ? `Revoked grant ${revoked.grant.id.slice(0, 8)}: from now on those calls ask again.`
-        : revoked.reason;
+      const text = revoked.ok ? TEXTS.grantRevoked(revoked.grant.id) : revoked.reason;
       if (channel) await deps.outbound.ephemeral(channel, user, text, thread);
       return;
     }

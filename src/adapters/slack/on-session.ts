@@ -40,10 +40,7 @@ export function createSessionStoppedHandler(
     };
     if (!running || !event.user) {
       ctx.log.info({ channel: event.channel, thread: event.thread_ts }, 'agent session stopped with nothing running');
-      await deps.sessions?.set(
-        { reply, input: {}, requester: { platform: 'slack', userId: event.user ?? '' } },
-        'active',
-      );
+      await deps.sessions?.set(reply, 'active');
       return;
     }
     const groups = await deps.groups.groupsOf(team, event.user);

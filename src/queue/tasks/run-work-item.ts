@@ -4,9 +4,7 @@ import type { Config } from '../../config.ts';
 import type { Pool, PoolClient } from '../../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../../db/errors.ts';
 import { runTurn, Superseded, type CallRuling, type GrantUse, type TurnOutcome } from '../../agent/loop.ts';
-import { lockFollowUps, markFollowUpsTaken } from '../follow-ups.ts';
-import { saveCheckpoint } from '../../agent/turn-store.ts';
-import { transaction } from '../../db/pool.ts';
+import { lockFollowUps, takeFollowUps } from '../follow-ups.ts';
 import type { ModelProvider } from '../../agent/model.ts';
 import type { ToolRegistry } from '../../agent/tools/registry.ts';
 import type { TurnState } from '../../agent/turn-state.ts';
@@ -210,31 +208,10 @@ export function createWorkItemTask(services: WorkerServices): Task {
         }
         return (await take(current, 'append')) > 0 ? 'steered' : 'none';
       };
-      /** Takes the waiting messages over; returns how many. */
       const take = async (current: TurnState, how: 'append' | 'merge'): Promise<number> => {
-        const taken = await transaction(pool, async (client) => {
-          const waiting = (await lockFollowUps(client, item)).filter((f) => f.mode === mode);
-          if (waiting.length === 0) return [];
-          const messages = [...current.messages];
-          const first = messages[0];
-          if (how === 'merge' && first?.role === 'user') {
-            messages[0] = { ...first, text: [first.text, ...waiting.map((f) => f.prompt)].join('\n') };
-          } else {
-            messages.push(...waiting.map((f) => ({ role: 'user' as const, text: f.prompt })));
-          }
-          await markFollowUpsTaken(
-            client,
-            waiting.map((f) => f.id),
-            item.id,
-          );
-          await saveCheckpoint(client, item.id, { ...current, messages });
-          return messages;
-        });
-        if (taken.length === 0) return 0;
-        const before = current.messages.length;
-        current.messages.splice(0, current.messages.length, ...taken);
-        log.info({ taken: how === 'merge' ? 'merged' : taken.length - before }, 'newer messages joined the turn');
-        return how === 'merge' ? 1 : taken.length - before;
+        const taken = await takeFollowUps(pool, item, mode, current, how);
+        if (taken > 0) log.info({ taken, how }, 'newer messages joined the turn');
+        return taken;
       };
 
       let firstText = true;
