@@ -397,6 +397,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
             pool,
             approvals,
             log,
+            events,
             settings: {
               historyRetentionDays: config.HISTORY_RETENTION_DAYS,
               auditRetentionDays: config.AUDIT_RETENTION_DAYS,

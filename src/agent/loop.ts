@@ -238,6 +238,10 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
       return finish(ctx, state, deps, unrecorded, state.text);
     }
 
+    // What the model said before its calls is its plan: the task timeline's heading where there is one.
+    const plan = planTitle(answer.text);
+    if (plan) sink.task?.({ id: 'plan', kind: 'plan', title: plan, status: 'in_progress' });
+
     // Calls that need nobody's approval run now; the rest wait for a person.
     const waiting: ToolCall[] = [];
     const results: ToolResult[] = [];
@@ -284,6 +288,21 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
   }
 
   return answerAtRoundLimit(ctx, state, deps);
+}
+
+/** The first line of what the model said before calling tools, without Markdown markers. */
+export function planTitle(text: string): string | undefined {
+  const line = text
+    .split('\n')
+    .map((l) =>
+      l
+        .replace(/^\s*(?:#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)/, '')
+        .replace(/[*_`~]/g, '')
+        .trim(),
+    )
+    .find(Boolean);
+  if (!line) return undefined;
+  return line.length <= 256 ? line : `${line.slice(0, 255)}…`;
 }
 
 const DENIED =

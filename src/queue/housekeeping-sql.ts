@@ -35,15 +35,19 @@ export async function pruneHistory(db: Queryable, days: number): Promise<number>
   return Number(rows[0]?.n ?? 0);
 }
 
-/** Conversations idle past the retention period with no work left (run after pruneHistory). */
-export async function pruneIdleConversations(db: Queryable, days: number): Promise<number> {
-  const { rowCount } = await db.query(
+/**
+ * Conversations idle past the retention period with no work left (run after pruneHistory). Returns
+ * their ids, so the platforms can close what they show for them (Slack's agent sessions).
+ */
+export async function pruneIdleConversations(db: Queryable, days: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
     `DELETE FROM countersign.conversations c
      WHERE c.active_work_item IS NULL AND c.last_activity_at < now() - make_interval(days => $1)
-       AND NOT EXISTS (SELECT 1 FROM countersign.work_items w WHERE w.conversation_id = c.id)`,
+       AND NOT EXISTS (SELECT 1 FROM countersign.work_items w WHERE w.conversation_id = c.id)
+     RETURNING c.id`,
     [days],
   );
-  return rowCount ?? 0;
+  return rows.map((r) => r.id);
 }
 
 /** Approval audit rows, and the per-minute counts of rejections past the audit budget, older than the retention. */

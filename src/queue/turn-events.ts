@@ -13,6 +13,8 @@ export interface TurnEventMap {
   failed: [{ item: WorkItem; error: string }];
   cancelled: [{ item: WorkItem; by: { platform: string; userId: string } }];
   firstVisibleText: [{ item: WorkItem; latencyMs: number }];
+  /** Housekeeping deleted these conversations (idle past the history retention, no work left). */
+  conversationsExpired: [{ ids: string[] }];
 }
 
 export class TurnEvents extends EventEmitter<TurnEventMap> {}

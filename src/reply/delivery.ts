@@ -9,9 +9,13 @@ export const PLACEHOLDER = '…';
  * The reply as the pump sees it right now. Read it afresh after every await: the model keeps
  * writing (and the turn may finish) while a platform call is in flight.
  */
-/** One step of the turn (a tool call), as a platform with a task timeline shows it. */
+/**
+ * One step of the turn (a tool call), as a platform with a task timeline shows it; or, with `kind:
+ * 'plan'`, the plan the model stated before its tool calls (the timeline's heading).
+ */
 export interface TaskUpdate {
   id: string;
+  kind?: 'plan';
   title: string;
   status: 'in_progress' | 'complete' | 'error';
   /** A short line under the title (e.g. the grant a call ran under); at most 256 characters. */

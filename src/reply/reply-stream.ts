@@ -128,7 +128,8 @@ export class ReplyStream implements ReplySink {
 
   task(update: TaskUpdate): void {
     const shown = this.#tasks.get(update.id);
-    if (shown && shown.status === update.status && shown.details === update.details) return;
+    if (shown && shown.status === update.status && shown.details === update.details && shown.title === update.title)
+      return;
     this.#tasks.set(update.id, update);
     this.#schedule();
   }

@@ -98,6 +98,56 @@ describe('Slack agent sessions', () => {
     expect(session.initiator).toBe(ALICE);
   });
 
+  it('renames a session titled from a greeting once a request says what the conversation is about', async () => {
+    const m = await mention('hi');
+    await waitFor(async () => (sessionOf(m.ts)?.history.at(-1) === 'active' ? true : undefined), 20_000, 'active');
+    expect(sessionOf(m.ts)!.title).toBe('hi');
+    const follow = appMention({
+      user: ALICE,
+      channel: CHANNEL,
+      text: 'what changed in the billing service today?',
+      thread_ts: m.ts,
+    });
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, follow)));
+    await waitFor(
+      async () => (sessionOf(m.ts)?.title === 'what changed in the billing service today?' ? true : undefined),
+      20_000,
+      'the rename',
+    );
+    const renames = fake.calls.filter((c) => c.method === 'agents.sessions.rename');
+    expect(renames).toHaveLength(1);
+    // A third request with substance does not rename again: the title is already a real one.
+    const third = appMention({ user: ALICE, channel: CHANNEL, text: 'and in the payments service?', thread_ts: m.ts });
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, third)));
+    await waitFor(
+      async () => (sessionOf(m.ts)?.history.filter((x) => x === 'active').length === 3 ? true : undefined),
+      20_000,
+      'the third answer',
+    );
+    expect(fake.calls.filter((c) => c.method === 'agents.sessions.rename')).toHaveLength(1);
+    expect(sessionOf(m.ts)!.title).toBe('what changed in the billing service today?');
+  });
+
+  it('closes the session when housekeeping expires its conversation', async () => {
+    const m = await mention('summarise the incident channel');
+    await waitFor(async () => (sessionOf(m.ts)?.history.at(-1) === 'active' ? true : undefined), 20_000, 'active');
+    const conversation = `slack:${fake.team}:${CHANNEL}:${m.ts}`;
+    const { pool } = h.app;
+    // Past the retention (90 days by default): the housekeeping job deletes it.
+    await pool.query(
+      `UPDATE countersign.work_items SET finished_at = now() - interval '91 days' WHERE conversation_id = $1`,
+      [conversation],
+    );
+    await pool.query(
+      `UPDATE countersign.conversations SET last_activity_at = now() - interval '91 days' WHERE id = $1`,
+      [conversation],
+    );
+    await pool.query(`SELECT graphile_worker.add_job('countersign_housekeeping', '{}'::json, priority => 10000)`);
+    await waitFor(async () => (sessionOf(m.ts)?.status === 'closed' ? true : undefined), 20_000, 'closed');
+    const { rows } = await pool.query(`SELECT 1 FROM countersign.conversations WHERE id = $1`, [conversation]);
+    expect(rows).toHaveLength(0);
+  });
+
   it('stops the running turn on agent_session_stopped: nothing else runs, and the status leaves processing', async () => {
     const m = await mention('check the api');
     await waitFor(async () => (runs.includes('api') ? true : undefined), 20_000, 'the tool to start');

@@ -50,6 +50,11 @@ describe('tool progress as task_update chunks in a Slack native stream', () => {
     // The first state Slack saw was the call running (the tool takes 1.2 s).
     expect(tasks[0]!.status).toBe('in_progress');
     expect(answer.text).toContain('Checking the api now.');
+    // What the model said before the call heads the timeline, ahead of the call's first state.
+    const planAt = (answer.chunks ?? []).findIndex((c) => c.type === 'plan_update');
+    expect(planAt).toBeGreaterThanOrEqual(0);
+    expect(answer.chunks![planAt]).toEqual({ type: 'plan_update', title: 'Checking the api now.' });
+    expect(planAt).toBeLessThan((answer.chunks ?? []).findIndex((c) => c.type === 'task_update'));
     expect(runs).toEqual(['api']);
   });
 

@@ -38,6 +38,24 @@ export function sessionTitle(prompt: string | undefined): string | undefined {
 }
 
 /**
+ * A title worth replacing: a greeting or a bare word ("hi", "help", "hey there") says nothing about
+ * the conversation, so the first request with substance renames the session.
+ */
+export function isPlaceholderTitle(title: string | undefined): boolean {
+  return !title || title.split(/\s+/).filter(Boolean).length < 3;
+}
+
+/** A Slack conversation id (`slack:<team>:<channel>:<thread>`) back as the thread it lives in. */
+export function threadOfConversation(id: string): ReplyTarget | undefined {
+  const [platform, team, channel, thread, ...rest] = id.split(':');
+  if (platform !== 'slack' || !team || !channel || channel === 'dm' || !thread || rest.length) return undefined;
+  return { platform: 'slack', workspace: team, channel, thread };
+}
+
+/** How many threads' titles are remembered for renaming (oldest forgotten first). */
+const TITLES_REMEMBERED = 5000;
+
+/**
  * Slack's agent sessions for the turns this process runs: `processing` while a turn works (which
  * creates the session, titled from the request, and shows Slack's native Stop), `suspended` while a
  * card waits for a person, `active` when the answer is done — and also when a turn failed or was
@@ -45,6 +63,8 @@ export function sessionTitle(prompt: string | undefined): string | undefined {
  *
  * A session lives in a thread, so only replies in a thread get one. Calls for one thread are made in
  * order; a failure never touches the turn (the session is decoration on the reply, not the reply).
+ * A session whose title was a greeting is renamed by the first request with substance, and a
+ * conversation that expires (housekeeping deleted it) is `closed`.
  */
 export class SlackAgentSessions {
   readonly #client: WebClient;
@@ -56,6 +76,8 @@ export class SlackAgentSessions {
   readonly #warned = new Set<string>();
   /** Per thread, the last call: the next one waits for it, so statuses arrive in order. */
   readonly #chains = new Map<string, Promise<void>>();
+  /** Per thread, the session's title as far as this process knows it (what Slack answered or was sent). */
+  readonly #titles = new Map<string, string>();
 
   constructor(client: WebClient, log: Logger, options: { fallbackMs: number; now?: () => number }) {
     this.#client = client;
@@ -76,6 +98,12 @@ export class SlackAgentSessions {
     events.on('finished', ({ item }) => this.set(item.reply, 'active'));
     events.on('failed', ({ item }) => this.set(item.reply, 'active'));
     events.on('cancelled', ({ item }) => this.set(item.reply, 'active'));
+    events.on('conversationsExpired', ({ ids }) => {
+      for (const id of ids) {
+        const thread = threadOfConversation(id);
+        if (thread) void this.set(thread, 'closed');
+      }
+    });
   }
 
   /** Sets the session of `reply`'s thread; resolves once the call is done (or skipped). */
@@ -83,7 +111,11 @@ export class SlackAgentSessions {
     if (reply.platform !== 'slack' || !reply.thread) return Promise.resolve();
     const key = `${reply.channel}:${reply.thread}`;
     const previous = this.#chains.get(key) ?? Promise.resolve();
-    const next = previous.then(() => this.#call(reply, status, opening));
+    const next = previous.then(async () => {
+      const title = await this.#call(reply, status, opening);
+      if (status === 'processing' && opening.title) await this.#renameIfBetter(reply, key, title, opening.title);
+      if (status === 'closed') this.#titles.delete(key);
+    });
     this.#chains.set(key, next);
     void next.finally(() => {
       if (this.#chains.get(key) === next) this.#chains.delete(key);
@@ -96,9 +128,10 @@ export class SlackAgentSessions {
     return (this.#unavailable.get(team) ?? 0) > this.#now();
   }
 
-  async #call(reply: ReplyTarget, status: SessionStatus, opening: SessionOpening): Promise<void> {
+  /** Sets the status; returns the session's title when Slack says it, undefined when the call failed or was skipped. */
+  async #call(reply: ReplyTarget, status: SessionStatus, opening: SessionOpening): Promise<string | undefined> {
     const team = reply.workspace ?? '';
-    if (this.skipping(team)) return;
+    if (this.skipping(team)) return undefined;
     try {
       const result = (await this.#client.apiCall('agents.sessions.setStatus', {
         channel_id: reply.channel,
@@ -106,22 +139,64 @@ export class SlackAgentSessions {
         status,
         ...(opening.title ? { title: opening.title } : {}),
         ...(opening.initiator ? { initiator_user_id: opening.initiator } : {}),
-      })) as { warning?: string };
+      })) as { warning?: string; title?: string };
       if (result.warning && !this.#warned.has(`${team}:${result.warning}`)) {
         this.#warned.add(`${team}:${result.warning}`);
         this.#log.warn({ team, warning: result.warning }, 'Slack warned about agent sessions (logged once)');
       }
+      // Slack answers with the session's title; without it, a created session has the title sent.
+      return result.title ?? opening.title ?? '';
     } catch (error) {
-      const code = slackErrorOf(error);
-      if (code && UNAVAILABLE.has(code)) {
-        this.#unavailable.set(team, this.#now() + this.#fallbackMs);
-        this.#log.warn(
-          { team, error: code, retryInMinutes: Math.round(this.#fallbackMs / 60_000) },
-          'Slack agent sessions are not available in this workspace; replies go on without them',
-        );
-        return;
-      }
-      this.#log.debug({ err: error, team, status }, 'could not set the Slack agent session status');
+      this.#refused(team, error, status);
+      return undefined;
     }
+  }
+
+  /**
+   * A session titled from a greeting takes the first request with substance as its title. What the
+   * title is comes from Slack's answer (so another process's session counts); a thread whose title
+   * this process never learnt is left alone.
+   */
+  async #renameIfBetter(
+    reply: ReplyTarget,
+    key: string,
+    current: string | undefined,
+    candidate: string,
+  ): Promise<void> {
+    if (current === undefined) return;
+    const known = this.#titles.get(key) ?? current;
+    if (!isPlaceholderTitle(known) || isPlaceholderTitle(candidate) || known === candidate) {
+      this.#remember(key, known || candidate);
+      return;
+    }
+    try {
+      await this.#client.apiCall('agents.sessions.rename', {
+        channel_id: reply.channel,
+        thread_ts: reply.thread,
+        title: candidate,
+      });
+      this.#remember(key, candidate);
+    } catch (error) {
+      this.#refused(reply.workspace ?? '', error, 'rename');
+    }
+  }
+
+  #remember(key: string, title: string): void {
+    this.#titles.delete(key);
+    this.#titles.set(key, title);
+    if (this.#titles.size > TITLES_REMEMBERED) this.#titles.delete(this.#titles.keys().next().value!);
+  }
+
+  #refused(team: string, error: unknown, what: string): void {
+    const code = slackErrorOf(error);
+    if (code && UNAVAILABLE.has(code)) {
+      this.#unavailable.set(team, this.#now() + this.#fallbackMs);
+      this.#log.warn(
+        { team, error: code, retryInMinutes: Math.round(this.#fallbackMs / 60_000) },
+        'Slack agent sessions are not available in this workspace; replies go on without them',
+      );
+      return;
+    }
+    this.#log.debug({ err: error, team, what }, 'could not update the Slack agent session');
   }
 }

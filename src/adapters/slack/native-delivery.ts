@@ -246,11 +246,11 @@ export class NativeDelivery implements ReplyDelivery {
 
   /** The tasks whose state the stream does not show yet (a timeline card per tool call). */
   #newTasks(view: ReplyView): TaskUpdate[] {
-    return (view.tasks ?? []).filter((t) => this.#tasksShown.get(t.id) !== `${t.status}\u0000${t.details ?? ''}`);
+    return (view.tasks ?? []).filter((t) => this.#tasksShown.get(t.id) !== shownKey(t));
   }
 
   #markShown(tasks: readonly TaskUpdate[]): void {
-    for (const t of tasks) this.#tasksShown.set(t.id, `${t.status}\u0000${t.details ?? ''}`);
+    for (const t of tasks) this.#tasksShown.set(t.id, shownKey(t));
   }
 
   /** Ends the live stream at a line break (closing an open code block) and seals it; the rest goes in a new one. */
@@ -330,4 +330,9 @@ function streamBoundary(text: string, from: number): number {
     return line > from ? line : from;
   }
   return end;
+}
+
+/** What a task looks like on the stream; a change in any of it is sent again. */
+function shownKey(t: TaskUpdate): string {
+  return `${t.title}\u0000${t.status}\u0000${t.details ?? ''}`;
 }

@@ -24,19 +24,23 @@ const APPENDS = budget(90);
 const UNSUPPORTED_RECHECK_MS = 10 * 60_000;
 
 /**
- * Task updates as Slack's `task_update` chunks (a timeline card per tool call). Texts are cut to the
- * documented 256 characters.
+ * Task updates as Slack's `task_update` chunks (a timeline card per tool call), the model's plan as a
+ * `plan_update` (the timeline's title). Texts are cut to the documented 256 characters.
  */
 function chunksOf(tasks: readonly TaskUpdate[] | undefined): { chunks?: Array<Record<string, string>> } {
   if (!tasks?.length) return {};
   return {
-    chunks: tasks.map((t) => ({
-      type: 'task_update',
-      id: t.id.slice(0, 256),
-      title: t.title.slice(0, 256),
-      status: t.status,
-      ...(t.details ? { details: t.details.slice(0, 256) } : {}),
-    })),
+    chunks: tasks.map((t) =>
+      t.kind === 'plan'
+        ? { type: 'plan_update', title: t.title.slice(0, 256) }
+        : {
+            type: 'task_update',
+            id: t.id.slice(0, 256),
+            title: t.title.slice(0, 256),
+            status: t.status,
+            ...(t.details ? { details: t.details.slice(0, 256) } : {}),
+          },
+    ),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { Pool } from '../../db/pool.ts';
+import type { TurnEvents } from '../turn-events.ts';
 import {
   cleanGraphileWorker,
   pruneAudit,
@@ -35,6 +36,8 @@ export function createHousekeepingTask(deps: {
   approvals: Housekeeper;
   settings: HousekeepingSettings;
   log: Logger;
+  /** Told which conversations expired, so adapters can close them on the platform. */
+  events?: TurnEvents;
 }): Task {
   return async () => {
     const { pool, settings } = deps;
@@ -43,7 +46,9 @@ export function createHousekeepingTask(deps: {
     let history = 0;
     if (settings.historyRetentionDays > 0) {
       history += await pruneHistory(pool, settings.historyRetentionDays);
-      history += await pruneIdleConversations(pool, settings.historyRetentionDays);
+      const expiredConversations = await pruneIdleConversations(pool, settings.historyRetentionDays);
+      history += expiredConversations.length;
+      if (expiredConversations.length) deps.events?.emit('conversationsExpired', { ids: expiredConversations });
     }
     const audit = settings.auditRetentionDays > 0 ? await pruneAudit(pool, settings.auditRetentionDays) : 0;
     // Both tables gain a row per inbound event or per channel replied in, and would grow forever.
