@@ -129,6 +129,27 @@ describe('run_command', () => {
     expect(result.content).toContain('killed: the turn was stopped');
   });
 
+  it('kills the program when the stop lands after the last check and before the program starts', async () => {
+    const controller = new AbortController();
+    let checks = 0;
+    // The stop arrives just after the tool's check read "not stopped" (while it prepares HOME):
+    // the abort event has fired by the time the program is spawned.
+    const signal = new Proxy(controller.signal, {
+      get(target, property) {
+        if (property === 'aborted' && (checks += 1) === 1) {
+          queueMicrotask(() => controller.abort());
+          return false;
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const startedAt = Date.now();
+    const result = await run({ command: ['sleep', '20'] }, testToolContext({ signal }));
+    expect(result.content).toContain('killed: the turn was stopped');
+    expect(Date.now() - startedAt).toBeLessThan(15_000);
+  });
+
   it('does not start at all when the turn was already stopped', async () => {
     const controller = new AbortController();
     controller.abort();

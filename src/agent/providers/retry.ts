@@ -139,6 +139,8 @@ export function idleWatch(outer: AbortSignal, idleMs: number) {
   const controller = new AbortController();
   const forward = () => controller.abort(outer.reason);
   outer.addEventListener('abort', forward, { once: true });
+  // A signal aborted before the listener existed never fires it.
+  if (outer.aborted) forward();
   let timer = setTimeout(() => controller.abort(new StreamStalledError(idleMs)), idleMs);
   return {
     signal: controller.signal,

@@ -163,6 +163,8 @@ export function createRunCommandTool(root: string) {
         const timer = setTimeout(() => kill(`timed out after ${timeoutSeconds} s`), timeoutSeconds * 1000);
         const onAbort = () => kill('the turn was stopped');
         ctx.signal.addEventListener('abort', onAbort, { once: true });
+        // A stop that landed during the awaits above fired before the listener existed.
+        if (ctx.signal.aborted) onAbort();
         const finish = (output: ToolOutput) => {
           if (settled) return;
           settled = true;
