@@ -9,6 +9,7 @@ import { resolveFromCwd } from './app.ts';
 import { skillsCommand } from './skills/index.ts';
 import { createPool } from './db/pool.ts';
 import { formatUsage, usageSummary } from './usage.ts';
+import { loadPriceTable, type PriceTable } from './model-prices.ts';
 import { policyCommand } from './policy/index.ts';
 import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
 import { listLiveGrants } from './approval/grant-store.ts';
@@ -22,7 +23,7 @@ Commands:
   migrate                             apply database migrations and exit
   config                              print the effective configuration (secrets masked)
   skills list|lint [DIR]|new NAME     list, check or scaffold skills
-  usage [--days=N]                    model tokens by day and conversation (default: 7 days)
+  usage [--days=N] [--prices=FILE]    model tokens and estimated cost by day and conversation (default: 7 days)
   policy check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups IDS]
                                       the policy's outcome for one call, and the rule (a dry run)
   policy lint [FILE]                  every problem of a policy file (default: POLICY_FILE)
@@ -122,17 +123,27 @@ async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
 }
 
 async function printUsage(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { days: { type: 'string', default: '7' } } });
+  const { values } = parseArgs({
+    args,
+    options: { days: { type: 'string', default: '7' }, prices: { type: 'string' } },
+  });
   const days = Number(values.days);
   if (!Number.isInteger(days) || days < 1 || days > 3650) {
     process.stderr.write(`--days must be a whole number from 1 to 3650 (got "${values.days}")\n`);
+    return 1;
+  }
+  let prices: PriceTable;
+  try {
+    prices = loadPriceTable(values.prices ?? process.env.MODEL_PRICES_FILE);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
     return 1;
   }
   return withDatabase(async (url) => {
     await migrate(url, createLogger('silent'));
     const pool = createPool(url, 2);
     try {
-      process.stdout.write(`${formatUsage(await usageSummary(pool, days))}\n`);
+      process.stdout.write(`${formatUsage(await usageSummary(pool, days, prices))}\n`);
     } finally {
       await pool.end();
     }

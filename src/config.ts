@@ -79,6 +79,13 @@ export const ConfigSchema = z
     AGENT_EMPTY_ROUND_RETRIES: int(0, 10).default(2),
     AGENT_MAX_TOKENS: int(64, 200_000).default(4096),
     AGENT_HISTORY_MESSAGES: int(2, 1000).default(50),
+    /**
+     * Estimated tokens of history past which older turns are compacted into a stored summary
+     * (src/agent/history); 0 turns compaction off and the AGENT_HISTORY_MESSAGES window slides instead.
+     */
+    AGENT_HISTORY_TOKENS: int(0, 1_000_000).default(30_000),
+    /** Anthropic prompt caching: breakpoints on the tools, the system prompt and the conversation. */
+    PROMPT_CACHE: bool.default(true),
     AGENT_WORKSPACE_ROOT: z.string().default('data/workspace'),
 
     AI_PROVIDER: Provider.optional(),

@@ -81,6 +81,11 @@ export const metrics = {
     labelNames: ['platform'] as const,
     registers: [registry],
   }),
+  historyCompactions: new Counter({
+    name: 'countersign_history_compactions_total',
+    help: 'Times older turns of a conversation were folded into its stored summary (AGENT_HISTORY_TOKENS).',
+    registers: [registry],
+  }),
   turnsStopped: new Counter({
     name: 'countersign_turns_stopped_total',
     help: 'Turns a person stopped with the Stop button or Ctrl-C.',

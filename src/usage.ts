@@ -1,9 +1,29 @@
 import type { Queryable } from './db/pool.ts';
+import { costOf, priceOf, type PriceTable } from './model-prices.ts';
 
 export interface UsageRow {
   day: string;
   conversation: string;
   provider: string;
+  models: string;
+  turns: number;
+  rounds: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** Estimated dollars as billed, and as the same prompts would cost uncached; undefined when a model has no price. */
+  cost: number | undefined;
+  uncachedCost: number | undefined;
+  /** Models the price table does not know. */
+  unpriced: string[];
+}
+
+interface ModelRow {
+  day: string;
+  conversation: string;
+  provider: string;
+  model: string;
   turns: number;
   rounds: number;
   inputTokens: number;
@@ -12,68 +32,140 @@ export interface UsageRow {
   cacheWriteTokens: number;
 }
 
-/** Model usage per day and conversation, newest first (`countersign usage`). */
-export async function usageSummary(db: Queryable, days: number): Promise<UsageRow[]> {
-  const { rows } = await db.query<UsageRow>(
-    `SELECT to_char(date_trunc('day', created_at), 'YYYY-MM-DD') AS day,
-            conversation_id AS conversation,
-            string_agg(DISTINCT provider, ',') AS provider,
-            count(DISTINCT work_item_id)::int AS turns,
-            count(*)::int AS rounds,
-            sum(input_tokens)::int AS "inputTokens",
-            sum(output_tokens)::int AS "outputTokens",
-            sum(cache_read_tokens)::int AS "cacheReadTokens",
-            sum(cache_write_tokens)::int AS "cacheWriteTokens"
-     FROM countersign.model_rounds
-     WHERE created_at >= date_trunc('day', now()) - make_interval(days => $1 - 1)
-     GROUP BY 1, 2
-     ORDER BY 1 DESC, sum(input_tokens + output_tokens) DESC`,
+/** Model usage per day and conversation, newest day first, costs from `prices` (`countersign usage`). */
+export async function usageSummary(db: Queryable, days: number, prices: PriceTable): Promise<UsageRow[]> {
+  // Per model, since prices are per model; a conversation's turns are counted across its models.
+  const { rows } = await db.query<ModelRow>(
+    `WITH r AS (
+       SELECT to_char(date_trunc('day', created_at), 'YYYY-MM-DD') AS day, conversation_id, provider, model,
+              work_item_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens
+       FROM countersign.model_rounds
+       WHERE created_at >= date_trunc('day', now()) - make_interval(days => $1 - 1)
+     ), turns AS (
+       SELECT day, conversation_id, count(DISTINCT work_item_id)::int AS turns FROM r GROUP BY 1, 2
+     )
+     SELECT r.day, r.conversation_id AS conversation, string_agg(DISTINCT r.provider, ',') AS provider, r.model,
+            max(t.turns) AS turns, count(*)::int AS rounds,
+            sum(r.input_tokens)::int AS "inputTokens", sum(r.output_tokens)::int AS "outputTokens",
+            sum(r.cache_read_tokens)::int AS "cacheReadTokens", sum(r.cache_write_tokens)::int AS "cacheWriteTokens"
+     FROM r JOIN turns t USING (day, conversation_id)
+     GROUP BY r.day, r.conversation_id, r.model`,
     [days],
   );
-  return rows;
+  const merged = new Map<string, UsageRow>();
+  for (const row of rows) {
+    const key = `${row.day}\u0000${row.conversation}`;
+    const price = priceOf(prices, row.model);
+    const cost = price ? costOf(row, price) : undefined;
+    const into = merged.get(key);
+    if (!into) {
+      merged.set(key, {
+        day: row.day,
+        conversation: row.conversation,
+        provider: row.provider,
+        models: row.model,
+        turns: row.turns,
+        rounds: row.rounds,
+        inputTokens: row.inputTokens,
+        outputTokens: row.outputTokens,
+        cacheReadTokens: row.cacheReadTokens,
+        cacheWriteTokens: row.cacheWriteTokens,
+        cost: cost?.billed,
+        uncachedCost: cost?.uncached,
+        unpriced: price ? [] : [row.model],
+      });
+      continue;
+    }
+    into.provider = [...new Set([...into.provider.split(','), ...row.provider.split(',')])].sort().join(',');
+    into.models = [...new Set([...into.models.split(','), row.model])].sort().join(',');
+    into.rounds += row.rounds;
+    into.inputTokens += row.inputTokens;
+    into.outputTokens += row.outputTokens;
+    into.cacheReadTokens += row.cacheReadTokens;
+    into.cacheWriteTokens += row.cacheWriteTokens;
+    into.cost = into.cost === undefined || !cost ? undefined : into.cost + cost.billed;
+    into.uncachedCost = into.uncachedCost === undefined || !cost ? undefined : into.uncachedCost + cost.uncached;
+    if (!price) into.unpriced.push(row.model);
+  }
+  const tokens = (r: UsageRow) => r.inputTokens + r.outputTokens + r.cacheReadTokens + r.cacheWriteTokens;
+  return [...merged.values()].sort((a, b) => (a.day === b.day ? tokens(b) - tokens(a) : a.day < b.day ? 1 : -1));
 }
 
+const dollars = (n: number | undefined) => (n === undefined ? '?' : `$${n.toFixed(n < 1 ? 4 : 2)}`);
+
+type Totals = Pick<
+  UsageRow,
+  'turns' | 'rounds' | 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cost' | 'uncachedCost'
+>;
+
+function totalOf(rows: UsageRow[]): Totals {
+  const sum = (pick: (r: UsageRow) => number) => rows.reduce((a, r) => a + pick(r), 0);
+  const known = (pick: (r: UsageRow) => number | undefined) =>
+    rows.some((r) => pick(r) === undefined) ? undefined : sum((r) => pick(r)!);
+  return {
+    turns: sum((r) => r.turns),
+    rounds: sum((r) => r.rounds),
+    inputTokens: sum((r) => r.inputTokens),
+    outputTokens: sum((r) => r.outputTokens),
+    cacheReadTokens: sum((r) => r.cacheReadTokens),
+    cacheWriteTokens: sum((r) => r.cacheWriteTokens),
+    cost: known((r) => r.cost),
+    uncachedCost: known((r) => r.uncachedCost),
+  };
+}
+
+/**
+ * A table per conversation, a total per day and one for the period. Costs are estimates from the
+ * price table; `?` marks a figure that includes a model without a price (listed below the table).
+ */
 export function formatUsage(rows: UsageRow[]): string {
   if (rows.length === 0) return 'No model usage recorded in that period.';
-  const header = ['day', 'conversation', 'provider', 'turns', 'rounds', 'input', 'output', 'cache read', 'cache write'];
-  const body = rows.map((r) => [
-    r.day,
-    r.conversation,
-    r.provider,
-    String(r.turns),
-    String(r.rounds),
-    String(r.inputTokens),
-    String(r.outputTokens),
-    String(r.cacheReadTokens),
-    String(r.cacheWriteTokens),
-  ]);
-  const totals = rows.reduce(
-    (t, r) => ({
-      turns: t.turns + r.turns,
-      rounds: t.rounds + r.rounds,
-      input: t.input + r.inputTokens,
-      output: t.output + r.outputTokens,
-      read: t.read + r.cacheReadTokens,
-      write: t.write + r.cacheWriteTokens,
-    }),
-    { turns: 0, rounds: 0, input: 0, output: 0, read: 0, write: 0 },
-  );
-  body.push([
-    'total',
-    '',
-    '',
-    String(totals.turns),
-    String(totals.rounds),
-    String(totals.input),
-    String(totals.output),
-    String(totals.read),
-    String(totals.write),
-  ]);
+  const header = [
+    'day',
+    'conversation',
+    'provider',
+    'turns',
+    'rounds',
+    'input',
+    'output',
+    'cache read',
+    'cache write',
+    'cost',
+    'uncached',
+  ];
+  const cells = (day: string, conversation: string, provider: string, t: Totals) => [
+    day,
+    conversation,
+    provider,
+    String(t.turns),
+    String(t.rounds),
+    String(t.inputTokens),
+    String(t.outputTokens),
+    String(t.cacheReadTokens),
+    String(t.cacheWriteTokens),
+    dollars(t.cost),
+    dollars(t.uncachedCost),
+  ];
+  const body: string[][] = [];
+  const days = [...new Set(rows.map((r) => r.day))];
+  for (const day of days) {
+    const ofDay = rows.filter((r) => r.day === day);
+    for (const r of ofDay) body.push(cells(r.day, r.conversation, r.provider, r));
+    if (days.length > 1) body.push(cells(day, 'day total', '', totalOf(ofDay)));
+  }
+  body.push(cells('total', '', '', totalOf(rows)));
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
-  const line = (cells: string[]) =>
-    cells
+  const line = (row: string[]) =>
+    row
       .map((c, i) => c.padEnd(widths[i]!))
       .join('  ')
       .trimEnd();
-  return [line(header), ...body.map(line)].join('\n');
+  const unpriced = [...new Set(rows.flatMap((r) => r.unpriced))];
+  return [
+    line(header),
+    ...body.map(line),
+    ...(unpriced.length
+      ? [`No price for ${unpriced.join(', ')}: add it to MODEL_PRICES_FILE to see its cost (docs/costs.md).`]
+      : []),
+  ].join('\n');
 }

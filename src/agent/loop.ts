@@ -323,10 +323,10 @@ async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps
         isError: false,
       };
     } else if (decision.approved) {
-      result = await executeToolCall(ctx, call, deps);
+      result = { ...(await executeToolCall(ctx, call, deps)), decision: 'approved' };
     } else {
       const content = decision.reason ? `This call was not run: ${decision.reason}` : DENIED;
-      result = { toolCallId: call.id, name: call.name, content, isError: true };
+      result = { toolCallId: call.id, name: call.name, content, isError: true, decision: 'denied' };
     }
     results.push(result);
     await deps.onDecidedCall?.(call, decision, result);

@@ -20,6 +20,8 @@ export const ToolResult = z.object({
   name: z.string().min(1),
   content: z.string(),
   isError: z.boolean().default(false),
+  /** Set when a person decided the call on a card: compaction keeps approvals and denials. */
+  decision: z.enum(['approved', 'denied']).optional(),
 });
 export type ToolResult = z.infer<typeof ToolResult>;
 

@@ -259,7 +259,11 @@ export interface StartedRow {
   stopped_by: Requester | null;
   checkpoint_version: number | null;
   checkpoint: unknown;
+  /** The messages after the conversation's summary (all of them when it has none), newest `historyLimit`. */
   history: Message[];
+  history_ids: Array<number | string>;
+  /** The conversation's compacted summary, if it has one (src/agent/history). */
+  summary: unknown;
 }
 
 /**
@@ -281,10 +285,17 @@ export async function startWorkItem(
      )
      SELECT s.status, s.item, s.attempts, s.stopped_by,
             c.format_version AS checkpoint_version, c.state AS checkpoint,
-            (SELECT coalesce(jsonb_agg(recent.message ORDER BY recent.id), '[]'::jsonb)
-               FROM (SELECT id, message FROM countersign.messages m
-                     WHERE m.conversation_id = s.conversation_id ORDER BY id DESC LIMIT $2) recent) AS history
-     FROM started s LEFT JOIN countersign.turn_checkpoints c ON c.work_item_id = $1`,
+            h.history, h.history_ids, sm.summary
+     FROM started s
+     LEFT JOIN countersign.turn_checkpoints c ON c.work_item_id = $1
+     LEFT JOIN countersign.conversation_summaries sm ON sm.conversation_id = s.conversation_id
+     CROSS JOIN LATERAL (
+       SELECT coalesce(jsonb_agg(recent.message ORDER BY recent.id), '[]'::jsonb) AS history,
+              coalesce(array_agg(recent.id ORDER BY recent.id), '{}') AS history_ids
+       FROM (SELECT id, message FROM countersign.messages m
+             WHERE m.conversation_id = s.conversation_id AND m.id > coalesce(sm.through_message_id, 0)
+             ORDER BY id DESC LIMIT $2) recent
+     ) h`,
     values: [workItemId, historyLimit],
   });
   return rows[0];

@@ -75,6 +75,8 @@ export interface MatrixOptions {
   /** Default: no waiting between retries, so suites stay fast. */
   retry?: RetryTuning;
   log?: Logger;
+  /** Anthropic prompt caching (PROMPT_CACHE), default on. */
+  promptCache?: boolean;
 }
 
 /** How big each argument fragment is: small, so every tool call spans many deltas. */
@@ -113,7 +115,13 @@ export async function startProviderFake(
   fake.enqueue(...(script.rounds ?? []).map((round, i) => streamOf(round, i)));
   const provider =
     name === 'anthropic-fake'
-      ? new AnthropicProvider({ apiKey: 'sk-ant-fake', model: 'claude-fake', baseURL: fake.url, ...common })
+      ? new AnthropicProvider({
+          apiKey: 'sk-ant-fake',
+          model: 'claude-fake',
+          baseURL: fake.url,
+          ...common,
+          ...(options.promptCache === undefined ? {} : { promptCache: options.promptCache }),
+        })
       : new OpenAIProvider({
           name: 'openai',
           apiKey: 'sk-fake',

@@ -43,6 +43,10 @@ const request: ModelRequest = {
 
 const fixture = (file: string) => readFileSync(new URL(`../fixtures/model-streams/${file}`, import.meta.url), 'utf8');
 
+/** The wire shape without prompt-cache breakpoints (their placement has its own test). */
+const withoutCacheMarks = (value: unknown): unknown =>
+  JSON.parse(JSON.stringify(value, (key, v: unknown) => (key === 'cache_control' ? undefined : v)));
+
 let model: ProviderFake | undefined;
 afterEach(async () => {
   await model?.close();
@@ -53,7 +57,7 @@ describe('the Anthropic wire format', () => {
   it('sends tool results as tool_result blocks in one user turn merged with the next user text', async () => {
     model = await startProviderFake('anthropic-fake', { rounds: [{ text: ['ok'] }] });
     await watchRound(model.provider, request);
-    expect(model.fake.requests[0]!.body.messages).toEqual([
+    expect(withoutCacheMarks(model.fake.requests[0]!.body.messages)).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'deploy api' }] },
       {
         role: 'assistant',
@@ -86,6 +90,37 @@ describe('the Anthropic wire format', () => {
       description: 'service status',
       input_schema: request.tools[0]!.inputSchema,
     });
+  });
+
+  it('marks the newest request and the end of the conversation as cache breakpoints, four in all', async () => {
+    model = await startProviderFake('anthropic-fake', { rounds: [{ text: ['ok'] }] });
+    await watchRound(model.provider, request);
+    const messages = model.fake.requests[0]!.body.messages as Array<{ content: Array<Record<string, unknown>> }>;
+    const marked = messages.flatMap((m, i) =>
+      m.content.flatMap((b, j) => (b.cache_control ? [`${i}.${j}:${String(b.type)}`] : [])),
+    );
+    // The last message is also the newest request here: one mark at its last block.
+    expect(marked).toEqual(['2.2:text']);
+    const longer: ModelRequest = {
+      ...request,
+      messages: [
+        ...history,
+        { role: 'assistant', text: '', toolCalls: [{ id: 'call_3', name: 'status', args: { service: 'web' } }] },
+        { role: 'tool', results: [{ toolCallId: 'call_3', name: 'status', content: 'up', isError: false }] },
+      ],
+    };
+    model.fake.enqueue({ kind: 'stream', text: ['ok'] });
+    await watchRound(model.provider, longer);
+    const next = model.fake.requests[1]!.body.messages as Array<{ content: Array<Record<string, unknown>> }>;
+    expect(
+      next.flatMap((m, i) => m.content.flatMap((b, j) => (b.cache_control ? [`${i}.${j}:${String(b.type)}`] : []))),
+    ).toEqual(['2.2:text', '4.0:tool_result']);
+  });
+
+  it('sends no breakpoint at all with PROMPT_CACHE off', async () => {
+    model = await startProviderFake('anthropic-fake', { rounds: [{ text: ['ok'] }] }, { promptCache: false });
+    await watchRound(model.provider, request);
+    expect(JSON.stringify(model.fake.requests[0]!.body)).not.toContain('cache_control');
   });
 
   it('streams with the API key, the model and the token limit asked for', async () => {
@@ -301,7 +336,7 @@ describe('a conversation that changes provider between rounds', () => {
       ];
       const second = await watchRound(model.provider, { ...asked, messages });
       expect(second.result.text).toBe('Fine.');
-      expect(model.fake.requests[0]!.body.messages).toEqual([
+      expect(withoutCacheMarks(model.fake.requests[0]!.body.messages)).toEqual([
         { role: 'user', content: [{ type: 'text', text: 'db?' }] },
         {
           role: 'assistant',

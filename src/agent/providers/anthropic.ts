@@ -62,6 +62,31 @@ export function toAnthropicMessages(messages: Message[]): WireMessage[] {
   return out;
 }
 
+const EPHEMERAL = { type: 'ephemeral' } as const;
+
+/**
+ * Prompt-cache breakpoints on the conversation (the tools and the system prompt carry their own):
+ * one at the end of the newest request a person wrote, so every round of a turn reads the history up
+ * to it from cache; one at the very end, so the next round — and the next turn, whose request starts
+ * with this one — reads everything sent so far. The API looks back up to 20 blocks from a breakpoint
+ * for an earlier write, which a round or a turn's new blocks stay well within.
+ */
+export function withConversationBreakpoints(messages: WireMessage[]): WireMessage[] {
+  const mark = (index: number) => {
+    const blocks = messages[index]?.content as Block[] | undefined;
+    const last = blocks?.at(-1);
+    if (last && !('cache_control' in last && last.cache_control)) {
+      blocks![blocks!.length - 1] = { ...last, cache_control: EPHEMERAL } as Block;
+    }
+  };
+  const request = messages.findLastIndex(
+    (m) => m.role === 'user' && (m.content as Block[]).some((b) => b.type === 'text'),
+  );
+  if (request >= 0) mark(request);
+  mark(messages.length - 1);
+  return messages;
+}
+
 const STOP: Record<string, StopReason> = { end_turn: 'end_turn', tool_use: 'tool_use', max_tokens: 'max_tokens' };
 
 export interface AnthropicOptions {
@@ -73,6 +98,8 @@ export interface AnthropicOptions {
   retry?: RetryTuning;
   /** The variable that set `model`, named when the API does not serve it. */
   modelSetting?: string;
+  /** Prompt caching (PROMPT_CACHE): breakpoints on the tools, the system prompt and the conversation. Default on. */
+  promptCache?: boolean;
 }
 
 export class AnthropicProvider implements ModelProvider {
@@ -102,21 +129,23 @@ export class AnthropicProvider implements ModelProvider {
 
   async #attempt(request: ModelRequest, callbacks: RoundCallbacks, watch: StreamWatch): Promise<ModelRound> {
     const { signal } = watch;
+    const cache = this.#options.promptCache ?? true;
     const tools: Anthropic.ToolUnion[] = request.tools.map((t, i) => ({
       name: t.name,
       description: t.description,
       input_schema: t.inputSchema as Anthropic.Tool.InputSchema,
       // The tool list and the system prompt are the stable prefix of every round: cache it.
-      ...(i === request.tools.length - 1 ? { cache_control: { type: 'ephemeral' as const } } : {}),
+      ...(cache && i === request.tools.length - 1 ? { cache_control: EPHEMERAL } : {}),
     }));
+    const messages = toAnthropicMessages(request.messages);
     const stream = await this.#client.messages.create(
       {
         model: this.model,
         max_tokens: request.maxTokens,
         ...(request.system.trim()
-          ? { system: [{ type: 'text', text: request.system, cache_control: { type: 'ephemeral' } }] }
+          ? { system: [{ type: 'text', text: request.system, ...(cache ? { cache_control: EPHEMERAL } : {}) }] }
           : {}),
-        messages: toAnthropicMessages(request.messages),
+        messages: cache ? withConversationBreakpoints(messages) : messages,
         ...(tools.length ? { tools } : {}),
         stream: true,
       },

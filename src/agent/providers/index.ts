@@ -27,6 +27,7 @@ function single(config: Config, name: Provider, log?: Logger): ModelProvider {
         baseURL: config.ANTHROPIC_BASE_URL,
         maxRetries: config.MODEL_MAX_RETRIES,
         log,
+        promptCache: config.PROMPT_CACHE,
       });
     case 'openai':
       if (!config.OPENAI_API_KEY && !config.OPENAI_BASE_URL)

@@ -46,8 +46,15 @@ export class ToolRegistry {
   }
 
   /** The tools as the model sees them. Shared between calls: callers must not modify them. */
+  /**
+   * Sorted by name: the tool list opens every prompt, and a cached prefix only matches byte for byte,
+   * so two workers that registered the same tools in another order (MCP servers connect when they
+   * connect) must still send the same list.
+   */
   specs(): ToolSpec[] {
-    this.#specs ??= this.list().map(toolSpec);
+    this.#specs ??= this.list()
+      .map(toolSpec)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return [...this.#specs];
   }
 

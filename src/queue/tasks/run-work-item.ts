@@ -9,6 +9,8 @@ import type { ModelProvider } from '../../agent/model.ts';
 import type { ToolRegistry } from '../../agent/tools/registry.ts';
 import type { TurnState } from '../../agent/turn-state.ts';
 import { checkpointFromRow } from '../../agent/turn-store.ts';
+import { prepareHistory } from '../../agent/history/compaction.ts';
+import { saveSummary, summaryFromRow } from '../../agent/history/summary-store.ts';
 import { ZERO_USAGE } from '../../agent/model.ts';
 import type { OutboundRegistry } from '../../reply/outbound.ts';
 import { ReplyStream } from '../../reply/reply-stream.ts';
@@ -110,7 +112,11 @@ export function createWorkItemTask(services: WorkerServices): Task {
     // separate check.
     const stop = services.stops.track(workItemId);
     try {
-      const started = await startTurn(pool, workItemId, config.AGENT_HISTORY_MESSAGES);
+      const started = await startTurn(
+        pool,
+        workItemId,
+        config.AGENT_HISTORY_TOKENS > 0 ? HISTORY_ROWS_WITH_COMPACTION : config.AGENT_HISTORY_MESSAGES,
+      );
       // Already at rest: a replay of a job whose item finished before the job was marked complete.
       if (!started) return;
       const { row } = started;
@@ -139,6 +145,28 @@ export function createWorkItemTask(services: WorkerServices): Task {
         { label: '👍', value: feedbackValue(item.id, 'up'), style: 'secondary' },
         { label: '👎', value: feedbackValue(item.id, 'down'), style: 'secondary' },
       ];
+    }
+
+    /**
+     * The history the model is given. With compaction (AGENT_HISTORY_TOKENS > 0): the stored summary
+     * and the messages after it, compacted once more (and stored) when they pass the budget; without,
+     * the newest AGENT_HISTORY_MESSAGES messages.
+     */
+    async function historyOf(item: WorkItem, row: StartedRow, log: Logger) {
+      const first = firstCompleteExchange(row.history);
+      const messages = row.history.slice(first);
+      if (config.AGENT_HISTORY_TOKENS === 0) return messages;
+      const prepared = prepareHistory(
+        { summary: summaryFromRow(row.summary), messages, ids: row.history_ids.slice(first).map(Number) },
+        { budgetTokens: config.AGENT_HISTORY_TOKENS },
+      );
+      if (prepared.compacted) {
+        const { summary, throughId, messages: folded } = prepared.compacted;
+        await saveSummary(pool, item.conversationId, summary, throughId);
+        metrics.historyCompactions.inc();
+        log.info({ folded, tokensAfter: prepared.tokens }, 'compacted the conversation history');
+      }
+      return prepared.messages;
     }
 
     async function runItem(item: WorkItem, row: StartedRow, stop: ReturnType<StopListener['track']>): Promise<void> {
@@ -229,14 +257,14 @@ export function createWorkItemTask(services: WorkerServices): Task {
       });
       let outcome: TurnOutcome;
       try {
-        const history = row.history;
+        const history = await historyOf(item, row, log);
         outcome = await runTurn(
           {
             workItemId: item.id,
             conversationId: item.conversationId,
             requester: item.requester,
             system: services.systemPrompt(item),
-            history: trimToCompleteExchanges(history),
+            history,
           },
           state,
           {
@@ -342,9 +370,16 @@ export function createWorkItemTask(services: WorkerServices): Task {
 
 /**
  * History handed to the model must not start in the middle of a tool exchange (a tool result without
- * its call), which providers reject; drop leading messages until a user message.
+ * its call), which providers reject: where the first user message is (leading messages before it are
+ * dropped; with none, all are).
  */
-function trimToCompleteExchanges<T extends { role: string }>(history: T[]): T[] {
+function firstCompleteExchange(history: Array<{ role: string }>): number {
   const first = history.findIndex((m) => m.role === 'user');
-  return first <= 0 ? (first === 0 ? history : []) : history.slice(first);
+  return first < 0 ? history.length : first;
 }
+
+/**
+ * With compaction on, the rows read at turn start are the messages after the summary, which
+ * compaction keeps within its budget; this only bounds a conversation from before compaction.
+ */
+const HISTORY_ROWS_WITH_COMPACTION = 1000;

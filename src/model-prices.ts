@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import type { TokenUsage } from './agent/model.ts';
+
+/** US dollars per million tokens. */
+export const ModelPrice = z.strictObject({
+  input: z.number().min(0),
+  output: z.number().min(0),
+  /** Reading a cached prefix. Default: the input price (no discount). */
+  cacheRead: z.number().min(0).optional(),
+  /** Writing a prefix to the cache. Default: the input price (no surcharge). */
+  cacheWrite: z.number().min(0).optional(),
+});
+export type ModelPrice = z.infer<typeof ModelPrice>;
+
+export const PriceTable = z.strictObject({
+  /** Model id prefix → price; the longest prefix of a model id wins. */
+  models: z.record(z.string().min(1), ModelPrice),
+});
+export type PriceTable = z.infer<typeof PriceTable>;
+
+/** Anthropic: a 5-minute cache write costs 1.25× input, a read 0.1×. */
+const anthropic = (input: number, output: number): ModelPrice => ({
+  input,
+  output,
+  cacheWrite: input * 1.25,
+  cacheRead: input * 0.1,
+});
+/** OpenAI: caching is automatic; writes cost nothing extra, reads are discounted. */
+const openai = (input: number, output: number, cacheRead: number): ModelPrice => ({ input, output, cacheRead });
+
+/**
+ * List prices as published when this table was written (USD per million tokens). They change, and
+ * contracts differ: the operator's MODEL_PRICES_FILE overrides or extends them.
+ */
+export const DEFAULT_PRICES: PriceTable = {
+  models: {
+    'claude-opus-4-5': anthropic(5, 25),
+    'claude-opus-4': anthropic(15, 75),
+    'claude-sonnet-4': anthropic(3, 15),
+    'claude-3-7-sonnet': anthropic(3, 15),
+    'claude-3-5-sonnet': anthropic(3, 15),
+    'claude-haiku-4-5': anthropic(1, 5),
+    'claude-3-5-haiku': anthropic(0.8, 4),
+    'gpt-5-mini': openai(0.25, 2, 0.025),
+    'gpt-5': openai(1.25, 10, 0.125),
+    'gpt-4.1-mini': openai(0.4, 1.6, 0.1),
+    'gpt-4.1': openai(2, 8, 0.5),
+    'gpt-4o-mini': openai(0.15, 0.6, 0.075),
+    'gpt-4o': openai(2.5, 10, 1.25),
+  },
+};
+
+/** The defaults with the operator's file laid over them; a bad file is an error naming what is wrong. */
+export function loadPriceTable(file: string | undefined): PriceTable {
+  if (!file) return DEFAULT_PRICES;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new Error(`MODEL_PRICES_FILE ${file} could not be read as JSON: ${(error as Error).message}`);
+  }
+  const parsed = PriceTable.safeParse(raw);
+  if (!parsed.success) {
+    throw new Error(`MODEL_PRICES_FILE ${file} is not a price table: ${z.prettifyError(parsed.error)}`);
+  }
+  return { models: { ...DEFAULT_PRICES.models, ...parsed.data.models } };
+}
+
+export function priceOf(table: PriceTable, model: string): ModelPrice | undefined {
+  const match = Object.keys(table.models)
+    .filter((prefix) => model.startsWith(prefix))
+    .sort((a, b) => b.length - a.length)[0];
+  return match === undefined ? undefined : table.models[match];
+}
+
+export interface Cost {
+  /** What the tokens cost as billed (cache reads and writes at their prices). */
+  billed: number;
+  /** What the same prompt would have cost with no cache at all. */
+  uncached: number;
+}
+
+/** The cost of some usage at a price, in dollars. `inputTokens` excludes cached ones (as the APIs report). */
+export function costOf(usage: TokenUsage, price: ModelPrice): Cost {
+  const perToken = (perMillion: number) => perMillion / 1_000_000;
+  const read = price.cacheRead ?? price.input;
+  const write = price.cacheWrite ?? price.input;
+  const output = usage.outputTokens * perToken(price.output);
+  return {
+    billed:
+      usage.inputTokens * perToken(price.input) +
+      usage.cacheReadTokens * perToken(read) +
+      usage.cacheWriteTokens * perToken(write) +
+      output,
+    uncached: (usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens) * perToken(price.input) + output,
+  };
+}
