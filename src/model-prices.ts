@@ -58,7 +58,9 @@ export function loadPriceTable(file: string | undefined): PriceTable {
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new Error(`MODEL_PRICES_FILE ${file} could not be read as JSON: ${(error as Error).message}`);
+    throw new Error(`MODEL_PRICES_FILE ${file} could not be read as JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   const parsed = PriceTable.safeParse(raw);
   if (!parsed.success) {
