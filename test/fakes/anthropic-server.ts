@@ -1,5 +1,6 @@
 import type { Message } from '../../src/agent/messages.ts';
 import { parseScript, type Script } from '../../src/agent/providers/scripted.ts';
+import { createPromptCache, outputTokens, type CacheUsage, type PromptCacheOptions } from './anthropic-prompt-cache.ts';
 import {
   createFakeModelServer,
   responseFromScript,
@@ -235,6 +236,16 @@ export function neutralFromAnthropic(body: Record<string, unknown>): Message[] {
 export interface FakeAnthropicOptions extends FakeModelOptions {
   /** Answer from a scripted-model script once the queue is empty (rounds decided from the conversation). */
   script?: Script;
+  /**
+   * Bill prompt caching as the API does (test/fakes/anthropic-prompt-cache.ts): every stream whose
+   * response sets no `usage` reports the computed input, cache read and cache write tokens.
+   */
+  caching?: PromptCacheOptions | true;
+}
+
+/** What each billed request reported, in order (with `caching`). */
+export interface BilledRequest extends CacheUsage {
+  output: number;
 }
 
 function withScript(options: FakeAnthropicOptions): FakeModelOptions {
@@ -243,12 +254,35 @@ function withScript(options: FakeAnthropicOptions): FakeModelOptions {
   return { ...options, responder: (body) => responseFromScript(script, neutralFromAnthropic(body)) };
 }
 
-/** A fake Anthropic API that listens once `start()` is called. */
-export function createFakeAnthropic(options: FakeAnthropicOptions = {}): FakeModelApi {
-  return createFakeModelServer(anthropicDialect, withScript(options)).api;
+/** The dialect, billing each stream from a prompt cache of this fake's own. */
+function billingDialect(options: FakeAnthropicOptions, billed: BilledRequest[]): Dialect {
+  if (!options.caching) return anthropicDialect;
+  const cache = createPromptCache(options.caching === true ? {} : options.caching);
+  return {
+    ...anthropicDialect,
+    render(r, request) {
+      if (r.usage) return anthropicDialect.render(r, request);
+      const usage = cache.account(request);
+      const output = outputTokens(
+        (r.text ?? []).join(''),
+        (r.toolCalls ?? []).flatMap((c) => c.json),
+      );
+      billed.push({ ...usage, output });
+      return anthropicDialect.render({ ...r, usage: { ...usage, output } }, request);
+    },
+  };
 }
 
-/** A started fake Anthropic API; give its `url` to the SDK as baseURL. */
-export function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<StartedFakeModel> {
-  return startFake(anthropicDialect, withScript(options));
+/** A fake Anthropic API that listens once `start()` is called. */
+export function createFakeAnthropic(options: FakeAnthropicOptions = {}): FakeModelApi & { billed: BilledRequest[] } {
+  const billed: BilledRequest[] = [];
+  return { ...createFakeModelServer(billingDialect(options, billed), withScript(options)).api, billed };
+}
+
+/** A started fake Anthropic API; give its `url` to the SDK as baseURL. `billed`: with `caching`, each stream's usage. */
+export async function startFakeAnthropic(
+  options: FakeAnthropicOptions = {},
+): Promise<StartedFakeModel & { billed: BilledRequest[] }> {
+  const billed: BilledRequest[] = [];
+  return { ...(await startFake(billingDialect(options, billed), withScript(options))), billed };
 }
