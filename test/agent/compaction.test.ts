@@ -74,7 +74,7 @@ describe('history compaction', () => {
   it('folds the oldest turns into a summary, cutting only before a request, so no call is split from its result', () => {
     const history = stored(12, { deniedTurn: 2 });
     const total = history.messages.reduce((a, m) => a + estimateTokens(m), 0);
-    const budget = Math.floor(total / 2);
+    const budget = Math.floor(total * 0.8);
     const prepared = prepareHistory(history, { budgetTokens: budget });
     const compacted = prepared.compacted!;
     expect(compacted).toBeDefined();
@@ -82,7 +82,7 @@ describe('history compaction', () => {
     // The kept part starts at a request and is whole: every result has its call.
     expect(kept[0]!.role).toBe('user');
     expect(pairsWhole(kept)).toBe(true);
-    expect(kept.reduce((a, m) => a + estimateTokens(m), 0)).toBeLessThanOrEqual(budget / 2);
+    expect(kept.reduce((a, m) => a + estimateTokens(m), 0)).toBeLessThanOrEqual(budget * 0.3);
     expect(compacted.throughId).toBe(history.ids[compacted.messages - 1]);
     expect(prepared.messages.slice(1)).toEqual(kept);
     expect(prepared.tokens).toBeLessThan(budget);
@@ -127,6 +127,17 @@ describe('history compaction', () => {
       messages = [...messages, ...turn(turns)];
     }
     expect(turns).toBeGreaterThan(13);
+  });
+
+  it('holds the summary to its share: older turns lose their detail first, decisions go last', () => {
+    const messages = Array.from({ length: 30 }, (_, i) => turn(i + 1, { denied: i === 0 })).flat();
+    const full = summarize(undefined, messages);
+    const capped = summarize(undefined, messages, estimateTokens(renderSummary(full)) / 3);
+    expect(estimateTokens(renderSummary(capped))).toBeLessThanOrEqual(estimateTokens(renderSummary(full)) / 3);
+    expect(capped.droppedTurns).toBeGreaterThan(0);
+    expect(capped.turns.at(-1)).toEqual(full.turns.at(-1));
+    // The first turn's denial is still there although its turn line is gone.
+    expect(renderSummary(capped)).toMatch(/v2\.1\.1"\} → not run — freeze until Monday/);
   });
 
   it('keeps an earlier summary as it was when compacting again', () => {

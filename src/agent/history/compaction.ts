@@ -13,9 +13,9 @@ export interface StoredHistory {
 export interface CompactionSettings {
   /** Estimated tokens (summary + messages) past which older turns are compacted. */
   budgetTokens: number;
-  /** What is kept verbatim after a compaction, as a share of the budget (default half). */
+  /** What is kept verbatim after a compaction, as a share of the budget (default 0.3). */
   keepShare?: number;
-  /** The most the summary may take, as a share of the budget (default a quarter). */
+  /** The most the summary may take, as a share of the budget (default 0.2). */
   summaryShare?: number;
 }
 
@@ -46,7 +46,8 @@ function cutPoints(messages: Message[]): number[] {
  * every earlier request is a prefix of the next one and a prompt cache keeps hitting. Once the
  * estimate passes the budget, the oldest turns are folded into the summary (once, stored) and
  * the newest turns, up to `keepShare` of the budget, stay verbatim; the summary is held to
- * `summaryShare`, so a compaction leaves room for several turns before the next one.
+ * `summaryShare`. A compaction rewrites the cached prefix from the summary on, so it leaves half the
+ * budget free: the next one comes only after several turns.
  */
 export function prepareHistory(stored: StoredHistory, settings: CompactionSettings): PreparedHistory {
   const { summary, messages, ids } = stored;
@@ -56,7 +57,7 @@ export function prepareHistory(stored: StoredHistory, settings: CompactionSettin
   const given = (s: ConversationSummary | undefined, kept: Message[]) => (s ? [summaryMessage(s), ...kept] : kept);
   if (total <= settings.budgetTokens) return { messages: given(summary, messages), tokens: total };
 
-  const keep = settings.budgetTokens * (settings.keepShare ?? 0.5);
+  const keep = settings.budgetTokens * (settings.keepShare ?? 0.3);
   // The earliest cut whose tail fits what is kept; with none (one huge last turn), the latest cut.
   const cuts = cutPoints(messages);
   let tail = 0;
@@ -65,7 +66,7 @@ export function prepareHistory(stored: StoredHistory, settings: CompactionSettin
   const cut = cuts.find((i) => suffix[i]! <= keep) ?? cuts.at(-1);
   if (cut === undefined) return { messages: given(summary, messages), tokens: total };
 
-  const next = summarize(summary, messages.slice(0, cut), settings.budgetTokens * (settings.summaryShare ?? 0.25));
+  const next = summarize(summary, messages.slice(0, cut), settings.budgetTokens * (settings.summaryShare ?? 0.2));
   const kept = messages.slice(cut);
   const prepared = given(next, kept);
   return {
