@@ -11,6 +11,7 @@ import { benchP4 } from './p4-throughput.ts';
 import { benchP5 } from './p5-critical-under-load.ts';
 import { benchP6 } from './p6-kill-resume.ts';
 import { benchP7 } from './p7-memory.ts';
+import { benchP8, meanBilled } from './p8-conversation-cost.ts';
 import { benchBudget } from './result-budget.ts';
 import { round } from './stats.ts';
 
@@ -43,7 +44,7 @@ async function main(): Promise<void> {
     await migrate(url.toString(), log);
     return url.toString();
   };
-  const only = (process.env.BENCH_ONLY ?? 'P1,P2,P3,P4,P5,P6,P7').split(',');
+  const only = (process.env.BENCH_ONLY ?? 'P1,P2,P3,P4,P5,P6,P7,P8').split(',');
   const samples = Number(process.env.BENCH_SAMPLES ?? 200);
   const results: Record<string, unknown> = {};
   const rows: Row[] = [];
@@ -160,6 +161,51 @@ async function main(): Promise<void> {
           '≤ 150 MB',
         ],
         ['P7 RSS growth scaled to 1,000 turns streaming at once (MB)', round(p7.mbPer1000Streaming, 1), '', '', ''],
+      );
+    }
+    if (only.includes('P8')) {
+      const p8 = await benchP8(freshDatabase, Number(process.env.BENCH_P8_TURNS ?? 40));
+      results.p8 = p8;
+      const { cached, baseline } = p8;
+      const last = p8.turnCount;
+      const at = (v: typeof cached, n: number) => v.turns[n - 1]!.billedInput;
+      const pct = (x: number) => `${round(100 * x, 1)}%`;
+      rows.push(
+        [
+          `P8 ${last}-turn conversation: cache reads / all input, turns 2–${last}`,
+          pct(cached.readShareFromTurn2),
+          pct(baseline.readShareFromTurn2),
+          '',
+          '≥ 85% from turn 2',
+        ],
+        [
+          'P8 turns at ≥ 85% cache reads (the rest)',
+          `${cached.turnsAtTarget}/${last - 1} (${cached.turnsBelowTarget.join(', ') || 'none'})`,
+          `${baseline.turnsAtTarget}/${last - 1}`,
+          `${cached.compactions} compactions`,
+          '',
+        ],
+        [
+          `P8 billed input per turn, turn 10 / turn ${last} (input-token equivalents)`,
+          `${round(at(cached, 10), 0)} / ${round(at(cached, last), 0)}`,
+          `${round(at(baseline, 10), 0)} / ${round(at(baseline, last), 0)}`,
+          `${round(at(cached, last) / at(cached, 10))}×`,
+          `turn ${last} ≤ 1.3× turn 10`,
+        ],
+        [
+          `P8 billed input per turn, mean of turns 11–20 / ${last - 9}–${last}`,
+          `${round(meanBilled(cached, 11, 20), 0)} / ${round(meanBilled(cached, last - 9, last), 0)}`,
+          `${round(meanBilled(baseline, 11, 20), 0)} / ${round(meanBilled(baseline, last - 9, last), 0)}`,
+          `${round(meanBilled(cached, last - 9, last) / meanBilled(cached, 11, 20))}×`,
+          '',
+        ],
+        [
+          'P8 whole conversation at claude-sonnet-5-5 list prices (uncached equivalent)',
+          `$${round(cached.cost, 3)} ($${round(cached.uncachedCost, 3)})`,
+          `$${round(baseline.cost, 3)}`,
+          `${round(cached.cost / baseline.cost)}×`,
+          '',
+        ],
       );
     }
     if (only.includes('BUDGET')) {

@@ -30,13 +30,22 @@ const anthropic = (input: number, output: number): ModelPrice => ({
 const openai = (input: number, output: number, cacheRead: number): ModelPrice => ({ input, output, cacheRead });
 
 /**
- * List prices as published when this table was written (USD per million tokens). They change, and
- * contracts differ: the operator's MODEL_PRICES_FILE overrides or extends them.
+ * List prices as published when this table was written (USD per million tokens; Anthropic's model
+ * pages, November 2026). They change, and contracts differ: the operator's MODEL_PRICES_FILE
+ * overrides or extends them, and a model missing here is shown as unpriced, never guessed.
  */
 export const DEFAULT_PRICES: PriceTable = {
   models: {
+    'claude-fable-5-1': anthropic(10, 50),
+    'claude-opus-5-5': anthropic(4, 20),
+    'claude-opus-5': anthropic(5, 25),
+    'claude-sonnet-5-5': anthropic(2, 10),
+    'claude-sonnet-5': anthropic(2, 10),
     'claude-opus-4-5': anthropic(5, 25),
-    'claude-opus-4': anthropic(15, 75),
+    // Opus 4 and 4.1 only: later 4.x Opus models are priced differently.
+    'claude-opus-4-0': anthropic(15, 75),
+    'claude-opus-4-2025': anthropic(15, 75),
+    'claude-opus-4-1': anthropic(15, 75),
     'claude-sonnet-4': anthropic(3, 15),
     'claude-3-7-sonnet': anthropic(3, 15),
     'claude-3-5-sonnet': anthropic(3, 15),

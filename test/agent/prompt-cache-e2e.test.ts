@@ -21,7 +21,7 @@ describe('the prompt cache across rounds and turns', () => {
   beforeAll(async () => {
     fake = await startFakeAnthropic({ script: LONG_CONVERSATION_SCRIPT, caching: { minTokens: 1024 } });
     h = await startHarness({
-      provider: new AnthropicProvider({ apiKey: 'k', model: 'claude-sonnet-4-5', baseURL: fake.url, maxRetries: 0 }),
+      provider: new AnthropicProvider({ apiKey: 'k', model: 'claude-sonnet-5-5', baseURL: fake.url, maxRetries: 0 }),
       tools: [lookupTool()],
       env: { AGENT_HISTORY_TOKENS: '6000' },
     });

@@ -87,7 +87,7 @@ describe('the fake Anthropic prompt cache', () => {
         const client = new Anthropic({ apiKey: 'k', baseURL: url, maxRetries: 0 });
         (url === fake.url ? fake : plain).enqueue({ kind: 'stream', text: ['ok'] });
         const stream = client.messages.stream({
-          model: 'claude-sonnet-4-5',
+          model: 'claude-sonnet-5-5',
           max_tokens: 10,
           system: [{ type: 'text', text: LONG, cache_control: { type: 'ephemeral' } }],
           messages: [{ role: 'user', content: 'hi' }],
