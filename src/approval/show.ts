@@ -37,21 +37,25 @@ export async function showPendingCard(ctx: ApprovalContext, envelopeId: string):
   if (!envelope.card_message_id) {
     // A platform rate limit is waited out here: failing the job would put the card behind
     // graphile-worker's exponential retry delay while a person waits for it.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const shown = await showCard(ctx, envelope, card);
-        await setCardMessage(ctx.pool, envelopeId, shown.messageId);
-        envelope.card_message_id = shown.messageId;
-        break;
-      } catch (error) {
-        const wait = (error as { retryAfterMs?: unknown }).retryAfterMs;
-        if (typeof wait !== 'number' || attempt >= 5) throw error;
-        ctx.log.warn({ envelopeId, retryInMs: wait }, 'approval card rate limited; retrying');
-        await new Promise((r) => setTimeout(r, Math.min(wait, 30_000)));
-      }
-    }
+    const shown = await waitingOutRateLimits(ctx, envelopeId, () => showCard(ctx, envelope, card));
+    await setCardMessage(ctx.pool, envelopeId, shown.messageId);
+    envelope.card_message_id = shown.messageId;
   }
   await sendCopies(ctx, envelope, card);
+}
+
+/** Runs `show`, waiting out up to four platform rate limits (errors carrying `retryAfterMs`). */
+async function waitingOutRateLimits<T>(ctx: ApprovalContext, envelopeId: string, show: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await show();
+    } catch (error) {
+      const wait = (error as { retryAfterMs?: unknown }).retryAfterMs;
+      if (typeof wait !== 'number' || attempt >= 5) throw error;
+      ctx.log.warn({ envelopeId, retryInMs: wait }, 'approval card rate limited; retrying');
+      await new Promise((r) => setTimeout(r, Math.min(wait, 30_000)));
+    }
+  }
 }
 
 /** Updates the card (and its copies) in place; a failure is logged, never undoes the decision. */
@@ -62,7 +66,8 @@ export async function refreshCard(
 ): Promise<void> {
   const card = await renderCard(ctx, envelope, state);
   try {
-    await showCard(ctx, envelope, card);
+    // A card left showing its buttons after the decision would invite clicks that can only fail.
+    await waitingOutRateLimits(ctx, envelope.id, () => showCard(ctx, envelope, card));
   } catch (error) {
     ctx.log.warn({ err: error, envelopeId: envelope.id }, 'could not update the approval card');
   }

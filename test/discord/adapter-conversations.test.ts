@@ -328,6 +328,45 @@ describe('Discord adapter against the fake Discord', () => {
     expect(runs).toEqual([]);
   });
 
+  it('shows the decision on the card even when the card’s update is rate limited', async () => {
+    runs.length = 0;
+    const before = fake.messagesIn(fake.scene.dmChannelId).length;
+    fake.userSays(dmMessage(fake.scene, { text: 'restart it, then deny' }));
+    const card = await fake.until(
+      () =>
+        fake
+          .messagesIn(fake.scene.dmChannelId)
+          .slice(before)
+          .find((m) => JSON.stringify(m.message.components ?? []).includes('"label":"Deny"')),
+      'the approval card',
+      45_000,
+    );
+    const deny = (card.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>)
+      .flatMap((r) => r.components)
+      .find((b) => b.label === 'Deny')!;
+    // The card's edit is the first PATCH after the click: the continuation posts its reply first.
+    fake.rateLimits.failNext('PATCH /channels/:channel_id/messages/:message_id', { count: 1, retryAfterSeconds: 1 });
+    fake.interact(buttonInteraction(fake.scene, { customId: deny.custom_id, message: card.message, inDm: true }));
+    await fake.until(
+      () => {
+        const shown = fake.message(card.message.id as string)!;
+        return JSON.stringify(shown.message.components ?? []).includes('"label":"Deny"') ? undefined : shown;
+      },
+      'the card to show the decision',
+      45_000,
+    );
+    expect(fake.rateLimits.calls.filter((c) => c.cause === 'forced')).toHaveLength(1);
+    await fake.until(
+      () =>
+        fake.botTextIn(fake.scene.dmChannelId).some((t) => t.startsWith('Result: A person denied this call'))
+          ? true
+          : undefined,
+      'the denial answer',
+      45_000,
+    );
+    expect(runs).toEqual([]);
+  });
+
   it('loses nothing when an edit is rate limited: the final text arrives exact', async () => {
     const since = fake.requests.length;
     fake.rateLimits.failNext('PATCH /channels/:channel_id/messages/:message_id', { count: 2, retryAfterSeconds: 1 });

@@ -120,6 +120,13 @@ describe('takeToken (Postgres token bucket shared by all workers)', () => {
     expect(capacity).toBeGreaterThanOrEqual(1);
   });
 
+  it('shapes the global budget so no 1-second window sees more than the global limit', () => {
+    const { capacity, refillPerSecond } = DISCORD_BUCKETS.global;
+    // A full burst followed by a second of refill used to allow twice the limit (P9 saw 429s).
+    expect(capacity + refillPerSecond * 1).toBeLessThanOrEqual(LIMITS.globalRequestsPerSecond);
+    expect(capacity).toBeGreaterThanOrEqual(1);
+  });
+
   it('waits out the time takeToken asks for', async () => {
     const key = freshKey();
     const bucket = { capacity: 1, refillPerSecond: 1 };

@@ -18,12 +18,14 @@ import { LIMITS } from './limits.ts';
  * capacity + refill × window ≤ 5 — never a 429 from a full burst followed by steady refills.
  */
 const EDIT_BURST = 2;
+/** The global limit is a 1-second window, split the same way: 10 at once, then 40 a second. */
+const GLOBAL_BURST = 10;
 export const DISCORD_BUCKETS = {
   channelEdit: {
     capacity: EDIT_BURST,
     refillPerSecond: (LIMITS.channelEditsPerWindow - EDIT_BURST) / LIMITS.channelEditWindowSeconds,
   },
-  global: { capacity: LIMITS.globalRequestsPerSecond, refillPerSecond: LIMITS.globalRequestsPerSecond },
+  global: { capacity: GLOBAL_BURST, refillPerSecond: LIMITS.globalRequestsPerSecond - GLOBAL_BURST },
 } as const satisfies Record<string, BucketShape>;
 
 export const channelEditBucketKey = (channelId: string): string => `discord:edit:${channelId}`;
