@@ -9,6 +9,7 @@ import { ReplyTarget } from '../core/reply-target.ts';
 import { newWorkItem, Priority, type CallDecision, type WorkItem } from '../core/work-item.ts';
 import { continueParkedTurn } from '../queue/turn-lifecycle.ts';
 import type { ApprovalContext } from './context.ts';
+import type { ClickedMessage } from '../core/approval-card.ts';
 import { parseCalls, type EnvelopeRow, type PlannedCall } from './envelope.ts';
 import { refreshCard } from './show.ts';
 import { policyStillAllows, type GrantOffer } from './grants.ts';
@@ -44,7 +45,12 @@ type Choose = (envelope: EnvelopeRow, calls: PlannedCall[]) => CallDecision[] | 
  * A button click: `value` is the button's payload (nonce + decision). Anything invalid is rejected
  * before the nonce is consumed, with a reason meant only for the clicker.
  */
-export async function decideClick(ctx: ApprovalContext, value: string, clicker: Requester): Promise<SubmitResult> {
+export async function decideClick(
+  ctx: ApprovalContext,
+  value: string,
+  clicker: Requester,
+  clicked?: ClickedMessage,
+): Promise<SubmitResult> {
   const payload = ButtonPayload.safeParse(value);
   if (!payload.success) {
     return reject(ctx, undefined, undefined, clicker, 'That button is not a valid approval button.', {
@@ -53,7 +59,7 @@ export async function decideClick(ctx: ApprovalContext, value: string, clicker: 
     });
   }
   const { nonce, decision } = payload.data;
-  return decide(ctx, nonce, clicker, { decision }, (envelope, calls) => {
+  return decide(ctx, nonce, clicker, { decision }, clicked, (envelope, calls) => {
     const recorded = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
     if (decision === 'A' || decision === 'D') {
       // Approve all / Deny all decide the calls nobody has decided yet; recorded decisions stand.
@@ -123,7 +129,7 @@ export async function decideDenyWithReason(
     });
   }
   const by = clicker.displayName ?? personKey(clicker);
-  return decide(ctx, nonce, clicker, { decision: 'R', reason: text }, (envelope, calls) => {
+  return decide(ctx, nonce, clicker, { decision: 'R', reason: text }, undefined, (envelope, calls) => {
     const recorded = new Set(envelope.partial_decisions.map((d) => d.toolCallId));
     const open = calls.filter((c) => !recorded.has(c.id));
     if (envelope.kind === 'question') return { reason: 'A question is answered, not denied.' };
@@ -145,7 +151,7 @@ export async function decideAll(
   decisions: CallDecision[],
   clicker: Requester,
 ): Promise<SubmitResult> {
-  return decide(ctx, nonce, clicker, { decisions }, (envelope, calls) => {
+  return decide(ctx, nonce, clicker, { decisions }, undefined, (envelope, calls) => {
     const coverage = verifyCoverage(calls, decisions);
     if (!coverage.ok) return coverage;
     const recorded = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
@@ -174,6 +180,7 @@ async function decide(
   nonce: string,
   clicker: Requester,
   detail: unknown,
+  clicked: ClickedMessage | undefined,
   choose: Choose,
 ): Promise<SubmitResult> {
   for (let attempt = 0; attempt < MAX_DECISION_ATTEMPTS; attempt++) {
@@ -189,8 +196,8 @@ async function decide(
     const decided = [...envelope.partial_decisions, ...chosen.map((d) => ({ ...d, by: clicker }))];
     const outcome =
       decided.length === calls.length
-        ? await consume(ctx, envelope, calls, decided, chosen, clicker, detail)
-        : await recordPartial(ctx, envelope, chosen, decided, clicker, detail);
+        ? await consume(ctx, envelope, calls, decided, chosen, clicker, detail, clicked)
+        : await recordPartial(ctx, envelope, chosen, decided, clicker, detail, clicked);
     if (outcome) return outcome;
     ctx.log.debug({ envelopeId: envelope.id, attempt }, 'approval decision lost a race; re-reading');
   }
@@ -207,6 +214,7 @@ async function recordPartial(
   decided: RecordedDecision[],
   clicker: Requester,
   detail: unknown,
+  clicked: ClickedMessage | undefined,
 ): Promise<SubmitResult | undefined> {
   const updated = await transaction(ctx.pool, async (client) => {
     const row = await recordPartialDecisions(client, envelope.nonce, envelope.partial_decisions_read, decided);
@@ -225,7 +233,7 @@ async function recordPartial(
     return row;
   });
   if (!updated) return undefined;
-  await refreshCard(ctx, updated, 'pending');
+  await refreshCard(ctx, updated, 'pending', clicked);
   return { ok: true, partial: true, envelope: updated };
 }
 
@@ -241,6 +249,7 @@ async function consume(
   chosen: CallDecision[],
   clicker: Requester,
   detail: unknown,
+  clicked: ClickedMessage | undefined,
 ): Promise<SubmitResult | undefined> {
   // In the order of the calls, as the continuation and the card read them.
   const byId = new Map(decided.map((d) => [d.toolCallId, d] as const));
@@ -290,7 +299,7 @@ async function consume(
     return row;
   });
   if (!consumed) return undefined;
-  await refreshCard(ctx, consumed, 'decided');
+  await refreshCard(ctx, consumed, 'decided', clicked);
   return { ok: true, continuation, envelope: consumed };
 }
 

@@ -3,6 +3,7 @@ import type { PoolClient } from '../db/pool.ts';
 import type { ToolCall } from '../agent/messages.ts';
 import type { TurnState } from '../agent/turn-state.ts';
 import type { Requester } from '../core/person.ts';
+import type { ClickedMessage } from '../core/approval-card.ts';
 import type { CallDecision, ConversationMode, WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
 import type { CallRuling, GrantUse } from '../agent/loop.ts';
@@ -52,8 +53,8 @@ export class ApprovalService {
   }
 
   /** A button click (nonce + decision), verified before anything is consumed: see decide.ts. */
-  click(value: string, clicker: Requester): Promise<SubmitResult> {
-    return decideClick(this.#ctx, value, clicker);
+  click(value: string, clicker: Requester, clicked?: ClickedMessage): Promise<SubmitResult> {
+    return decideClick(this.#ctx, value, clicker, clicked);
   }
 
   /**

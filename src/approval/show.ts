@@ -1,4 +1,4 @@
-import type { ApprovalCard } from '../core/approval-card.ts';
+import type { ApprovalCard, ClickedMessage } from '../core/approval-card.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import type { PostedMessage } from '../reply/outbound.ts';
 import { fullArgs, makeVisible, prettyArgs } from './card.ts';
@@ -58,16 +58,20 @@ async function waitingOutRateLimits<T>(ctx: ApprovalContext, envelopeId: string,
   }
 }
 
-/** Updates the card (and its copies) in place; a failure is logged, never undoes the decision. */
+/**
+ * Updates the card (and its copies) in place; a failure is logged, never undoes the decision. With
+ * `clicked` (the click being answered), the clicked card message is replaced through the click.
+ */
 export async function refreshCard(
   ctx: ApprovalContext,
   envelope: EnvelopeRow,
   state: ApprovalCard['state'],
+  clicked?: ClickedMessage,
 ): Promise<void> {
   const card = await renderCard(ctx, envelope, state);
   try {
     // A card left showing its buttons after the decision would invite clicks that can only fail.
-    await waitingOutRateLimits(ctx, envelope.id, () => showCard(ctx, envelope, card));
+    await waitingOutRateLimits(ctx, envelope.id, () => showCard(ctx, envelope, card, clicked));
   } catch (error) {
     ctx.log.warn({ err: error, envelopeId: envelope.id }, 'could not update the approval card');
   }
@@ -146,7 +150,12 @@ async function renderCard(
 }
 
 /** Posts the card, or updates it in place when the envelope already has one. */
-async function showCard(ctx: ApprovalContext, envelope: EnvelopeRow, card: ApprovalCard): Promise<PostedMessage> {
+async function showCard(
+  ctx: ApprovalContext,
+  envelope: EnvelopeRow,
+  card: ApprovalCard,
+  clicked?: ClickedMessage,
+): Promise<PostedMessage> {
   const target: ReplyTarget = { ...ReplyTarget.parse(envelope.reply), messageId: undefined };
-  return ctx.cards.for(target).show(target, card, envelope.card_message_id ?? undefined);
+  return ctx.cards.for(target).show(target, card, envelope.card_message_id ?? undefined, clicked);
 }

@@ -49,6 +49,26 @@ export interface ApprovalCard {
  */
 export interface CardRenderer {
   readonly platform: string;
-  /** Posts the card, or with `messageId` updates it in place; returns the id to update it by later. */
-  show(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<{ messageId: string }>;
+  /**
+   * Posts the card, or with `messageId` updates it in place; returns the id to update it by later.
+   * With `clicked`, the card message the click came from is replaced through the click itself.
+   */
+  show(
+    target: ReplyTarget,
+    card: ApprovalCard,
+    messageId?: string,
+    clicked?: ClickedMessage,
+  ): Promise<{ messageId: string }>;
+}
+
+/**
+ * The message a click came from, answerable through the click itself (Slack's response_url,
+ * Discord's interaction webhook). Those edits are outside the platform's message budgets (Slack's
+ * per-workspace chat.update tier, Discord's global limit), so a decision shows at once even when
+ * many cards are decided together; the budgets are left to the replies.
+ */
+export interface ClickedMessage {
+  messageId: string;
+  /** Replaces the clicked message with `payload`, the platform's own message body; throws if it could not. */
+  replace(payload: unknown): Promise<void>;
 }

@@ -78,6 +78,43 @@ describe('Discord adapter against the fake Discord', () => {
       45_000,
     );
 
+  /** Asks in the DM for something that needs approval; the card, and its button labelled `label`. */
+  const dmCard = async (text: string, label: string) => {
+    const before = fake.messagesIn(fake.scene.dmChannelId).length;
+    fake.userSays(dmMessage(fake.scene, { text }));
+    const card = await fake.until(
+      () =>
+        fake
+          .messagesIn(fake.scene.dmChannelId)
+          .slice(before)
+          .find((m) => JSON.stringify(m.message.components ?? []).includes(`"label":"${label}"`)),
+      'the approval card',
+      45_000,
+    );
+    const button = (card.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>)
+      .flatMap((r) => r.components)
+      .find((b) => b.label === label)!;
+    return { card, button };
+  };
+  const cardShowsDecision = (card: { message: Record<string, unknown> }) =>
+    fake.until(
+      () =>
+        JSON.stringify(fake.message(card.message.id as string)!.message.components ?? []).includes('"label":"Deny"')
+          ? undefined
+          : true,
+      'the card to show the decision',
+      45_000,
+    );
+  const denialAnswer = () =>
+    fake.until(
+      () =>
+        fake.botTextIn(fake.scene.dmChannelId).some((t) => t.startsWith('Result: A person denied this call'))
+          ? true
+          : undefined,
+      'the denial answer',
+      45_000,
+    );
+
   it('answers a mention in a thread started on the message, streaming the reply by edits', async () => {
     const since = fake.requests.length;
     const posted = fake.userSays(guildMessageMentioningBot(fake.scene, { text: 'hello there' }));
@@ -302,68 +339,42 @@ describe('Discord adapter against the fake Discord', () => {
 
   it('gives a denied call a denial and runs nothing', async () => {
     runs.length = 0;
-    const before = fake.messagesIn(fake.scene.dmChannelId).length;
-    fake.userSays(dmMessage(fake.scene, { text: 'restart it again' }));
-    const card = await fake.until(
-      () =>
-        fake
-          .messagesIn(fake.scene.dmChannelId)
-          .slice(before)
-          .find((m) => JSON.stringify(m.message.components ?? []).includes('"label":"Deny"')),
-      'the approval card',
-      45_000,
-    );
-    const deny = (card.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>)
-      .flatMap((r) => r.components)
-      .find((b) => b.label === 'Deny')!;
+    const { card, button: deny } = await dmCard('restart it again', 'Deny');
     fake.interact(buttonInteraction(fake.scene, { customId: deny.custom_id, message: card.message, inDm: true }));
-    await fake.until(
-      () =>
-        fake.botTextIn(fake.scene.dmChannelId).some((t) => t.startsWith('Result: A person denied this call'))
-          ? true
-          : undefined,
-      'the denial answer',
-      45_000,
-    );
+    await denialAnswer();
+    expect(runs).toEqual([]);
+  });
+
+  it('shows the decision through the interaction’s webhook, outside the bot’s global budget', async () => {
+    runs.length = 0;
+    const { card, button: deny } = await dmCard('restart it, deny it by webhook', 'Deny');
+    const since = fake.requests.length;
+    fake.interact(buttonInteraction(fake.scene, { customId: deny.custom_id, message: card.message, inDm: true }));
+    await cardShowsDecision(card);
+    const cardEdits = fake.requests
+      .slice(since)
+      .filter(
+        (r) => r.method === 'PATCH' && (r.params.message_id === card.message.id || r.params.message_id === '@original'),
+      );
+    expect(cardEdits.map((r) => r.route)).toEqual(['PATCH /webhooks/:application_id/:token/messages/:message_id']);
+    await denialAnswer();
     expect(runs).toEqual([]);
   });
 
   it('shows the decision on the card even when the card’s update is rate limited', async () => {
     runs.length = 0;
-    const before = fake.messagesIn(fake.scene.dmChannelId).length;
-    fake.userSays(dmMessage(fake.scene, { text: 'restart it, then deny' }));
-    const card = await fake.until(
-      () =>
-        fake
-          .messagesIn(fake.scene.dmChannelId)
-          .slice(before)
-          .find((m) => JSON.stringify(m.message.components ?? []).includes('"label":"Deny"')),
-      'the approval card',
-      45_000,
-    );
-    const deny = (card.message.components as Array<{ components: Array<{ label: string; custom_id: string }> }>)
-      .flatMap((r) => r.components)
-      .find((b) => b.label === 'Deny')!;
-    // The card's edit is the first PATCH after the click: the continuation posts its reply first.
+    const { card, button: deny } = await dmCard('restart it, then deny', 'Deny');
+    // The interaction's webhook fails, so the card falls back to a channel edit, which is 429'd first;
+    // the card's edit is the first channel PATCH after the click (the continuation posts its reply first).
+    fake.rateLimits.failNext('PATCH /webhooks/:application_id/:token/messages/:message_id', {
+      count: 1,
+      retryAfterSeconds: 1,
+    });
     fake.rateLimits.failNext('PATCH /channels/:channel_id/messages/:message_id', { count: 1, retryAfterSeconds: 1 });
     fake.interact(buttonInteraction(fake.scene, { customId: deny.custom_id, message: card.message, inDm: true }));
-    await fake.until(
-      () => {
-        const shown = fake.message(card.message.id as string)!;
-        return JSON.stringify(shown.message.components ?? []).includes('"label":"Deny"') ? undefined : shown;
-      },
-      'the card to show the decision',
-      45_000,
-    );
-    expect(fake.rateLimits.calls.filter((c) => c.cause === 'forced')).toHaveLength(1);
-    await fake.until(
-      () =>
-        fake.botTextIn(fake.scene.dmChannelId).some((t) => t.startsWith('Result: A person denied this call'))
-          ? true
-          : undefined,
-      'the denial answer',
-      45_000,
-    );
+    await cardShowsDecision(card);
+    expect(fake.rateLimits.calls.filter((c) => c.cause === 'forced')).toHaveLength(2);
+    await denialAnswer();
     expect(runs).toEqual([]);
   });
 

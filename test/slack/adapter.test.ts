@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeSlack } from '../fakes/slack/fake-slack.ts';
 import {
@@ -256,8 +258,23 @@ describe('Slack adapter in Socket Mode', () => {
   });
 
   it('Deny gives the model a denial and runs nothing', async () => {
+    const { mention } = await denyThrough('restart it again');
+    await waitFor(
+      async () =>
+        fake.textIn(CHANNEL, mention.ts).some((t) => t.startsWith('Result: A person denied')) ? true : undefined,
+      20_000,
+      'the denial',
+    );
+    expect(runs).toEqual([]);
+  });
+
+  /**
+   * Asks for something that needs approval, denies it (the click carrying `responseUrl`, else the
+   * fixture's), and waits for the card to show the decision.
+   */
+  const denyThrough = async (text: string, responseUrl?: (card: { ts: string }) => string) => {
     runs.length = 0;
-    const mention = appMention({ user: ALICE, channel: CHANNEL, text: 'restart it again' });
+    const mention = appMention({ user: ALICE, channel: CHANNEL, text });
     await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, mention)));
     const card = await waitFor(
       async () => fake.messages.find((m) => m.thread_ts === mention.ts && JSON.stringify(m.blocks).includes('"Deny"')),
@@ -268,6 +285,7 @@ describe('Slack adapter in Socket Mode', () => {
       elements: Array<{ value: string; action_id: string; text: { text: string } }>;
     };
     const deny = actionsBlock.elements.find((e) => e.text.text === 'Deny')!;
+    const clickedAt = Date.now();
     await fake.deliver(
       interactiveEnvelope(
         blockAction(fake.team, {
@@ -277,16 +295,50 @@ describe('Slack adapter in Socket Mode', () => {
           threadTs: mention.ts,
           value: deny.value,
           actionId: deny.action_id,
+          ...(responseUrl ? { responseUrl: responseUrl(card) } : {}),
         }),
       ),
     );
     await waitFor(
-      async () =>
-        fake.textIn(CHANNEL, mention.ts).some((t) => t.startsWith('Result: A person denied')) ? true : undefined,
+      async () => (!JSON.stringify(card.blocks).includes('"Deny"') ? true : undefined),
       20_000,
-      'the denial',
+      'the card to show the decision',
     );
+    return { card, clickedAt, mention };
+  };
+
+  it('shows the decision through the click’s response_url, spending none of the chat.update budget', async () => {
+    const url = { value: '' };
+    const { card, clickedAt } = await denyThrough('restart it, then deny by hook', (c) => {
+      url.value = fake.actionResponseUrl(CHANNEL, c.ts);
+      return url.value;
+    });
+    const edits = card.history.filter((v) => v.at >= clickedAt);
+    expect(edits.map((v) => v.by)).toEqual(['response_url']);
+    const posted = fake.responses.find((r) => url.value.endsWith(r.path))!;
+    expect(posted.body).toMatchObject({ replace_original: true, text: expect.any(String), unfurl_links: false });
+    expect(JSON.stringify(posted.body.blocks)).toContain('denied');
     expect(runs).toEqual([]);
+  });
+
+  it('never posts to a response_url that is not Slack’s host: the card is edited with chat.update', async () => {
+    const hits: string[] = [];
+    const elsewhere = http.createServer((req, res) => {
+      hits.push(req.url ?? '');
+      res.end('ok');
+    });
+    await new Promise<void>((r) => elsewhere.listen(0, '127.0.0.1', r));
+    try {
+      const port = (elsewhere.address() as AddressInfo).port;
+      const { card, clickedAt } = await denyThrough(
+        'restart it, then deny elsewhere',
+        () => `http://127.0.0.1:${port}/hook`,
+      );
+      expect(card.history.filter((v) => v.at >= clickedAt).map((v) => v.by)).toEqual(['chat.update']);
+      expect(hits).toEqual([]);
+    } finally {
+      await new Promise((r) => elsewhere.close(r));
+    }
   });
 
   it('loses no text when chat.update answers 429 with Retry-After', async () => {

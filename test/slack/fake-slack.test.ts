@@ -289,6 +289,36 @@ describe('the Web API', () => {
     ]);
   });
 
+  it('replaces a clicked message through its response_url five times, then answers used_url', async () => {
+    const fake = await startFake({ perMinute: { 'chat.update': 1 } });
+    const posted = await client(fake).chat.postMessage({ channel: OPS, text: 'card' });
+    const url = fake.actionResponseUrl(OPS, posted.ts!);
+    const send = (body: unknown) =>
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    for (let i = 1; i <= 5; i++) {
+      const res = await send({ replace_original: true, text: `decided ${i}` });
+      expect([res.status, await res.text()]).toEqual([200, 'ok']);
+    }
+    const sixth = await send({ replace_original: true, text: 'too late' });
+    expect([sixth.status, await sixth.text()]).toEqual([404, 'used_url']);
+    const message = fake.world.find(OPS, posted.ts!)!;
+    expect(message.text).toBe('decided 5');
+    expect(message.history.slice(1).map((v) => v.by)).toEqual(Array(5).fill('response_url'));
+    // Not a Web API call: the chat.update budget (1/min here) is untouched.
+    expect(fake.rateLimits.calls.filter((c) => c.method === 'chat.update')).toEqual([]);
+    const unknown = await fetch(url.replace(/\/\d+\/hook$/, '/999/hook'), { method: 'POST', body: '{}' });
+    expect([unknown.status, await unknown.text()]).toEqual([404, 'invalid_url']);
+  });
+
+  it('rejects a response_url post that is not JSON or has neither text nor blocks', async () => {
+    const fake = await startFake();
+    const posted = await client(fake).chat.postMessage({ channel: OPS, text: 'card' });
+    const url = fake.actionResponseUrl(OPS, posted.ts!);
+    expect((await fetch(url, { method: 'POST', body: 'not json' })).status).toBe(400);
+    expect((await fetch(url, { method: 'POST', body: JSON.stringify({ replace_original: true }) })).status).toBe(400);
+    expect(fake.world.find(OPS, posted.ts!)!.text).toBe('card');
+  });
+
   it("lists a thread with conversations.replies: the user's message first, then replies", async () => {
     const fake = await startFake({ pingIntervalMs: 0 });
     const web = client(fake);

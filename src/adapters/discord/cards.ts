@@ -1,4 +1,4 @@
-import type { ApprovalCard, CardRenderer } from '../../core/approval-card.ts';
+import type { ApprovalCard, CardRenderer, ClickedMessage } from '../../core/approval-card.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { cardButtons, cardText } from '../../approval/card.ts';
 import {
@@ -40,7 +40,12 @@ export class DiscordCardRenderer implements CardRenderer {
     this.#outbound = outbound;
   }
 
-  async show(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<{ messageId: string }> {
+  async show(
+    target: ReplyTarget,
+    card: ApprovalCard,
+    messageId?: string,
+    clicked?: ClickedMessage,
+  ): Promise<{ messageId: string }> {
     const pages = renderCard(card);
     if (messageId) {
       const ids = messageId.split(CARD_ID_SEPARATOR);
@@ -50,7 +55,14 @@ export class DiscordCardRenderer implements CardRenderer {
         if (!id) break;
         const json = JSON.stringify(body);
         if (this.#sent.get(id) === json) continue;
-        await this.#outbound.patchPayload(target, id, body);
+        // The clicked message through the interaction's webhook: outside the bot's global limit.
+        const replaced =
+          clicked?.messageId === id &&
+          (await clicked.replace(body).then(
+            () => true,
+            () => false,
+          ));
+        if (!replaced) await this.#outbound.patchPayload(target, id, body);
         this.#remember(id, json);
       }
       return { messageId };

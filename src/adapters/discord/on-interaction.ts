@@ -12,7 +12,8 @@ import type { AdapterContext } from '../platform.ts';
 import { Priority } from '../../core/work-item.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
-import { denyReasonModal, parseStopCustomId } from './components/index.ts';
+import { denyReasonModal, parseStopCustomId, type ApiMessagePayload } from './components/index.ts';
+import type { ClickedMessage } from '../../core/approval-card.ts';
 import {
   ButtonPayload,
   parseDenyFormId,
@@ -83,10 +84,20 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       roles: interaction.member?.roles,
     });
     const stopId = parseStopCustomId(interaction.customId);
+    // The card is updated through this interaction when it is the message clicked (its webhook is
+    // outside the global limit); a failure there falls back to a channel edit.
+    const clicked: ClickedMessage = {
+      messageId: interaction.message.id,
+      replace: (payload) =>
+        deps.outbound.patchInteractionMessage(interaction.token, payload as ApiMessagePayload).catch((error) => {
+          ctx.log.warn({ err: error }, 'could not update the card through the interaction; editing it instead');
+          throw error;
+        }),
+    };
     // Button custom_ids are the platform-neutral values: the approval service parses them itself.
     const result = stopId
       ? await ctx.stopTurn(stopId, person)
-      : await ctx.approvals.click(interaction.customId, person);
+      : await ctx.approvals.click(interaction.customId, person, clicked);
     // Only the clicker sees why nothing happened.
     if (!result.ok) await interaction.followUp({ content: result.reason, ...PRIVATE });
   };

@@ -93,6 +93,25 @@ export class DiscordOutbound implements Outbound {
     );
   }
 
+  /**
+   * Replaces the message an interaction came from (`@original` of a component interaction) through
+   * the interaction's webhook, which is not bound to the bot's global rate limit: no bucket is
+   * taken. The token is the interaction's, valid for 15 minutes.
+   */
+  async patchInteractionMessage(interactionToken: string, body: ApiMessagePayload): Promise<void> {
+    try {
+      await this.#rest.patch(Routes.webhookMessage(this.#applicationId, interactionToken, '@original'), {
+        body,
+        auth: false,
+      });
+    } catch (error) {
+      if (error instanceof RateLimitError) {
+        metrics.platformRateLimited.inc({ platform: 'discord', method: error.method });
+      } else metrics.platformErrors.inc({ platform: 'discord' });
+      throw error;
+    }
+  }
+
   /** The bot's DM channel with `user` (created on first use; Discord returns the same one after). */
   async directChannel(user: string): Promise<ReplyTarget> {
     const channel = (await this.#send('dm', () =>

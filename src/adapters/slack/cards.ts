@@ -1,4 +1,4 @@
-import type { ApprovalCard, CardRenderer } from '../../core/approval-card.ts';
+import type { ApprovalCard, CardRenderer, ClickedMessage } from '../../core/approval-card.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { cardText } from '../../approval/card.ts';
 import { approvalCardPages } from './blocks.ts';
@@ -21,7 +21,12 @@ export class SlackCardRenderer implements CardRenderer {
     this.#outbound = outbound;
   }
 
-  async show(target: ReplyTarget, card: ApprovalCard, messageId?: string): Promise<{ messageId: string }> {
+  async show(
+    target: ReplyTarget,
+    card: ApprovalCard,
+    messageId?: string,
+    clicked?: ClickedMessage,
+  ): Promise<{ messageId: string }> {
     const pages = approvalCardPages(card);
     const fallback = (i: number) =>
       i === 0
@@ -32,7 +37,15 @@ export class SlackCardRenderer implements CardRenderer {
       // The number of messages depends only on the number of calls, so a card never gains one.
       for (const [i, blocks] of pages.entries()) {
         const id = ids[i];
-        if (id) await this.#outbound.postBlocks(target, fallback(i), blocks, id);
+        if (!id) continue;
+        // The clicked message through the click's response_url: outside the chat.update budget.
+        const replaced =
+          clicked?.messageId === id &&
+          (await clicked.replace({ text: fallback(i), blocks }).then(
+            () => true,
+            () => false,
+          ));
+        if (!replaced) await this.#outbound.postBlocks(target, fallback(i), blocks, id);
       }
       return { messageId };
     }

@@ -46,6 +46,8 @@ export const LIMITS = {
   replyMessageText: 2800,
   /** Milliseconds between two edits of one reply (Countersign's pacing under the Tier 3 budget). */
   editIntervalMs: 1000,
+  /** How long a response_url post may take before the card is edited with chat.update instead (Countersign's). */
+  responseUrlTimeoutMs: 2500,
   /** Characters a native stream keeps free below streamMarkdownText before rolling over (Countersign's). */
   streamRolloverMargin: 1000,
   /** chat.update per minute per workspace (Tier 3). */

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import type { AdapterContext } from '../platform.ts';
 import { TEXTS } from '../../core/texts.ts';
 import { ButtonPayload, parseFeedback, parseRevokeGrant, parseStopButton } from '../../core/buttons.ts';
-import { denyReasonModal, fullArgumentsModal } from './blocks.ts';
+import { denyReasonModal, fullArgumentsModal, type Block } from './blocks.ts';
+import type { ClickedMessage } from '../../core/approval-card.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 
@@ -63,8 +64,31 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
       return;
     }
     const stopId = parseStopButton(value);
-    const result = stopId ? await ctx.stopTurn(stopId, person) : await ctx.approvals.click(value, person);
+    const result = stopId
+      ? await ctx.stopTurn(stopId, person)
+      : await ctx.approvals.click(value, person, clickedMessage(ctx, deps, body));
     if (!result.ok && channel) await deps.outbound.ephemeral(channel, user, result.reason, thread);
+  };
+}
+
+/**
+ * The clicked message, to be replaced through the click's response_url (outside the chat.update
+ * budget); undefined when the payload has no URL or no message (a click on an ephemeral one).
+ */
+function clickedMessage(ctx: AdapterContext, deps: ActionDeps, body: unknown): ClickedMessage | undefined {
+  const payload = body as { response_url?: string; message?: { ts?: string }; container?: { message_ts?: string } };
+  const messageId = payload.message?.ts ?? payload.container?.message_ts;
+  const responseUrl = payload.response_url;
+  if (!messageId || !responseUrl) return undefined;
+  return {
+    messageId,
+    replace: (message) =>
+      deps.outbound
+        .replaceClicked(responseUrl, message as { text: string; blocks: Block[] })
+        .catch((error: unknown) => {
+          ctx.log.warn({ err: error }, 'could not update the card through response_url; using chat.update');
+          throw error;
+        }),
   };
 }
 

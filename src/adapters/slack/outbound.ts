@@ -29,6 +29,9 @@ export function createWebClient(token: string, apiUrl: string | undefined): WebC
  */
 export const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
 
+/** Where Slack's response_urls point: commercial Slack and GovSlack. */
+const SLACK_HOOK_ORIGINS = ['https://hooks.slack.com', 'https://hooks.slack-gov.com'];
+
 /**
  * Slack's speaking half: Web API calls any worker process can make. Edits draw from a
  * per-workspace budget shared in Postgres (chat.update is Tier 3, ~50/min per workspace), so every
@@ -127,6 +130,25 @@ export class SlackOutbound implements Outbound {
       }),
     );
     return { messageId: String(result.ts) };
+  }
+
+  /**
+   * Replaces the message a click came from through the click's response_url (five uses within 30
+   * minutes), which spends nothing of the chat.update budget. The URL arrives in the payload, so it
+   * is only ever posted to on Slack's hooks hosts (or the host this client's API calls go to: a
+   * test's fake); the URL itself is never logged.
+   */
+  async replaceClicked(responseUrl: string, message: { text: string; blocks: Block[] }): Promise<void> {
+    const url = new URL(responseUrl);
+    const allowed = [...SLACK_HOOK_ORIGINS, new URL(this.#client.slackApiUrl).origin];
+    if (!allowed.includes(url.origin)) throw new Error(`a response_url on ${url.host} is not Slack's`);
+    const answer = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ replace_original: true, text: message.text, blocks: message.blocks, ...NO_UNFURLS }),
+      signal: AbortSignal.timeout(LIMITS.responseUrlTimeoutMs),
+    });
+    if (!answer.ok) throw new Error(`response_url answered ${answer.status} ${(await answer.text()).slice(0, 80)}`);
   }
 
   /** The app's DM with `user` (conversations.open, scope im:write), where approval cards can be sent. */

@@ -21,6 +21,7 @@ import { SlackRateLimiter, type CallRecord } from './rate-limiter.ts';
 import { SocketModeServer, type DeliverOptions, type SocketAck, type SocketEnvelope } from './socket-mode.ts';
 import { METHODS, type CallContext, type Workspace } from './web-api.ts';
 import { SlackWorld, type StoredMessage } from './world.ts';
+import { checkMessage } from './message-rules.ts';
 
 export type { CallRecord } from './rate-limiter.ts';
 export type { DeliveryAttempt, RetryPolicy } from './http-delivery.ts';
@@ -76,6 +77,7 @@ export class FakeSlack {
   readonly #server: http.Server;
   readonly #failures = new Map<string, Array<Required<ForcedFailure>>>();
   #responseUrls = 0;
+  readonly #actionUrls = new Map<string, { channel: string; ts: string; uses: number; issuedAt: number }>();
 
   private constructor(options: FakeSlackOptions) {
     this.appToken = options.appToken ?? 'xapp-1-A0FAKEAPP1-1-fakeapptoken';
@@ -225,6 +227,20 @@ export class FakeSlack {
     return `${this.url}/commands/${this.appId}/${this.#responseUrls}/hook`;
   }
 
+  /**
+   * The response_url of a click on the message `ts` in `channel` (block_actions carry one). Slack's
+   * interactivity docs: a JSON post there with `replace_original: true` replaces that message,
+   * `delete_original: true` deletes it (a post of a new message is only recorded here); a URL serves
+   * five posts within 30 minutes. Posts are recorded in `responses` and count against no Web API
+   * method's rate limit.
+   */
+  actionResponseUrl(channel: string, ts: string): string {
+    this.#responseUrls += 1;
+    const path = `/actions/${this.appId}/${this.#responseUrls}/hook`;
+    this.#actionUrls.set(path, { channel, ts, uses: 0, issuedAt: Date.now() });
+    return `${this.url}${path}`;
+  }
+
   /** POSTs a delivery to an HTTP-mode app's Request URL, signed like Slack. */
   post(url: string, delivery: HttpDelivery, options: HttpDeliveryOptions): Promise<HttpDeliveryResult> {
     if ('json' in delivery) this.seed(delivery.json);
@@ -281,6 +297,39 @@ export class FakeSlack {
       this.responses.push({ path, body });
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       return;
+    }
+    if (path.startsWith('/actions/') && req.method === 'POST') {
+      const raw = await readBody(req);
+      const text = (status: number, body: string) =>
+        void res.writeHead(status, { 'content-type': 'text/plain' }).end(body);
+      const hook = this.#actionUrls.get(path);
+      if (!hook) return text(404, 'invalid_url');
+      if (hook.uses >= 5) return text(404, 'used_url');
+      if (Date.now() - hook.issuedAt > 30 * 60_000) return text(404, 'expired_url');
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        return text(400, 'invalid_payload');
+      }
+      hook.uses += 1;
+      this.responses.push({ path, body });
+      const original = this.world.find(hook.channel, hook.ts);
+      if (body.delete_original === true) {
+        if (original) original.deleted = true;
+        return text(200, 'ok');
+      }
+      if (checkMessage(body.text, body.blocks)) return text(400, 'no_text');
+      if (body.replace_original === true) {
+        if (!original) return text(404, 'message_not_found');
+        const blocks = Array.isArray(body.blocks) ? body.blocks : original.blocks;
+        this.world.edit(
+          original,
+          { text: typeof body.text === 'string' ? body.text : original.text, blocks },
+          'response_url',
+        );
+      }
+      return text(200, 'ok');
     }
     const method = /^\/api\/([A-Za-z.]+)$/.exec(path)?.[1];
     if (!method) return answer(404, { ok: false, error: 'not_found' });
