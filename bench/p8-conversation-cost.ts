@@ -91,9 +91,18 @@ async function runConversation(url: string, turnCount: number, env: Record<strin
   try {
     for (let n = 1; n <= turnCount; n++) {
       const from = model.billed.length;
+      // One pair of listeners per turn, both removed when the turn ends either way.
       const done = new Promise<void>((resolve, reject) => {
-        app.events.once('finished', () => resolve());
-        app.events.once('failed', ({ error }) => reject(new Error(`P8 turn ${n} failed: ${error}`)));
+        const finished = () => {
+          app.events.off('failed', failed);
+          resolve();
+        };
+        const failed = ({ error }: { error: unknown }) => {
+          app.events.off('finished', finished);
+          reject(new Error(`P8 turn ${n} failed: ${String(error)}`));
+        };
+        app.events.once('finished', finished);
+        app.events.once('failed', failed);
       });
       await enqueueWorkItem(app.pool, {
         type: 'CHAT',

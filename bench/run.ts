@@ -12,6 +12,7 @@ import { benchP5 } from './p5-critical-under-load.ts';
 import { benchP6 } from './p6-kill-resume.ts';
 import { benchP7 } from './p7-memory.ts';
 import { benchP8, meanBilled } from './p8-conversation-cost.ts';
+import { benchP9 } from './p9-click-progress.ts';
 import { benchBudget } from './result-budget.ts';
 import { round } from './stats.ts';
 
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
     await migrate(url.toString(), log);
     return url.toString();
   };
-  const only = (process.env.BENCH_ONLY ?? 'P1,P2,P3,P4,P5,P6,P7,P8').split(',');
+  const only = (process.env.BENCH_ONLY ?? 'P1,P2,P3,P4,P5,P6,P7,P8,P9').split(',');
   const samples = Number(process.env.BENCH_SAMPLES ?? 200);
   const results: Record<string, unknown> = {};
   const rows: Row[] = [];
@@ -207,6 +208,39 @@ async function main(): Promise<void> {
           '',
         ],
       );
+    }
+    if (only.includes('P9')) {
+      const p9 = await benchP9(freshDatabase, Number(process.env.BENCH_P9_CARDS ?? 50));
+      results.p9 = p9;
+      for (const r of p9) {
+        const name = `${r.platform === 'slack' ? 'Slack (HTTP)' : 'Discord'} (${r.concurrency} slots)`;
+        const ms = (s: { p50: number; p99: number }) => `${round(s.p50, 0)} / ${round(s.p99, 0)}`;
+        rows.push(
+          [
+            `P9 ${name}, ${r.cards} cards clicked at once: click → ack p50 / p99 (ms)`,
+            ms(r.ack),
+            '',
+            '',
+            'p99 ≤ 100 ms',
+          ],
+          [`P9 ${name}: click → card shows the decision p50 / p99 (ms)`, ms(r.decided), '', '', ''],
+          [
+            `P9 ${name}: click → continuation's first visible change p50 / p99 (ms)`,
+            ms(r.firstChange),
+            `edit interval ${r.editIntervalMs} ms${r.updatesPerMinute ? `, ${r.updatesPerMinute} chat.update/min` : ''}`,
+            `${round(r.firstChange.p50 / (300 + r.editIntervalMs))}× of target`,
+            `p50 ≤ 300 ms + ${r.editIntervalMs} ms`,
+          ],
+          [`P9 ${name}: click → the answer is visible p50 / p99 (ms)`, ms(r.answer), '', '', ''],
+          [
+            `P9 ${name}: 429s from the click on / seconds in all`,
+            `${r.rateLimited} / ${round(r.seconds, 0)}`,
+            '',
+            '',
+            '',
+          ],
+        );
+      }
     }
     if (only.includes('BUDGET')) {
       const budget = benchBudget();
