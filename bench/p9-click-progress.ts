@@ -34,6 +34,7 @@ export interface P9Platform {
 }
 
 const ENTRY = path.join(import.meta.dirname, 'p9-process.ts');
+const CLICKER = path.join(import.meta.dirname, 'p9-clicker.ts');
 /** Interactive slots of the worker process: Countersign's default unless BENCH_P9_CONCURRENCY says otherwise. */
 const CONCURRENCY = Number(process.env.BENCH_P9_CONCURRENCY ?? 8);
 const SECRET = 'p9-signing-secret';
@@ -133,6 +134,18 @@ async function deploy(connectionString: string, env: Record<string, string>): Pr
       await pool.end();
     },
   };
+}
+
+/** Sends the signed clicks from a process of its own (bench/p9-clicker.ts) and reads its timings. */
+async function clickAll(url: string, payloads: unknown[]): Promise<{ clickedAt: number; acks: number[] }> {
+  const child = spawn(process.execPath, [CLICKER], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  child.stdin.end(JSON.stringify({ url, secret: SECRET, payloads }));
+  const code = await exited;
+  if (code !== 0) throw new Error(`P9: the clicker exited with ${code}`);
+  return JSON.parse(out) as { clickedAt: number; acks: number[] };
 }
 
 /** Waits until the ingress answers over HTTP. */
@@ -268,15 +281,7 @@ async function slackP9(connectionString: string, cards: number): Promise<P9Platf
         responseUrl: fake.actionResponseUrl(channel(i), card.ts),
       });
     });
-    const clickedAt = Date.now();
-    const acks = await Promise.all(
-      clicks.map(async (payload) => {
-        const sent = Date.now();
-        const result = await fake.post(url, { interaction: payload }, { signingSecret: SECRET, timeoutMs: 3000 });
-        if (result.status !== 200) throw new Error(`P9: Slack click answered ${result.status}`);
-        return Date.now() - sent;
-      }),
-    );
+    const { clickedAt, acks } = await clickAll(url, clicks);
     // The bot's other messages in card i's thread: the parked reply, and whatever the continuation posts.
     const replies = (i: number) =>
       fake.messages.filter((m) => m.channel === channel(i) && m.ts !== cardsPosted[i]!.ts && m.bot_id);

@@ -1,0 +1,36 @@
+import { encodeDelivery, slackSignature } from '../test/fakes/slack/http-delivery.ts';
+
+/**
+ * P9's Slack side of the clicks, in a process of its own: the fake Slack (in the bench process)
+ * is busy answering Countersign's API calls the moment the clicks land, so timing the answers there
+ * would count the fake's own work as Countersign's. Reads `{ url, secret, payloads }` on stdin,
+ * signs every request first, sends them all at once and prints `{ clickedAt, acks: [ms…] }`.
+ */
+const input = JSON.parse(await new Response(process.stdin as unknown as ReadableStream).text()) as {
+  url: string;
+  secret: string;
+  payloads: unknown[];
+};
+const timestamp = Math.floor(Date.now() / 1000);
+const requests = input.payloads.map((interaction) => {
+  const { contentType, body } = encodeDelivery({ interaction });
+  return {
+    body,
+    headers: {
+      'content-type': contentType,
+      'x-slack-request-timestamp': String(timestamp),
+      'x-slack-signature': slackSignature(input.secret, timestamp, body),
+    },
+  };
+});
+const clickedAt = Date.now();
+const acks = await Promise.all(
+  requests.map(async ({ body, headers }) => {
+    const sent = performance.now();
+    const res = await fetch(input.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(3000) });
+    await res.text();
+    if (res.status !== 200) throw new Error(`P9: a click was answered ${res.status}`);
+    return performance.now() - sent;
+  }),
+);
+process.stdout.write(JSON.stringify({ clickedAt, acks }));
