@@ -194,6 +194,18 @@ interface Views {
   blocks: (version: unknown) => unknown;
 }
 
+/** The figures every platform reports besides its measured times. */
+function summary(acks: number[], calls: Array<{ at: number; status: number }>, clickedAt: number, started: number) {
+  return {
+    cards: acks.length,
+    ack: summarize(acks),
+    rateLimited: calls.filter((c) => c.at >= clickedAt && c.status === 429).length,
+    concurrency: CONCURRENCY,
+    editIntervalMs: 1000,
+    seconds: (Date.now() - started) / 1000,
+  };
+}
+
 /** Waits for every card to show its decision and every continuation to answer; times from the click. */
 async function measure(cards: number, clickedAt: number, views: Views) {
   const decided: number[] = [];
@@ -293,14 +305,9 @@ async function slackP9(connectionString: string, cards: number): Promise<P9Platf
     });
     return {
       platform: 'slack',
-      cards,
-      ack: summarize(acks),
       ...measured,
-      rateLimited: fake.rateLimits.calls.filter((c) => c.at >= clickedAt && c.status === 429).length,
-      concurrency: CONCURRENCY,
-      editIntervalMs: 1000,
+      ...summary(acks, fake.rateLimits.calls, clickedAt, started),
       updatesPerMinute,
-      seconds: (Date.now() - started) / 1000,
     };
   } finally {
     await app.stop();
@@ -364,13 +371,8 @@ async function discordP9(connectionString: string, cards: number): Promise<P9Pla
     });
     return {
       platform: 'discord',
-      cards,
-      ack: summarize(acks),
       ...measured,
-      rateLimited: fake.rateLimits.calls.filter((c) => c.at >= clickedAt && c.status === 429).length,
-      concurrency: CONCURRENCY,
-      editIntervalMs: 1000,
-      seconds: (Date.now() - started) / 1000,
+      ...summary(acks, fake.rateLimits.calls, clickedAt, started),
     };
   } finally {
     await app.stop();

@@ -1,17 +1,21 @@
 import type { Queryable } from './db/pool.ts';
 import { costOf, priceOf, type PriceTable } from './model-prices.ts';
 
-export interface UsageRow {
+/** Token counts of one day's usage in one conversation through one provider. */
+interface Counts {
   day: string;
   conversation: string;
   provider: string;
-  models: string;
   turns: number;
   rounds: number;
   inputTokens: number;
   outputTokens: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
+}
+
+export interface UsageRow extends Counts {
+  models: string;
   /** Estimated dollars as billed, and as the same prompts would cost uncached; undefined when a model has no price. */
   cost: number | undefined;
   uncachedCost: number | undefined;
@@ -19,17 +23,8 @@ export interface UsageRow {
   unpriced: string[];
 }
 
-interface ModelRow {
-  day: string;
-  conversation: string;
-  provider: string;
+interface ModelRow extends Counts {
   model: string;
-  turns: number;
-  rounds: number;
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
 }
 
 /** Model usage per day and conversation, newest day first, costs from `prices` (`countersign usage`). */
