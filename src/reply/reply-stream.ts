@@ -55,6 +55,8 @@ export class ReplyStream implements ReplySink {
   readonly #tasks = new Map<string, TaskUpdate>();
   #dirty = false;
   #pumping: Promise<void> | undefined;
+  /** Ends the pump's wait for the edit interval early (set only during that wait, never during a backoff). */
+  #skipIntervalWait: (() => void) | undefined;
   /** What the delivery reads: always the current state, never a copy (see ReplyView). */
   readonly #view: ReplyView;
 
@@ -148,6 +150,10 @@ export class ReplyStream implements ReplySink {
     this.#finished = true;
     this.#dirty = true;
     clearTimeout(this.#liveButtonsTimer);
+    // The final text does not wait out the edit interval: the interval paces a stream's partial
+    // texts, and the platform's budgets (reserve) still pace this call. Waiting would hold the
+    // turn's worker slot for up to a second per answer while other turns queue behind it.
+    this.#skipIntervalWait?.();
     await this.#ensurePump();
     // A pump that was mid-call when we finished may have sent stale text; run once more if so.
     while (this.#dirty) await this.#ensurePump();
@@ -176,8 +182,9 @@ export class ReplyStream implements ReplySink {
         this.#dirty = false;
         break;
       }
-      const wait = Math.max(backoffMs, delivery.lastEditAt + this.#outbound.limits.minEditIntervalMs - Date.now());
-      if (wait > 0) await this.#sleep(wait);
+      // A platform's retry-after is always honoured; the edit interval only between partial texts.
+      if (backoffMs > 0) await this.#sleep(backoffMs);
+      if (!this.#finished) await this.#waitForInterval(delivery.lastEditAt);
       try {
         // Take the platform's rate token first, then read the text: while we waited for the budget
         // the text may have moved on (or finished), and only the newest version is worth a call.
@@ -199,5 +206,20 @@ export class ReplyStream implements ReplySink {
 
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => setTimeout(resolve, ms));
+  }
+
+  /** Waits until the edit interval since `lastEditAt` has passed, or until the reply is finished. */
+  #waitForInterval(lastEditAt: number): Promise<void> {
+    const wait = lastEditAt + this.#outbound.limits.minEditIntervalMs - Date.now();
+    if (wait <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#skipIntervalWait = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, wait);
+      this.#skipIntervalWait = done;
+    });
   }
 }

@@ -97,17 +97,32 @@ describe('streaming a reply', () => {
     expect(outbound.channelText('c1')).toEqual(['the whole answer']);
   }, 5_000);
 
-  it('finishing with changed text still waits for the interval and sends the newest text', async () => {
-    const outbound = new RecordingOutbound('test', { minEditIntervalMs: 40 });
+  it('finishing with changed text sends the newest text at once instead of waiting out the interval', async () => {
+    // An hour between edits: a finish that waited for the interval would never resolve within the test.
+    const outbound = new RecordingOutbound('test', { minEditIntervalMs: 3_600_000 });
     const stream = new ReplyStream(outbound, target, { log });
     stream.append('draft');
     await new Promise((r) => setTimeout(r, 5));
-    const before = Date.now();
+    stream.append(' and more'); // the pump now waits out the interval before showing this
+    await new Promise((r) => setTimeout(r, 5));
+    expect(outbound.channelText('c1')).toEqual(['draft']);
     await stream.finish('final');
-    expect(Date.now() - before).toBeGreaterThanOrEqual(30);
     expect(outbound.calls).toBe(2);
     expect(outbound.channelText('c1')).toEqual(['final']);
-  });
+  }, 5_000);
+
+  it('a finish still honours the platform asking it to retry later', async () => {
+    const outbound = new RecordingOutbound('test', { minEditIntervalMs: 3_600_000 });
+    const stream = new ReplyStream(outbound, target, { log });
+    stream.append('draft');
+    await new Promise((r) => setTimeout(r, 5));
+    outbound.failNext = 1;
+    outbound.failWith = Object.assign(new Error('ratelimited'), { retryAfterMs: 150 });
+    const before = Date.now();
+    await stream.finish('final');
+    expect(Date.now() - before).toBeGreaterThanOrEqual(140);
+    expect(outbound.channelText('c1')).toEqual(['final']);
+  }, 5_000);
 
   describe('live buttons after a delay', () => {
     const stop = [{ label: 'Stop', value: 'stop:1', style: 'danger' as const }];
