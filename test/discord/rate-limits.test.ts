@@ -120,10 +120,13 @@ describe('takeToken (Postgres token bucket shared by all workers)', () => {
     expect(capacity).toBeGreaterThanOrEqual(1);
   });
 
-  it('shapes the global budget so no 1-second window sees more than the global limit', () => {
+  it('shapes the global budget so no 1-second window sees more than the global limit, even with late requests', () => {
     const { capacity, refillPerSecond } = DISCORD_BUCKETS.global;
-    // A full burst followed by a second of refill used to allow twice the limit (P9 saw 429s).
-    expect(capacity + refillPerSecond * 1).toBeLessThanOrEqual(LIMITS.globalRequestsPerSecond);
+    // A full burst followed by a second of refill used to allow twice the limit (P9 saw 429s); and
+    // requests whose tokens were taken up to 100 ms earlier land in the same window (P9 saw one 429
+    // a run once final answers no longer waited out the edit interval).
+    const lateMs = 100;
+    expect(capacity + refillPerSecond * (1 + lateMs / 1000)).toBeLessThanOrEqual(LIMITS.globalRequestsPerSecond);
     expect(capacity).toBeGreaterThanOrEqual(1);
   });
 

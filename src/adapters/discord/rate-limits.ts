@@ -18,14 +18,20 @@ import { LIMITS } from './limits.ts';
  * capacity + refill × window ≤ 5 — never a 429 from a full burst followed by steady refills.
  */
 const EDIT_BURST = 2;
-/** The global limit is a 1-second window, split the same way: 10 at once, then 40 a second. */
+/**
+ * The global limit is a 1-second window, split the same way, with headroom: a token is taken before
+ * the request leaves, and under load (a burst of approvals, P9) a request can reach Discord up to
+ * ~100 ms later, inside the next window, beside that window's own full share. 10 at once, then 35
+ * a second, keeps any window under 50 even then.
+ */
 const GLOBAL_BURST = 10;
+const GLOBAL_REFILL_PER_SECOND = 35;
 export const DISCORD_BUCKETS = {
   channelEdit: {
     capacity: EDIT_BURST,
     refillPerSecond: (LIMITS.channelEditsPerWindow - EDIT_BURST) / LIMITS.channelEditWindowSeconds,
   },
-  global: { capacity: GLOBAL_BURST, refillPerSecond: LIMITS.globalRequestsPerSecond - GLOBAL_BURST },
+  global: { capacity: GLOBAL_BURST, refillPerSecond: GLOBAL_REFILL_PER_SECOND },
 } as const satisfies Record<string, BucketShape>;
 
 export const channelEditBucketKey = (channelId: string): string => `discord:edit:${channelId}`;
