@@ -6,7 +6,7 @@ import { enqueueWorkItem } from '../src/queue/turn-lifecycle.ts';
 import { Priority } from '../src/core/work-item.ts';
 import { FakeDiscord } from '../test/fakes/discord/index.ts';
 import { FakeSlack } from '../test/fakes/slack/fake-slack.ts';
-import { blockAction } from '../test/fixtures/slack/events.ts';
+import { blockAction, buttonIn } from '../test/fixtures/slack/events.ts';
 import { buttonInteraction } from '../test/fixtures/discord/payloads.ts';
 import { summarize, type Summary } from './stats.ts';
 import { DISCORD_BUCKETS, type BucketShape } from '../src/adapters/discord/rate-limits.ts';
@@ -275,14 +275,7 @@ async function slackP9(connectionString: string, cards: number): Promise<P9Platf
     const url = `http://127.0.0.1:${app.httpPort}/slack/events`;
     await listening(`http://127.0.0.1:${app.httpPort}/healthz`);
     const clicks = cardsPosted.map((card, i) => {
-      const approve = (
-        card.blocks as Array<{
-          type: string;
-          elements?: Array<{ value: string; action_id: string; text: { text: string } }>;
-        }>
-      )
-        .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
-        .find((e) => e.text.text === 'Approve')!;
+      const approve = buttonIn(card.blocks, 'Approve');
       return blockAction(fake.team, {
         user,
         channel: channel(i),

@@ -1,4 +1,4 @@
-import type { ApprovalCard, CardRenderer } from '../core/approval-card.ts';
+import type { ApprovalCard, CardRenderer, ClickedMessage } from '../core/approval-card.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Outbound, OutboundRegistry } from '../reply/outbound.ts';
 import { cardButtons, cardText } from './card.ts';
@@ -38,4 +38,20 @@ export class TextCardRenderer implements CardRenderer {
     await this.#outbound.edit(target, messageId, text, options);
     return { messageId };
   }
+}
+
+/**
+ * Replaces message `messageId` through the click when it is the clicked one; false when it is not
+ * or the click's channel failed (the adapter logs why), so the caller edits it the usual way.
+ */
+export function replacedThroughClick(
+  clicked: ClickedMessage | undefined,
+  messageId: string,
+  payload: unknown,
+): Promise<boolean> {
+  if (clicked?.messageId !== messageId) return Promise.resolve(false);
+  return clicked.replace(payload).then(
+    () => true,
+    () => false,
+  );
 }

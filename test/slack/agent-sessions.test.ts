@@ -3,6 +3,7 @@ import { FakeSlack } from '../fakes/slack/fake-slack.ts';
 import {
   appMention,
   blockAction,
+  buttonIn,
   eventCallback,
   eventsApiEnvelope,
   interactiveEnvelope,
@@ -71,14 +72,7 @@ describe('Slack agent sessions', () => {
       'the card',
     );
     await waitFor(async () => (sessionOf(m.ts)?.status === 'suspended' ? true : undefined), 10_000, 'suspended');
-    const approve = (
-      card.blocks as Array<{
-        type: string;
-        elements?: Array<{ value: string; action_id: string; text: { text: string } }>;
-      }>
-    )
-      .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
-      .find((e) => e.text.text === 'Approve')!;
+    const approve = buttonIn(card.blocks, 'Approve');
     await fake.deliver(
       interactiveEnvelope(
         blockAction(fake.team, {

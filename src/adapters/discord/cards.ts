@@ -1,4 +1,5 @@
 import type { ApprovalCard, CardRenderer, ClickedMessage } from '../../core/approval-card.ts';
+import { replacedThroughClick } from '../../approval/card-renderers.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { cardButtons, cardText } from '../../approval/card.ts';
 import {
@@ -56,13 +57,7 @@ export class DiscordCardRenderer implements CardRenderer {
         const json = JSON.stringify(body);
         if (this.#sent.get(id) === json) continue;
         // The clicked message through the interaction's webhook: outside the bot's global limit.
-        const replaced =
-          clicked?.messageId === id &&
-          (await clicked.replace(body).then(
-            () => true,
-            () => false,
-          ));
-        if (!replaced) await this.#outbound.patchPayload(target, id, body);
+        if (!(await replacedThroughClick(clicked, id, body))) await this.#outbound.patchPayload(target, id, body);
         this.#remember(id, json);
       }
       return { messageId };

@@ -1,4 +1,5 @@
 import type { ApprovalCard, CardRenderer, ClickedMessage } from '../../core/approval-card.ts';
+import { replacedThroughClick } from '../../approval/card-renderers.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { cardText } from '../../approval/card.ts';
 import { approvalCardPages } from './blocks.ts';
@@ -39,12 +40,7 @@ export class SlackCardRenderer implements CardRenderer {
         const id = ids[i];
         if (!id) continue;
         // The clicked message through the click's response_url: outside the chat.update budget.
-        const replaced =
-          clicked?.messageId === id &&
-          (await clicked.replace({ text: fallback(i), blocks }).then(
-            () => true,
-            () => false,
-          ));
+        const replaced = await replacedThroughClick(clicked, id, { text: fallback(i), blocks });
         if (!replaced) await this.#outbound.postBlocks(target, fallback(i), blocks, id);
       }
       return { messageId };

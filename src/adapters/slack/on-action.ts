@@ -71,14 +71,22 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
   };
 }
 
+/** Where a block_actions click came from, and the URL that answers it (Slack's payload, loosely). */
+const ClickSource = z.object({
+  response_url: z.string().optional(),
+  message: z.object({ ts: z.string().optional() }).optional(),
+  container: z.object({ message_ts: z.string().optional() }).optional(),
+});
+
 /**
  * The clicked message, to be replaced through the click's response_url (outside the chat.update
  * budget); undefined when the payload has no URL or no message (a click on an ephemeral one).
  */
 function clickedMessage(ctx: AdapterContext, deps: ActionDeps, body: unknown): ClickedMessage | undefined {
-  const payload = body as { response_url?: string; message?: { ts?: string }; container?: { message_ts?: string } };
-  const messageId = payload.message?.ts ?? payload.container?.message_ts;
-  const responseUrl = payload.response_url;
+  const parsed = ClickSource.safeParse(body);
+  if (!parsed.success) return undefined;
+  const { response_url: responseUrl, message, container } = parsed.data;
+  const messageId = message?.ts ?? container?.message_ts;
   if (!messageId || !responseUrl) return undefined;
   return {
     messageId,
