@@ -7,6 +7,7 @@ import { metrics } from '../metrics.ts';
 import { fitToBudget } from './tools/result-budget.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import {
+  admitArgs,
   DEFAULT_TOOL_TIMEOUT_SECONDS,
   needsApproval,
   timeLimitOf,
@@ -61,7 +62,7 @@ export interface TurnDeps {
    * What the policy says of a call with valid arguments. Absent: each tool's own `approval` decides
    * (`ask` or `allow`).
    */
-  rule?: (call: ToolCall, args: unknown) => CallRuling;
+  rule?: (call: ToolCall) => CallRuling | Promise<CallRuling>;
   /** Told about each call a rule decided without a person (allowed or denied), before it runs (audit). */
   onRuled?: (call: ToolCall, ruling: CallRuling) => Promise<void>;
   /**
@@ -224,10 +225,13 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
     }
     state.emptyRetries = 0;
     state.text = joinText(state.text, answer.text);
-    const assistant: AssistantMessage = { role: 'assistant', text: answer.text, toolCalls: answer.toolCalls };
+    // From here on each call carries the arguments its tool will run with: the policy, the card,
+    // the plan hash, grants and the history all see that one object.
+    const toolCalls = answer.toolCalls.map((call) => admittedCall(deps.tools, call));
+    const assistant: AssistantMessage = { role: 'assistant', text: answer.text, toolCalls };
     state.messages.push(assistant);
 
-    if (answer.toolCalls.length === 0) {
+    if (toolCalls.length === 0) {
       // A message that came while this answer was written joins the turn instead of waiting. Only
       // then is the answer checkpointed as a step: a checkpoint holding an answer not marked final
       // would make a replay after a crash ask the model again.
@@ -245,14 +249,11 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
     // Calls that need nobody's approval run now; the rest wait for a person.
     const waiting: ToolCall[] = [];
     const results: ToolResult[] = [];
-    for (const call of answer.toolCalls) {
+    for (const call of toolCalls) {
       const tool = deps.tools.get(call.name);
-      const parsed = tool?.input.safeParse(call.args);
       // Unknown tools and bad arguments are answered by executeToolCall with an error, never run.
-      const ruling =
-        tool && parsed?.success && !call.argsError
-          ? (deps.rule?.(call, parsed.data) ?? ownRuling(tool, parsed.data))
-          : undefined;
+      const admitted = tool && !call.argsError && admitArgs(tool, call.args).ok;
+      const ruling = admitted ? await (deps.rule?.(call) ?? ownRuling(tool, call.args)) : undefined;
       const grant =
         ruling?.outcome === 'ask' || ruling?.outcome === 'countersign' ? await deps.useGrant?.(call) : undefined;
       if (grant) {
@@ -288,6 +289,14 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
   }
 
   return answerAtRoundLimit(ctx, state, deps);
+}
+
+/** A call with the arguments its tool accepted (defaults filled in); a refused one stays as sent. */
+function admittedCall(tools: ToolRegistry, call: ToolCall): ToolCall {
+  const tool = tools.get(call.name);
+  if (!tool || call.argsError) return call;
+  const admitted = admitArgs(tool, call.args);
+  return admitted.ok ? { ...call, args: admitted.args } : call;
 }
 
 /** The first line of what the model said before calling tools, without Markdown markers. */
@@ -469,13 +478,10 @@ export async function executeToolCall(
       isError: true,
     });
   }
-  const parsed = tool.input.safeParse(call.args);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`).join('; ');
-    return result({ content: `Invalid arguments for ${call.name}: ${problems}`, isError: true });
-  }
+  const parsed = admitArgs(tool, call.args);
+  if (!parsed.ok) return result({ content: `Invalid arguments for ${call.name}: ${parsed.problem}`, isError: true });
 
-  const limitSeconds = timeLimitOf(tool, parsed.data, deps.settings.toolTimeoutSeconds ?? DEFAULT_TOOL_TIMEOUT_SECONDS);
+  const limitSeconds = timeLimitOf(tool, parsed.args, deps.settings.toolTimeoutSeconds ?? DEFAULT_TOOL_TIMEOUT_SECONDS);
   const previous = await findToolExecution(deps.db, ctx.workItemId, call.id, limitSeconds);
   if (previous?.status === 'finished') return result(previous.result);
   if (previous?.status === 'started' && (previous.overdue || !tool.idempotent)) {
@@ -490,7 +496,7 @@ export async function executeToolCall(
     return result(output);
   }
   if (!previous) {
-    const inserted = await recordToolStart(deps.db, ctx.workItemId, call.id, call.name, parsed.data);
+    const inserted = await recordToolStart(deps.db, ctx.workItemId, call.id, call.name, parsed.args);
     if (!inserted && !tool.idempotent) {
       return result({
         content: `The ${call.name} call is already being handled elsewhere; it was not run twice.`,
@@ -513,7 +519,7 @@ export async function executeToolCall(
     }, limitSeconds * 1000);
   });
   try {
-    const running = tool.execute(parsed.data, {
+    const running = tool.execute(parsed.args, {
       workItemId: ctx.workItemId,
       conversationId: ctx.conversationId,
       requester: ctx.requester,

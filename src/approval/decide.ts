@@ -12,7 +12,8 @@ import type { ApprovalContext } from './context.ts';
 import type { ClickedMessage } from '../core/approval-card.ts';
 import { parseCalls, type EnvelopeRow, type PlannedCall } from './envelope.ts';
 import { refreshCard } from './show.ts';
-import { policyStillAllows, type GrantOffer } from './grants.ts';
+import { policyStillAllows, ruleName, type GrantOffer } from './grants.ts';
+import { decideCall, recordApprovedChanges } from './taint.ts';
 import { insertGrant } from './grant-store.ts';
 import type { PoolClient } from '../db/pool.ts';
 import { audit, auditRejection, consumeNonce, findEnvelopeByNonce, recordPartialDecisions } from './store.ts';
@@ -39,7 +40,10 @@ export type SubmitResult =
   | { ok: false; reason: string };
 
 /** What a click adds to the envelope as read, or why it adds nothing. */
-type Choose = (envelope: EnvelopeRow, calls: PlannedCall[]) => CallDecision[] | { reason: string };
+type Choose = (
+  envelope: EnvelopeRow,
+  calls: PlannedCall[],
+) => CallDecision[] | { reason: string } | Promise<CallDecision[] | { reason: string }>;
 
 /**
  * A button click: `value` is the button's payload (nonce + decision). Anything invalid is rejected
@@ -59,7 +63,7 @@ export async function decideClick(
     });
   }
   const { nonce, decision } = payload.data;
-  return decide(ctx, nonce, clicker, { decision }, clicked, (envelope, calls) => {
+  return decide(ctx, nonce, clicker, { decision }, clicked, async (envelope, calls) => {
     const recorded = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
     if (decision === 'A' || decision === 'D') {
       // Approve all / Deny all decide the calls nobody has decided yet; recorded decisions stand.
@@ -81,7 +85,7 @@ export async function decideClick(
     const call = calls[index];
     if (!call) return { reason: 'That button names a call that was not requested.' };
     if (decision.startsWith('g')) {
-      const offer = grantable(ctx, envelope, call);
+      const offer = await grantable(ctx, envelope, call);
       if (typeof offer === 'string') return { reason: offer };
       const earlier = recorded.get(call.id);
       if (earlier) return { reason: `${alreadyDecided(calls, earlier)}; a recorded decision is never changed.` };
@@ -102,11 +106,11 @@ export async function decideClick(
  * Whether "Always allow here" may be clicked for this call now: the card offered it, and the policy
  * in force still lets the call become a grant (it may have changed since the card was shown).
  */
-function grantable(ctx: ApprovalContext, envelope: EnvelopeRow, call: PlannedCall): GrantOffer | string {
+async function grantable(ctx: ApprovalContext, envelope: EnvelopeRow, call: PlannedCall): Promise<GrantOffer | string> {
   const offer = call.policy?.grant;
   if (!offer) return 'This call cannot be always allowed: the policy does not offer a grant for it.';
-  const decision = ctx.gate.decide(call, envelope.requester, ReplyTarget.parse(envelope.reply));
-  if (!policyStillAllows(offer, decision))
+  const decision = await decideCall(ctx, ctx.pool, call, envelope.requester, ReplyTarget.parse(envelope.reply));
+  if (!policyStillAllows({ args: offer.args, rule: ruleName(call.policy!.rule) }, decision))
     return 'The policy no longer lets this call be always allowed; approve it once instead.';
   return offer;
 }
@@ -189,7 +193,7 @@ async function decide(
     if (!open.ok) return reject(ctx, read, nonce, clicker, open.reason, { detail });
     const { envelope } = open;
     const calls = parseCalls(envelope);
-    const chosen = choose(envelope, calls);
+    const chosen = await choose(envelope, calls);
     if (!Array.isArray(chosen)) return reject(ctx, envelope, nonce, clicker, chosen.reason, { detail });
     const verdict = verifyAdded(envelope, calls, chosen, clicker);
     if (!verdict.ok) return reject(ctx, envelope, nonce, clicker, verdict.reason, { detail });
@@ -286,6 +290,7 @@ async function consume(
     );
     if (!row) return undefined;
     await createGrants(client, envelope, chosen, clicker);
+    await recordApprovedChanges(ctx, client, envelope, calls, inOrder);
     await audit(client, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'click', actor: clicker, detail });
     // The parked turn waits for nobody any more; its continuation carries on.
     await continueParkedTurn(client, envelope.work_item_id, continuation);
@@ -319,7 +324,7 @@ async function createGrants(
     const call = calls.get(d.toolCallId);
     const offer = call?.policy?.grant;
     if (!d.grantId || !call || !offer) continue;
-    const rule = `${call.policy!.rule.name}, ${call.policy!.rule.source}`;
+    const rule = ruleName(call.policy!.rule);
     const grant = await insertGrant(client, d.grantId, offer, clicker, rule, envelope.id);
     await audit(client, {
       envelopeId: envelope.id,

@@ -30,6 +30,8 @@ export const CallPolicy = z.object({
   home: z.array(z.string()),
   /** What "Always allow here" would grant, when the policy lets this call become a standing grant. */
   grant: GrantOffer.optional(),
+  /** Why the card asks what it asks: files changed since the last countersigned run, paths that lead elsewhere. */
+  why: z.string().optional(),
 });
 export type CallPolicy = z.infer<typeof CallPolicy>;
 

@@ -1,5 +1,6 @@
 import type { ToolRegistry } from '../agent/tools/registry.ts';
-import { needsApproval, riskOf, type AnyTool, type ToolKind } from '../agent/tools/tool.ts';
+import { admitArgs, needsApproval, riskOf, type AnyTool, type ToolKind } from '../agent/tools/tool.ts';
+import { WorkspacePaths, type RealPaths } from './real-paths.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { ConversationMode } from '../core/work-item.ts';
@@ -8,6 +9,7 @@ import {
   BUILTIN_TOOL_KINDS,
   mayDecide,
   type Admission,
+  type CallFacts,
   type Decision,
   type Person,
   type Policy,
@@ -80,11 +82,17 @@ export class PolicyGate {
 
   readonly #defaultMode: ConversationMode | undefined;
 
-  /** `defaultMode`: CONVERSATION_MODE; unset, Slack and Discord steer and other platforms queue. */
-  constructor(policies: PolicySource, tools: ToolRegistry, defaultMode?: ConversationMode) {
+  readonly #paths: WorkspacePaths | undefined;
+
+  /**
+   * `defaultMode`: CONVERSATION_MODE; unset, Slack and Discord steer and other platforms queue.
+   * `workspaceRoot`: where path arguments are resolved to their real location (see real-paths.ts).
+   */
+  constructor(policies: PolicySource, tools: ToolRegistry, defaultMode?: ConversationMode, workspaceRoot?: string) {
     this.#policies = policies;
     this.#tools = tools;
     this.#defaultMode = defaultMode;
+    this.#paths = workspaceRoot !== undefined ? new WorkspacePaths(workspaceRoot) : undefined;
   }
 
   /** What a message does here while its conversation is busy: the policy file's, else the default. */
@@ -109,17 +117,51 @@ export class PolicyGate {
    * The decision for one call. An unknown tool (or one its MCP server dropped) is described by its
    * name only and falls to the strictest built-in rule that matches.
    */
-  decide(call: { name: string; args: unknown }, requester: Requester, reply: ReplyTarget): Decision {
-    const tool = this.#tools.get(call.name);
-    const descriptor: ToolDescriptor = tool
-      ? describeTool(tool, call.args)
-      : { name: call.name, kind: BUILTIN_TOOL_KINDS[call.name] ?? (call.name.includes('__') ? 'mcp' : 'exec') };
+  decide(
+    call: { name: string; args: unknown },
+    requester: Requester,
+    reply: ReplyTarget,
+    facts: Pick<CallFacts, 'changedFiles'> = {},
+  ): Decision {
+    const judged = this.judge(call);
     return this.#policies.current().decide({
-      tool: descriptor,
-      args: call.args,
+      tool: judged.tool,
+      args: judged.args,
       where: whereOf(reply),
       requester: personOf(requester),
+      facts: { ...facts, gitMetadata: judged.gitMetadata },
     });
+  }
+
+  /**
+   * A call as the policy judges it: the arguments its tool will run with (anything the tool does
+   * not declare is refused before a call gets here, see `admitArgs`), path arguments at their real
+   * location. The card shows the paths that moved.
+   */
+  judge(call: { name: string; args: unknown }): {
+    tool: ToolDescriptor;
+    args: unknown;
+    moved: RealPaths['moved'];
+    gitMetadata: boolean;
+  } {
+    const tool = this.#tools.get(call.name);
+    const admitted = tool ? admitArgs(tool, call.args) : undefined;
+    const args = admitted?.ok ? admitted.args : call.args;
+    const descriptor: ToolDescriptor = tool
+      ? describeTool(tool, args)
+      : { name: call.name, kind: BUILTIN_TOOL_KINDS[call.name] ?? (call.name.includes('__') ? 'mcp' : 'exec') };
+    const real = this.#paths?.resolve(args) ?? { args, moved: [], gitMetadata: false };
+    return { tool: descriptor, ...real };
+  }
+
+  /** Whether the policy in force names anyone who can countersign. */
+  hasApprovers(): boolean {
+    return this.#policies.current().hasApprovers;
+  }
+
+  /** Whether the policy counts this call as running a program (a changed workspace matters to it). */
+  executes(call: { name: string; args: unknown }): boolean {
+    return this.judge(call).tool.kind === 'exec';
   }
 }
 

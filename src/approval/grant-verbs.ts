@@ -6,7 +6,8 @@ import type { ReplyTarget } from '../core/reply-target.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
 import { whereOf } from './gate.ts';
-import { describeArgs, grantCovers, placeOf, policyStillAllows, type Grant } from './grants.ts';
+import { describeArgs, grantCovers, placeOf, policyStillAllows, ruleName, type Grant } from './grants.ts';
+import { decideCall, recordOnePersonChange } from './taint.ts';
 import { claimGrantUse, findGrant, listLiveGrants, liveGrantsFor, revokeGrant } from './grant-store.ts';
 import { audit } from './store.ts';
 import { makeVisible } from './card.ts';
@@ -29,16 +30,19 @@ export function grantCreator(grant: Grant): string {
  */
 export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolCall): Promise<GrantUse | undefined> {
   if (!ctx.settings.grantTtlSeconds) return undefined;
-  const decision = ctx.gate.decide(call, item.requester, item.reply);
+  const decision = await decideCall(ctx, ctx.pool, call, item.requester, item.reply);
   if (!decision.grantable) return undefined;
   const where = whereOf(item.reply);
   // Read without a transaction: most calls have no grant, and the claim below re-checks the row anyway.
   const live = await liveGrantsFor(ctx.pool, call.name, placeOf(where));
-  const covering = live.find((g) => grantCovers(g, call, where) && policyStillAllows(g, decision));
+  // Judged where the paths really lead, as the grant's own arguments were when it was offered.
+  const judged = { name: call.name, args: ctx.gate.judge(call).args };
+  const covering = live.find((g) => grantCovers(g, judged, where) && policyStillAllows(g, decision));
   if (!covering) return undefined;
   return transaction(ctx.pool, async (client) => {
     const grant = await claimGrantUse(client, covering.id);
     if (!grant) return undefined;
+    await recordOnePersonChange(ctx, client, call, item.id, item.requester);
     await audit(client, {
       event: 'grant_used',
       actor: item.requester,
@@ -47,7 +51,7 @@ export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolC
         call: call.id,
         tool: call.name,
         grant: grant.id,
-        rule: `${decision.rule.name}, ${decision.rule.source}`,
+        rule: ruleName(decision.rule),
       },
     });
     ctx.log.info({ grant: grant.id, tool: call.name, workItemId: item.id }, 'call allowed by a standing grant');

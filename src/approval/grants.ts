@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { canonicalJson } from './canonical-json.ts';
-import { grantPatternMatches, narrowestGrantPattern, type Decision, type Where } from '../policy/index.ts';
+import {
+  grantPatternMatches,
+  narrowestGrantPattern,
+  type Decision,
+  type RuleRef,
+  type Where,
+} from '../policy/index.ts';
 import { makeVisible } from './card.ts';
 
 /**
@@ -140,13 +146,31 @@ export function grantCovers(
   });
 }
 
+/** A rule as grants record it: `name, source` (`kubectl-read, policy.yaml:27`). */
+export function ruleName(rule: RuleRef): string {
+  return `${rule.name}, ${rule.source}`;
+}
+
+/**
+ * Whether a recorded rule is this rule: the same name from the same file. The line is left out, so
+ * an edit elsewhere in the policy file does not end every grant; a rule renamed or moved to another
+ * file is another rule.
+ */
+function sameRule(recorded: string, rule: RuleRef): boolean {
+  const withoutLine = (text: string) => text.replace(/:\d+$/, '');
+  return withoutLine(recorded) === withoutLine(ruleName(rule));
+}
+
 /**
  * Whether the policy in force still lets this grant stand for a call it decided as `decision`: the
  * rule must be grantable, and each widened argument's pattern must still be one the rule offers.
  * A grant made under a policy that no longer allows it stops applying.
  */
-export function policyStillAllows(grant: Pick<Grant, 'args'>, decision: Decision): boolean {
+export function policyStillAllows(grant: Pick<Grant, 'args' | 'rule'>, decision: Decision): boolean {
   if (!decision.grantable || (decision.outcome !== 'ask' && decision.outcome !== 'countersign')) return false;
+  // The rule deciding the call now must be the one that offered the grant: a grant made under an
+  // `ask` rule for one group never stands in for another person's `countersign` rule.
+  if (!sameRule(grant.rule, decision.rule)) return false;
   return Object.entries(grant.args).every(
     ([key, a]) => !('glob' in a) || (decision.grantPatterns?.[key] ?? []).includes(a.glob),
   );

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from '../db/pool.ts';
 import type { ToolCall } from '../agent/messages.ts';
-import { riskOf } from '../agent/tools/tool.ts';
+import { admitArgs, riskOf } from '../agent/tools/tool.ts';
+import type { Queryable } from '../db/pool.ts';
+import { movedPathsNote } from './real-paths.ts';
+import { decideCall } from './taint.ts';
 import { QUESTION_TOOL } from '../agent/tools/request-human-approval.ts';
 import type { TurnState } from '../agent/turn-state.ts';
 import type { WorkItem } from '../core/work-item.ts';
@@ -25,12 +28,12 @@ export const SHOW_CARD_TASK = 'countersign_show_approval_card';
 export function planCalls(ctx: Pick<ApprovalContext, 'tools'>, calls: ToolCall[]): PlannedCall[] {
   return calls.map((c) => {
     const tool = ctx.tools.get(c.name);
-    const parsed = tool?.input.safeParse(c.args);
+    const admitted = tool ? admitArgs(tool, c.args) : undefined;
     return {
       id: c.id,
       name: c.name,
       args: c.args,
-      risk: tool && parsed?.success ? riskOf(tool, parsed.data) : 'high',
+      risk: tool && admitted?.ok ? riskOf(tool, admitted.args) : 'high',
     };
   });
 }
@@ -40,10 +43,26 @@ export function planCalls(ctx: Pick<ApprovalContext, 'tools'>, calls: ToolCall[]
  * against. A call the policy would now let run or refuse (it changed since the loop asked) still
  * waits for a person: allowed calls ask, refused ones can only be denied (nobody may approve them).
  */
-function planWithPolicy(ctx: ApprovalContext, item: WorkItem, calls: ToolCall[]): PlannedCall[] {
-  return planCalls(ctx, calls).map((planned) => {
-    const decision = ctx.gate.decide(planned, item.requester, item.reply);
-    const grant = grantOffer(planned, decision, whereOf(item.reply), ctx.settings.grantTtlSeconds ?? 0);
+async function planWithPolicy(
+  ctx: ApprovalContext,
+  db: Queryable,
+  item: WorkItem,
+  calls: ToolCall[],
+): Promise<PlannedCall[]> {
+  const out: PlannedCall[] = [];
+  for (const planned of planCalls(ctx, calls)) {
+    const decision = await decideCall(ctx, db, planned, item.requester, item.reply);
+    const judged = ctx.gate.judge(planned);
+    // A grant names the real paths, as the grant match later judges them.
+    const grant = grantOffer(
+      { name: planned.name, args: judged.args },
+      decision,
+      whereOf(item.reply),
+      ctx.settings.grantTtlSeconds ?? 0,
+    );
+    const why = [decision.outcome === 'countersign' ? decision.message : undefined, movedPathsNote(judged.moved)]
+      .filter(Boolean)
+      .join(' · ');
     const policy: CallPolicy =
       decision.outcome === 'deny'
         ? { outcome: 'countersign', rule: decision.rule, approvers: [], home: decision.home }
@@ -53,9 +72,11 @@ function planWithPolicy(ctx: ApprovalContext, item: WorkItem, calls: ToolCall[])
             approvers: decision.approvers,
             home: decision.home,
             ...(grant ? { grant } : {}),
+            ...(why ? { why } : {}),
           };
-    return { ...planned, risk: decision.risk, policy };
-  });
+    out.push({ ...planned, risk: decision.risk, policy });
+  }
+  return out;
 }
 
 /**
@@ -68,7 +89,7 @@ export async function requestApproval(
   item: WorkItem,
   state: TurnState,
 ): Promise<void> {
-  const calls = planWithPolicy(ctx, item, state.pendingApproval);
+  const calls = await planWithPolicy(ctx, client, item, state.pendingApproval);
   const callsCanonical = canonicalJson(calls);
   const scope = ctx.scope(calls.map((c) => c.name));
   const id = randomUUID();

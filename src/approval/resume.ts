@@ -9,6 +9,7 @@ import { ReplyTarget } from '../core/reply-target.ts';
 import { mayDecideStored } from './gate.ts';
 import { planCalls } from './request.ts';
 import { refreshCard } from './show.ts';
+import { clearAfterCountersignedRun, decideCall } from './taint.ts';
 import { audit, findEnvelopeById, recordPolicyRefusals } from './store.ts';
 
 /**
@@ -88,7 +89,7 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
       out.push(decision);
       continue;
     }
-    const now = ctx.gate.decide(call, envelope.requester, reply.data);
+    const now = await decideCall(ctx, ctx.pool, call, envelope.requester, reply.data);
     const by = deciders.get(call.id) ?? envelope.decided_by ?? envelope.requester;
     let reason: string | undefined;
     if (now.outcome === 'deny') {
@@ -136,4 +137,8 @@ export async function recordOutcome(
 ): Promise<void> {
   const event = decision.answer !== undefined ? 'answered' : decision.approved ? 'executed' : 'denied';
   await audit(ctx.pool, { envelopeId, event, detail: { call: call.id, tool: call.name, isError } });
+  if (event !== 'executed') return;
+  const envelope = await findEnvelopeById(ctx.pool, envelopeId);
+  const decider = envelope?.partial_decisions.find((d) => d.toolCallId === call.id)?.by ?? envelope?.decided_by;
+  if (envelope && decider) await clearAfterCountersignedRun(ctx, envelope, call, decider);
 }

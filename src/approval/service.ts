@@ -18,6 +18,7 @@ import { NONCE_PATTERN } from '../core/buttons.ts';
 import { decideAll, decideClick, decideDenyWithReason, type SubmitResult } from './decide.ts';
 import { expireStale } from './expire.ts';
 import { requestApproval } from './request.ts';
+import { decideCall, recordOnePersonChange } from './taint.ts';
 import { recordOutcome, resumeApproved } from './resume.ts';
 import { refreshCard, showPendingCard } from './show.ts';
 
@@ -88,8 +89,8 @@ export class ApprovalService {
   }
 
   /** The policy's outcome for one call of a turn (the loop asks before it runs or parks a call). */
-  rule(item: WorkItem, call: ToolCall, args: unknown): CallRuling {
-    const decision = this.#ctx.gate.decide({ name: call.name, args }, item.requester, item.reply);
+  async rule(item: WorkItem, call: ToolCall): Promise<CallRuling> {
+    const decision = await decideCall(this.#ctx, this.#ctx.pool, call, item.requester, item.reply);
     return {
       outcome: decision.outcome,
       rule: `${decision.rule.name}, ${decision.rule.source}`,
@@ -97,8 +98,10 @@ export class ApprovalService {
     };
   }
 
-  /** Audits a call a rule let run, or refused, without a card. */
+  /** Audits a call a rule let run, or refused, without a card; a change it makes taints the workspace. */
   async recordRuling(item: WorkItem, call: ToolCall, ruling: CallRuling): Promise<void> {
+    if (ruling.outcome === 'allow')
+      await recordOnePersonChange(this.#ctx, this.#ctx.pool, call, item.id, item.requester);
     await audit(this.#ctx.pool, {
       event: ruling.outcome === 'deny' ? 'policy_denied' : 'allowed',
       actor: item.requester,

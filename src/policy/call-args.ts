@@ -33,11 +33,36 @@ export function pathsOf(args: unknown): string[] {
   return out.map(normaliseWorkspacePath);
 }
 
-/** run_command's argv (`command`), as a list: a string is split on whitespace. */
+/**
+ * Characters a shell gives meaning to: in a command written as one string (an MCP tool that runs it
+ * through a shell) any of them can join a second program to the first, so a rule or a grant written
+ * for words never matches such a string. Glob characters count too: the shell expands them.
+ */
+const SHELL_META = /[;&|$`<>(){}\n\r'"\\*?[\]!#~]/;
+
+export function hasShellMeta(text: string): boolean {
+  return SHELL_META.test(text);
+}
+
+/**
+ * A call's program and arguments (`command`): run_command's argv as it is; a command string only
+ * when no shell could read it as more than its words (see SHELL_META), split on whitespace.
+ */
 export function commandOf(args: unknown): string[] | undefined {
   if (!isRecord(args)) return undefined;
-  const command = args.command;
-  if (typeof command === 'string') return command.trim().split(/\s+/).filter(Boolean);
+  return argvOf(args.command);
+}
+
+export function argvOf(command: unknown): string[] | undefined {
+  if (typeof command === 'string') {
+    if (hasShellMeta(command)) return undefined;
+    return command.trim().split(/\s+/).filter(Boolean);
+  }
   if (Array.isArray(command) && command.every((a) => typeof a === 'string')) return command;
   return undefined;
+}
+
+/** A command string that a shell could read as more than its words. */
+export function isShellString(args: unknown): boolean {
+  return isRecord(args) && typeof args.command === 'string' && hasShellMeta(args.command);
 }

@@ -1,5 +1,5 @@
 import { compileNameGlob, compilePathGlob } from './glob.ts';
-import type { CompiledRule, PolicyParts } from './engine.ts';
+import type { CompiledRule, DecideInput, PolicyParts } from './engine.ts';
 import { Policy } from './engine.ts';
 import { parsePerson, PERSON_ID_SHAPES, type PersonPattern } from './person.ts';
 import type { Outcome, Risk, ToolKind } from './schema.ts';
@@ -33,11 +33,28 @@ export const AGENT_CHANGING_PATHS = [
   '**/{bin,tools,scripts,hooks}/**',
   '**/{Makefile,makefile,GNUmakefile,*.mk,Justfile,justfile,Taskfile.yml,Taskfile.yaml,Rakefile}',
   '**/{package.json,pyproject.toml,setup.py,setup.cfg,Dockerfile,docker-compose.yml,compose.yaml}',
+  // Build inputs whose content a build, a test run or a package manager executes.
+  '**/{go.mod,go.work,build.rs,Cargo.toml,pom.xml,build.gradle,build.gradle.kts,settings.gradle,settings.gradle.kts}',
+  '**/{gradlew,Gemfile,*.gemspec,CMakeLists.txt,*.cmake,meson.build,tox.ini,noxfile.py,BUILD,BUILD.bazel}',
+  '**/{WORKSPACE,WORKSPACE.bazel,MODULE.bazel,*.bzl,Directory.Build.props,Directory.Build.targets,*.csproj}',
+  '**/*_test.go',
+  // Git metadata: HEAD is what makes a folder a repository, so no repository appears without it.
+  '**/{HEAD,packed-refs}',
   '**/.*',
   '**/.*/**',
 ] as const;
 
 const BUILT_IN = 'built-in';
+
+/** How many changed files a card names before it counts the rest. */
+const CHANGED_FILES_SHOWN = 10;
+
+/** The card's reason for a countersignature on a run in a changed workspace. */
+export function changedFilesNote(files: readonly string[]): string {
+  const shown = files.slice(0, CHANGED_FILES_SHOWN).join(', ');
+  const more = files.length > CHANGED_FILES_SHOWN ? ` and ${files.length - CHANGED_FILES_SHOWN} more` : '';
+  return `files changed since the last countersigned run: ${shown}${more}`;
+}
 
 function builtin(
   name: string,
@@ -85,15 +102,31 @@ export function builtinRules(
   const high: Outcome = haveApprovers && options.twoPersonRule !== false ? 'countersign' : 'ask';
   const skills = (options.customSkillsDir ?? 'skills').replace(/^\.\/|\/+$/g, '') || 'skills';
   const guarded = [`${skills}/**`, ...AGENT_CHANGING_PATHS, ...(options.protectedPaths ?? [])];
+  const notReadOnly = ({ tool }: DecideInput) => tool.mcp?.readOnlyHint !== true;
   const floors: CompiledRule[] = [
     builtin('agent-changing-write', high, 'high', {
       kinds: ['write', 'delete', 'mcp', 'exec'],
       paths: guarded.map(compilePathGlob),
       pathMatch: 'any',
       // A read-only MCP tool that names a path reads it.
-      test: ({ tool }) => tool.mcp?.readOnlyHint !== true,
+      test: notReadOnly,
+    }),
+    builtin('git-metadata-write', high, 'high', {
+      kinds: ['write', 'delete', 'mcp', 'exec'],
+      test: (input) => notReadOnly(input) && input.facts?.gitMetadata === true,
     }),
   ];
+  // Only where a second person can sign: a program about to run in a workspace that someone changed
+  // on their own click needs that second person, who is told which files changed.
+  if (high === 'countersign') {
+    floors.push({
+      ...builtin('tainted-workspace', 'countersign', 'high', {
+        kinds: ['exec'],
+        test: ({ facts }) => (facts?.changedFiles?.length ?? 0) > 0,
+      }),
+      explain: ({ facts }) => changedFilesNote(facts?.changedFiles ?? []),
+    });
+  }
   const fallback: CompiledRule[] = [
     // The agent's own question to a person always makes a card; its answer is the decision.
     builtin('question', 'ask', 'low', kinds('question')),

@@ -1,5 +1,5 @@
 import { type Glob } from './glob.ts';
-import { commandOf, isRecord, pathsOf } from './call-args.ts';
+import { commandOf, isRecord, isShellString, pathsOf } from './call-args.ts';
 import { formatPattern, personMatches, samePerson, type Person, type PersonPattern } from './person.ts';
 import type { Outcome, Risk, ToolKind } from './schema.ts';
 
@@ -32,9 +32,23 @@ export interface Where {
 
 export interface DecideInput {
   tool: ToolDescriptor;
+  /** The arguments the tool will run with, path arguments replaced by their real workspace paths. */
   args: unknown;
   where: Where;
   requester: Person;
+  /** What the caller found on disk and in the database; the engine itself does no I/O. */
+  facts?: CallFacts;
+}
+
+/** Facts about a call's surroundings that only the caller can look up. */
+export interface CallFacts {
+  /** A path argument lies in git metadata: a `.git` folder, or a folder holding HEAD, objects/ and refs/. */
+  gitMetadata?: boolean;
+  /**
+   * Workspace files changed by calls nobody but the requester approved, since the last run a
+   * second person countersigned: a program run now could read them (see docs/policy.md, taint).
+   */
+  changedFiles?: string[];
 }
 
 /** Which rule decided: its `name` (or `rules[3]`, or `default:write`) and `file:line` (or `built-in`). */
@@ -96,6 +110,8 @@ export interface CompiledRule {
   /** Undefined: the policy's default approvers. */
   approvers?: PersonPattern[];
   message?: string;
+  /** A built-in rule's reason, made from the call (the changed files a countersignature vouches for). */
+  explain?: (input: DecideInput) => string;
   risk?: Risk;
   grantable: boolean;
   /** Per argument, the patterns a grant may widen it to (see grant-patterns.ts). */
@@ -143,15 +159,30 @@ function matchesPaths(rule: CompiledRule, args: unknown): boolean {
   return any ? paths.some(hit) : paths.every(hit);
 }
 
-function matchesCommand(rule: CompiledRule, args: unknown): boolean {
-  if (!rule.command) return true;
-  const argv = commandOf(args);
-  if (!argv || argv.length < rule.command.length) return false;
-  return rule.command.every((word, i) => {
-    const given = argv[i]!;
+function startsWithCommand(rule: CompiledRule, argv: readonly string[], from = 0): boolean {
+  const words = rule.command!;
+  if (argv.length - from < words.length) return false;
+  return words.every((word, i) => {
+    const given = argv[from + i]!;
     if (given === word) return true;
     return i === 0 && tightens(rule) && given.split('/').pop() === word;
   });
+}
+
+/**
+ * A loosening rule matches a command string only when no shell could read more into it (see
+ * `commandOf`). A tightening rule also looks inside one that a shell could: any program in it
+ * (after `;`, `|`, `&&`, `$(`…) that the rule names makes the rule apply.
+ */
+function matchesCommand(rule: CompiledRule, args: unknown): boolean {
+  if (!rule.command) return true;
+  const argv = commandOf(args);
+  if (argv) return startsWithCommand(rule, argv);
+  if (!tightens(rule) || !isShellString(args)) return false;
+  const words = String((args as { command: string }).command)
+    .split(/[\s;&|()<>`$'"{}]+/)
+    .filter(Boolean);
+  return words.some((_, i) => startsWithCommand(rule, words, i));
 }
 
 function matchesArgs(rule: CompiledRule, args: unknown): boolean {
@@ -258,10 +289,11 @@ export class Policy {
     }
     const classified = floor && RISK_ORDER[floor.risk!] > RISK_ORDER[builtin.risk!] ? floor.risk! : builtin.risk!;
     const needsDecision = rule.outcome === 'ask' || rule.outcome === 'countersign';
+    const message = rule.explain?.(input) ?? rule.message;
     return {
       outcome: rule.outcome,
       rule: rule.ref,
-      ...(rule.message !== undefined ? { message: rule.message } : {}),
+      ...(message !== undefined ? { message } : {}),
       approvers: needsDecision ? (rule.approvers ?? this.#parts.defaultApprovers) : [],
       risk: rule.risk ?? classified,
       home,
@@ -273,6 +305,11 @@ export class Policy {
   /** The conversation mode the file sets for this place, or undefined (CONVERSATION_MODE decides). */
   conversationMode(where: Where): ConversationModeName | undefined {
     return this.#parts.conversations?.find((c) => matchesWhere(c.where, where))?.mode;
+  }
+
+  /** Whether anyone can countersign: the policy names approvers (the file's `approvers:`, else APPROVERS). */
+  get hasApprovers(): boolean {
+    return this.#parts.defaultApprovers.length > 0;
   }
 
   /** Whether `person` is one of the policy's approvers (the file's `approvers:`, else APPROVERS) there. */
@@ -306,6 +343,9 @@ export function mayDecide(
   action: 'approve' | 'deny' = 'approve',
 ): Verdict {
   const isRequester = samePerson(clicker, requester);
+  // The two-person rule fails closed: one user id is one person to it, whatever workspace a payload
+  // named (Slack's Enterprise Grid can send different team ids for the same person).
+  const mightBeRequester = isRequester || (clicker.platform === requester.platform && clicker.user === requester.user);
   const isApprover = decision.approvers.some((p) => personMatches(p, clicker, decision.home));
   switch (decision.outcome) {
     case 'allow':
@@ -321,7 +361,7 @@ export function mayDecide(
         : { ok: false, reason: 'Only the requester or an approver can decide on this call.' };
     case 'countersign':
       if (isRequester && action === 'deny') return { ok: true };
-      if (isRequester)
+      if (mightBeRequester)
         return {
           ok: false,
           reason: `This call needs a second signature (two-person rule): someone other than you has to approve it (${describeRule(decision.rule)}).`,

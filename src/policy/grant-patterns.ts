@@ -1,4 +1,4 @@
-import { commandOf, PATH_ARGS, PATH_LIST_ARGS } from './call-args.ts';
+import { commandOf, hasShellMeta, PATH_ARGS, PATH_LIST_ARGS } from './call-args.ts';
 import { compilePathGlob, compileWordGlob, GlobError, normaliseWorkspacePath, type Glob } from './glob.ts';
 
 /**
@@ -21,6 +21,15 @@ function climbs(word: string): boolean {
   return word.replace(/\\/g, '/').split('/').includes('..');
 }
 
+/**
+ * A pattern word matches a word with shell characters in it only by being exactly that word: `*`
+ * stands for a plain word, never for `$(…)`, `;` or a quote that a shell (or a program that hands
+ * its argument to one) would read as more.
+ */
+function matchesWord(glob: Glob, word: string): boolean {
+  return hasShellMeta(word) ? glob.source === word : glob.test(word);
+}
+
 function compileMatcher(arg: string, source: string): Matcher {
   if (arg === 'command') {
     const words = source.trim().split(/\s+/).map(compileWordGlob);
@@ -29,7 +38,7 @@ function compileMatcher(arg: string, source: string): Matcher {
       return (
         argv !== undefined &&
         argv.length === words.length &&
-        argv.every((word, i) => !climbs(word) && words[i]!.test(word))
+        argv.every((word, i) => !climbs(word) && matchesWord(words[i]!, word))
       );
     };
   }
@@ -40,7 +49,7 @@ function compileMatcher(arg: string, source: string): Matcher {
       Array.isArray(value) ? value.length > 0 && value.every(one) : !PATH_LIST_KEYS.has(arg) && one(value);
   }
   const glob = compileWordGlob(source);
-  return (value) => typeof value === 'string' && glob.test(value);
+  return (value) => typeof value === 'string' && matchesWord(glob, value);
 }
 
 function matcher(arg: string, source: string): Matcher {

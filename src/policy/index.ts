@@ -4,6 +4,7 @@ export {
   mayDecide,
   Policy,
   type Admission,
+  type CallFacts,
   type Decision,
   type DecideInput,
   type RuleRef,
@@ -11,7 +12,7 @@ export {
   type Verdict,
   type Where,
 } from './engine.ts';
-export { AGENT_CHANGING_PATHS, builtinPolicy, type PolicyOptions } from './defaults.ts';
+export { AGENT_CHANGING_PATHS, builtinPolicy, changedFilesNote, type PolicyOptions } from './defaults.ts';
 export { formatPolicyProblem, loadPolicyFile, parsePolicy, type PolicyParse, type PolicyProblem } from './parse.ts';
 export {
   formatPattern,

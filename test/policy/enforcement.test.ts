@@ -347,12 +347,21 @@ describe('the policy, enforced by the running bot', () => {
   });
 
   it(`agrees with \`policy check\` on all ${CASES.length} cases of a table`, async () => {
-    const items = await Promise.all(
-      CASES.map((c, i) => {
-        const { requester, reply } = turnOf(c);
-        return say(`case ${i}`, requester, reply);
-      }),
-    );
+    // Writes a rule lets through change the workspace on nobody's countersignature, and then a
+    // program run there needs one (the taint, docs/policy.md), which `policy check` cannot know of:
+    // the table's writes go after everything else has been decided.
+    const writes = new Set(['write_file', 'edit_file', 'delete_file']);
+    // The earlier tests of this file changed the workspace too.
+    await app.pool.query(`DELETE FROM countersign.workspace_changes`);
+    const start = (c: (typeof CASES)[number], i: number) => {
+      const { requester, reply } = turnOf(c);
+      return say(`case ${i}`, requester, reply);
+    };
+    const items: Array<Awaited<ReturnType<typeof say>>> = [];
+    const first = await Promise.all(CASES.map((c, i) => (writes.has(c.tool) ? undefined : start(c, i))));
+    for (const item of first) if (item) await settled(item.id);
+    const then = await Promise.all(CASES.map((c, i) => (writes.has(c.tool) ? start(c, i) : undefined)));
+    for (const i of CASES.keys()) items.push((first[i] ?? then[i])!);
     const seen: string[] = [];
     const expected: string[] = [];
     for (const [i, c] of CASES.entries()) {

@@ -5,7 +5,7 @@ import {
   narrowestGrantPattern,
   parsePolicy,
 } from '../../src/policy/index.ts';
-import { grantCovers, grantOffer, policyStillAllows } from '../../src/approval/grants.ts';
+import { grantCovers, grantOffer, policyStillAllows, ruleName } from '../../src/approval/grants.ts';
 import type { Decision, Where } from '../../src/policy/index.ts';
 
 const OPS: Where = { platform: 'slack', workspace: 'T1', channel: 'C0OPS0001', dm: false };
@@ -117,7 +117,8 @@ rules:
   });
 
   it('stop applying once the policy no longer allows them', () => {
-    const offer = grantOffer({ name: 'run_command', args }, decide(TAIL, 'run_command', args), OPS, 3600)!;
+    const decision = decide(TAIL, 'run_command', args);
+    const offer = { ...grantOffer({ name: 'run_command', args }, decision, OPS, 3600)!, rule: ruleName(decision.rule) };
     expect(policyStillAllows(offer, decide(TAIL, 'run_command', args))).toBe(true);
     const narrower = TAIL.replace(', "tail -n * logs/app/**"', '');
     expect(policyStillAllows(offer, decide(narrower, 'run_command', args))).toBe(false);

@@ -84,6 +84,37 @@ export function toolSpec(tool: AnyTool): ToolSpec {
   return { name: tool.name, description: tool.description, inputSchema: schema };
 }
 
+/** Arguments a tool accepted, exactly as it will run with them, or why it refuses them. */
+export type AdmittedArgs = { ok: true; args: Record<string, unknown> } | { ok: false; problem: string };
+
+const isPlainRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The one argument object a call is judged, shown, hashed, granted and run with: the tool's schema
+ * applied (defaults filled in), and every key the tool does not declare refused. A schema that
+ * silently dropped an unknown key would let a key the tool ignores (`path`, `dry_run`) steer the
+ * policy or a grant while the tool ran without it.
+ */
+export function admitArgs(tool: AnyTool, raw: unknown): AdmittedArgs {
+  const parsed = tool.input.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`).join('; ');
+    return { ok: false, problem: problems };
+  }
+  if (!isPlainRecord(parsed.data)) return { ok: false, problem: '(arguments): must be a JSON object' };
+  const kept = parsed.data;
+  const unknown = isPlainRecord(raw) ? Object.keys(raw).filter((key) => !Object.hasOwn(kept, key)) : [];
+  if (unknown.length > 0) return { ok: false, problem: unknownArgsProblem(tool.name, unknown) };
+  return { ok: true, args: kept };
+}
+
+/** The tool error for arguments a tool does not declare. */
+export function unknownArgsProblem(toolName: string, keys: readonly string[]): string {
+  const list = keys.map((k) => JSON.stringify(k)).join(', ');
+  return `${toolName} has no argument${keys.length === 1 ? '' : 's'} ${list}; send only the arguments its schema declares`;
+}
+
 export function needsApproval(tool: AnyTool, args: unknown): boolean {
   if (tool.approval === 'never') return false;
   if (tool.approval === 'always') return true;

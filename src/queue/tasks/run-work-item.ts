@@ -44,7 +44,7 @@ export interface ApprovalGate {
   /** Audits what happened to a decided call once the continuation ran (or denied) it. */
   recordOutcome(envelopeId: string, call: ToolCall, decision: CallDecision, isError: boolean): Promise<void>;
   /** The policy's outcome for a call with valid arguments: run it, refuse it, or park it for a person. */
-  rule(item: WorkItem, call: ToolCall, args: unknown): CallRuling;
+  rule(item: WorkItem, call: ToolCall): Promise<CallRuling>;
   /** Audits a call a rule let run, or refused, without a card. */
   recordRuling(item: WorkItem, call: ToolCall, ruling: CallRuling): Promise<void>;
   /** A standing grant that lets a call which would wait for a person run now, claimed for it. */
@@ -285,7 +285,7 @@ export function createWorkItemTask(services: WorkerServices): Task {
               await checkStop();
               if (services.draining.aborted) throw new HandOver(round);
             },
-            rule: (call, args) => services.approvals.rule(item, call, args),
+            rule: (call) => services.approvals.rule(item, call),
             onRuled: (call, ruling) => services.approvals.recordRuling(item, call, ruling),
             useGrant: async (call) => services.approvals.useGrant?.(item, call),
             followUps: (current, at) => followUps(current, at),

@@ -3,7 +3,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { AnyTool, RiskLevel } from '../tool.ts';
+import { unknownArgsProblem, type AnyTool, type RiskLevel } from '../tool.ts';
 import { transportOf, type McpConfig, type McpServerConfig } from './config.ts';
 import { McpConnection, type ConnectionState, type RemoteTool } from './connection.ts';
 
@@ -152,7 +152,15 @@ export class McpHub {
         'MCP tool input schema could not be compiled; arguments are passed unchecked',
       );
     }
+    // What the schema does not declare is refused, whatever its additionalProperties says: a key the
+    // policy could read (`path`, `dry_run`) must be one the tool declares.
+    const declared = new Set(Object.keys(isObject(schema.properties) ? schema.properties : {}));
     const input = z.record(z.string(), z.unknown()).superRefine((args, ctx) => {
+      const unknown = Object.keys(args).filter((key) => !declared.has(key));
+      if (unknown.length > 0) {
+        ctx.addIssue({ code: 'custom', message: unknownArgsProblem(key.split('@')[0]!, unknown) });
+        return;
+      }
       const result = validate?.(args);
       if (result && !result.valid) {
         ctx.addIssue({
@@ -169,3 +177,5 @@ export class McpHub {
     await Promise.all(this.#connections.map((c) => c.close()));
   }
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
