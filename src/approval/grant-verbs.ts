@@ -1,7 +1,7 @@
 import { transaction } from '../db/pool.ts';
 import type { ToolCall } from '../agent/messages.ts';
 import type { GrantUse } from '../agent/loop.ts';
-import { personKey, type Requester } from '../core/person.ts';
+import { personKey, sameAccount, type Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
@@ -69,7 +69,8 @@ export async function grantsSeenFrom(ctx: ApprovalContext, person: Requester, re
   if (!where.dm) return here;
   const mine = await listLiveGrants(ctx.pool, { createdBy: personKey(person) });
   const seen = new Set(here.map((g) => g.id));
-  return [...here, ...mine.filter((g) => !seen.has(g.id))];
+  // `createdBy` in SQL is the platform and id; an id another Slack workspace issued is someone else.
+  return [...here, ...mine.filter((g) => !seen.has(g.id) && sameAccount(g.createdBy, person))];
 }
 
 export type RevokeResult = { ok: true; grant: Grant } | { ok: false; reason: string };
@@ -87,7 +88,7 @@ export async function revokeFromChat(ctx: ApprovalContext, grantId: string, by: 
     channel: grant.place.channel,
     ...(grant.place.workspace ? { workspace: grant.place.workspace } : {}),
   };
-  const mayRevoke = personKey(by) === personKey(grant.createdBy) || ctx.gate.isApprover(by, place);
+  const mayRevoke = sameAccount(by, grant.createdBy) || ctx.gate.isApprover(by, place);
   if (!mayRevoke) return { ok: false, reason: 'Only whoever made this grant, or an approver, can revoke it.' };
   return revoke(ctx, grantId, by);
 }

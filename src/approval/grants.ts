@@ -8,6 +8,7 @@ import {
   type Where,
 } from '../policy/index.ts';
 import { makeVisible } from './card.ts';
+import type { Requester } from '../core/person.ts';
 
 /**
  * Standing grants ("Always allow here"): what one covers, and whether it covers a call. Pure: the
@@ -50,7 +51,7 @@ export interface Grant {
   place: GrantPlace;
   covers: string;
   rule: string;
-  createdBy: { platform: string; userId: string; displayName?: string };
+  createdBy: Requester;
   createdAt: Date;
   expiresAt: Date;
   revokedAt?: Date;

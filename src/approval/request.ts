@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from '../db/pool.ts';
-import type { ToolCall } from '../agent/messages.ts';
+import type { Message, ToolCall } from '../agent/messages.ts';
 import { admitArgs, riskOf } from '../agent/tools/tool.ts';
 import type { Queryable } from '../db/pool.ts';
 import { movedPathsNote } from './real-paths.ts';
@@ -79,6 +79,28 @@ async function planWithPolicy(
   return out;
 }
 
+const WITHDRAWN = (names: string) =>
+  `(I asked to run ${names}; that request was withdrawn, unanswered, when a newer message came.)`;
+
+/**
+ * The parked turn as the conversation's history keeps it if a newer message withdraws its card:
+ * every call that already ran (allowed, covered by a grant, approved earlier in the turn) stays with
+ * its result, so the model knows its effects happened; only the calls still waiting for a person
+ * are named as withdrawn, in words (a call without a result would be refused by the model APIs).
+ */
+export function withdrawnHistory(state: TurnState): Message[] {
+  const waiting = new Set(state.pendingApproval.map((c) => c.id));
+  return state.messages.map((m): Message => {
+    if (m.role !== 'assistant' || !m.toolCalls.some((c) => waiting.has(c.id))) return m;
+    const withdrawn = m.toolCalls.filter((c) => waiting.has(c.id)).map((c) => c.name);
+    return {
+      role: 'assistant',
+      text: [m.text.trim(), WITHDRAWN(withdrawn.join(', '))].filter(Boolean).join(' '),
+      toolCalls: m.toolCalls.filter((c) => !waiting.has(c.id)),
+    };
+  });
+}
+
 /**
  * Stores the envelope for a turn's waiting calls, inside the caller's transaction (the one that
  * records the turn as parked), with the job that shows its card.
@@ -111,6 +133,7 @@ export async function requestApproval(
     scope,
     scopeHash: scopeHash(scope),
     turnState: state,
+    withdrawnMessages: withdrawnHistory(state),
     reply: item.reply,
     ttlSeconds: ctx.settings.ttlSeconds,
   });

@@ -28,6 +28,8 @@ export interface NewEnvelope {
   scope: unknown;
   scopeHash: string;
   turnState: unknown;
+  /** The turn's history as it reads if a newer message withdraws the card (migration 017). */
+  withdrawnMessages: unknown[];
   reply: unknown;
   ttlSeconds: number;
 }
@@ -36,8 +38,8 @@ export async function insertEnvelope(db: Queryable, e: NewEnvelope): Promise<{ e
   const { rows } = await db.query<{ expires_at: Date }>(
     `INSERT INTO countersign.approval_envelopes
        (id, nonce, kind, context_id, work_item_id, conversation_id, requester, approvers, two_person_rule,
-        calls, plan_hash, scope, scope_hash, turn_state, reply, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16))
+        calls, plan_hash, scope, scope_hash, turn_state, reply, expires_at, withdrawn_messages)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17)
      RETURNING expires_at`,
     [
       e.id,
@@ -56,6 +58,7 @@ export async function insertEnvelope(db: Queryable, e: NewEnvelope): Promise<{ e
       JSON.stringify(e.turnState),
       JSON.stringify(e.reply),
       e.ttlSeconds,
+      JSON.stringify(e.withdrawnMessages),
     ],
   );
   return { expiresAt: rows[0]!.expires_at };

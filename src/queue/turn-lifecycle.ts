@@ -97,11 +97,24 @@ export async function parkTurn(
   pool: Pool,
   item: WorkItem,
   storeEnvelope: (client: PoolClient) => Promise<void>,
-): Promise<void> {
-  await transaction(pool, async (client) => {
+): Promise<{ supersededBy?: string }> {
+  return transaction(pool, async (client) => {
     await storeEnvelope(client);
     await settleWorkItem(client, item, { status: 'awaiting_approval' });
+    // A message from the requester that came while the model was still planning found no card to
+    // withdraw; it withdraws it now, before anyone can click it (migration 017).
+    const supersededBy = await supersedeIfFollowedUp(client, item);
+    return supersededBy ? { supersededBy } : {};
   });
+}
+
+/** The newer message that withdraws a just-parked turn's card, if one came while it was planning. */
+async function supersedeIfFollowedUp(db: Queryable, item: Pick<WorkItem, 'id' | 'conversationId'>) {
+  const { rows } = await db.query<{ by: string | null }>('SELECT countersign.supersede_if_followed_up($1, $2) AS by', [
+    item.conversationId,
+    item.id,
+  ]);
+  return rows[0]?.by ?? undefined;
 }
 
 /** Schedules the job that shows an approval card; call inside the transaction that stores its envelope. */

@@ -94,6 +94,15 @@ describe('MCP servers over stdio and Streamable HTTP', () => {
     expect(input.safeParse({ service: 5 }).error?.issues[0]?.message).toBe('arguments/service must be string');
   });
 
+  it('refuses an argument the schema does not declare, whatever additionalProperties says', () => {
+    // The schema allows extra properties (no additionalProperties: false): a key the server would
+    // ignore must still not reach the policy, where a `paths:` or `args:` condition could read it.
+    const input = tool('ops__restart').input;
+    expect(input.safeParse({ service: 'api', path: 'sandbox/x' }).error?.issues[0]?.message).toBe(
+      'ops__restart has no argument "path"; send only the arguments its schema declares',
+    );
+  });
+
   it('runs a read-only tool at once and asks before a destructive or unannotated one', () => {
     const policy = (name: string) => [needsApproval(tool(name), {}) ? 'asks' : 'runs', riskOf(tool(name), {})];
     expect(policy('ops__get_status')).toEqual(['runs', 'low']);

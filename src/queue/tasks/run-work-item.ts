@@ -362,8 +362,9 @@ export function createWorkItemTask(services: WorkerServices): Task {
 
       const parkedState: TurnState = { ...outcome.state, reply: sink.snapshot() };
       await sink.finish(sink.text || undefined);
-      await parkTurn(pool, item, (client) => services.approvals.park(client, item, parkedState));
-      services.events.emit('awaitingApproval', { item, calls: outcome.calls });
+      const parked = await parkTurn(pool, item, (client) => services.approvals.park(client, item, parkedState));
+      if (parked.supersededBy) log.info({ by: parked.supersededBy }, 'a message sent while planning withdrew the card');
+      else services.events.emit('awaitingApproval', { item, calls: outcome.calls });
     }
   };
 }
