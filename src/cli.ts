@@ -24,8 +24,9 @@ Commands:
   config                              print the effective configuration (secrets masked)
   skills list|lint [DIR]|new NAME     list, check or scaffold skills
   usage [--days=N] [--prices=FILE]    model tokens and estimated cost by day and conversation (default: 7 days)
-  policy check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups IDS]
-                                      the policy's outcome for one call, and the rule (a dry run)
+  policy check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups IDS] [--policy FILE]
+                                      the policy's outcome for one call, and the rule (a dry run;
+                                      default policy: POLICY_FILE, else the built-in one)
   policy lint [FILE]                  every problem of a policy file (default: POLICY_FILE)
   audit [--since=7d|ISO] [--until=ISO] [--person=ID] [--tool=NAME] [--outcome=EVENT] [--limit=N]
                                       the audit log as JSON lines, oldest first
@@ -231,10 +232,13 @@ async function runGrants(args: string[]): Promise<number> {
     try {
       const live = await listLiveGrants(pool, { limit: 10_000 });
       if (verb === 'list') {
-        for (const g of live) {
-          process.stdout.write(values.json ? `${JSON.stringify(g)}\n` : `${g.id}  ${plainGrant(g)}\n`);
+        if (values.json) {
+          // One JSON array, `[]` for none: a script parses the output whatever it holds.
+          process.stdout.write(`${JSON.stringify(live)}\n`);
+          return 0;
         }
-        if (!values.json && live.length === 0) process.stdout.write('No standing grants apply.\n');
+        for (const g of live) process.stdout.write(`${g.id}  ${plainGrant(g)}\n`);
+        if (live.length === 0) process.stdout.write('No standing grants apply.\n');
         return 0;
       }
       const wanted = positionals[0]!;
@@ -290,15 +294,18 @@ async function main(argv: string[]): Promise<number> {
         out: (line) => process.stdout.write(`${line}\n`),
         err: (line) => process.stderr.write(`${line}\n`),
       });
-    case undefined:
     case 'help':
     case '--help':
     case '-h':
       process.stdout.write(USAGE);
-      return command === undefined ? 1 : 0;
+      return 0;
+    // A missing or unknown command is a wrong invocation, as for `policy`, `skills` and `grants`.
+    case undefined:
+      process.stderr.write(USAGE);
+      return 2;
     default:
       process.stderr.write(`Unknown command "${command}".\n${USAGE}`);
-      return 1;
+      return 2;
   }
 }
 

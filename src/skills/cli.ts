@@ -7,7 +7,7 @@ import { skillDirs, type SkillDirs } from './dirs.ts';
 import { loadSkillFolder, scanSkillsRoot, SKILL_FILE, skillFileName } from './load.ts';
 import { failsLint, formatProblem, type SkillProblem } from './problem.ts';
 import { SkillRegistry } from './registry.ts';
-import { skillNameProblem } from './validate.ts';
+import { placeholderDescription, skillNameProblem } from './validate.ts';
 
 export interface CommandIO {
   out(line: string): void;
@@ -46,11 +46,14 @@ export async function skillsCommand(
         return await lintCommand(rest, io, cwd, dirs);
       case 'new':
         return await newCommand(rest, io, cwd, dirs);
-      case undefined:
       case 'help':
       case '--help':
         for (const line of USAGE) io.out(line);
-        return command === undefined ? 2 : 0;
+        return 0;
+      case undefined:
+        // A wrong invocation, as for `policy` and `grants`: usage on stderr, exit 2.
+        for (const line of USAGE) io.err(line);
+        return 2;
       default:
         io.err(`Unknown skills command "${command}".`);
         for (const line of USAGE) io.err(line);
@@ -166,7 +169,10 @@ async function newCommand(args: string[], io: CommandIO, cwd: string, dirs: () =
   return 0;
 }
 
-/** A SKILL.md that passes lint as written, with the sections a good skill has. */
+/**
+ * A SKILL.md with the sections a good skill has. Lint passes it but warns until its placeholder
+ * description is replaced (`--strict` fails), so a scaffold cannot be shipped unedited.
+ */
 export function scaffold(name: string): string {
   const title = name
     .split('-')
@@ -174,7 +180,7 @@ export function scaffold(name: string): string {
     .join(' ');
   return `---
 name: ${name}
-description: Describe what ${name} does and when to use it, naming the requests that should trigger it.
+description: ${placeholderDescription(name)}
 metadata:
   version: "1"
 ---

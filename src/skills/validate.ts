@@ -59,6 +59,23 @@ export function skillNameProblem(name: unknown): string | undefined {
   return skillNameFormProblem(name) ?? nameTooLong(normaliseSkillName(name as string));
 }
 
+/**
+ * The description `skills new` writes. It reads like a real one, so without a check a scaffolded
+ * skill would pass lint and reach the prompt catalog saying nothing of what it does.
+ */
+const PLACEHOLDER_DESCRIPTION = {
+  before: 'Describe what ',
+  after: ' does and when to use it, naming the requests that should trigger it.',
+};
+
+export const placeholderDescription = (name: string) =>
+  `${PLACEHOLDER_DESCRIPTION.before}${name}${PLACEHOLDER_DESCRIPTION.after}`;
+
+const isPlaceholderDescription = (description: string) => {
+  const text = description.trim();
+  return text.startsWith(PLACEHOLDER_DESCRIPTION.before) && text.endsWith(PLACEHOLDER_DESCRIPTION.after);
+};
+
 /** Marks an issue as breaking a rule the spec requires, where the skill still loads. */
 const BREAKS_SPEC = { breaksSpec: true } as const;
 
@@ -134,7 +151,8 @@ const MetadataField = z.unknown().transform((value, ctx) => {
 
 /**
  * The spec makes `allowed-tools` a space-separated string; some clients write a YAML list, which
- * is accepted too. In Countersign it is advisory only: it never skips a human approval.
+ * is read too but warned about (`allowedToolsListWarning`): other clients may refuse it. In
+ * Countersign it is advisory only: it never skips a human approval.
  */
 const AllowedToolsField = z.unknown().transform((value, ctx) => {
   if (typeof value === 'string') return value.split(/\s+/).filter(Boolean);
@@ -264,6 +282,26 @@ export function validateFrontmatter(
         file,
         lineOf('description'),
         `"description" is ${charCount(values.description)} characters long; the limit is ${LIMITS.descriptionChars} — keep it to what and when, and move detail into the body`,
+      ),
+    );
+  }
+
+  if (typeof values.description === 'string' && isPlaceholderDescription(values.description)) {
+    problems.push(
+      skillWarning(
+        file,
+        lineOf('description'),
+        '"description" is still the placeholder `skills new` wrote; say what the skill does and when to use it (the model picks skills by it)',
+      ),
+    );
+  }
+  if (Array.isArray(record['allowed-tools']) && Array.isArray(values['allowed-tools'])) {
+    const tools = values['allowed-tools'] as string[];
+    problems.push(
+      skillWarning(
+        file,
+        lineOf('allowed-tools'),
+        `"allowed-tools" is a YAML list; the Agent Skills format makes it one line of space-separated names: allowed-tools: ${tools.join(' ')} (Countersign reads the list anyway)`,
       ),
     );
   }

@@ -1,12 +1,20 @@
 import { readFileSync } from 'node:fs';
+import { parse as parseDotenv } from 'dotenv';
 import { describe, expect, it } from 'vitest';
-import { ConfigSchema } from '../../src/config.ts';
+import { ConfigSchema, loadConfig } from '../../src/config.ts';
 
-const variables = Object.keys(ConfigSchema.in.shape);
+/** Variables read outside the configuration schema, by one command (`countersign usage`). */
+const COMMAND_VARIABLES = ['MODEL_PRICES_FILE'];
+
+const variables = [...Object.keys(ConfigSchema.in.shape), ...COMMAND_VARIABLES];
 
 describe('configuration documentation', () => {
   it.each(variables)('documents %s in the README table and in .env.example', (variable) => {
     expect(readFileSync('README.md', 'utf8')).toMatch(new RegExp(`^\\|\\s*\`${variable}\`\\s*\\|`, 'm'));
     expect(readFileSync('.env.example', 'utf8')).toMatch(new RegExp(`^${variable}=`, 'm'));
+  });
+
+  it('.env.example copied to .env as it is is a valid configuration', () => {
+    expect(() => loadConfig(parseDotenv(readFileSync('.env.example')))).not.toThrow();
   });
 });

@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 import { policyCommand } from '../../src/policy/index.ts';
 import { OPS_TEAM } from './helpers.ts';
 
-const check = (...args: string[]) => policyCommand(['check', '--file', OPS_TEAM, ...args]);
+const check = (...args: string[]) => policyCommand(['check', '--policy', OPS_TEAM, ...args]);
 
 describe('countersign policy check', () => {
   it('prints the outcome and the rule that decided it', () => {
@@ -50,6 +50,14 @@ describe('countersign policy check', () => {
     expect(result.lines.slice(0, 2)).toEqual(['outcome: ask', 'rule: default:mcp-unannotated (built-in)']);
   });
 
+  it('asks --policy FILE over POLICY_FILE', () => {
+    const args = ['check', '--as', 'slack:T0OPS0001:U0SRE0001', '--tool', 'run_command'];
+    const kubectl = ['--args', '{"command":["kubectl","get","pods"]}'];
+    expect(policyCommand([...args, ...kubectl]).lines[1]).toBe('rule: default:exec (built-in)');
+    const result = policyCommand([...args, ...kubectl, '--policy', OPS_TEAM], { file: 'no-such-policy.yaml' });
+    expect(result.lines[1]).toMatch(/^rule: kubectl-read \(.*ops-team\.yaml:27\)$/);
+  });
+
   it('asks for a full person id', () => {
     expect(check('--as', 'slack:U0SRE0001', '--tool', 'read_file').exitCode).toBe(2);
   });
@@ -78,10 +86,37 @@ describe('countersign policy lint', () => {
   });
 });
 
+describe('countersign policy without a command', () => {
+  it('is a wrong invocation: usage and exit code 2', () => {
+    const result = policyCommand([]);
+    expect(result.exitCode).toBe(2);
+    expect(result.lines[0]).toBe('Usage: countersign policy <command>');
+  });
+
+  it('names an unknown command', () => {
+    expect(policyCommand(['lnt'])).toMatchObject({
+      exitCode: 2,
+      lines: expect.arrayContaining(['Unknown policy command "lnt".']),
+    });
+  });
+
+  it('prints its usage with exit code 0 when asked for help, with lint taking an optional FILE', () => {
+    const result = policyCommand(['help']);
+    expect(result.exitCode).toBe(0);
+    expect(result.lines).toContainEqual(expect.stringMatching(/^ {2}lint \[FILE\] .*default: POLICY_FILE/));
+    expect(result.lines).toContainEqual(expect.stringContaining('[--policy FILE]'));
+  });
+
+  it('lints POLICY_FILE when lint is given no FILE, and says what it needs without either', () => {
+    expect(policyCommand(['lint'], { file: OPS_TEAM })).toEqual({ lines: [`${OPS_TEAM}: ok`], exitCode: 0 });
+    expect(policyCommand(['lint'])).toMatchObject({ exitCode: 2 });
+  });
+});
+
 describe('docs/policy.md', () => {
   it('shows the ops-team example exactly as tested', async () => {
     const docs = await readFile(path.resolve(import.meta.dirname, '../../docs/policy.md'), 'utf8');
-    const block = /<!-- ops-team\.yaml -->\s*```yaml\n([\s\S]*?)```/.exec(docs)?.[1];
+    const block = /<!-- docs-check: file policy\.yaml -->\s*```yaml\n([\s\S]*?)```/.exec(docs)?.[1];
     expect(parse(block ?? '')).toEqual(parse(await readFile(OPS_TEAM, 'utf8')));
   });
 });

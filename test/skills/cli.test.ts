@@ -97,6 +97,17 @@ describe('skills lint', () => {
     ]);
   });
 
+  it('warns on allowed-tools written as a YAML list, and fails on it with --strict', async () => {
+    const folder = path.join(FIXTURES, 'valid', 'allowed-tools-list');
+    const lint = await cli(['lint', folder]);
+    expect(lint.code).toBe(0);
+    expect(lint.out).toEqual([
+      expect.stringMatching(/allowed-tools-list\/SKILL\.md:4: warning: "allowed-tools" is a YAML list; /),
+      'Checked 1 skill: 0 errors, 1 warning.',
+    ]);
+    expect((await cli(['lint', folder, '--strict'])).code).toBe(1);
+  });
+
   it('fails on warnings too with --strict', async () => {
     const { code } = await cli(['lint', path.join(FIXTURES, 'malformed', 'unknown-keys'), '--strict']);
     expect(code).toBe(1);
@@ -125,12 +136,30 @@ describe('skills lint', () => {
 });
 
 describe('skills new', () => {
-  it('scaffolds a skill in the custom folder that passes lint strictly', async () => {
+  it('scaffolds a skill in the custom folder that lint passes but warns about until its description is written', async () => {
     const { code, out } = await cli(['new', 'weekly-report']);
     expect(code).toBe(0);
     const file = path.join(base, 'custom', 'weekly-report', 'SKILL.md');
     expect(out[0]).toBe(`Created ${path.join('custom', 'weekly-report', 'SKILL.md')}.`);
     expect(await readFile(file, 'utf8')).toMatch(/^---\nname: weekly-report\ndescription: /);
+    const folder = path.join(base, 'custom', 'weekly-report');
+    const lint = await cli(['lint', folder]);
+    expect(lint.out).toEqual([
+      `${path.join('custom', 'weekly-report', 'SKILL.md')}:3: warning: "description" is still the placeholder \`skills new\` wrote; say what the skill does and when to use it (the model picks skills by it)`,
+      'Checked 1 skill: 0 errors, 1 warning.',
+    ]);
+    expect(lint.code).toBe(0);
+    expect((await cli(['lint', folder, '--strict'])).code).toBe(1);
+  });
+
+  it('scaffolds a skill that passes lint strictly once its description is written', async () => {
+    await cli(['new', 'weekly-report']);
+    const file = path.join(base, 'custom', 'weekly-report', 'SKILL.md');
+    const scaffolded = await readFile(file, 'utf8');
+    await writeFile(
+      file,
+      scaffolded.replace(/^description: .*$/m, 'description: Writes the weekly ops report from the incident log.'),
+    );
     const lint = await cli(['lint', path.join(base, 'custom', 'weekly-report'), '--strict']);
     expect(lint.out).toEqual(['Checked 1 skill: 0 errors, 0 warnings.']);
     expect(lint.code).toBe(0);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/skills/limits.ts';
 import { loadSkillFolder, scanSkillsRoot } from '../../src/skills/load.ts';
 import { scanKeyLines } from '../../src/skills/parse.ts';
-import { skillNameProblem } from '../../src/skills/validate.ts';
+import { placeholderDescription, skillNameProblem, validateFrontmatter } from '../../src/skills/validate.ts';
 import { BAD_NAMES, GOOD_NAMES, MALFORMED_CASES } from './malformed-cases.ts';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/skills');
@@ -92,15 +92,55 @@ describe('valid skills', () => {
     expect(skill?.body).toBe('Step one.');
   });
 
-  it('accepts allowed-tools written as a YAML list', async () => {
-    const { skill } = await loadSkillFolder(path.join(VALID, 'allowed-tools-list'), VALID, 'custom');
+  it('reads allowed-tools written as a YAML list, and warns that the format wants one line', async () => {
+    const dir = path.join(VALID, 'allowed-tools-list');
+    const { skill, problems } = await loadSkillFolder(dir, VALID, 'custom');
     expect(skill?.allowedTools).toEqual(['read_file', 'current_time']);
+    expect(problems).toEqual([
+      {
+        severity: 'warning',
+        file: path.join(dir, 'SKILL.md'),
+        line: 4,
+        message:
+          '"allowed-tools" is a YAML list; the Agent Skills format makes it one line of space-separated names: allowed-tools: read_file current_time (Countersign reads the list anyway)',
+      },
+    ]);
   });
 
-  it('finds every valid fixture without problems', async () => {
+  it('loads every valid fixture, with no problem but the list-form allowed-tools warning', async () => {
     const scan = await scanSkillsRoot(VALID, 'custom');
-    expect(scan.problems).toEqual([]);
+    expect(scan.problems.map((p) => [path.basename(path.dirname(p.file)), p.severity])).toEqual([
+      ['allowed-tools-list', 'warning'],
+    ]);
     expect(scan.skills.map((s) => s.name)).toEqual(['allowed-tools-list', 'crlf-and-bom', 'full', 'minimal']);
+  });
+
+  it('warns on the placeholder description skills new writes, whatever the name', () => {
+    const { problems } = validateFrontmatter(
+      { name: 'weekly-report', description: placeholderDescription('weekly-report') },
+      {
+        file: 'SKILL.md',
+        keyLines: { top: new Map([['description', 3]]), nested: new Map() },
+        folderName: 'weekly-report',
+      },
+    );
+    expect(problems).toEqual([
+      {
+        severity: 'warning',
+        file: 'SKILL.md',
+        line: 3,
+        message:
+          '"description" is still the placeholder `skills new` wrote; say what the skill does and when to use it (the model picks skills by it)',
+      },
+    ]);
+  });
+
+  it('takes a written description that merely starts like the placeholder', () => {
+    const { problems } = validateFrontmatter(
+      { name: 'weekly-report', description: 'Describe what changed this week, for the Monday report.' },
+      { file: 'SKILL.md', keyLines: { top: new Map(), nested: new Map() }, folderName: 'weekly-report' },
+    );
+    expect(problems).toEqual([]);
   });
 });
 
