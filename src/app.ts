@@ -313,7 +313,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       skills: toolNames.some((name) => SKILL_TOOL_NAMES.has(name)) ? skills.version() : 'not used',
     });
     // Clicks arrive at inbound adapters, so every role verifies and consumes them.
-    const gate = new PolicyGate(policies, tools, config.CONVERSATION_MODE);
+    const gate = new PolicyGate(policies, tools, config.CONVERSATION_MODE, workspaceRoot);
     const cards = new CardRenderers(
       outbounds,
       platforms.flatMap(({ adapter }) => (adapter.cards ? [adapter.cards] : [])),
@@ -445,7 +445,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
         events,
         enqueue: (draft) => enqueueWorkItem(pool, draft),
         stopTurn,
-        recordFeedback: (workItemId, by, vote) => recordFeedback(pool, workItemId, by, vote),
+        recordFeedback: (workItemId, by, vote) =>
+          recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply)),
       });
       cleanups.push(() => inbound.stop());
     }

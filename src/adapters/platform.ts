@@ -59,7 +59,11 @@ export interface AdapterContext {
   events: TurnEvents;
   /** Durably enqueues a work item; acknowledge the platform only after this resolves. */
   enqueue(draft: WorkItemDraft): Promise<WorkItem>;
-  /** A 👍/👎 on a final answer: recorded with the turn (one vote per person, changeable). */
+  /**
+   * A 👍/👎 on a final answer: one vote per person (platform, workspace, user) and answer; the other
+   * vote changes it, the same one again removes it; refused, recording nothing, to a person the policy
+   * does not let use the bot where the answer was given.
+   */
   recordFeedback(workItemId: string, by: Requester, vote: 'up' | 'down'): Promise<FeedbackResult>;
   /** A Stop click: only the requester or an approver may stop a turn. */
   stopTurn(workItemId: string, by: Requester): Promise<StopResult>;

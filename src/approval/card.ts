@@ -18,21 +18,44 @@ export const CLOSED_NOTE = {
 const MAX_ARGS_CHARS = 1500;
 
 /**
- * Characters that change how text reads without being seen: direction overrides and isolates
- * (U+202A–202E, U+2066–2069, marks), zero-width characters and the BOM, and every control character
- * but newline and tab (ESC among them, which could redraw a terminal).
+ * Characters that change how text reads without being seen, chosen by Unicode property so a new
+ * invisible character needs no list update: format characters (`Cf`: direction overrides and
+ * isolates, zero-width characters, the BOM, the soft hyphen, tag characters), line and paragraph
+ * separators (`Zl`, `Zp`), private-use, surrogate and unassigned code points (`Co`, `Cs`, `Cn`),
+ * every default-ignorable code point, and every control character but newline and tab (ESC among
+ * them, which could redraw a terminal). Named on top, because they are invisible without being
+ * format characters: variation selectors, the Hangul fillers, the braille blank (U+2800), the
+ * combining grapheme joiner (U+034F) and the Mongolian vowel separator (U+180E).
  */
 const HIDDEN =
-  // Matching control characters is the point here.
-  // eslint-disable-next-line no-control-regex
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+  // The combining grapheme joiner stands outside the class: a combining mark inside one misleads.
+  /(?![\n\t])(?:[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cs}\p{Cn}\p{Default_Ignorable_Code_Point}\u{FE00}-\u{FE0F}\u{E0100}-\u{E01EF}\u{E0000}-\u{E007F}\u{115F}\u{1160}\u{3164}\u{FFA0}\u{2800}\u{00AD}\u{180E}]|\u{034F})/gu;
+/**
+ * A run of one space other than U+0020 (no-break, em, ideographic…): it looks like a space and is
+ * not one. Counted, so a run of thousands reads as one mark.
+ */
+const OTHER_SPACE_RUNS = /((?! )\p{Zs})\1*/gu;
 /** A run of blanks this long is counted, not shown: thousands of spaces can push a tail off a card. */
 const LONG_BLANKS = / {16,}|\t{4,}/g;
 
-/** Text as a person must see it on a card: hidden characters named (`⟨U+202E⟩`), long blank runs counted. */
+function codePointName(c: string): string {
+  return `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/** A run of one non-ASCII space: `⟨U+00A0⟩` alone, `⟨3 × U+00A0⟩` repeated. */
+function otherSpaceRun(run: string, space: string): string {
+  const count = [...run].length;
+  return count === 1 ? `⟨${codePointName(space)}⟩` : `⟨${count} × ${codePointName(space)}⟩`;
+}
+
+/**
+ * Text as a person must see it on a card: hidden characters named (`⟨U+202E⟩`), spaces that are not
+ * U+0020 named (`⟨U+00A0⟩`, a run `⟨3 × U+3000⟩`), long blank runs counted (`⟨3200 spaces⟩`).
+ */
 export function makeVisible(text: string): string {
-  return text
-    .replace(HIDDEN, (c) => `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`)
+  const named = text.replace(HIDDEN, (c) => `⟨${codePointName(c)}⟩`);
+  return named
+    .replace(OTHER_SPACE_RUNS, otherSpaceRun)
     .replace(LONG_BLANKS, (run) => `⟨${run.length} ${run[0] === ' ' ? 'spaces' : 'tabs'}⟩`);
 }
 

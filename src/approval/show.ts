@@ -17,7 +17,7 @@ function label(person: Requester & { displayName?: string }): string {
 export function whoMayDecide(policy: CallPolicy | undefined): string | undefined {
   if (!policy) return undefined;
   const approvers = policy.approvers.map(formatPattern).join(', ');
-  const rule = `rule ${policy.rule.name}`;
+  const rule = `rule ${policy.rule.name}${policy.why ? ` · ${makeVisible(policy.why)}` : ''}`;
   if (policy.outcome === 'countersign') {
     return approvers
       ? `needs a countersignature by ${approvers}, not the requester · ${rule}`
@@ -28,7 +28,10 @@ export function whoMayDecide(policy: CallPolicy | undefined): string | undefined
 
 /**
  * Posts the card of a pending envelope (the show-card job), then its copies for the people who can
- * decide (route.ts). Run again after a crash, it posts only what is missing.
+ * decide (route.ts). Run again after a crash, it posts only what is missing. A click (or the expiry)
+ * while the card was being posted found no card on record to edit (`refreshCard` then draws
+ * nothing: posting another card would duplicate it); so once its messages are on record, the card
+ * is drawn again if the envelope changed meanwhile.
  */
 export async function showPendingCard(ctx: ApprovalContext, envelopeId: string): Promise<void> {
   const envelope = await findEnvelopeById(ctx.pool, envelopeId);
@@ -42,6 +45,26 @@ export async function showPendingCard(ctx: ApprovalContext, envelopeId: string):
     envelope.card_message_id = shown.messageId;
   }
   await sendCopies(ctx, envelope, card);
+  await redrawIfChangedSince(ctx, envelope);
+}
+
+/** The card state an envelope's status is drawn in. */
+const CARD_STATE = {
+  pending: 'pending',
+  consumed: 'decided',
+  expired: 'expired',
+  superseded: 'superseded',
+} as const satisfies Record<EnvelopeRow['status'], ApprovalCard['state']>;
+
+/** What a drawn card depends on that a click or the expiry changes. */
+const drawnState = (envelope: EnvelopeRow) =>
+  JSON.stringify([envelope.status, envelope.partial_decisions, envelope.decisions]);
+
+/** Draws the card again when the envelope changed after `drawn` was read (a click while it was posted). */
+async function redrawIfChangedSince(ctx: ApprovalContext, drawn: EnvelopeRow): Promise<void> {
+  const now = await findEnvelopeById(ctx.pool, drawn.id);
+  if (!now || drawnState(now) === drawnState(drawn)) return;
+  await refreshCard(ctx, now, CARD_STATE[now.status]);
 }
 
 /** Runs `show`, waiting out up to four platform rate limits (errors carrying `retryAfterMs`). */
@@ -70,8 +93,11 @@ export async function refreshCard(
 ): Promise<void> {
   const card = await renderCard(ctx, envelope, state);
   try {
-    // A card left showing its buttons after the decision would invite clicks that can only fail.
-    await waitingOutRateLimits(ctx, envelope.id, () => showCard(ctx, envelope, card, clicked));
+    // No card on record yet: the show-card job is still posting it, and draws this state itself
+    // once its messages are on record. Posting here would put a second card beside it.
+    if (envelope.card_message_id)
+      // A card left showing its buttons after the decision would invite clicks that can only fail.
+      await waitingOutRateLimits(ctx, envelope.id, () => showCard(ctx, envelope, card, clicked));
   } catch (error) {
     ctx.log.warn({ err: error, envelopeId: envelope.id }, 'could not update the approval card');
   }

@@ -7,7 +7,10 @@ import type { Policy } from './engine.ts';
 import { formatPolicyProblem, loadPolicyFile, type PolicyProblem } from './parse.ts';
 
 export const POLICY_STORE_LIMITS = {
-  /** Quiet period after a file event before re-reading (editors write in several steps). */
+  /**
+   * Quiet period a changed file must stay unchanged before it is read (editors write in several
+   * steps: a truncate then a write, a write in two chunks); a change during it starts it again.
+   */
   debounceMs: 150,
   /** `current()` re-stats the file at most this often, so a missed watch event costs one second at most. */
   restatMs: 1000,
@@ -52,7 +55,9 @@ const stamp = (file: string): string => {
  * is reported (logged, `problems()`, `onChange`) and the last good policy stays in force: a typo
  * never opens the gates nor locks everyone out. Changes are noticed by watching the file's folder
  * (editors often replace a file rather than write it) and, in case an event is missed (network
- * file systems, containers), by re-statting the file on `current()`.
+ * file systems, containers), by re-statting the file on `current()`. Either way a change is read
+ * only after the file has stayed the same for the debounce, and applied only when it did not change
+ * during the read: a half-written file is never read as a whole one, even when its prefix is valid.
  */
 export class PolicyStore {
   readonly #options: PolicyStoreOptions;
@@ -89,7 +94,8 @@ export class PolicyStore {
       const now = Date.now();
       if (now - this.#checkedAt >= (this.#options.restatMs ?? POLICY_STORE_LIMITS.restatMs)) {
         this.#checkedAt = now;
-        if (stamp(this.#file) !== this.#stamp) this.reload();
+        // Never read here: the change may be a write still under way. Read once it has settled.
+        if (stamp(this.#file) !== this.#stamp && !this.#timer) this.#readWhenSettled();
       }
     }
     return this.#policy;
@@ -101,7 +107,11 @@ export class PolicyStore {
     return [...this.#problems];
   }
 
-  /** Re-reads the file now. Returns the problems that kept it from applying (empty: applied or unchanged). */
+  /**
+   * Re-reads the file now, for a caller that knows the write is complete (changes seen by the store
+   * itself wait for the debounce). Returns the problems that kept it from applying (empty: applied or
+   * unchanged).
+   */
   reload(): PolicyProblem[] {
     return this.#file ? this.#read(false) : [];
   }
@@ -118,9 +128,9 @@ export class PolicyStore {
     try {
       // persistent: false so watching never keeps the process alive on its own.
       this.#watcher = watch(dir, { persistent: false }, (_event, name) => {
+        // A rename into place (an atomic save) names the file too, as `rename`.
         if (name !== null && name !== base) return;
-        clearTimeout(this.#timer);
-        this.#timer = setTimeout(() => this.reload(), this.#options.debounceMs ?? POLICY_STORE_LIMITS.debounceMs);
+        this.#readWhenSettled();
       });
       this.#watcher.on('error', (err) =>
         this.#options.log?.warn({ err, file: this.#file }, 'policy file watch failed; changes are noticed on use'),
@@ -133,15 +143,38 @@ export class PolicyStore {
 
   close(): void {
     clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#watcher?.close();
     this.#watcher = undefined;
     this.#listeners.clear();
   }
 
+  /**
+   * Reads the file once it has stayed the same for the debounce: each call (a watch event, a change
+   * seen on use) starts the quiet period again, and a change seen when it ends starts another.
+   */
+  #readWhenSettled(): void {
+    clearTimeout(this.#timer);
+    const seen = stamp(this.#file!);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (stamp(this.#file!) !== seen) this.#readWhenSettled();
+      else this.#read(false);
+    }, this.#options.debounceMs ?? POLICY_STORE_LIMITS.debounceMs);
+    // The timer never keeps the process alive on its own, as the watcher does not.
+    this.#timer.unref();
+  }
+
   #read(first: boolean): PolicyProblem[] {
     const file = this.#file!;
-    this.#stamp = stamp(file);
+    const before = stamp(file);
     const result = loadPolicyFile(file, this.#options);
+    // Written to while it was read: what was read may be half of it. Read again once it settles.
+    if (!first && stamp(file) !== before) {
+      this.#readWhenSettled();
+      return this.#problems;
+    }
+    this.#stamp = before;
     const hash = createHash('sha256')
       .update(result.text ?? '\0missing')
       .digest('hex');

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeDiscord } from '../fakes/discord/index.ts';
 import type { StoredMessage } from '../fakes/discord/world.ts';
 import { buttonInteraction, dmMessage } from '../fixtures/discord/payloads.ts';
-import { startHarness, type Harness } from '../helpers/harness.ts';
+import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { countingTool } from '../helpers/tools.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
@@ -18,6 +18,10 @@ const script: Script = {
     {
       match: 'deploy twelve',
       rounds: [{ text: 'Deploying twelve.', toolCalls: deploy(12) }, { text: 'Twelve handled.' }],
+    },
+    {
+      match: 'deploy thirteen',
+      rounds: [{ text: 'Deploying thirteen.', toolCalls: deploy(13) }, { text: 'Thirteen handled.' }],
     },
     {
       match: 'deploy sixteen',
@@ -184,5 +188,75 @@ describe('approval cards with more calls than one Discord message holds', () => 
     );
     // Only the call approved on its own ran; Deny all covered the fifteen still open.
     expect(runs).toEqual(['s15']);
+  });
+
+  it('stays one card when its first message is clicked while the later ones are still being posted', async () => {
+    runs.length = 0;
+    const before = fake.messagesIn(fake.scene.dmChannelId).length;
+    // The card's second message waits on the network until the click below has been decided.
+    const isLaterCardMessage = (body: unknown) => {
+      const ids = JSON.stringify((body as { components?: unknown } | undefined)?.components ?? []);
+      return /\.a\d+"/.test(ids) && !/\.a0"/.test(ids);
+    };
+    const second = fake.holdNext('POST /channels/:channel_id/messages', isLaterCardMessage);
+    fake.userSays(dmMessage(fake.scene, { text: 'deploy thirteen' }));
+    const first = await fake.until(
+      () =>
+        fake
+          .messagesIn(fake.scene.dmChannelId)
+          .slice(before)
+          .find((m) => idsOf(m).some((id) => id.endsWith('.a0'))),
+      'the first message of the card',
+      45_000,
+    );
+    await second.reached;
+    const nonce = idsOf(first)
+      .find((id) => id.endsWith('.a0'))!
+      .slice(0, -3);
+    click(`${nonce}.a0`, first);
+    await waitFor(
+      async () => {
+        const { rows } = await h.app.pool.query<{ n: number }>(
+          `SELECT jsonb_array_length(partial_decisions) AS n FROM countersign.approval_envelopes WHERE nonce = $1`,
+          [nonce],
+        );
+        return rows[0]?.n === 1 ? true : undefined;
+      },
+      45_000,
+      'the click on the first message to be decided',
+    );
+    second.release();
+
+    // The first message shows the decision: its call's buttons go.
+    await untilGone(first, `${nonce}.a0`);
+    const cardMessages = () =>
+      fake
+        .messagesIn(fake.scene.dmChannelId)
+        .slice(before)
+        .filter((m) => JSON.stringify(m.history[0]!.components).includes(`"${nonce}.`));
+    const last = await fake.until(
+      () => cardMessages().find((m) => idsOf(m).includes(`${nonce}.A`)),
+      'the last message of the card',
+      45_000,
+    );
+    click(`${nonce}.A`, last);
+    await fake.until(
+      () => (fake.botTextIn(fake.scene.dmChannelId).some((t) => t.includes('Thirteen handled.')) ? true : undefined),
+      'the answer after the decision',
+      45_000,
+    );
+    expect(runs.sort()).toEqual(Array.from({ length: 13 }, (_, i) => `s${i}`).sort());
+    // One card: each call was posted on exactly one message, and none keeps a button.
+    const posted = cardMessages().flatMap((m) =>
+      (m.history[0]!.components as Row[]).flatMap((r) => r.components.map((b) => b.custom_id)),
+    );
+    for (let i = 0; i < 13; i++) expect(posted.filter((id) => id === `${nonce}.a${i}`)).toHaveLength(1);
+    for (const m of cardMessages()) {
+      await fake.until(
+        () => (rowsOf(fake.message(m.message.id as string)!).length === 0 ? true : undefined),
+        'every message of the card to lose its buttons',
+        45_000,
+      );
+    }
   });
 });

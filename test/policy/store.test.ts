@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,6 +7,13 @@ import { people, places, tools } from './helpers.ts';
 
 const policyWith = (outcome: Outcome | 'sometimes') =>
   `rules:\n  - name: notes\n    tool: write_file\n    outcome: ${outcome}\n`;
+
+/**
+ * An edit that restricts `write_file allow` to channels, and its first half: a valid policy of its
+ * own that allows the write everywhere. An editor that saves in two chunks leaves the half on disk.
+ */
+const channelsOnly = 'rules:\n  - name: notes\n    tool: write_file\n    outcome: allow\n';
+const channelsOnlyRest = '    where:\n      dm: false\n';
 
 /** Polls `read` until it returns `want`, for at most five seconds. */
 async function eventually<T>(read: () => T, want: T): Promise<T> {
@@ -90,5 +97,65 @@ describe('PolicyStore', () => {
       'the file does not exist',
     );
     expect(outcome()).toBe('deny');
+  });
+
+  it('never puts a half-written file in force when it notices the change on use', async () => {
+    await writeFile(file, policyWith('deny'));
+    // A debounce far longer than the two writes below take, so the half is never the settled file.
+    store = new PolicyStore({ file, restatMs: 0, debounceMs: 1000 });
+    store.load();
+    await writeFile(file, channelsOnly);
+    const seen = [outcome()];
+    await appendFile(file, channelsOnlyRest);
+    seen.push(outcome());
+    // In a DM the finished rule does not match, so the built-in rule for writes asks.
+    const until = Date.now() + 10_000;
+    while (seen.at(-1) !== 'ask' && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 25));
+      seen.push(outcome());
+    }
+    expect(seen.at(-1)).toBe('ask');
+    expect(seen).not.toContain('allow');
+  });
+
+  it('reads an invalid first chunk and its rest as one edit, even when asked in between', async () => {
+    await writeFile(file, policyWith('deny'));
+    const warnings: string[] = [];
+    const log = { info: () => undefined, warn: (_: unknown, message: string) => void warnings.push(message) };
+    store = new PolicyStore({ file, restatMs: 0, debounceMs: 1000, log: log as never }).watch();
+    store.load();
+    const changes: number[] = [];
+    store.onChange((change) => changes.push(change.problems.length));
+    const whole = policyWith('allow');
+    await writeFile(file, whole.slice(0, whole.length - 4));
+    expect(store.problems()).toEqual([]);
+    await appendFile(file, whole.slice(whole.length - 4));
+    expect(await eventually(() => changes.length > 0, true)).toBe(true);
+    expect(changes).toEqual([0]);
+    expect(warnings).toEqual([]);
+    expect(outcome()).toBe('allow');
+  });
+
+  it('keeps the previous policy through a truncate-then-write', async () => {
+    await writeFile(file, policyWith('deny'));
+    store = new PolicyStore({ file, restatMs: 0, debounceMs: 1000 }).watch();
+    store.load();
+    const changes: number[] = [];
+    store.onChange((change) => changes.push(change.problems.length));
+    await writeFile(file, '');
+    expect(store.problems()).toEqual([]);
+    await writeFile(file, policyWith('allow'));
+    expect(await eventually(outcome, 'allow')).toBe('allow');
+    expect(changes).toEqual([0]);
+  });
+
+  it('picks up a file renamed into place (an atomic save) by watching', async () => {
+    await writeFile(file, policyWith('deny'));
+    store = new PolicyStore({ file, restatMs: 3_600_000, debounceMs: 10 }).watch();
+    store.load();
+    const saved = path.join(dir, '.policy.yaml.tmp');
+    await writeFile(saved, policyWith('allow'));
+    await rename(saved, file);
+    expect(await eventually(outcome, 'allow')).toBe('allow');
   });
 });

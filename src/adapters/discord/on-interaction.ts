@@ -22,6 +22,7 @@ import {
   revokeGrantValue,
 } from '../../core/buttons.ts';
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
+import { grantsVisibleTo } from './grant-visibility.ts';
 import { LIMITS } from './limits.ts';
 import { requesterOf } from './people.ts';
 import { MODE_HELP, TEXTS } from '../../core/texts.ts';
@@ -65,7 +66,7 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       await interaction.deferReply({ flags: MessageFlags.Ephemeral });
       const by = requesterOf(interaction.user, { guildId: interaction.guildId, roles: interaction.member?.roles });
       const recorded = await ctx.recordFeedback(feedback.workItemId, by, feedback.vote);
-      const text = recorded.ok ? TEXTS.feedbackRecorded(feedback.vote) : recorded.reason;
+      const text = recorded.ok ? recorded.text : recorded.reason;
       await interaction.editReply({ content: text, ...PUBLIC_EDIT });
       return;
     }
@@ -179,7 +180,6 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       await interaction.reply({ content: clip(`${line}\n${COUNTERSIGN_HELP}`), ...PRIVATE });
       return;
     }
-    await interaction.deferReply({ flags: MessageFlags.Ephemeral });
     const thread = interaction.channel?.isThread() ? interaction.channel : undefined;
     const place = {
       platform: 'discord',
@@ -188,7 +188,18 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
       ...(thread?.parentId ? { parent: thread.parentId } : {}),
     };
     const person = requesterOf(interaction.user, { guildId: interaction.guildId, roles: interaction.member?.roles });
-    const grants = await ctx.approvals.grantsSeenFrom(person, place);
+    const admitted = ctx.approvals.mayUse(person, place);
+    if (!admitted.ok) {
+      await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
+      return;
+    }
+    await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+    // Only grants of places this person can view: a grant names what runs there.
+    const grants = await grantsVisibleTo(
+      interaction.client,
+      { userId: interaction.user.id, channelId: interaction.channelId },
+      await ctx.approvals.grantsSeenFrom(person, place),
+    );
     const listed = grants.slice(0, MAX_LISTED_GRANTS);
     const lines = listed.map((g, i) => `${i + 1}. ${describeGrant(g)}`);
     if (grants.length > listed.length) lines.push(`… and ${grants.length - listed.length} more.`);

@@ -52,7 +52,7 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
     const feedback = parseFeedback(value);
     if (feedback) {
       const recorded = await ctx.recordFeedback(feedback.workItemId, person, feedback.vote);
-      const text = recorded.ok ? TEXTS.feedbackRecorded(feedback.vote) : recorded.reason;
+      const text = recorded.ok ? recorded.text : recorded.reason;
       if (channel) await deps.outbound.ephemeral(channel, user, text, thread);
       return;
     }

@@ -20,6 +20,8 @@ export const unknownChannel = () => new ApiError(404, { message: 'Unknown Channe
 export const unknownMessage = () => new ApiError(404, { message: 'Unknown Message', code: 10008 });
 export const unknownWebhook = () => new ApiError(404, { message: 'Unknown Webhook', code: 10015 });
 export const unknownUser = () => new ApiError(404, { message: 'Unknown User', code: 10013 });
+export const unknownGuild = () => new ApiError(404, { message: 'Unknown Guild', code: 10004 });
+export const unknownMember = () => new ApiError(404, { message: 'Unknown Member', code: 10007 });
 export const unknownInteraction = () => new ApiError(404, { message: 'Unknown interaction', code: 10062 });
 export const alreadyAcknowledged = () =>
   new ApiError(400, { message: 'Interaction has already been acknowledged.', code: 40060 });

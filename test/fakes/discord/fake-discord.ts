@@ -54,6 +54,22 @@ export interface RestRequest {
   at: number;
 }
 
+/** A request the fake keeps from being answered until the test releases it (see `holdNext`). */
+export interface HeldRequest {
+  /** Resolves when the matching request has arrived and is being held. */
+  reached: Promise<void>;
+  /** Lets the request through (answered as usual from then on); safe to call more than once. */
+  release(): void;
+}
+
+interface Hold {
+  route: string;
+  matches: (body: unknown) => boolean;
+  held: HeldRequest;
+  arrived: () => void;
+  released: Promise<void>;
+}
+
 export type RequestMatch =
   ((r: RestRequest) => boolean) | { route?: string; method?: string; status?: number; since?: number };
 
@@ -66,6 +82,7 @@ export class FakeDiscord {
   readonly #options: FakeDiscordOptions;
   readonly #server: http.Server;
   readonly #changes = new EventEmitter();
+  readonly #holds: Hold[] = [];
   #origin = '';
 
   private constructor(options: FakeDiscordOptions) {
@@ -208,6 +225,22 @@ export class FakeDiscord {
     );
   }
 
+  /**
+   * Keeps the next request to `route` (a `METHOD /template` key) whose body `matches` waiting until
+   * `release()` — a slow network for one call — so a test can act while the bot waits on it (e.g.
+   * click a card's first message while its later messages are still being posted). It is then
+   * answered as if it had just arrived.
+   */
+  holdNext(route: string, matches: (body: unknown) => boolean = () => true): HeldRequest {
+    let arrived!: () => void;
+    let release!: () => void;
+    const reached = new Promise<void>((resolve) => (arrived = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held = { reached, release };
+    this.#holds.push({ route, matches, held, arrived, released });
+    return held;
+  }
+
   /** Resolves once `check` yields a value, re-checked after every REST request. */
   until<T>(check: () => T | undefined, what: string, timeoutMs = 10_000): Promise<T> {
     return waitUntil(this.#changes, check, what, timeoutMs);
@@ -246,6 +279,7 @@ export class FakeDiscord {
       record.route = matched.key;
       record.params = matched.params;
       record.body = parseBody(raw, req.headers['content-type']);
+      await this.#waitIfHeld(matched.key, record.body);
       if (matched.route.auth && req.headers.authorization !== `Bot ${this.token}`) throw unauthorized();
       const exempt = !matched.route.auth;
       const decision = this.rateLimits.decide(matched.key, matched.major, exempt);
@@ -280,6 +314,14 @@ export class FakeDiscord {
           '',
         );
     }
+  }
+
+  async #waitIfHeld(route: string, body: unknown): Promise<void> {
+    const at = this.#holds.findIndex((h) => h.route === route && h.matches(body));
+    if (at < 0) return;
+    const [hold] = this.#holds.splice(at, 1);
+    hold!.arrived();
+    await hold!.released;
   }
 
   #finish(

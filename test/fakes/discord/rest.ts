@@ -15,7 +15,9 @@ import {
   threadAlreadyExists,
   unknownApplication,
   unknownChannel,
+  unknownGuild,
   unknownInteraction,
+  unknownMember,
   unknownMessage,
   unknownUser,
   unknownWebhook,
@@ -353,6 +355,32 @@ export const ROUTES: Route[] = [
   { method: 'GET', template: '/applications/@me', auth: true, handle: (ctx) => ok(ctx.world.application) },
   { method: 'GET', template: '/oauth2/applications/@me', auth: true, handle: (ctx) => ok(ctx.world.application) },
   { method: 'GET', template: '/channels/:channel_id', auth: true, handle: (ctx) => ok(channelOr404(ctx)) },
+  {
+    // Get Guild Member: 10007 Unknown Member for someone not in the guild.
+    method: 'GET',
+    template: '/guilds/:guild_id/members/:user_id',
+    auth: true,
+    handle: (ctx) => {
+      if (ctx.params.guild_id !== ctx.world.guild.id) throw unknownGuild();
+      const found = ctx.world.guildMember(ctx.params.user_id!);
+      if (!found) throw unknownMember();
+      return ok(found);
+    },
+  },
+  {
+    // Get Thread Member: 10007 Unknown Member for someone not in the thread.
+    method: 'GET',
+    template: '/channels/:channel_id/thread-members/:user_id',
+    auth: true,
+    handle: (ctx) => {
+      const thread = channelOr404(ctx);
+      if (thread.type !== 11 && thread.type !== 12) throw unknownChannel();
+      const userId = ctx.params.user_id!;
+      const joined = ctx.world.threadMembers.get(thread.id as string)?.get(userId);
+      if (!joined) throw unknownMember();
+      return ok({ id: thread.id, user_id: userId, join_timestamp: joined, flags: 0 });
+    },
+  },
   {
     method: 'GET',
     template: '/channels/:channel_id/messages',

@@ -18,6 +18,9 @@ import type { DiscordScene } from '../../fixtures/discord/payloads.ts';
 import { snowflake } from '../../fixtures/discord/snowflake.ts';
 import type { AllowedMentions, MessageBody } from './message-rules.ts';
 
+/** The VIEW_CHANNEL permission bit (1 << 10), as a permission string. */
+const VIEW_CHANNEL = String(1 << 10);
+
 export const MessageFlag = { HasThread: 1 << 5, Ephemeral: 1 << 6, Loading: 1 << 7 } as const;
 
 export interface MessageVersion {
@@ -86,6 +89,13 @@ export class FakeWorld {
   /** Guild roles besides @everyone, and who has them (user id → role ids). */
   readonly roles: Json[] = [];
   readonly memberRoles = new Map<string, string[]>();
+  /**
+   * Guild members beyond the bot and the human. Like a guild's members without the privileged
+   * GuildMembers intent, they are not in GUILD_CREATE: clients fetch them (GET /guilds/:id/members/:id).
+   */
+  readonly otherMembers = new Map<string, ApiUser>();
+  /** Who is in each thread (thread id → user id → join time), as Get Thread Member answers. */
+  readonly threadMembers = new Map<string, Map<string, string>>();
 
   constructor(token: string) {
     this.token = token;
@@ -128,6 +138,39 @@ export class FakeWorld {
     this.roles.push(created);
     for (const id of members) this.memberRoles.set(id, [...(this.memberRoles.get(id) ?? []), created.id as string]);
     return created.id as string;
+  }
+
+  /** Adds a person to the guild (fetched on demand, not in GUILD_CREATE). */
+  addMember(person: ApiUser): void {
+    this.users.set(person.id, person);
+    this.otherMembers.set(person.id, person);
+  }
+
+  /** The guild member object of a user, or undefined for someone not in the guild. */
+  guildMember(userId: string): Json | undefined {
+    const person = this.otherMembers.get(userId) ?? [this.bot, this.human].find((u) => u.id === userId);
+    return person ? member(person, undefined, this.memberRoles.get(userId) ?? []) : undefined;
+  }
+
+  /**
+   * Lets only `viewers` (and the owner, who sees everything) view a channel: a permission overwrite
+   * denying VIEW_CHANNEL to @everyone and one allowing it to each viewer. Before the bot connects,
+   * so GUILD_CREATE carries it.
+   */
+  restrictChannel(channelId: string, viewers: string[]): void {
+    const channel = this.channels.get(channelId);
+    if (!channel) throw new Error(`no channel ${channelId}`);
+    channel.permission_overwrites = [
+      { id: this.guild.id, type: 0, allow: '0', deny: VIEW_CHANNEL },
+      ...viewers.map((id) => ({ id, type: 1, allow: VIEW_CHANNEL, deny: '0' })),
+    ];
+  }
+
+  /** Adds a person to a thread's members. */
+  joinThread(threadId: string, userId: string): void {
+    const members = this.threadMembers.get(threadId) ?? new Map<string, string>();
+    members.set(userId, new Date().toISOString());
+    this.threadMembers.set(threadId, members);
   }
 
   guildCreates(): Json[] {
