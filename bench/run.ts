@@ -14,6 +14,7 @@ import { benchP7 } from './p7-memory.ts';
 import { benchP8, meanBilled } from './p8-conversation-cost.ts';
 import { benchP9 } from './p9-click-progress.ts';
 import { benchBudget } from './result-budget.ts';
+import { benchMrkdwn } from './mrkdwn.ts';
 import { round } from './stats.ts';
 
 type Row = [figure: string, countersign: string | number, baseline: string | number, ratio: string, target: string];
@@ -22,7 +23,7 @@ type Row = [figure: string, countersign: string | number, baseline: string | num
  * `npm run bench`: measures Countersign against raw baselines taken in the same run, on a real
  * Postgres (DATABASE_URL, or an embedded one) over loopback. Prints a markdown table and writes JSON
  * to bench/results/. BENCH_ONLY=P1,P5 picks figures; BUDGET (tool-result cutting, about half a
- * minute of CPU) runs only when named.
+ * minute of CPU) and MRKDWN (the Slack converter on crafted text) run only when named.
  */
 async function main(): Promise<void> {
   const log = createLogger('warn');
@@ -247,6 +248,19 @@ async function main(): Promise<void> {
       results.budget = budget;
       for (const f of budget) {
         rows.push([`BUDGET fitToBudget, ${f.chars / 1e6} MB ${f.shape} (ms)`, f.ms, '', '', 'linear in size']);
+      }
+    }
+    if (only.includes('MRKDWN')) {
+      const mrkdwn = benchMrkdwn();
+      results.mrkdwn = mrkdwn;
+      for (const f of mrkdwn) {
+        rows.push([
+          `MRKDWN Markdown → Slack mrkdwn, ${f.chars} chars, ${f.shape} (ms)`,
+          f.ms,
+          '',
+          '',
+          '< 1000 at 80,000',
+        ]);
       }
     }
     const table = [

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { markdownToMrkdwn, neutralizeMentions } from '../../src/adapters/slack/format/index.ts';
+import {
+  fitMrkdwn,
+  markdownToMrkdwn,
+  mrkdwnPieces,
+  neutralizeMarkdownMentions,
+  neutralizeMentions,
+} from '../../src/adapters/slack/format/index.ts';
+import { grantListBlocks, replyBlocks } from '../../src/adapters/slack/blocks.ts';
 
 const ZWSP = '\u200B';
 
@@ -34,6 +41,7 @@ describe('markdownToMrkdwn', () => {
     ['escapes an HTML tag', '<script>x</script>', '&lt;script&gt;x&lt;/script&gt;'],
     ['code span unstyled, only escaped', 'run `a **b** <c> & d`', 'run `a **b** &lt;c&gt; &amp; d`'],
     ['double-backtick code span', '``a ` b``', '``a ` b``'],
+    ['a backtick run with no run of its length is literal', '``a` **b**', '``a` *b*'],
     [
       'fenced block unstyled, only escaped, language dropped',
       '```sh\necho **x** <y> & z\n```',
@@ -100,5 +108,53 @@ describe('neutralizeMentions', () => {
 
   it('never lets an allowed user id unlock a broadcast', () => {
     expect(neutralizeMentions('<!channel>', { allowedUserIds: ['channel', '!channel'] })).toBe(`@${ZWSP}channel`);
+  });
+});
+
+describe('cutting to a Slack limit: the Markdown is cut, then converted', () => {
+  /** An entity cut short (`&am`), or a `<` without its `>`: what cutting converted text leaves. */
+  const broken = (mrkdwn: string) =>
+    /&(?!amp;|lt;|gt;)/.test(mrkdwn) || (mrkdwn.match(/</g) ?? []).length !== (mrkdwn.match(/>/g) ?? []).length;
+  const long = `${'a < b && c, '.repeat(40)}[the docs](https://example.com/${'p'.repeat(40)}) `.repeat(30);
+
+  it('fitMrkdwn keeps whole entities and links, within the limit, and says it cut', () => {
+    for (const max of [997, 1000, 1003, 2999, 3000]) {
+      const fitted = fitMrkdwn(long, max);
+      expect(fitted.length).toBeLessThanOrEqual(max);
+      expect(fitted.length).toBeGreaterThan(max * 0.8);
+      expect(fitted.endsWith('…')).toBe(true);
+      expect(broken(fitted), `cut at ${max}`).toBe(false);
+    }
+    expect(fitMrkdwn('**short**', 10)).toBe('*short*');
+  });
+
+  it('mrkdwnPieces covers the whole text in pieces that each fit, reopening a cut code block', () => {
+    const pieces = mrkdwnPieces(long, 3000);
+    expect(pieces.length).toBeGreaterThan(5);
+    for (const piece of pieces) {
+      expect(piece.length).toBeLessThanOrEqual(3000);
+      expect(broken(piece)).toBe(false);
+    }
+    expect(pieces.join('').replaceAll(/\s/g, '')).toBe(markdownToMrkdwn(long).replaceAll(/\s/g, ''));
+    const code = mrkdwnPieces(`\`\`\`\n${'x & y\n'.repeat(1000)}\`\`\``, 3000);
+    expect(code.length).toBeGreaterThan(1);
+    for (const piece of code) expect(piece.startsWith('```\n') && piece.endsWith('\n```')).toBe(true);
+  });
+
+  it('replyBlocks and a /countersign grants line never show half an entity or link', () => {
+    const sections = replyBlocks(long).flatMap((b) => (b.type === 'section' && b.text ? [b.text.text] : []));
+    expect(sections.length).toBeGreaterThan(1);
+    for (const text of sections) expect(broken(text)).toBe(false);
+    const [, grant] = grantListBlocks([{ id: 'g1', text: long }], 1);
+    const text = grant?.type === 'section' ? (grant.text?.text ?? '') : '';
+    expect(text.length).toBeLessThanOrEqual(3000);
+    expect(text.endsWith('…')).toBe(true);
+    expect(broken(text)).toBe(false);
+  });
+});
+
+describe('neutralizeMarkdownMentions', () => {
+  it('reveals a disguised link behind a stray [ (the link a renderer shows is the inner one)', () => {
+    expect(neutralizeMarkdownMentions('[[a.example](https://b.example)')).toBe('[a.example (https://b.example)');
   });
 });

@@ -11,13 +11,19 @@ import {
 import { type ApprovalCard } from '../../core/approval-card.ts';
 import type { KnownBlock } from '@slack/web-api';
 import { buttonValue, FEEDBACK_PREFIX, MAX_DENY_REASON, revokeGrantValue } from '../../core/buttons.ts';
-import { markdownToMrkdwn } from './format/index.ts';
+import { fitMrkdwn, markdownToMrkdwn, mrkdwnPieces } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 
 export type Block = KnownBlock;
 
+/** A section of mrkdwn already within the limit (the slice only guards against a builder's mistake). */
 function section(text: string): Block {
   return { type: 'section', text: { type: 'mrkdwn', text: text.slice(0, LIMITS.sectionText) } };
+}
+
+/** A section of Markdown: cut, then converted (format/fit.ts), so no entity or link is cut in half. */
+function markdownSection(markdown: string): Block {
+  return section(fitMrkdwn(markdown, LIMITS.sectionText) || ' ');
 }
 
 const STYLE = { primary: 'primary', danger: 'danger' } as const;
@@ -44,11 +50,11 @@ export const MAX_LISTED_GRANTS = 20;
 
 /** `/countersign grants`: one section per grant, each with its Revoke button. */
 export function grantListBlocks(lines: Array<{ id: string; text: string }>, total: number): Block[] {
-  const blocks: Block[] = [section(markdownToMrkdwn(`**Standing grants that apply here** (${total})`))];
+  const blocks: Block[] = [markdownSection(`**Standing grants that apply here** (${total})`)];
   for (const { id, text } of lines.slice(0, MAX_LISTED_GRANTS)) {
     blocks.push({
       type: 'section',
-      text: { type: 'mrkdwn', text: markdownToMrkdwn(text).slice(0, LIMITS.sectionText) },
+      text: { type: 'mrkdwn', text: fitMrkdwn(text, LIMITS.sectionText) },
       accessory: {
         type: 'button',
         action_id: `countersign_revoke_${id.slice(0, 8)}`,
@@ -65,10 +71,7 @@ export function grantListBlocks(lines: Array<{ id: string; text: string }>, tota
 
 /** A reply's blocks: its text as mrkdwn sections (each ≤ 3000 characters) and its buttons. */
 export function replyBlocks(markdown: string, buttons: ReplyButton[] = []): Block[] {
-  const text = markdownToMrkdwn(markdown);
-  const sections: Block[] = [];
-  for (let i = 0; i < text.length || i === 0; i += LIMITS.sectionText)
-    sections.push(section(text.slice(i, i + LIMITS.sectionText) || ' '));
+  const sections = mrkdwnPieces(markdown, LIMITS.sectionText).map((piece) => section(piece || ' '));
   const feedback = buttons.filter((b) => b.value.startsWith(FEEDBACK_PREFIX));
   const others = buttons.filter((b) => !b.value.startsWith(FEEDBACK_PREFIX));
   return [...sections, ...actions(others, 'countersign'), ...feedbackBlock(feedback)].slice(0, LIMITS.blocks);
@@ -123,15 +126,20 @@ function codeSection(code: string, language = '', heading = ''): Block {
     const text = markdownToMrkdwn(`${heading ? `${heading}\n` : ''}\`\`\`${language}\n${fenceSafe(shown)}\n\`\`\``);
     if (text.length <= LIMITS.sectionText) return section(text);
     // The heading alone is too long: nothing more to cut from the code, so the heading is cut.
-    if (keep === 0) return section(`${text.slice(0, LIMITS.sectionText - 1)}…`);
+    if (keep === 0) return markdownSection(heading);
     // Escaping can grow text up to five-fold (& → &amp;): shrink in proportion, then a little more.
     keep = Math.max(0, Math.floor(keep * (LIMITS.sectionText / text.length) * 0.95));
   }
 }
 
-/** A context line of mrkdwn as given (callers convert model or user text with markdownToMrkdwn). */
+/** A context line of mrkdwn as given (Countersign's own short texts; model or user text goes through markdownContext). */
 function context(mrkdwn: string): Block {
   return { type: 'context', elements: [{ type: 'mrkdwn', text: mrkdwn.slice(0, LIMITS.contextText) }] };
+}
+
+/** A context line of Markdown: cut, then converted. */
+function markdownContext(markdown: string): Block {
+  return context(fitMrkdwn(markdown, LIMITS.contextText));
 }
 
 /** Slack renders `<!date^…>` in each reader's own time zone; the fallback is shown where it can't. */
@@ -160,19 +168,17 @@ export function approvalCardPages(card: ApprovalCard): Block[][] {
   const header: Block[] = [];
   const pages: Block[][] = [];
   if (card.kind === 'question') {
-    header.push(section(markdownToMrkdwn(`**Question from the agent** (asked for ${card.requesterLabel})`)));
-    header.push(section(markdownToMrkdwn(card.question ?? '') || ' '));
+    header.push(markdownSection(`**Question from the agent** (asked for ${card.requesterLabel})`));
+    header.push(markdownSection(card.question ?? ''));
     const answers = (card.options ?? []).map((o, i) => `${i + 1}. ${o}`).join('\n');
-    if (answers) header.push(section(markdownToMrkdwn(answers)));
-    for (const d of card.decisions ?? []) header.push(context(markdownToMrkdwn(decisionText(d))));
+    if (answers) header.push(markdownSection(answers));
+    for (const d of card.decisions ?? []) header.push(markdownContext(decisionText(d)));
     pages.push(header);
   } else {
     const n = card.calls.length;
-    header.push(
-      section(markdownToMrkdwn(`**Approval needed** for ${card.requesterLabel}: ${n} call${n === 1 ? '' : 's'}`)),
-    );
+    header.push(markdownSection(`**Approval needed** for ${card.requesterLabel}: ${n} call${n === 1 ? '' : 's'}`));
     const note = card.origin ?? (card.routedTo ? `_${card.routedTo}_` : undefined);
-    if (note) header.push(context(markdownToMrkdwn(note)));
+    if (note) header.push(markdownContext(note));
     const decided = new Map((card.decisions ?? []).map((d) => [d.index, d]));
     const messages = Math.max(1, Math.ceil(n / CARD_CALLS_PER_MESSAGE));
     for (let m = 0; m < messages; m++) {
@@ -194,7 +200,7 @@ export function approvalCardPages(card: ApprovalCard): Block[][] {
         blocks.push(codeSection(call.argsPretty, 'json', heading));
         if (call.detail) blocks.push(codeSection(call.detail, 'diff'));
         const decision = decided.get(call.index);
-        if (decision) blocks.push(context(markdownToMrkdwn(decisionText(decision))));
+        if (decision) blocks.push(markdownContext(decisionText(decision)));
         const buttons = [...(decision ? [] : callButtons(card, call.index)), ...fullArgsButton(card, call)];
         if (buttons.length) blocks.push(...actions(buttons, `countersign_call${call.index}`));
       }
@@ -265,7 +271,7 @@ export function fullArgumentsModal(tool: string, text: string): Record<string, u
     title: { type: 'plain_text', text: 'Full arguments' },
     close: { type: 'plain_text', text: 'Close' },
     blocks: [
-      context(markdownToMrkdwn(`\`${tool}\` · ${text.length} characters`)),
+      markdownContext(`\`${tool}\` · ${text.length} characters`),
       ...chunks.map((chunk) => codeSection(chunk, 'json')),
       ...(at < text.length ? [context(`… ${text.length - at} more characters do not fit a Slack view.`)] : []),
     ],

@@ -3,7 +3,7 @@ import { replacedThroughClick } from '../../approval/card-renderers.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { cardText } from '../../approval/card.ts';
 import { approvalCardPages } from './blocks.ts';
-import { markdownToMrkdwn } from './format/index.ts';
+import { fitMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 import type { SlackOutbound } from './outbound.ts';
 
@@ -30,9 +30,7 @@ export class SlackCardRenderer implements CardRenderer {
   ): Promise<{ messageId: string }> {
     const pages = approvalCardPages(card);
     const fallback = (i: number) =>
-      i === 0
-        ? markdownToMrkdwn(cardText(card)).slice(0, LIMITS.sectionText)
-        : `Approval card, part ${i + 1} of ${pages.length}`;
+      i === 0 ? fitMrkdwn(cardText(card), LIMITS.sectionText) : `Approval card, part ${i + 1} of ${pages.length}`;
     if (messageId) {
       const ids = messageId.split(CARD_ID_SEPARATOR);
       // The number of messages depends only on the number of calls, so a card never gains one.

@@ -9,6 +9,7 @@ import { createCommandHandlers } from './on-command.ts';
 import { createActionHandler, createDenyFormHandler } from './on-action.ts';
 import { DENY_FORM_CALLBACK } from './blocks.ts';
 import { SlackUserGroups } from './user-groups.ts';
+import { SlackMemberships } from './memberships.ts';
 import type { SlackAgentSessions } from './agent-sessions.ts';
 import {
   createSessionStoppedHandler,
@@ -74,7 +75,8 @@ export async function startSlackInbound(
 
   const groups = new SlackUserGroups(app.client, log);
   const events = createEventHandlers(ctx, { botUserId, outbound: deps.outbound, groups });
-  const commands = createCommandHandlers(ctx, { outbound: deps.outbound, botName, groups });
+  const memberships = new SlackMemberships(app.client, log);
+  const commands = createCommandHandlers(ctx, { outbound: deps.outbound, botName, groups, memberships });
   const delivery = (
     event: unknown,
     body: { team_id?: unknown; event_id?: unknown },

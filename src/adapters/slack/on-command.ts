@@ -8,12 +8,13 @@ import { slackErrorOf } from './api-errors.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
 import { grantListBlocks } from './blocks.ts';
+import { grantsInTheirConversations, type SlackMemberships } from './memberships.ts';
 
 /** What `/countersign` (without `grants`) answers. */
 export function countersignHelp(command: string, mode: keyof typeof MODE_HELP): string {
   return [
     `Here, a message you send while I'm working ${MODE_HELP[mode]} (mode \`${mode}\`, docs/conversations.md).`,
-    `*${command} grants* — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.`,
+    `*${command} grants* — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also the grants you made in conversations you are still in.`,
     '*/skills* — the skills I can run · */skill <name> <input>* — run one.',
     'Mention me in a channel, or write to me in a DM, to ask for anything else. Risky actions always wait for an Approve.',
   ].join('\n');
@@ -30,6 +31,7 @@ export interface CommandDeps {
   outbound: SlackOutbound;
   botName: string;
   groups: SlackUserGroups;
+  memberships: Pick<SlackMemberships, 'isMember'>;
 }
 
 /** The slash commands: the skills list, and a skill run that starts a conversation in the channel. */
@@ -102,7 +104,11 @@ export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
     }
   };
 
-  /** `/countersign grants` lists the standing grants with a Revoke button each; anything else: help. */
+  /**
+   * `/countersign grants` lists the standing grants with a Revoke button each, to people the policy
+   * lets use the bot, and only grants of conversations the viewer is in (a DM lists the viewer's own
+   * grants from elsewhere, less those of channels they have since left); anything else: help.
+   */
   const onCountersign = async ({ command, ack }: SlackCommandMiddlewareArgs) => {
     const [verb = ''] = command.text.trim().toLowerCase().split(/\s+/);
     if (verb !== 'grants') {
@@ -121,8 +127,18 @@ export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
       workspace: team,
       ...(groups.length ? { groups } : {}),
     };
-    const place = { platform: 'slack', channel: command.channel_id, workspace: team };
-    const grants = await ctx.approvals.grantsSeenFrom(person, place);
+    const place = { platform: 'slack', channel: command.channel_id, workspace: team, recipient: command.user_id };
+    const admitted = ctx.approvals.mayUse(person, place);
+    if (!admitted.ok) {
+      await ack({ response_type: 'ephemeral', text: admitted.refusal });
+      return;
+    }
+    const grants = await grantsInTheirConversations(
+      await ctx.approvals.grantsSeenFrom(person, place),
+      command.user_id,
+      command.channel_id,
+      deps.memberships,
+    );
     if (grants.length === 0) {
       await ack({ response_type: 'ephemeral', text: NO_GRANTS });
       return;

@@ -43,6 +43,14 @@ export interface EventDeps {
 const LAST_SLACK_RETRY = 3;
 
 /**
+ * `message` subtypes that are still a person writing: a thread reply also sent to the channel
+ * (`thread_broadcast`, with `thread_ts` like any reply) and a message with files (`file_share`,
+ * answered by its text; files are not read). Edits, deletions, joins, bot messages and the rest are
+ * not messages to answer.
+ */
+const ANSWERED_SUBTYPES = new Set(['thread_broadcast', 'file_share']);
+
+/**
  * Mentions and messages. Mentions get a threaded reply, DMs a reply in the DM, and follow-ups in a
  * thread the bot is already in need no mention. No platform call happens here: the worker posts the
  * "…" placeholder.
@@ -139,7 +147,7 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
   const onMessage = async (delivery: SlackDelivery): Promise<void> => {
     const { team, event: e } = delivery;
     // Bots (this one included), edits, joins and other subtypes are not messages to answer.
-    if (e.subtype || e.bot_id || !e.user || e.user === botUserId) return;
+    if ((e.subtype && !ANSWERED_SUBTYPES.has(e.subtype)) || e.bot_id || !e.user || e.user === botUserId) return;
     if (e.channel_type === 'im') return takeMessage(delivery);
     // A mention arrives as app_mention too; answer it once.
     if ((e.text ?? '').includes(`<@${botUserId}>`) || !e.thread_ts) return;

@@ -6,7 +6,7 @@ import type { ReplyTarget } from '../../core/reply-target.ts';
 import { waitForToken } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
 import { replyBlocks, type Block } from './blocks.ts';
-import { markdownToMrkdwn } from './format/index.ts';
+import { fitMrkdwn, markdownToMrkdwn } from './format/index.ts';
 import { rateLimitedError } from './api-errors.ts';
 import { LIMITS } from './limits.ts';
 import { NativeDelivery, type NativeStreaming } from './native-delivery.ts';
@@ -85,7 +85,7 @@ export class SlackOutbound implements Outbound {
       this.#client.chat.postMessage({
         channel: target.channel,
         ...(target.thread ? { thread_ts: target.thread } : {}),
-        text: markdownToMrkdwn(text).slice(0, LIMITS.sectionText),
+        text: fitMrkdwn(text, LIMITS.sectionText),
         blocks: replyBlocks(text, options?.buttons),
         ...NO_UNFURLS,
       }),
@@ -101,7 +101,7 @@ export class SlackOutbound implements Outbound {
         this.#client.chat.update({
           channel: target.channel,
           ts: messageId,
-          text: markdownToMrkdwn(text).slice(0, LIMITS.sectionText),
+          text: fitMrkdwn(text, LIMITS.sectionText),
           blocks: replyBlocks(text, options?.buttons),
           ...NO_UNFURLS,
         }),

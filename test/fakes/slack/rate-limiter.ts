@@ -18,6 +18,7 @@ export const DOCUMENTED_PER_MINUTE: Readonly<Record<string, number>> = {
   'conversations.replies': 50,
   'conversations.history': 50,
   'conversations.info': 100,
+  'conversations.members': 100,
   'users.info': 100,
   'reactions.add': 50,
   'apps.connections.open': 20,

@@ -322,6 +322,23 @@ export const METHODS: Record<string, Handler> = {
     };
   },
 
+  // conversations.members (channels:read, groups:read, im:read, mpim:read): user ids, paged by cursor.
+  // A private channel the app is not in is not found, as in Slack.
+  'conversations.members': (args, ctx) => {
+    const id = str(args.channel);
+    const channel = id ? ctx.world.channel(id) : undefined;
+    if (!id || !channel || (channel.is_private && ctx.world.botNotIn.has(id))) return fail('channel_not_found');
+    const members = ctx.world.membersOf(id, ctx.botUserId);
+    const limit = Math.min(Math.max(Number(args.limit) || 100, 1), 1000);
+    const start = Number(str(args.cursor)?.replace(/^offset:/, '') ?? 0) || 0;
+    const more = start + limit < members.length;
+    return {
+      ok: true,
+      members: members.slice(start, start + limit),
+      response_metadata: { next_cursor: more ? `offset:${start + limit}` : '' },
+    };
+  },
+
   'users.info': (args, ctx) => {
     const id = str(args.user);
     const user = id ? ctx.world.user(id, ctx.workspace.team) : undefined;

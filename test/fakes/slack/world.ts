@@ -86,6 +86,30 @@ export class SlackWorld {
     return created;
   }
 
+  /**
+   * Members of conversations a test set (see `leave`). Without one, conversations.members lists a
+   * DM's person, or everyone who has written in the channel; the app is in every conversation it
+   * is not kept out of (`botNotIn`).
+   */
+  readonly memberships = new Map<string, Set<string>>();
+
+  membersOf(channel: string, botUserId: string): string[] {
+    const set = this.memberships.get(channel);
+    if (set) return [...set];
+    const found = this.channel(channel);
+    const people = found?.is_im
+      ? [found.user ?? 'U0ALICE001']
+      : this.messages.filter((m) => m.channel === channel && !m.bot_id && !m.ephemeralFor).map((m) => m.user);
+    return [...new Set([...people, ...(this.botNotIn.has(channel) ? [] : [botUserId])])];
+  }
+
+  /** `user` leaves `channel` (as `/leave` does): conversations.members no longer lists them. */
+  leave(channel: string, user: string, botUserId: string): void {
+    const members = new Set(this.membersOf(channel, botUserId));
+    members.delete(user);
+    this.memberships.set(channel, members);
+  }
+
   /** Modals opened with views.open, oldest first. */
   readonly views: Array<Record<string, unknown> & { id: string; trigger_id: string }> = [];
   /** User groups (S…) by id: their handle, members and workspace (usergroups.list). */

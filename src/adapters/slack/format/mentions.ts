@@ -1,4 +1,5 @@
 import { revealDisguisedLinks } from './links.ts';
+import { nearestFrom } from './scan.ts';
 
 /**
  * Model output must never notify anyone Countersign did not choose to notify. Slack notifies on
@@ -16,14 +17,17 @@ export interface MentionPolicy {
   allowedUserIds?: readonly string[];
 }
 
-/** Slack's angle-bracket control sequences that notify: broadcasts, user groups, users. */
-const CONTROL_MENTION = /<(!(?:channel|here|everyone|group)|!subteam\^[A-Z0-9]+|@[UW][A-Z0-9]+)(?:\|([^>]*))?>/gi;
+/**
+ * Slack's angle-bracket control sequences that notify — broadcasts, user groups, users — up to their
+ * target; a `>` or a `|label>` completes one.
+ */
+const CONTROL_MENTION_START = /<(!(?:channel|here|everyone|group)|!subteam\^[A-Z0-9]+|@[UW][A-Z0-9]+)/gi;
 /** The same sequences after `<`/`>` were escaped — harmless, but render them consistently. */
 const BARE_BROADCAST = /(^|[^\w@])@(channel|here|everyone)\b/gi;
 
 export function neutralizeMentions(text: string, policy: MentionPolicy = {}): string {
   const allowed = new Set(policy.allowedUserIds ?? []);
-  const withoutTokens = text.replace(CONTROL_MENTION, (token, target: string, label: string | undefined) => {
+  const withoutTokens = replaceControlMentions(text, (token, target, label) => {
     if (target.startsWith('@') && allowed.has(target.slice(1).toUpperCase()) && label === undefined) return token;
     return `@${ZERO_WIDTH_SPACE}${readableName(target, label)}`;
   });
@@ -31,6 +35,31 @@ export function neutralizeMentions(text: string, policy: MentionPolicy = {}): st
     BARE_BROADCAST,
     (_m, before: string, name: string) => `${before}@${ZERO_WIDTH_SPACE}${name}`,
   );
+}
+
+/**
+ * Each `<target>` or `<target|label>` replaced. The label runs to the next `>`, read from a table:
+ * searching for it from every `<target|` would be quadratic in a text with many and no `>`.
+ */
+function replaceControlMentions(
+  text: string,
+  replace: (token: string, target: string, label: string | undefined) => string,
+): string {
+  if (!text.includes('<')) return text;
+  const nextGt = nearestFrom(text.length, (i) => text[i] === '>');
+  let out = '';
+  let from = 0;
+  for (const start of text.matchAll(CONTROL_MENTION_START)) {
+    if (start.index < from) continue;
+    const targetEnd = start.index + start[0].length;
+    const labelled = text[targetEnd] === '|';
+    const end = labelled ? nextGt[targetEnd + 1]! : targetEnd;
+    if (text[end] !== '>') continue;
+    const label = labelled ? text.slice(targetEnd + 1, end) : undefined;
+    out += text.slice(from, start.index) + replace(text.slice(start.index, end + 1), start[1]!, label);
+    from = end + 1;
+  }
+  return out + text.slice(from);
 }
 
 function readableName(target: string, label: string | undefined): string {

@@ -1,4 +1,3 @@
-import { disguisesTarget } from './links.ts';
 /**
  * CommonMark (what models write) → Slack mrkdwn. Slack's dialect differs: `*bold*`, `_italic_`,
  * `~strike~`, `<url|label>` links, no headings, and `&`, `<`, `>` must be sent as entities
@@ -7,17 +6,18 @@ import { disguisesTarget } from './links.ts';
  * (`map<string,string>` shows as `mapstring,string`), and shows the entities as the characters.
  * The result is passed through neutralizeMentions, so whatever the model writes, nobody is pinged
  * unless allowed.
+ *
+ * Linear in the text's length, whatever the text: lines are classified by reading their first
+ * characters, and inline spans are converted by the single walks of inline.ts.
  */
+import { convertInline, escapeMrkdwn } from './inline.ts';
 import { neutralizeMentions, type MentionPolicy } from './mentions.ts';
+import { isSpace, runLength } from './scan.ts';
 
-// Private-use characters mark spans already converted, so later rules leave them alone.
-const SLOT = '\uE000';
-const BOLD = '\uE001';
+export { escapeMrkdwn };
+
+/** The private-use characters inline.ts marks converted spans with; never taken from the input. */
 const PLACEHOLDERS = /[\uE000-\uE001]/g;
-
-export function escapeMrkdwn(text: string): string {
-  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
-}
 
 export function markdownToMrkdwn(markdown: string, policy: MentionPolicy = {}): string {
   const lines = markdown.replace(PLACEHOLDERS, '').replace(/\r\n?/g, '\n').split('\n');
@@ -25,17 +25,15 @@ export function markdownToMrkdwn(markdown: string, policy: MentionPolicy = {}): 
   let fence: { marker: string; body: string[] } | undefined;
   for (const line of lines) {
     if (fence) {
-      const close = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(line);
-      if (close?.[1] && close[1][0] === fence.marker[0] && close[1].length >= fence.marker.length) {
+      if (closesFence(line, fence.marker)) {
         out.push(codeBlock(fence.body));
         fence = undefined;
       } else fence.body.push(line);
       continue;
     }
-    const open = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
-    // A backtick fence's info string may not contain backticks (CommonMark); Slack takes no language.
-    if (open?.[1] && !(open[1][0] === '`' && open[2]?.includes('`'))) {
-      fence = { marker: open[1], body: [] };
+    const marker = fenceOpenedBy(line);
+    if (marker) {
+      fence = { marker, body: [] };
       continue;
     }
     out.push(convertLine(line, policy));
@@ -45,58 +43,107 @@ export function markdownToMrkdwn(markdown: string, policy: MentionPolicy = {}): 
   return neutralizeMentions(out.join('\n'), policy);
 }
 
+/**
+ * The fence still open at the end of `markdown` (its marker, e.g. "```"), or undefined: a text cut
+ * inside a fenced block is continued by opening the fence again.
+ */
+export function openFenceAtEnd(markdown: string): string | undefined {
+  let marker: string | undefined;
+  for (const line of markdown.replace(/\r\n?/g, '\n').split('\n')) {
+    if (marker) {
+      if (closesFence(line, marker)) marker = undefined;
+    } else marker = fenceOpenedBy(line);
+  }
+  return marker;
+}
+
 function codeBlock(body: string[]): string {
   return `\`\`\`\n${escapeMrkdwn(body.join('\n'))}\n\`\`\``;
 }
 
+/** Up to three spaces of indentation, as CommonMark allows before block markers; -1 when more. */
+function indentOf(line: string): number {
+  const spaces = runLength(line, 0, ' ');
+  return spaces <= 3 ? spaces : -1;
+}
+
+/** A fence's opening marker (``` or ~~~, three or more); a backtick fence's info string may not contain backticks. */
+function fenceOpenedBy(line: string): string | undefined {
+  const indent = indentOf(line);
+  const char = line[indent];
+  if (indent < 0 || (char !== '`' && char !== '~')) return undefined;
+  const length = runLength(line, indent, char);
+  if (length < 3) return undefined;
+  if (char === '`' && line.includes('`', indent + length)) return undefined;
+  return char.repeat(length);
+}
+
+/** A closing fence: the same character, at least as many, nothing after but whitespace. */
+function closesFence(line: string, marker: string): boolean {
+  const indent = indentOf(line);
+  const char = line[indent];
+  if (indent < 0 || !char || char !== marker[0]) return false;
+  const length = runLength(line, indent, char);
+  return length >= marker.length && line.slice(indent + length).trim() === '';
+}
+
 function convertLine(line: string, policy: MentionPolicy): string {
-  const heading = /^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
-  if (heading) {
-    const text = inline(heading[1] ?? '', policy).replaceAll('*', '');
+  const heading = headingText(line);
+  if (heading !== undefined) {
+    const text = convertInline(heading, policy).replaceAll('*', '');
     return text ? `*${text}*` : '';
   }
-  if (/^ {0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) return '──────────';
-  const quote = /^ {0,3}(>\s?)+(.*)$/.exec(line);
-  if (quote) return `> ${inline(quote[2] ?? '', policy)}`.trimEnd();
-  const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);
-  if (bullet) return `${bullet[1] ?? ''}• ${inline(bullet[2] ?? '', policy)}`;
-  return inline(line, policy);
+  if (isThematicBreak(line)) return '──────────';
+  const quoted = quotedText(line);
+  if (quoted !== undefined) return `> ${convertInline(quoted, policy)}`.trimEnd();
+  const bullet = bulletOf(line);
+  if (bullet) return `${bullet.indent}• ${convertInline(bullet.text, policy)}`;
+  return convertInline(line, policy);
 }
 
-/** Inline spans of one line: code spans only escaped, everything else converted and escaped. */
-function inline(text: string, policy: MentionPolicy): string {
-  const slots: string[] = [];
-  const keep = (converted: string) => {
-    slots.push(converted);
-    return `${SLOT}${slots.length - 1}${SLOT}`;
-  };
-  // Code spans: a run of n backticks closed by a run of exactly n.
-  let s = text.replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (span) => keep(escapeMrkdwn(span)));
-  s = s.replace(/<@([UW][A-Z0-9]+)>/g, (token, id: string) =>
-    (policy.allowedUserIds ?? []).includes(id) ? keep(token) : token,
-  );
-  s = s.replace(
-    /!?\[([^\]]*)\]\(\s*<?((?:https?:\/\/|mailto:)[^\s)>]+)>?(?:\s+"[^"]*")?\s*\)/g,
-    (_m, label: string, url: string) => keep(link(url, label)),
-  );
-  s = s.replace(/<((?:https?:\/\/|mailto:)[^\s>]+)>/g, (_m, url: string) => keep(link(url, '')));
-  s = escapeMrkdwn(s);
-  s = s.replace(/\*\*\*(?=\S)(.+?)(?<=\S)\*\*\*/g, `${BOLD}_$1_${BOLD}`);
-  s = s.replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, `${BOLD}$1${BOLD}`);
-  s = s.replace(/(^|[^\w\\])__(?=\S)(.+?)(?<=\S)__(?!\w)/g, `$1${BOLD}$2${BOLD}`);
-  s = s.replace(/(^|[^\w*\\])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])/g, '$1_$2_');
-  s = s.replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '~$1~');
-  s = s.replaceAll(BOLD, '*');
-  // Backslash escapes of punctuation become the plain character.
-  s = s.replace(/\\([\\`*_{}[\]()#+\-.!~|])/g, '$1');
-  return s.replace(new RegExp(`${SLOT}(\\d+)${SLOT}`, 'g'), (_m, i: string) => slots[Number(i)] ?? '');
+/** `# Title #`: one to six `#`, whitespace, the title; closing `#`s and surrounding whitespace dropped. */
+function headingText(line: string): string | undefined {
+  const indent = indentOf(line);
+  if (indent < 0) return undefined;
+  const hashes = runLength(line, indent, '#');
+  if (hashes < 1 || hashes > 6 || !isSpace(line[indent + hashes])) return undefined;
+  let end = line.trimEnd().length;
+  while (end > indent + hashes && line[end - 1] === '#') end--;
+  return line.slice(indent + hashes, end).trim();
 }
 
-function link(url: string, label: string): string {
-  // `|` and `>` end Slack's link syntax early; percent-encoding keeps the URL working.
-  const safeUrl = url.replaceAll('&', '&amp;').replaceAll('<', '%3C').replaceAll('>', '%3E').replaceAll('|', '%7C');
-  const text = escapeMrkdwn(label.replace(/[*_~`]/g, '')).trim();
-  // Text that reads as another address is shown beside the real one, never as its disguise.
-  if (text && disguisesTarget(label, url)) return `${text} (<${safeUrl}>)`;
-  return text && text !== url ? `<${safeUrl}|${text}>` : `<${safeUrl}>`;
+/** `---`, `* * *`, `___`: three or more of one of `-*_`, with only whitespace between. */
+function isThematicBreak(line: string): boolean {
+  const indent = indentOf(line);
+  const char = line[indent];
+  if (indent < 0 || (char !== '-' && char !== '*' && char !== '_')) return false;
+  let count = 0;
+  for (let i = indent; i < line.length; i++) {
+    if (line[i] === char) count++;
+    else if (!isSpace(line[i])) return false;
+  }
+  return count >= 3;
+}
+
+/** `> text` and nested `>> text` (flattened): the text after the markers, each with one optional space. */
+function quotedText(line: string): string | undefined {
+  const indent = indentOf(line);
+  if (indent < 0 || line[indent] !== '>') return undefined;
+  let i = indent;
+  while (line[i] === '>') {
+    i++;
+    if (isSpace(line[i])) i++;
+  }
+  return line.slice(i);
+}
+
+/** `- item`, `* item`, `+ item`, keeping the indentation of nested lists. */
+function bulletOf(line: string): { indent: string; text: string } | undefined {
+  let i = 0;
+  while (isSpace(line[i])) i++;
+  const marker = line[i];
+  if ((marker !== '-' && marker !== '*' && marker !== '+') || !isSpace(line[i + 1])) return undefined;
+  let text = i + 1;
+  while (isSpace(line[text])) text++;
+  return { indent: line.slice(0, i), text: line.slice(text) };
 }
