@@ -29,7 +29,9 @@ export const metrics = {
   }),
   feedback: new Counter({
     name: 'countersign_feedback_total',
-    help: 'Votes on final answers (👍 up, 👎 down), by platform; a changed vote counts again.',
+    help:
+      'Votes on final answers that took effect (👍 up, 👎 down), by platform: one per person and answer; ' +
+      'votes standing now = this − countersign_feedback_withdrawn_total.',
     labelNames: ['platform', 'vote'] as const,
     registers: [registry],
   }),
