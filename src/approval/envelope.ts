@@ -32,6 +32,8 @@ export const CallPolicy = z.object({
   grant: GrantOffer.optional(),
   /** Why the card asks what it asks: files changed since the last countersigned run, paths that lead elsewhere. */
   why: z.string().optional(),
+  /** The workspace changes (ids) the card named, which a countersignature vouches for (taint.ts). */
+  vouchesFor: z.array(z.number().int()).optional(),
 });
 export type CallPolicy = z.infer<typeof CallPolicy>;
 

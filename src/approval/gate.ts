@@ -158,11 +158,6 @@ export class PolicyGate {
   hasApprovers(): boolean {
     return this.#policies.current().hasApprovers;
   }
-
-  /** Whether the policy counts this call as running a program (a changed workspace matters to it). */
-  executes(call: { name: string; args: unknown }): boolean {
-    return this.judge(call).tool.kind === 'exec';
-  }
 }
 
 /** Whether `clicker` may approve (or deny) a call whose stored decision is `stored`. */

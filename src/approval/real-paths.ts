@@ -73,7 +73,7 @@ export class WorkspacePaths {
       return normal;
     }
     const relative = path.relative(realRoot, base);
-    if (relative.startsWith('..') || path.isAbsolute(relative)) return normal;
+    if (relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) return normal;
     return normaliseWorkspacePath([relative, ...segments.slice(existing)].filter(Boolean).join('/'));
   }
 

@@ -73,6 +73,7 @@ async function planWithPolicy(
             home: decision.home,
             ...(grant ? { grant } : {}),
             ...(why ? { why } : {}),
+            ...(decision.vouchesFor ? { vouchesFor: decision.vouchesFor } : {}),
           };
     out.push({ ...planned, risk: decision.risk, policy });
   }

@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { ToolCall } from '../agent/messages.ts';
 import { TurnState } from '../agent/turn-state.ts';
 import type { CallDecision, WorkItem } from '../core/work-item.ts';
+import type { Requester } from '../core/person.ts';
+import type { Decision } from '../policy/index.ts';
 import { canonicalJson } from './canonical-json.ts';
 import type { ApprovalContext } from './context.ts';
 import { parseCalls, planHash, scopeHash, type ApprovalScope, type EnvelopeRow } from './envelope.ts';
@@ -9,7 +11,7 @@ import { ReplyTarget } from '../core/reply-target.ts';
 import { mayDecideStored } from './gate.ts';
 import { planCalls } from './request.ts';
 import { refreshCard } from './show.ts';
-import { clearAfterCountersignedRun, decideCall } from './taint.ts';
+import { clearAfterCountersignedRun, decideCall, unvouchedChanges } from './taint.ts';
 import { audit, findEnvelopeById, recordPolicyRefusals } from './store.ts';
 
 /**
@@ -91,18 +93,8 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
     }
     const now = await decideCall(ctx, ctx.pool, call, envelope.requester, reply.data);
     const by = deciders.get(call.id) ?? envelope.decided_by ?? envelope.requester;
-    let reason: string | undefined;
-    if (now.outcome === 'deny') {
-      reason = `the policy changed after it was approved and now refuses it (${now.rule.name}, ${now.rule.source})${now.message ? `: ${now.message}` : ''}.`;
-    } else if (now.outcome !== 'allow') {
-      const verdict = mayDecideStored(
-        { outcome: now.outcome, rule: now.rule, approvers: now.approvers, home: now.home },
-        by,
-        envelope.requester,
-        'approve',
-      );
-      if (!verdict.ok) reason = `the policy changed after it was approved: ${verdict.reason}`;
-    }
+    // A countersignature covers the changed files its card named; a change since is unseen content.
+    const reason = unvouchedChanges(call.policy, now) ?? policyRefusal(now, by, envelope.requester);
     if (!reason) {
       out.push(decision);
       continue;
@@ -125,6 +117,20 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
     await refreshCard(ctx, { ...envelope, decisions: out }, 'decided');
   }
   return out;
+}
+
+/** Why the policy in force refuses a call someone approved earlier, or undefined. */
+function policyRefusal(now: Decision, by: Requester, requester: Requester): string | undefined {
+  if (now.outcome === 'deny')
+    return `the policy changed after it was approved and now refuses it (${now.rule.name}, ${now.rule.source})${now.message ? `: ${now.message}` : ''}.`;
+  if (now.outcome === 'allow') return undefined;
+  const verdict = mayDecideStored(
+    { outcome: now.outcome, rule: now.rule, approvers: now.approvers, home: now.home },
+    by,
+    requester,
+    'approve',
+  );
+  return verdict.ok ? undefined : `the policy changed after it was approved: ${verdict.reason}`;
 }
 
 /** Records what happened to each decided call (after the continuation ran it). */

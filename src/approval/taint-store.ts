@@ -29,21 +29,32 @@ export async function insertWorkspaceChanges(db: Queryable, changes: readonly Wo
   );
 }
 
-/** The distinct paths changed in a workspace, oldest change first. */
-export async function changedPaths(db: Queryable, workspace: string): Promise<string[]> {
-  const { rows } = await db.query<{ path: string }>(
-    `SELECT path FROM countersign.workspace_changes WHERE workspace = $1
-     GROUP BY path ORDER BY min(changed_at), path`,
-    [workspace],
-  );
-  return rows.map((r) => r.path);
+export interface WorkspaceChanges {
+  /** The distinct paths, newest change first (what a card names first). */
+  paths: string[];
+  /** Every change's id: a countersignature vouches for exactly these. */
+  ids: number[];
 }
 
-/** Forgets the changes a countersigned run's card named: those recorded before it was requested. */
-export async function clearChangesBefore(db: Queryable, workspace: string, before: Date): Promise<number> {
+/** The paths changed in a workspace, and the changes' ids. */
+export async function changedPaths(db: Queryable, workspace: string): Promise<WorkspaceChanges> {
+  const { rows } = await db.query<{ path: string; ids: string[] }>(
+    `SELECT path, array_agg(id ORDER BY id) AS ids FROM countersign.workspace_changes WHERE workspace = $1
+     GROUP BY path ORDER BY max(id) DESC`,
+    [workspace],
+  );
+  return { paths: rows.map((r) => r.path), ids: rows.flatMap((r) => r.ids.map(Number)).sort((a, b) => a - b) };
+}
+
+/**
+ * Forgets the changes a countersigned run's card named, by id: a change recorded after the card was
+ * drawn (or committed late with an older id) stays.
+ */
+export async function clearChanges(db: Queryable, workspace: string, ids: readonly number[]): Promise<number> {
+  if (ids.length === 0) return 0;
   const { rowCount } = await db.query(
-    `DELETE FROM countersign.workspace_changes WHERE workspace = $1 AND changed_at <= $2`,
-    [workspace, before],
+    `DELETE FROM countersign.workspace_changes WHERE workspace = $1 AND id = ANY($2::bigint[])`,
+    [workspace, ids],
   );
   return rowCount ?? 0;
 }

@@ -5,9 +5,9 @@ import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Decision } from '../policy/index.ts';
 import { mayBeSamePerson } from '../core/person.ts';
 import type { ApprovalContext } from './context.ts';
-import type { EnvelopeRow } from './envelope.ts';
-import { changedPaths, clearChangesBefore, insertWorkspaceChanges } from './taint-store.ts';
-import { pathsOf } from '../policy/call-args.ts';
+import { parseCalls, type CallPolicy, type EnvelopeRow } from './envelope.ts';
+import { changedPaths, clearChanges, insertWorkspaceChanges } from './taint-store.ts';
+import { isRecord, pathsOf } from '../policy/call-args.ts';
 
 /**
  * The taint of a workspace (docs/policy.md): one person's approval may change files, and another
@@ -18,8 +18,35 @@ import { pathsOf } from '../policy/call-args.ts';
 
 type Call = Pick<ToolCall, 'name' | 'args'>;
 
-function workspaceOf(ctx: Pick<ApprovalContext, 'scope'>): string {
-  return ctx.scope([]).workspaceRoot;
+/**
+ * The workspace the changes are recorded against. A deployment has one (AGENT_WORKSPACE_ROOT); its
+ * resolved path depends on each process's working directory, so an ingress and a worker started from
+ * different folders would record and read under different names. One name per deployment instead.
+ */
+const WORKSPACE = 'agent-workspace';
+
+/** An MCP tool that is not read-only may run a program: its arguments name one (`command`, `script`…). */
+const PROGRAM_ARGS = ['command', 'cmd', 'script', 'code', 'shell', 'program', 'args', 'argv'] as const;
+
+/** Whether a call runs a program that could read the workspace: `exec` tools, and MCP tools that take one. */
+export function runsProgram(ctx: Pick<ApprovalContext, 'gate'>, call: Call): boolean {
+  const judged = ctx.gate.judge(call);
+  if (judged.tool.kind === 'exec') return true;
+  if (judged.tool.kind !== 'mcp' || judged.tool.mcp?.readOnlyHint === true) return false;
+  const args = judged.args;
+  return isRecord(args) && PROGRAM_ARGS.some((key) => Object.hasOwn(args, key));
+}
+
+/**
+ * The real workspace paths a call writes or deletes: those a writing tool (or an MCP tool that is not
+ * read-only) names. A tool that names no path (an application's `deploy_service`) puts nothing in
+ * the workspace that a program could read.
+ */
+function pathsChangedBy(ctx: ApprovalContext, call: Call): string[] {
+  const judged = ctx.gate.judge(call);
+  const kind = judged.tool.kind;
+  const writes = kind === 'write' || kind === 'delete' || (kind === 'mcp' && judged.tool.mcp?.readOnlyHint !== true);
+  return writes ? pathsOf(judged.args) : [];
 }
 
 /**
@@ -33,16 +60,10 @@ export async function decideCall(
   requester: Requester,
   reply: ReplyTarget,
 ): Promise<Decision> {
-  const changedFiles = ctx.gate.executes(call) ? await changedPaths(db, workspaceOf(ctx)) : [];
-  return ctx.gate.decide(call, requester, reply, { changedFiles });
-}
-
-/** The real workspace paths a call writes or deletes, or none when it changes no file. */
-function pathsChangedBy(ctx: ApprovalContext, call: Call): string[] {
-  const judged = ctx.gate.judge(call);
-  if (judged.tool.kind !== 'write' && judged.tool.kind !== 'delete') return [];
-  const paths = pathsOf(judged.args);
-  return paths.length > 0 ? paths : ['(a path the call did not name)'];
+  const changes = runsProgram(ctx, call) ? await changedPaths(db, WORKSPACE) : undefined;
+  return ctx.gate.decide(call, requester, reply, {
+    ...(changes ? { changedFiles: changes.paths, changeIds: changes.ids } : {}),
+  });
 }
 
 /**
@@ -60,10 +81,9 @@ export async function recordOnePersonChange(
   if (!ctx.gate.hasApprovers()) return;
   const paths = pathsChangedBy(ctx, call);
   if (paths.length === 0) return;
-  const workspace = workspaceOf(ctx);
   await insertWorkspaceChanges(
     db,
-    paths.map((path) => ({ workspace, path, tool: call.name, workItemId, by })),
+    paths.map((path) => ({ workspace: WORKSPACE, path, tool: call.name, workItemId, by })),
   );
 }
 
@@ -88,17 +108,31 @@ export async function recordApprovedChanges(
 }
 
 /**
- * After a program ran that a second person countersigned: the files its card named are vouched for.
- * Changes recorded after the card was requested were not on it and stay.
+ * At resume: a countersignature vouches only for the changes its card named. A change recorded since
+ * (a rewrite of a named file counts: it is new content) means the approver did not see what the
+ * program would read; the call does not run. Returns why, or undefined.
+ */
+export function unvouchedChanges(stored: CallPolicy | undefined, now: Decision): string | undefined {
+  if (now.vouchesFor === undefined) return undefined;
+  const seen = new Set(stored?.vouchesFor ?? []);
+  const unseen = now.vouchesFor.filter((id) => !seen.has(id));
+  if (unseen.length === 0) return undefined;
+  return `the workspace changed after the card was shown (${now.message ?? 'files changed'}), so the approval does not cover what the program would read.`;
+}
+
+/**
+ * After a program ran that a second person countersigned: the changes its card named are vouched
+ * for, and only those (by id); anything recorded since stays.
  */
 export async function clearAfterCountersignedRun(
   ctx: ApprovalContext,
   envelope: EnvelopeRow,
-  call: Call,
+  call: { id: string },
   decider: Requester,
 ): Promise<void> {
-  if (!ctx.gate.executes(call) || mayBeSamePerson(decider, envelope.requester)) return;
-  const cleared = await clearChangesBefore(ctx.pool, workspaceOf(ctx), envelope.created_at);
+  const vouched = parseCalls(envelope).find((c) => c.id === call.id)?.policy?.vouchesFor ?? [];
+  if (vouched.length === 0 || mayBeSamePerson(decider, envelope.requester)) return;
+  const cleared = await clearChanges(ctx.pool, WORKSPACE, vouched);
   if (cleared > 0)
     ctx.log.info({ envelopeId: envelope.id, cleared }, 'a countersigned run cleared the workspace taint');
 }

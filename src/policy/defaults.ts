@@ -47,7 +47,7 @@ export const AGENT_CHANGING_PATHS = [
 const BUILT_IN = 'built-in';
 
 /** How many changed files a card names before it counts the rest. */
-const CHANGED_FILES_SHOWN = 10;
+const CHANGED_FILES_SHOWN = 40;
 
 /** The card's reason for a countersignature on a run in a changed workspace. */
 export function changedFilesNote(files: readonly string[]): string {
@@ -98,7 +98,7 @@ export function approverPatterns(entries: readonly string[]): PersonPattern[] {
 export function builtinRules(
   haveApprovers: boolean,
   options: PolicyOptions = {},
-): Pick<PolicyParts, 'fallback' | 'floors'> {
+): Pick<PolicyParts, 'fallback' | 'floors' | 'taint'> {
   const high: Outcome = haveApprovers && options.twoPersonRule !== false ? 'countersign' : 'ask';
   const skills = (options.customSkillsDir ?? 'skills').replace(/^\.\/|\/+$/g, '') || 'skills';
   const guarded = [`${skills}/**`, ...AGENT_CHANGING_PATHS, ...(options.protectedPaths ?? [])];
@@ -118,15 +118,16 @@ export function builtinRules(
   ];
   // Only where a second person can sign: a program about to run in a workspace that someone changed
   // on their own click needs that second person, who is told which files changed.
-  if (high === 'countersign') {
-    floors.push({
-      ...builtin('tainted-workspace', 'countersign', 'high', {
-        kinds: ['exec'],
-        test: ({ facts }) => (facts?.changedFiles?.length ?? 0) > 0,
-      }),
-      explain: ({ facts }) => changedFilesNote(facts?.changedFiles ?? []),
-    });
-  }
+  const taint: CompiledRule | undefined =
+    high === 'countersign'
+      ? {
+          ...builtin('tainted-workspace', 'countersign', 'high', {
+            test: ({ facts }) => (facts?.changedFiles?.length ?? 0) > 0,
+          }),
+          grantable: false,
+          explain: ({ facts }) => changedFilesNote(facts?.changedFiles ?? []),
+        }
+      : undefined;
   const fallback: CompiledRule[] = [
     // The agent's own question to a person always makes a card; its answer is the decision.
     builtin('question', 'ask', 'low', kinds('question')),
@@ -156,7 +157,7 @@ export function builtinRules(
     builtin('write', 'ask', 'medium', kinds('write')),
     builtin('unknown', high, 'high', {}),
   ];
-  return { fallback, floors };
+  return { fallback, floors, ...(taint ? { taint } : {}) };
 }
 
 /** The policy in force without a policy file: the built-in rules alone, everyone may use the bot. */

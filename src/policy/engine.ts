@@ -49,6 +49,8 @@ export interface CallFacts {
    * second person countersigned: a program run now could read them (see docs/policy.md, taint).
    */
   changedFiles?: string[];
+  /** The ids of those changes: a card that names the files vouches for exactly these. */
+  changeIds?: number[];
 }
 
 /** Which rule decided: its `name` (or `rules[3]`, or `default:write`) and `file:line` (or `built-in`). */
@@ -69,6 +71,11 @@ export interface Decision {
   home: string[];
   /** Whether an approval of this call may become a standing grant ("Always allow here"). */
   grantable: boolean;
+  /**
+   * Set when the call runs a program in a workspace changed on one person's say: the changes its
+   * countersignature vouches for (their ids); `message` names the files.
+   */
+  vouchesFor?: number[];
   /** How wide such a grant may be, per argument (the rule's `grant:`); absent: exactly as called. */
   grantPatterns?: Record<string, string[]>;
 }
@@ -132,6 +139,12 @@ export interface PolicyParts {
   fallback: CompiledRule[];
   /** Built-in floors no file rule can go below (writes that can later run or change the agent). */
   floors: CompiledRule[];
+  /**
+   * A program run in a changed workspace (docs/policy.md, taint): applied after every other rule, so
+   * no rule — not even an equally strict one of the file, nor a grant — runs it without a
+   * countersignature whose card names the changed files. Absent where nobody could countersign.
+   */
+  taint?: CompiledRule;
 }
 
 export const DEFAULT_REFUSAL =
@@ -287,18 +300,27 @@ export class Policy {
       const diff = STRICTNESS[floor.outcome] - STRICTNESS[rule.outcome];
       if (diff > 0 || (diff === 0 && rule.ref.source === floor.ref.source)) rule = floor;
     }
+    const tainted = this.#parts.taint && ruleMatches(this.#parts.taint, input, home) ? this.#parts.taint : undefined;
+    if (tainted && STRICTNESS[tainted.outcome] > STRICTNESS[rule.outcome]) rule = tainted;
     const classified = floor && RISK_ORDER[floor.risk!] > RISK_ORDER[builtin.risk!] ? floor.risk! : builtin.risk!;
     const needsDecision = rule.outcome === 'ask' || rule.outcome === 'countersign';
-    const message = rule.explain?.(input) ?? rule.message;
+    // A countersignature in a changed workspace vouches for the changes: its card names them, and it
+    // is never turned into a grant that would run the next program without anyone seeing them.
+    const vouches = tainted !== undefined && rule.outcome === 'countersign';
+    const note = vouches ? tainted.explain!(input) : undefined;
+    const own = rule === tainted ? undefined : (rule.explain?.(input) ?? rule.message);
+    const message = [own, note].filter(Boolean).join(' · ') || undefined;
+    const grantable = rule.grantable && !vouches;
     return {
       outcome: rule.outcome,
       rule: rule.ref,
       ...(message !== undefined ? { message } : {}),
       approvers: needsDecision ? (rule.approvers ?? this.#parts.defaultApprovers) : [],
-      risk: rule.risk ?? classified,
+      risk: vouches ? 'high' : (rule.risk ?? classified),
       home,
-      grantable: rule.grantable,
-      ...(rule.grantable && rule.grant ? { grantPatterns: rule.grant } : {}),
+      grantable,
+      ...(grantable && rule.grant ? { grantPatterns: rule.grant } : {}),
+      ...(vouches ? { vouchesFor: input.facts?.changeIds ?? [] } : {}),
     };
   }
 

@@ -2,7 +2,9 @@ import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { startCountersign, type Countersign } from '../../src/app.ts';
+import { defineTool, type AnyTool } from '../../src/agent/tools/tool.ts';
 import { ScriptedProvider, type Script } from '../../src/agent/providers/scripted.ts';
 import type { Requester } from '../../src/core/person.ts';
 import { Priority, type WorkItem } from '../../src/core/work-item.ts';
@@ -37,6 +39,15 @@ rules:
     tool: run_command
     command: [git, -C, x, status]
     outcome: allow
+  - name: run-notes
+    tool: run_command
+    command: [sh, notes.txt]
+    outcome: countersign
+    grantable: true
+  - name: make-test
+    tool: shell__run
+    command: make test
+    outcome: allow
 `;
 
 const call = (name: string, args: Record<string, unknown>) => ({ toolCalls: [{ name, args }] });
@@ -62,9 +73,49 @@ const script: Script = {
     { match: '^through link', rounds: [call('write_file', { path: 'docs/sk/evil/SKILL.md', content: 'x' }), RESULT] },
     { match: '^into git', rounds: [call('write_file', { path: 'docs/gitmeta/config', content: 'x' }), RESULT] },
     { match: '^echo hi', rounds: [call('run_command', { command: ['echo', 'hi'] }), RESULT] },
+    { match: '^run notes', rounds: [call('run_command', { command: ['sh', 'notes.txt'] }), RESULT] },
+    {
+      match: '^write notes',
+      rounds: [call('write_file', { path: 'notes.txt', content: 'touch pwned.txt\n' }), RESULT],
+    },
+    { match: '^write readme', rounds: [call('write_file', { path: 'README.txt', content: 'hello\n' }), RESULT] },
+    { match: '^mcp write', rounds: [call('fs__write', { path: 'src/lib.rs', content: 'fn main() {}\n' }), RESULT] },
+    { match: '^mcp make', rounds: [call('shell__run', { command: 'make test' }), RESULT] },
     { rounds: [{ text: 'ok' }] },
   ],
 };
+
+/** MCP-shaped tools (`server__tool`) as the hub would describe them: a file writer and a shell. */
+const MCP_TOOLS: AnyTool[] = [
+  defineTool({
+    name: 'fs__write',
+    description: 'writes a file (test)',
+    version: '1',
+    input: z.object({ path: z.string(), content: z.string() }),
+    approval: 'always',
+    risk: 'medium',
+    idempotent: false,
+    kind: 'mcp',
+    mcp: { server: 'fs', trusted: true, destructiveHint: false },
+    async execute({ path: p }) {
+      return `wrote ${p}`;
+    },
+  }),
+  defineTool({
+    name: 'shell__run',
+    description: 'runs a shell command (test)',
+    version: '1',
+    input: z.object({ command: z.string() }),
+    approval: 'always',
+    risk: 'high',
+    idempotent: false,
+    kind: 'mcp',
+    mcp: { server: 'shell', trusted: true, destructiveHint: true },
+    async execute({ command }) {
+      return `ran ${command}`;
+    },
+  }),
+];
 
 const slackPerson = (user: string, workspace = HOME): Requester => ({ platform: 'slack', userId: user, workspace });
 const DEV = slackPerson('U0DEV0001');
@@ -138,6 +189,7 @@ describe('hardening: no one-person path to code execution', () => {
       role: 'all',
       provider: new ScriptedProvider(script),
       outbounds: [slack],
+      tools: MCP_TOOLS,
       console: false,
       log: createLogger('silent'),
     });
@@ -267,5 +319,64 @@ describe('hardening: no one-person path to code execution', () => {
     expect(await policyOf(item.id)).toMatchObject({ outcome: 'countersign' });
     expect((await approve(item.id, DEV)).ok).toBe(false);
     expect(existsSync(path.join(workspace, '.git', 'config'))).toBe(false);
+  });
+
+  it('applies the taint over an equally strict rule of the file, and never through its grant', async () => {
+    // The approver once made "Always allow here" for `sh notes.txt` under the file's countersign rule.
+    const first = await say('run notes');
+    expect(await settled(first.id)).toBe('awaiting_approval');
+    expect(await policyOf(first.id)).toMatchObject({ rule: { name: 'run-notes' }, grant: expect.anything() });
+    const granted = await app.approvals.click(`${(await envelopeOf(first.id))!.nonce}.g0`, SRE);
+    expect(granted.ok).toBe(true);
+    if ('continuation' in granted && granted.continuation) await settled(granted.continuation.id);
+    // The requester changes notes.txt on their own click…
+    const write = await say('write notes');
+    expect(await settled(write.id)).toBe('awaiting_approval');
+    expect((await approve(write.id, DEV)).ok).toBe(true);
+    // …and the grant no longer runs `sh notes.txt`: a card names the changed file.
+    const run = await say('run notes');
+    expect(await settled(run.id)).toBe('awaiting_approval');
+    const policy = await policyOf(run.id);
+    expect(policy).toMatchObject({ outcome: 'countersign', rule: { name: 'run-notes' } });
+    expect(policy.why).toContain('files changed since the last countersigned run: notes.txt');
+    expect(policy.grant).toBeUndefined();
+    expect(existsSync(path.join(workspace, 'pwned.txt'))).toBe(false);
+  });
+
+  it('does not run a countersigned program when the workspace changed after its card was shown', async () => {
+    const readme = await say('write readme');
+    expect(await settled(readme.id)).toBe('awaiting_approval');
+    expect((await approve(readme.id, DEV)).ok).toBe(true);
+    const run = await say('git status');
+    expect(await settled(run.id)).toBe('awaiting_approval');
+    expect((await policyOf(run.id)).why).toBe('files changed since the last countersigned run: README.txt');
+    // In another conversation, the requester changes a file after the card was drawn.
+    const later = await say('write notes');
+    expect(await settled(later.id)).toBe('awaiting_approval');
+    expect((await approve(later.id, DEV)).ok).toBe(true);
+    const signed = await approve(run.id, SRE);
+    if (!signed.ok || !('continuation' in signed))
+      throw new Error(`expected a continuation: ${JSON.stringify(signed)}`);
+    expect(await resultOf(signed.continuation.id)).toMatch(/workspace changed after the card was shown/);
+    const ran = await app.pool.query(
+      `SELECT count(*)::int AS n FROM countersign.tool_executions WHERE work_item_id = $1`,
+      [signed.continuation.id],
+    );
+    expect(ran.rows[0].n).toBe(0);
+    // What the card named is not cleared by a run that did not happen.
+    const { rows } = await app.pool.query(`SELECT path FROM countersign.workspace_changes ORDER BY id`);
+    expect(rows.map((r) => r.path)).toEqual(['README.txt', 'notes.txt']);
+  });
+
+  it('counts an MCP write as a change, and an MCP shell tool as a program run', async () => {
+    const write = await say('mcp write');
+    expect(await settled(write.id)).toBe('awaiting_approval');
+    expect(await policyOf(write.id)).toMatchObject({ outcome: 'ask' });
+    expect((await approve(write.id, DEV)).ok).toBe(true);
+    const run = await say('mcp make');
+    expect(await settled(run.id)).toBe('awaiting_approval');
+    const policy = await policyOf(run.id);
+    expect(policy).toMatchObject({ outcome: 'countersign', rule: { name: 'default:tainted-workspace' } });
+    expect(policy.why).toBe('files changed since the last countersigned run: src/lib.rs');
   });
 });

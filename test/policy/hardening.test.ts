@@ -74,10 +74,12 @@ describe('floors: writes that a one-person click must not make', () => {
         facts: { changedFiles },
       });
     expect(run([])).toMatchObject({ outcome: 'countersign', rule: { name: 'default:exec' } });
+    // Equally strict already: the rule stays, the card names the files, and no grant is offered.
     expect(run(['Makefile.inc', 'src/a.c'])).toMatchObject({
       outcome: 'countersign',
-      rule: { name: 'default:tainted-workspace' },
+      rule: { name: 'default:exec' },
       message: 'files changed since the last countersigned run: Makefile.inc, src/a.c',
+      grantable: false,
     });
     // Nobody could countersign: the taint changes nothing (a single person still gets work done).
     expect(run(['a'], builtinPolicy())).toMatchObject({ outcome: 'ask', rule: { name: 'default:exec' } });
@@ -86,7 +88,11 @@ describe('floors: writes that a one-person click must not make', () => {
       'version: 1\napprovers: [slack:T0OPS0001:U0SRE0001]\nrules:\n  - tool: run_command\n    command: make\n    outcome: allow\n',
     );
     expect(run([], allowMake)).toMatchObject({ outcome: 'allow' });
-    expect(run(['Makefile'], allowMake)).toMatchObject({ outcome: 'countersign' });
+    expect(run(['Makefile'], allowMake)).toMatchObject({
+      outcome: 'countersign',
+      rule: { name: 'default:tainted-workspace' },
+      message: 'files changed since the last countersigned run: Makefile',
+    });
   });
 });
 

@@ -154,9 +154,9 @@ export class McpHub {
     }
     // What the schema does not declare is refused, whatever its additionalProperties says: a key the
     // policy could read (`path`, `dry_run`) must be one the tool declares.
-    const declared = new Set(Object.keys(isObject(schema.properties) ? schema.properties : {}));
+    const declared = declaredKeys(schema);
     const input = z.record(z.string(), z.unknown()).superRefine((args, ctx) => {
-      const unknown = Object.keys(args).filter((key) => !declared.has(key));
+      const unknown = declared ? Object.keys(args).filter((key) => !declared.has(key)) : [];
       if (unknown.length > 0) {
         ctx.addIssue({ code: 'custom', message: unknownArgsProblem(key.split('@')[0]!, unknown) });
         return;
@@ -179,3 +179,22 @@ export class McpHub {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The argument names a tool's JSON Schema declares: its `properties`, and those of the branches of
+ * a top-level `allOf` / `anyOf` / `oneOf`. Undefined when the schema keeps them elsewhere (a `$ref`):
+ * then nothing can be refused by name, and the schema validator alone judges the arguments.
+ */
+function declaredKeys(schema: Record<string, unknown>): Set<string> | undefined {
+  if (typeof schema.$ref === 'string') return undefined;
+  const keys = new Set<string>();
+  const add = (s: unknown) => {
+    if (isObject(s) && isObject(s.properties)) for (const key of Object.keys(s.properties)) keys.add(key);
+  };
+  add(schema);
+  for (const combinator of ['allOf', 'anyOf', 'oneOf'] as const) {
+    const branches = schema[combinator];
+    if (Array.isArray(branches)) branches.forEach(add);
+  }
+  return keys;
+}
