@@ -43,6 +43,39 @@ const list = z.string().transform((v) =>
 
 const optionalString = z.string().trim().min(1).optional();
 
+/**
+ * Why `value` cannot travel in an HTTP header, or undefined when it can. Headers carry printable
+ * ASCII only; a placeholder pasted from the docs (`sk-ant-…`) otherwise fails every request with
+ * "Cannot convert argument to a ByteString", retried, far from the variable that caused it.
+ */
+export function headerValueProblem(value: string): string | undefined {
+  const index = [...value].findIndex((c) => c < ' ' || c > '~');
+  if (index < 0) return undefined;
+  const c = [...value][index]!;
+  const code = `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+  const shown = c >= ' ' && c !== '\u007f' && !/\s/.test(c) ? `"${c}" (${code})` : code;
+  const hint = c === '…' ? ': a placeholder copied from the docs? Put the real value here' : '';
+  return `contains ${shown} at character ${index + 1}, which an HTTP header cannot carry${hint}`;
+}
+
+/** An API key or token: it is sent in an HTTP header, so it must be printable ASCII. */
+const headerSecret = z
+  .string()
+  .trim()
+  .min(1)
+  .superRefine((value, ctx) => {
+    const problem = headerValueProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .optional();
+
+/** A Discord id: a snowflake, 17 to 20 digits. */
+const snowflake = z
+  .string()
+  .trim()
+  .regex(/^\d{17,20}$/, 'expected a Discord id: 17 to 20 digits (Developer Mode on, then right-click → Copy ID)')
+  .optional();
+
 export const PROVIDERS = ['anthropic', 'openai', 'openrouter', 'scripted'] as const;
 export const Provider = z.enum(PROVIDERS, { error: `expected one of ${PROVIDERS.join(', ')}` });
 export type Provider = z.infer<typeof Provider>;
@@ -55,7 +88,7 @@ export const ConfigSchema = z
     HTTP_PORT: int(0, 65535).default(3000),
     HTTP_HOST: z.string().default('0.0.0.0'),
     /** Set: /metrics answers only requests with `Authorization: Bearer <token>`; unset: only loopback clients. */
-    METRICS_TOKEN: optionalString,
+    METRICS_TOKEN: headerSecret,
 
     DATABASE_URL: z
       .string()
@@ -92,13 +125,13 @@ export const ConfigSchema = z
     AI_PROVIDER_FALLBACK: list.pipe(z.array(Provider)).default([]),
     MODEL_MAX_RETRIES: int(0, 10).default(3),
     SCRIPTED_MODEL_SCRIPT: optionalString,
-    ANTHROPIC_API_KEY: optionalString,
+    ANTHROPIC_API_KEY: headerSecret,
     ANTHROPIC_MODEL: z.string().min(1).default('claude-sonnet-5-5'),
     ANTHROPIC_BASE_URL: url.optional(),
-    OPENAI_API_KEY: optionalString,
+    OPENAI_API_KEY: headerSecret,
     OPENAI_MODEL: z.string().min(1).default('gpt-4.1'),
     OPENAI_BASE_URL: url.optional(),
-    OPENROUTER_API_KEY: optionalString,
+    OPENROUTER_API_KEY: headerSecret,
     // A family alias OpenRouter keeps pointing at the newest Sonnet: a default must not retire under users.
     OPENROUTER_MODEL: z.string().min(1).default('~anthropic/claude-sonnet-latest'),
     OPENROUTER_BASE_URL: url.default('https://openrouter.ai/api/v1'),
@@ -150,8 +183,8 @@ export const ConfigSchema = z
     /** A tool running longer than this is abandoned, recorded as failed, and never replayed. */
     TOOL_TIMEOUT_SECONDS: int(1, 3600).default(120),
 
-    SLACK_BOT_TOKEN: optionalString,
-    SLACK_APP_TOKEN: optionalString,
+    SLACK_BOT_TOKEN: headerSecret,
+    SLACK_APP_TOKEN: headerSecret,
     SLACK_SIGNING_SECRET: optionalString,
     SLACK_MODE: z.enum(['socket', 'http']).default('socket'),
     SLACK_API_URL: url.optional(),
@@ -176,9 +209,9 @@ export const ConfigSchema = z
     SLACK_STREAM_ROLLOVER_SECONDS: int(1, 295).default(270),
     SLACK_STREAM_STARTS_PER_MINUTE: int(1, 600).default(18),
 
-    DISCORD_TOKEN: optionalString,
-    DISCORD_APPLICATION_ID: optionalString,
-    DISCORD_GUILD_ID: optionalString,
+    DISCORD_TOKEN: headerSecret,
+    DISCORD_APPLICATION_ID: snowflake,
+    DISCORD_GUILD_ID: snowflake,
     DISCORD_API_URL: url.optional(),
 
     /** Which platforms' inbound halves this process runs (ingress and all roles); unset: every configured one. */
@@ -283,8 +316,52 @@ function crossFieldProblems(env: Env): Array<[string, string]> {
       need('INGRESS_PLATFORMS', 'names discord, but DISCORD_TOKEN is not set');
   }
   for (const problem of approverProblems(env.APPROVERS ?? '')) need('APPROVERS', problem);
+  problems.push(...slackTokenProblems(env.SLACK_BOT_TOKEN?.trim(), env.SLACK_APP_TOKEN?.trim()));
   if (env.DISCORD_TOKEN && !env.DISCORD_APPLICATION_ID) {
     need('DISCORD_APPLICATION_ID', 'is missing: slash commands are registered under the application id');
+  }
+  return problems;
+}
+
+/** Slack's token kinds by prefix, for saying which token was pasted where. */
+const SLACK_TOKEN_KINDS: Record<string, string> = {
+  'xoxb-': 'a bot token',
+  'xapp-': 'an app-level token',
+  'xoxp-': 'a user token',
+  'xoxe-': 'a token rotation or config token',
+};
+
+function slackTokenKind(token: string): string {
+  const prefix = token.slice(0, 5);
+  return SLACK_TOKEN_KINDS[prefix] ? `${SLACK_TOKEN_KINDS[prefix]} (${prefix}…)` : 'not a Slack token';
+}
+
+/**
+ * The Slack tokens' shapes: the bot token starts `xoxb-`, the app-level token `xapp-`. Pasting one
+ * into the other's variable is common (both are on the app's pages), and Slack's answer to it —
+ * `not_allowed_token_type` or `invalid_auth` at connect — does not name the variable.
+ */
+function slackTokenProblems(bot: string | undefined, app: string | undefined): Array<[string, string]> {
+  if (bot?.startsWith('xapp-') && app?.startsWith('xoxb-')) {
+    return [
+      [
+        'SLACK_BOT_TOKEN/SLACK_APP_TOKEN',
+        'the two tokens are swapped: the bot token (xoxb-…) goes in SLACK_BOT_TOKEN, the app-level token (xapp-…) in SLACK_APP_TOKEN',
+      ],
+    ];
+  }
+  const problems: Array<[string, string]> = [];
+  if (bot && !bot.startsWith('xoxb-')) {
+    problems.push([
+      'SLACK_BOT_TOKEN',
+      `is ${slackTokenKind(bot)}: expected the bot token, which starts with xoxb- (OAuth & Permissions → Bot User OAuth Token)`,
+    ]);
+  }
+  if (app && !app.startsWith('xapp-')) {
+    problems.push([
+      'SLACK_APP_TOKEN',
+      `is ${slackTokenKind(app)}: expected the app-level token, which starts with xapp- (Basic Information → App-Level Tokens)`,
+    ]);
   }
   return problems;
 }

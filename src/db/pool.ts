@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { markOrigin } from './errors.ts';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -29,8 +30,33 @@ function errorSummary(error: unknown): { message: string; code?: string } {
   return { message: String(message ?? error), ...(typeof code === 'string' ? { code } : {}) };
 }
 
+/**
+ * `fn` with every error it reports — a rejected promise or a callback's error — marked as the
+ * database's (src/db/errors.ts), so a caller can tell a database outage from another service's.
+ */
+function markingErrors<F extends (...args: never[]) => unknown>(fn: F, self: unknown): F {
+  const mark = (error: unknown) => markOrigin(error, 'database');
+  return ((...args: unknown[]) => {
+    const last = args.at(-1);
+    if (typeof last === 'function') {
+      args[args.length - 1] = (error: unknown, ...rest: unknown[]) =>
+        (last as (...a: unknown[]) => unknown)(error && mark(error), ...rest);
+    }
+    const result = (fn as unknown as (...a: unknown[]) => unknown).apply(self, args);
+    return result instanceof Promise
+      ? result.catch((error: unknown) => {
+          throw mark(error);
+        })
+      : result;
+  }) as unknown as F;
+}
+
 export function createPool(connectionString: string, max: number, log?: Logger): pg.Pool {
   const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 });
+  // The pool's boundary: connecting and querying, through the pool or a client it handed out
+  // (transactions, graphile-worker's jobs). pg-pool's own query goes through both.
+  pool.connect = markingErrors(pool.connect, pool);
+  pool.query = markingErrors(pool.query, pool);
   const database = describeTarget(connectionString);
   const connectionLost = (error: unknown) => {
     // A pool without a log (a one-shot CLI command) stays out of the shared bookkeeping: it could
@@ -47,6 +73,7 @@ export function createPool(connectionString: string, max: number, log?: Logger):
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', connectionLost);
   pool.on('connect', (client) => {
+    client.query = markingErrors(client.query, client);
     // A checked-out client's connection can drop too; unhandled, its 'error' would crash the process.
     client.on('error', connectionLost);
     // A new connection succeeding is the database answering again.

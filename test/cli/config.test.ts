@@ -73,7 +73,10 @@ describe('configuration', () => {
   });
 
   it('prints the effective configuration with `countersign config`', async () => {
-    const run = runCli(['config'], { DISCORD_TOKEN: 'discord-token-secret-value', DISCORD_APPLICATION_ID: '42' });
+    const run = runCli(['config'], {
+      DISCORD_TOKEN: 'discord-token-secret-value',
+      DISCORD_APPLICATION_ID: '123456789012345678',
+    });
     expect((await run.exited).code).toBe(0);
     expect(run.stdout()).toMatch(/DISCORD_TOKEN\s+disc…\*\*\*\*/);
     expect(run.stdout()).not.toContain('discord-token-secret-value');
@@ -124,6 +127,83 @@ describe('configuration', () => {
       loadConfig({ INGRESS_PLATFORMS: 'slack', SLACK_BOT_TOKEN: 'xoxb-1-2', SLACK_APP_TOKEN: 'xapp-1-2' })
         .INGRESS_PLATFORMS,
     ).toEqual(['slack']);
+  });
+
+  it('refuses a key or token an HTTP header cannot carry, naming the character but never the value', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        ANTHROPIC_API_KEY: 'sk-ant-…',
+        SLACK_BOT_TOKEN: 'xoxb-…',
+        SLACK_APP_TOKEN: 'xapp-1-secret-é',
+        OPENAI_API_KEY: 'sk-secret\u00a0value',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      'ANTHROPIC_API_KEY: contains "…" (U+2026) at character 8, which an HTTP header cannot carry: a placeholder copied from the docs? Put the real value here',
+      'OPENAI_API_KEY: contains U+00A0 at character 10, which an HTTP header cannot carry',
+      'SLACK_BOT_TOKEN: contains "…" (U+2026) at character 6, which an HTTP header cannot carry: a placeholder copied from the docs? Put the real value here',
+      'SLACK_APP_TOKEN: contains "é" (U+00E9) at character 15, which an HTTP header cannot carry',
+    ]);
+    expect((error as Error).message).not.toContain('secret');
+  });
+
+  it('names swapped Slack tokens as swapped, and each token of the wrong kind', () => {
+    expect(() =>
+      loadConfig({ SLACK_BOT_TOKEN: 'xapp-1-A0-123-abc', SLACK_APP_TOKEN: 'xoxb-1234567890-abcdef' }),
+    ).toThrow(
+      new ConfigError([
+        'SLACK_BOT_TOKEN/SLACK_APP_TOKEN: the two tokens are swapped: the bot token (xoxb-…) goes in SLACK_BOT_TOKEN, the app-level token (xapp-…) in SLACK_APP_TOKEN',
+      ]),
+    );
+    let error: unknown;
+    try {
+      loadConfig({ SLACK_BOT_TOKEN: 'xoxp-1234-user', SLACK_APP_TOKEN: 'not-a-token' });
+    } catch (e) {
+      error = e;
+    }
+    expect((error as ConfigError).problems).toEqual([
+      'SLACK_BOT_TOKEN: is a user token (xoxp-…): expected the bot token, which starts with xoxb- (OAuth & Permissions → Bot User OAuth Token)',
+      'SLACK_APP_TOKEN: is not a Slack token: expected the app-level token, which starts with xapp- (Basic Information → App-Level Tokens)',
+    ]);
+    expect((error as Error).message).not.toContain('1234');
+  });
+
+  it('refuses Discord application and guild ids that are not snowflakes, with every other problem', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        DISCORD_TOKEN: 'discord-token',
+        DISCORD_APPLICATION_ID: '42',
+        DISCORD_GUILD_ID: 'my-guild',
+        SLACK_BOT_TOKEN: 'xapp-1',
+        SLACK_APP_TOKEN: 'xapp-2',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect((error as ConfigError).problems).toEqual([
+      'DISCORD_APPLICATION_ID: expected a Discord id: 17 to 20 digits (Developer Mode on, then right-click → Copy ID) (got "42")',
+      'DISCORD_GUILD_ID: expected a Discord id: 17 to 20 digits (Developer Mode on, then right-click → Copy ID) (got "my-guild")',
+      'SLACK_BOT_TOKEN: is an app-level token (xapp-…): expected the bot token, which starts with xoxb- (OAuth & Permissions → Bot User OAuth Token)',
+    ]);
+    const ok = loadConfig({
+      DISCORD_TOKEN: 'discord-token',
+      DISCORD_APPLICATION_ID: '123456789012345678',
+      DISCORD_GUILD_ID: '12345678901234567890',
+    });
+    expect(ok.DISCORD_GUILD_ID).toBe('12345678901234567890');
+  });
+
+  it('makes `countersign start` with a placeholder key exit 1 at once, naming the variable', async () => {
+    const run = runCli(['start'], { AI_PROVIDER: 'anthropic', ANTHROPIC_API_KEY: 'sk-ant-…' });
+    expect((await run.exited).code).toBe(1);
+    expect(run.stderr()).toContain(
+      'ANTHROPIC_API_KEY: contains "…" (U+2026) at character 8, which an HTTP header cannot carry',
+    );
   });
 
   it('defaults the OpenRouter model to an alias that does not retire', () => {

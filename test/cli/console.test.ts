@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli } from '../helpers/processes.ts';
 
@@ -107,6 +108,30 @@ describe('the console when a turn stops at an approval card', () => {
     expect(out.slice(said, card)).toBe('I will write the note first.\n\n');
     expect(out).toContain('Done:');
     expect(readFileSync(path.join(dir, 'workspace', 'note.txt'), 'utf8')).toBe('hello');
+  });
+
+  it('takes `a` as "Always allow here": the grant is made, and the same call then runs without a card', async () => {
+    const workspace = path.join(dir, 'always');
+    const run = runCli(['start'], { ...env, AGENT_WORKSPACE_ROOT: workspace }, 'write the note\na\nwrite the note\n');
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(0);
+    expect(run.stdout()).toMatch(
+      /write_file` approved by console:\S+ · always allowed here from now on \(grant [0-9a-f]{8}\)/,
+    );
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ tool: string; uses: number }>(
+        `SELECT tool, uses FROM countersign.grants WHERE revoked_at IS NULL`,
+      );
+      // Used once: by the second request, which ran under the grant instead of asking.
+      expect(rows).toEqual([{ tool: 'write_file', uses: 1 }]);
+    } finally {
+      await client.end();
+    }
+    expect(run.stdout().trimEnd().endsWith('I will write the note first.\n\nDone: Wrote 5 bytes to note.txt.')).toBe(
+      true,
+    );
   });
 
   it('exits 3 and names the calls left undecided when input ends while the card waits', async () => {

@@ -136,7 +136,7 @@ describe('dropped connections', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  it('retries a refused connection and then reports the provider unavailable', async () => {
+  it('retries a refused connection and then reports the provider unavailable, naming the host', async () => {
     waits.length = 0;
     const provider = new AnthropicProvider({
       apiKey: 'k',
@@ -145,7 +145,9 @@ describe('dropped connections', () => {
       maxRetries: 2,
       retry: recordedSleep,
     });
-    await expect(watchRound(provider, request)).rejects.toThrow(/connection.*after 3 attempts/);
+    await expect(watchRound(provider, request)).rejects.toThrow(
+      `could not reach the model at ${new URL(refusedUrl).host}: connection refused (3 attempts)`,
+    );
     expect(waits).toHaveLength(2);
   });
 });

@@ -83,6 +83,17 @@ describe('MCP configuration', () => {
     );
   });
 
+  it('refuses a header value an HTTP request cannot carry, naming the server and the header', () => {
+    const mcpServers = {
+      ops: { url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer …', 'X-Team': 'ops' } },
+      linear: { url: 'https://mcp.linear.app/mcp', headers: { Authorization: 'Bearer ${LINEAR_TOKEN}' } },
+    };
+    expect(() => parseMcpConfig({ mcpServers }, { LINEAR_TOKEN: 'lin_\u2028x' })).toThrow(
+      'MCP server "ops": header Authorization contains "…" (U+2026) at character 8, which an HTTP header cannot carry: a placeholder copied from the docs? Put the real value here; ' +
+        'MCP server "linear": header Authorization contains U+2028 at character 12, which an HTTP header cannot carry',
+    );
+  });
+
   it('says what the file should look like when mcpServers is missing', () => {
     expect(() => parseMcpConfig({ server: {} })).toThrow('expected a JSON object with an "mcpServers" object');
   });

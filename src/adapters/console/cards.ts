@@ -2,10 +2,20 @@ import type { ApprovalCard } from '../../core/approval-card.ts';
 import type { CallDecision } from '../../core/work-item.ts';
 
 /**
- * Reads a person's answer to a card: y/n for all calls, one y/n letter per call ("yn"), or for a
- * question the option's number. Returns undefined when the answer doesn't fit the card.
+ * A decision typed at the prompt. `always`: the person chose "Always allow here" for the call, which
+ * the console sends as that button's click, so the grant is made exactly as a click on Slack makes it.
  */
-export function parseCardAnswer(card: ApprovalCard, answer: string): CallDecision[] | undefined {
+export type PromptDecision = CallDecision & { always?: true };
+
+/** Whether the card offers "Always allow here" for call `index` (the policy lets it become a grant). */
+const grantable = (card: ApprovalCard, index: number) => card.calls[index]?.grant !== undefined;
+
+/**
+ * Reads a person's answer to a card: y/n for all calls, `a` to always allow here (every call must
+ * offer it), one y/n/a letter per call ("yna"), or for a question the option's number. Returns
+ * undefined when the answer doesn't fit the card (an `a` for a call that offers no grant among them).
+ */
+export function parseCardAnswer(card: ApprovalCard, answer: string): PromptDecision[] | undefined {
   const text = answer.trim().toLowerCase();
   if (card.kind === 'question') {
     const options = card.options ?? [];
@@ -14,12 +24,21 @@ export function parseCardAnswer(card: ApprovalCard, answer: string): CallDecisio
     const call = card.calls[0];
     return chosen !== undefined && call ? [{ toolCallId: call.id, approved: true, answer: chosen }] : undefined;
   }
-  const all = /^(y|yes|a|approve)$/.test(text) ? true : /^(n|no|d|deny)$/.test(text) ? false : undefined;
-  if (all !== undefined) return card.calls.map((c) => ({ toolCallId: c.id, approved: all }));
-  if (new RegExp(`^[yn]{${card.calls.length}}$`).test(text)) {
-    return card.calls.map((c, i) => ({ toolCallId: c.id, approved: text[i] === 'y' }));
-  }
-  return undefined;
+  const all = /^(y|yes|approve)$/.test(text)
+    ? 'y'
+    : /^(n|no|d|deny)$/.test(text)
+      ? 'n'
+      : /^(a|always)$/.test(text)
+        ? 'a'
+        : '';
+  const letters = all ? all.repeat(card.calls.length) : text;
+  if (!new RegExp(`^[yna]{${card.calls.length}}$`).test(letters)) return undefined;
+  if ([...letters].some((letter, i) => letter === 'a' && !grantable(card, i))) return undefined;
+  return card.calls.map((c, i) => ({
+    toolCallId: c.id,
+    approved: letters[i] !== 'n',
+    ...(letters[i] === 'a' ? { always: true as const } : {}),
+  }));
 }
 
 /** `n because …` (or `no: …`) denies every call with that reason; undefined for any other answer. */
@@ -32,9 +51,21 @@ export function denialReason(card: ApprovalCard, answer: string): string | undef
 /** What the prompt asks for while a card waits. */
 export function cardPrompt(card: ApprovalCard): string {
   if (card.kind === 'question') return `answer with a number 1-${card.options?.length ?? 0}`;
-  return card.calls.length === 1
-    ? 'approve? [y]es / [n]o / n <reason>'
-    : `approve? [y] all / [n] none / n <reason> / one letter per call, e.g. ${'yn'.repeat(card.calls.length).slice(0, card.calls.length)}`;
+  if (card.calls.length === 1) {
+    return grantable(card, 0)
+      ? 'approve? [y]es / [a]lways allow here / [n]o / n <reason>'
+      : 'approve? [y]es / [n]o / n <reason>';
+  }
+  const offered = card.calls.filter((_, i) => grantable(card, i)).map((c) => c.index + 1);
+  // One letter per call: y and n taking turns, a where "Always allow here" is offered.
+  const example = card.calls.map((_, i) => (grantable(card, i) ? 'a' : i % 2 ? 'n' : 'y')).join('');
+  const always =
+    offered.length === 0
+      ? ''
+      : offered.length === card.calls.length
+        ? ' / [a]lways allow all here'
+        : ` / a for always allowing ${offered.length === 1 ? 'call' : 'calls'} ${offered.join(', ')} here`;
+  return `approve? [y] all / [n] none${always} / n <reason> / one letter per call, e.g. ${example}`;
 }
 
 /** What a card still waits for: its calls nobody decided yet. */

@@ -1,14 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { userInfo } from 'node:os';
 import readline from 'node:readline';
 import type { Logger } from 'pino';
 import type { TurnEvents } from '../../queue/turn-events.ts';
 import { Priority, type WorkItem, type WorkItemDraft } from '../../core/work-item.ts';
 import type { ApprovalCard } from '../../core/approval-card.ts';
-import type { ApprovalService } from '../../approval/service.ts';
+import type { ApprovalService, SubmitResult } from '../../approval/service.ts';
 import type { ConsoleOutbound } from './outbound.ts';
 import type { ConsoleCardRenderer } from './card-renderer.ts';
-import { cardPrompt, denialReason, parseCardAnswer, undecidedNotice } from './cards.ts';
+import { buttonValue } from '../../core/buttons.ts';
+import type { Requester } from '../../core/person.ts';
+import { cardPrompt, denialReason, parseCardAnswer, undecidedNotice, type PromptDecision } from './cards.ts';
 import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 
 /** A line the console handles itself instead of sending to the agent (e.g. `/skills`). */
@@ -27,6 +27,9 @@ export interface ConsoleStreams {
 }
 
 export interface ConsoleSessionOptions extends ConsoleStreams {
+  /** Who types (the OS user) and the session's id: the reply channel of its turns. */
+  user: string;
+  session: string;
   events: TurnEvents;
   outbound: ConsoleOutbound;
   cards: ConsoleCardRenderer;
@@ -46,7 +49,39 @@ export interface ConsoleSessionOptions extends ConsoleStreams {
  */
 export const EXIT_UNDECIDED = 3;
 
-type TurnEnd = { kind: 'finished' | 'failed' | 'awaitingApproval' };
+/**
+ * The exit code of a piped console session in which a turn failed (a model that could not be reached, a
+ * tool that broke the turn): the reply says why, and a script piping into the console must not read
+ * the run as a success.
+ */
+export const EXIT_TURN_FAILED = 1;
+
+type TurnEnd = { kind: 'finished' | 'failed' | 'cancelled' | 'awaitingApproval' };
+
+/**
+ * Sends an answer typed at the prompt. Each "always allow here" goes first, as a click on that call's
+ * "Always allow here" button (the one path that makes a grant, verified against the policy in force);
+ * the rest of the answer then goes as one submission, repeating the calls those clicks decided.
+ */
+async function submitAnswer(
+  approvals: ApprovalService,
+  card: ApprovalCard,
+  decisions: PromptDecision[],
+  me: Requester,
+): Promise<SubmitResult> {
+  for (const decision of decisions) {
+    if (!decision.always) continue;
+    const index = card.calls.findIndex((c) => c.id === decision.toolCallId);
+    const clicked = await approvals.click(buttonValue(card.nonce, `g${index}`), me);
+    // Refused, or it was the last undecided call and the turn continues already.
+    if (!clicked.ok || 'continuation' in clicked) return clicked;
+  }
+  return approvals.submit(
+    card.nonce,
+    decisions.map(({ always: _always, ...decision }) => decision),
+    me,
+  );
+}
 
 /**
  * The console session: a terminal chat. Each line becomes a CRITICAL work item on the same durable
@@ -55,8 +90,7 @@ type TurnEnd = { kind: 'finished' | 'failed' | 'awaitingApproval' };
  */
 export async function runConsole(options: ConsoleSessionOptions): Promise<void> {
   const { output, interactive, outbound, events } = options;
-  const user = userInfo().username || 'console';
-  const session = randomBytes(4).toString('hex');
+  const { user, session } = options;
   const conversationId = `console:${user}:${session}`;
   const renderer = new TerminalRenderer(output);
   /**
@@ -98,7 +132,7 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
         finished: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'finished' }),
         failed: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'failed' }),
         awaitingApproval: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'awaitingApproval' }),
-        cancelled: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'failed' }),
+        cancelled: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'cancelled' }),
       };
       current = item;
       const done = (end: TurnEnd) => {
@@ -115,7 +149,9 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
       events.on('cancelled', listeners.cancelled);
     });
 
+  let turnsFailed = 0;
   const afterTurn = async (end: TurnEnd) => {
+    if (end.kind === 'failed') turnsFailed++;
     if (end.kind === 'awaitingApproval') await cardShown();
     if (interactive) {
       renderer.end();
@@ -172,7 +208,7 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
       // The same verify-and-consume paths a Slack or Discord click or form takes.
       const result =
         reason === undefined
-          ? await options.approvals.submit(card.nonce, decisions, me)
+          ? await submitAnswer(options.approvals, card, decisions, me)
           : await options.approvals.denyWithReason(card.nonce, reason, me);
       if (!result.ok) {
         output.write(`${result.reason}\n`);
@@ -215,6 +251,7 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
     await afterTurn(await waitForEnd(item));
   }
   if (interactive) output.write('\n');
+  if (!interactive && turnsFailed > 0) process.exitCode = EXIT_TURN_FAILED;
   if (pendingCard) {
     // Ending quietly would read as success while the action was never done.
     (options.errorOutput ?? process.stderr).write(undecidedNotice(pendingCard));

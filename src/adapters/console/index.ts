@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
+import { userInfo } from 'node:os';
 import type { PlatformAdapter } from '../platform.ts';
+import { cancelOrphanedTurns, holdSessionLock } from './orphaned-turns.ts';
 import { ConsoleOutbound } from './outbound.ts';
 import { ConsoleCardRenderer } from './card-renderer.ts';
 import { runConsole, type ConsoleStreams } from './inbound.ts';
@@ -33,8 +36,22 @@ export function createConsoleAdapter(streams: ConsoleStreams | undefined): Conso
     async startInbound(context) {
       if (!streams)
         throw new Error('the console has no terminal to listen to: pass its streams to createConsoleAdapter');
+      const user = userInfo().username || 'console';
+      const session = randomBytes(4).toString('hex');
+      const lock = await holdSessionLock(context.pool, session);
+      const cancelled = await cancelOrphanedTurns(lock, context.pool, {
+        session,
+        by: { platform: 'console', userId: user, workspace: 'local' },
+      });
+      if (cancelled > 0) {
+        (streams.errorOutput ?? process.stderr).write(
+          `Cancelled ${cancelled} console turn${cancelled === 1 ? '' : 's'} left unfinished by an earlier run whose process is gone; ${cancelled === 1 ? 'it was' : 'they were'} not answered. Ask again if you still need ${cancelled === 1 ? 'it' : 'them'}.\n`,
+        );
+      }
       done = runConsole({
         ...streams,
+        user,
+        session,
         events: context.events,
         outbound,
         cards,
@@ -44,9 +61,12 @@ export function createConsoleAdapter(streams: ConsoleStreams | undefined): Conso
         commands: skillConsoleCommands(context.skills),
         stopTurn: context.stopTurn,
       });
+      const release = () => lock.release();
+      done.then(release, release);
       // The session ends when its input does (`done`); stopping the app must not end it early, or a
-      // shutdown would read as input ending and report the waiting card as undecided.
-      return { stop: async () => undefined };
+      // shutdown would read as input ending and report the waiting card as undecided. Its lock goes
+      // (the connection must, before the pool can end); the process is leaving.
+      return { stop: async () => lock.release() };
     },
   };
 }

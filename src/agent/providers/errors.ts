@@ -7,6 +7,8 @@ export type Failure =
       reason: string;
       /** What the server asked us to wait (retry-after / retry-after-ms), when it said. */
       retryAfterMs?: number;
+      /** The connection could not be opened, and why in a few words ("name not found"). */
+      unreachable?: string;
     }
   | { kind: 'unavailable'; reason: string }
   /** The configured model id is not one the API serves (a typo, or a retired model). */
@@ -127,7 +129,45 @@ export function classifyFailure(error: unknown): Failure {
   if (status === 408 || status === 409) return { kind: 'retry', reason: `status ${status}`, ...withWait };
   if (status !== undefined) return { kind: 'fatal', reason: `${status}: ${oneLine(e.message)}` };
   // No status: the connection failed (ECONNRESET, refused, timed out) or the stream was cut.
+  const unreachable = whyUnreachable(error);
+  if (unreachable) return { kind: 'retry', reason: `connection: ${unreachable}`, unreachable };
   return { kind: 'retry', reason: `connection: ${oneLine(e.message ?? String(error))}` };
+}
+
+/**
+ * Socket and TLS codes that mean the connection was never opened, in the words a person reading the
+ * turn's error needs. The SDKs report them all as "Connection error.", the code two causes down.
+ */
+const UNREACHABLE: Record<string, string> = {
+  ENOTFOUND: 'name not found',
+  EAI_AGAIN: 'name lookup failed (no DNS answer)',
+  ECONNREFUSED: 'connection refused',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'TLS: the certificate does not name this host',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'TLS: self-signed certificate',
+  SELF_SIGNED_CERT_IN_CHAIN: 'TLS: self-signed certificate in the chain',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'TLS: certificate not trusted',
+  CERT_HAS_EXPIRED: 'TLS: certificate expired',
+};
+
+/** Why the connection could not be opened, when a cause of `error` says so. */
+export function whyUnreachable(error: unknown): string | undefined {
+  const seen = new Set<unknown>();
+  for (
+    let e: unknown = error;
+    typeof e === 'object' && e !== null && !seen.has(e);
+    e = (e as { cause?: unknown }).cause
+  ) {
+    seen.add(e);
+    const members = e instanceof AggregateError ? e.errors : [e];
+    for (const m of members) {
+      const code = (m as { code?: unknown } | undefined)?.code;
+      if (typeof code === 'string' && UNREACHABLE[code]) return UNREACHABLE[code];
+    }
+  }
+  return undefined;
 }
 
 function oneLine(text: string | undefined): string {

@@ -113,7 +113,15 @@ export class OpenAIProvider implements ModelProvider {
   streamRound(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound> {
     const { maxRetries, log, retry } = this.#options;
     return streamWithRetries(
-      { provider: this.name, model: this.model, modelSetting: this.#modelSetting, maxRetries, log, ...retry },
+      {
+        provider: this.name,
+        host: new URL(this.#client.baseURL).host,
+        model: this.model,
+        modelSetting: this.#modelSetting,
+        maxRetries,
+        log,
+        ...retry,
+      },
       signal,
       callbacks,
       (tracked, watch) => this.#attempt(request, tracked, watch),

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ProviderUnavailableError, type RoundCallbacks } from '../model.ts';
 import { metrics } from '../../metrics.ts';
+import { markOrigin } from '../../db/errors.ts';
 import { classifyFailure, ModelNotServedError } from './errors.ts';
 
 export const RETRY_LIMITS = {
@@ -22,6 +23,8 @@ export interface RetryOptions {
   /** The model id asked for, and the variable that set it, for a "model not found" error. */
   model?: string;
   modelSetting?: string;
+  /** The host the provider talks to, for "could not reach the model at …". */
+  host?: string;
   /** Retries after the first attempt (MODEL_MAX_RETRIES). */
   maxRetries: number;
   signal: AbortSignal;
@@ -90,13 +93,17 @@ export async function withRetries<T>(
     try {
       options.signal.throwIfAborted();
       return await attempt(tracked);
-    } catch (error) {
-      if (options.signal.aborted) throw error;
+    } catch (caught) {
+      if (options.signal.aborted) throw caught;
+      // Whatever a model call throws came from the provider's HTTP client, whatever its code says: a
+      // host that does not resolve (ENOTFOUND) is not the database being away (src/db/errors.ts).
+      const error = markOrigin(caught, 'service');
       const failure = classifyFailure(error);
       if (failure.kind === 'fatal') throw error;
       // Whoever answers next (this provider again, or a fallback) streams the round from the start.
       if (delivered) callbacks.onRoundRestart();
-      const unavailable = (reason: string) => new ProviderUnavailableError(options.provider, reason, { cause: error });
+      const unavailable = (reason: string) =>
+        markOrigin(new ProviderUnavailableError(options.provider, reason, { cause: error }), 'service');
       if (failure.kind === 'unavailable') throw unavailable(failure.reason);
       if (failure.kind === 'model_not_found') {
         throw new ModelNotServedError(
@@ -110,16 +117,28 @@ export async function withRetries<T>(
       if (failure.retryAfterMs !== undefined && failure.retryAfterMs > RETRY_LIMITS.maxRetryAfterMs) {
         throw unavailable(`${failure.reason}, asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s`);
       }
-      if (n >= options.maxRetries) throw unavailable(`still ${failure.reason} after ${n + 1} attempts`);
+      if (n >= options.maxRetries) {
+        throw unavailable(
+          failure.unreachable
+            ? `${couldNotReach(options, failure.unreachable)} (${n + 1} attempts)`
+            : `still ${failure.reason} after ${n + 1} attempts`,
+        );
+      }
       const wait = failure.retryAfterMs ?? backoffMs(n, base, options.random);
       metrics.modelRetries.inc({ provider: options.provider, reason: failure.reason.split(/[\s:(]/)[0] || 'unknown' });
+      const reason = failure.unreachable ? couldNotReach(options, failure.unreachable) : failure.reason;
       options.log?.warn(
-        { provider: options.provider, reason: failure.reason, attempt: n + 1, waitMs: Math.round(wait) },
+        { provider: options.provider, reason, attempt: n + 1, waitMs: Math.round(wait) },
         'retrying model round',
       );
       await sleep(wait, options.signal);
     }
   }
+}
+
+/** The one line a person reads when the model's host cannot be reached: which host, and why. */
+function couldNotReach(options: Pick<RetryOptions, 'host' | 'provider'>, why: string): string {
+  return `could not reach the model at ${options.host ?? options.provider}: ${why}`;
 }
 
 /** A stream that went silent: retried like a dropped connection. */

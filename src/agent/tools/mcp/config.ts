@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { headerValueProblem } from '../../../config.ts';
 
 /**
  * Per-tool approval override, by the tool's name on its server: "always" asks a person, "never"
@@ -218,8 +219,22 @@ export function parseMcpConfig(raw: unknown, env: Record<string, string | undefi
     for (const [k, value] of Object.entries(values)) {
       values[k] = expandEnv(value, env, `MCP server "${name}": ${'url' in server ? 'header' : 'env'} ${k}`);
     }
+    if ('url' in server) problems.push(...headerProblems(name, server.headers));
   }
+  if (problems.length) throw new McpConfigError(problems.join('; '));
   return { mcpServers: parsed, warnings };
+}
+
+/**
+ * Header values (after `${VAR}`s are filled in) an HTTP request cannot carry: a pasted
+ * `"Authorization": "Bearer …"` would otherwise fail every connection attempt with "Cannot convert
+ * argument to a ByteString", naming neither the server nor the header.
+ */
+function headerProblems(server: string, headers: Record<string, string>): string[] {
+  return Object.entries(headers).flatMap(([header, value]) => {
+    const problem = headerValueProblem(value);
+    return problem ? [`MCP server "${server}": header ${header} ${problem}`] : [];
+  });
 }
 
 const isEmptyList = (value: unknown) => Array.isArray(value) && value.length === 0;

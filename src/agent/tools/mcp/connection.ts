@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -13,6 +13,7 @@ import {
 import type { Logger } from 'pino';
 import type { ToolOutput } from '../tool.ts';
 import { transportOf, type McpServerConfig } from './config.ts';
+import { GroupedStdioTransport } from './stdio-transport.ts';
 
 export type { RemoteTool };
 
@@ -109,15 +110,15 @@ export class McpConnection {
   #transport(): Transport {
     const config = this.#config;
     if ('command' in config) {
-      const transport = new StdioClientTransport({
+      // In a process group of its own, ended whole however Countersign exits (stdio-transport.ts).
+      const transport = new GroupedStdioTransport({
         command: config.command,
         args: config.args,
         env: { ...getDefaultEnvironment(), ...config.env },
         ...(config.cwd ? { cwd: config.cwd } : {}),
-        // Piped and read, never inherited: a chatty server must not write into our logs' stream.
-        stderr: 'pipe',
       });
-      transport.stderr?.on('data', (chunk: Buffer) => {
+      // Piped and read, never inherited: a chatty server must not write into our logs' stream.
+      transport.stderr.on('data', (chunk: Buffer) => {
         for (const line of chunk.toString('utf8').split('\n')) {
           if (line.trim()) this.#log.debug({ stderr: line.slice(0, MCP_LIMITS.stderrLineChars) }, 'MCP server stderr');
         }
