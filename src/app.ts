@@ -428,7 +428,14 @@ export async function startCountersign(config: Config, options: StartOptions): P
 
     const http = await startHttpServer(config.HTTP_PORT, config.HTTP_HOST, log);
     cleanups.push(() => http.close());
-    http.route('/healthz', healthHandler({ pool, workerRunning: runner ? () => runner.running : undefined }));
+    http.route(
+      '/healthz',
+      healthHandler({
+        pool,
+        workerRunning: runner ? () => runner.running : undefined,
+        notReady: () => http.notReady(),
+      }),
+    );
     http.route('/metrics', metricsHandler(pool, { token: config.METRICS_TOKEN }));
     const stopTurn = (workItemId: string, by: Requester) =>
       requestStop(pool, workItemId, by, (person, reply) => gate.isApprover(person, reply));

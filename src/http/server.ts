@@ -8,6 +8,13 @@ export interface HttpServer {
   readonly port: number;
   /** Routes by exact path, or by prefix when the path ends in `*`. */
   route(path: string, handler: RouteHandler): void;
+  /**
+   * Marks this process not ready until the returned function is called (a platform still
+   * connecting): /healthz answers 503 meanwhile.
+   */
+  holdReadiness(what: string): () => void;
+  /** What still holds readiness. */
+  notReady(): string[];
   close(): Promise<void>;
 }
 
@@ -35,6 +42,7 @@ export async function startHttpServer(port: number, host: string, log: Logger): 
     });
   });
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
+  const holds = new Map<symbol, string>();
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
@@ -51,6 +59,12 @@ export async function startHttpServer(port: number, host: string, log: Logger): 
       if (path.endsWith('*')) prefixes.push([path.slice(0, -1), handler]);
       else exact.set(path, handler);
     },
+    holdReadiness(what) {
+      const key = Symbol(what);
+      holds.set(key, what);
+      return () => void holds.delete(key);
+    },
+    notReady: () => [...holds.values()],
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -11,6 +11,7 @@ import { DENY_FORM_CALLBACK } from './blocks.ts';
 import { SlackUserGroups } from './user-groups.ts';
 import { SlackMemberships } from './memberships.ts';
 import type { SlackAgentSessions } from './agent-sessions.ts';
+import { connectWhenReachable, DEFAULT_SLACK_API_URL } from './reachability.ts';
 import {
   createSessionStoppedHandler,
   createThreadStartedHandler,
@@ -42,6 +43,20 @@ function boltLogger(log: Logger) {
  * retried one is taken once.
  */
 export async function startSlackInbound(
+  ctx: AdapterContext,
+  deps: { outbound: SlackOutbound; sessions?: SlackAgentSessions },
+): Promise<InboundHandle> {
+  const settings = settingsOf(ctx, 'slack');
+  return connectWhenReachable({
+    apiUrl: settings.apiUrl ?? DEFAULT_SLACK_API_URL,
+    log: ctx.log,
+    holdReadiness: (what) => ctx.http.holdReadiness(what),
+    connect: () => connectSlack(ctx, deps),
+  });
+}
+
+/** Starts the Bolt app once Slack can be reached: the receiver, the bot's identity, the listeners. */
+async function connectSlack(
   ctx: AdapterContext,
   deps: { outbound: SlackOutbound; sessions?: SlackAgentSessions },
 ): Promise<InboundHandle> {

@@ -54,6 +54,11 @@ export const LIMITS = {
   chatUpdatePerMinute: 50,
   /** chat.appendStream per minute per workspace (Tier 4). */
   appendStreamPerMinute: 100,
+  /** How long the start-up probe of Slack's Web API waits for any answer (Countersign's). */
+  probeTimeoutMs: 10_000,
+  /** First wait before probing an unreachable Slack again; it doubles up to the next (Countersign's). */
+  reconnectFirstDelayMs: 1000,
+  reconnectMaxDelayMs: 60_000,
 } as const;
 
 export type SlackLimit = keyof typeof LIMITS;
