@@ -1,19 +1,18 @@
+import canonicalize from 'canonicalize';
+
 /**
- * Canonical JSON: object keys sorted (by UTF-16 code units), no whitespace, `undefined` members
- * dropped. The same value always yields the same text, so its sha256 identifies a plan exactly.
+ * Canonical JSON as RFC 8785 (JCS) defines it: object keys sorted by UTF-16 code units, no
+ * whitespace, numbers as ECMAScript prints them, `undefined` members dropped. The same value always
+ * yields the same text, so its sha256 identifies a plan exactly.
+ *
+ * `canonicalize` is the implementation by the RFC's authors. It writes the same bytes as the
+ * encoder it replaced for every value an envelope can hold (test/approval/canonical-json.test.ts
+ * keeps the old one as the reference), so stored plan and scope hashes stay valid. It refuses
+ * strings with lone surrogates, which RFC 8785 excludes and Postgres' jsonb cannot store anyway.
  */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new TypeError('Canonical JSON has no representation for NaN or Infinity');
-    return JSON.stringify(value);
-  }
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
-  if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  throw new TypeError(`Canonical JSON cannot encode a ${typeof value}`);
+  const text = canonicalize(value);
+  // A top-level undefined, function or symbol has no JSON text at all.
+  if (text === undefined) throw new TypeError(`Canonical JSON cannot encode a ${typeof value}`);
+  return text;
 }

@@ -5,7 +5,9 @@
  * Approval cards show it for writes and edits.
  *
  * The alignment is Myers' O(ND) shortest edit script, run only on the changed middle (the common
- * head and tail are trimmed first), so a small edit in a 1 MiB file stays cheap.
+ * head and tail are trimmed first), so a small edit in a 1 MiB file stays cheap. Weighed against
+ * jsdiff (README.md, "Stack"): the same patches on realistic edits, but 1.4–9× slower, and 1 small
+ * random pair in 10 aligned differently (a replaced line shown as an insertion and a later deletion).
  */
 export const DIFF_LIMITS = {
   /** Changed lines beyond which the diff is summarised instead (Myers keeps O(D²) of history). */
