@@ -101,7 +101,8 @@ export function builtinRules(
 ): Pick<PolicyParts, 'fallback' | 'floors' | 'taint'> {
   const high: Outcome = haveApprovers && options.twoPersonRule !== false ? 'countersign' : 'ask';
   const skills = (options.customSkillsDir ?? 'skills').replace(/^\.\/|\/+$/g, '') || 'skills';
-  const guarded = [`${skills}/**`, ...AGENT_CHANGING_PATHS, ...(options.protectedPaths ?? [])];
+  // The folder itself too: `skills/**` does not name `skills`, which a delete could take whole.
+  const guarded = [skills, `${skills}/**`, ...AGENT_CHANGING_PATHS, ...(options.protectedPaths ?? [])];
   const notReadOnly = ({ tool }: DecideInput) => tool.mcp?.readOnlyHint !== true;
   const floors: CompiledRule[] = [
     builtin('agent-changing-write', high, 'high', {

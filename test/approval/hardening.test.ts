@@ -12,7 +12,7 @@ import type { ReplyTarget } from '../../src/core/reply-target.ts';
 import { createLogger } from '../../src/log.ts';
 import { enqueueWorkItem } from '../../src/queue/turn-lifecycle.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { testConfig, waitFor } from '../helpers/harness.ts';
+import { restingStatus, testConfig, waitFor } from '../helpers/harness.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';
 
 /**
@@ -139,16 +139,7 @@ describe('hardening: no one-person path to code execution', () => {
       reply: GENERAL,
     });
 
-  const settled = (id: string) =>
-    waitFor(
-      async () => {
-        const { rows } = await app.pool.query(`SELECT status FROM countersign.work_items WHERE id = $1`, [id]);
-        const status = rows[0]?.status as string | undefined;
-        return status && status !== 'queued' && status !== 'running' ? status : undefined;
-      },
-      30_000,
-      `work item ${id} to settle`,
-    );
+  const settled = (id: string) => restingStatus(app.pool, id);
   const resultOf = async (id: string) =>
     (await app.pool.query(`SELECT result->>'text' AS text FROM countersign.work_items WHERE id = $1`, [id])).rows[0]
       ?.text as string | undefined;

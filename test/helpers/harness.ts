@@ -119,3 +119,20 @@ async function waitForSettled(app: Countersign, itemId: string, timeoutMs: numbe
     `work item ${itemId} to settle`,
   );
 }
+
+/** The status a work item comes to rest in (anything but queued or running), waiting for it. */
+export function restingStatus(
+  pool: { query: (text: string, values: unknown[]) => Promise<{ rows: Array<{ status?: string }> }> },
+  id: string,
+  timeoutMs = 30_000,
+): Promise<string> {
+  return waitFor(
+    async () => {
+      const { rows } = await pool.query(`SELECT status FROM countersign.work_items WHERE id = $1`, [id]);
+      const status = rows[0]?.status;
+      return status && status !== 'queued' && status !== 'running' ? status : undefined;
+    },
+    timeoutMs,
+    `work item ${id} to settle`,
+  );
+}

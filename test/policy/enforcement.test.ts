@@ -13,7 +13,7 @@ import { createLogger } from '../../src/log.ts';
 import { policyCommand } from '../../src/policy/index.ts';
 import { enqueueWorkItem } from '../../src/queue/turn-lifecycle.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { testConfig, waitFor } from '../helpers/harness.ts';
+import { restingStatus, testConfig, waitFor } from '../helpers/harness.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';
 
 const HOME = 'T0OPS0001';
@@ -214,16 +214,7 @@ describe('the policy, enforced by the running bot', () => {
       reply,
     });
 
-  const settled = (id: string) =>
-    waitFor(
-      async () => {
-        const { rows } = await app.pool.query(`SELECT status FROM countersign.work_items WHERE id = $1`, [id]);
-        const status = rows[0]?.status as string | undefined;
-        return status && status !== 'queued' && status !== 'running' ? status : undefined;
-      },
-      30_000,
-      `work item ${id} to settle`,
-    );
+  const settled = (id: string) => restingStatus(app.pool, id);
 
   const envelopeOf = (itemId: string) =>
     waitFor(

@@ -49,6 +49,7 @@ describe('floors: writes that a one-person click must not make', () => {
     'x/HEAD',
     'x/packed-refs',
     'a/.git/config',
+    'skills',
   ])('%s needs a countersignature', (path) => {
     expect(write(path)).toMatchObject({ outcome: 'countersign', risk: 'high' });
   });
