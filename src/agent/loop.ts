@@ -1,75 +1,43 @@
-import type { Logger } from 'pino';
-import type { Queryable } from '../db/pool.ts';
-import type { ReplySink } from '../reply/reply-sink.ts';
 import type { AssistantMessage, Message, ToolCall, ToolResult } from './messages.ts';
-import { addUsage, type ModelProvider, type ModelRequest, type ModelRound } from './model.ts';
+import { addUsage, type ModelProvider, type ModelRequest, type ModelRound, type RoundCallbacks } from './model.ts';
 import { metrics } from '../metrics.ts';
-import { fitToBudget } from './tools/result-budget.ts';
 import type { ToolRegistry } from './tools/registry.ts';
-import {
-  admitArgs,
-  DEFAULT_TOOL_TIMEOUT_SECONDS,
-  needsApproval,
-  timeLimitOf,
-  type AnyTool,
-  type ToolOutput,
-} from './tools/tool.ts';
-import type { Requester } from '../core/person.ts';
+import { admitArgs } from './tools/tool.ts';
 import type { CallDecision } from '../core/work-item.ts';
-import {
-  findToolExecution,
-  recordModelRound,
-  recordToolResult,
-  recordToolStart,
-  saveCheckpoint,
-  type RoundRecord,
-} from './turn-store.ts';
+import { recordModelRound, saveCheckpoint, type RoundRecord } from './turn-store.ts';
 import type { TurnState } from './turn-state.ts';
+import { ruleCall, type RulingDeps } from './call-ruling.ts';
+import {
+  executeToolCall,
+  type ToolCallContext,
+  type ToolExecutionDeps,
+  type ToolExecutionSettings,
+} from './tool-execution.ts';
 
-export interface TurnSettings {
-  /** Tool results longer than this (estimated tokens) are cut to fit. */
-  toolResultMaxTokens?: number;
-  /** TOOL_TIMEOUT_SECONDS: a tool call's time limit unless the tool asks for more (run_command). */
-  toolTimeoutSeconds?: number;
+// The policy's types are named where the loop's callers (queue, approval) already look for them.
+export type { CallRuling, GrantUse } from './call-ruling.ts';
+
+export interface TurnSettings extends ToolExecutionSettings {
   maxRounds: number;
   emptyRoundRetries: number;
   maxTokens: number;
 }
 
-export interface TurnContext {
-  workItemId: string;
-  conversationId: string;
-  requester: Requester;
+export interface TurnContext extends ToolCallContext {
   /** The system prompt for this turn. */
   system: string;
   /** Earlier messages of the conversation. */
   history: Message[];
 }
 
-export interface TurnDeps {
-  db: Queryable;
-  provider: ModelProvider;
-  tools: ToolRegistry;
-  sink: ReplySink;
+/** What a turn needs: tool execution's and the policy's parts (see their modules), and the loop's own. */
+export interface TurnDeps extends ToolExecutionDeps, RulingDeps {
   settings: TurnSettings;
-  log: Logger;
-  signal: AbortSignal;
+  provider: ModelProvider;
   /** Runs before every model round (checks for a stop request). */
   beforeRound?: (round: number) => Promise<void>;
   /** Told about each call a person decided on, once its result is known (approval audit). */
   onDecidedCall?: (call: ToolCall, decision: CallDecision, result: ToolResult) => Promise<void>;
-  /**
-   * What the policy says of a call with valid arguments. Absent: each tool's own `approval` decides
-   * (`ask` or `allow`).
-   */
-  rule?: (call: ToolCall) => CallRuling | Promise<CallRuling>;
-  /** Told about each call a rule decided without a person (allowed or denied), before it runs (audit). */
-  onRuled?: (call: ToolCall, ruling: CallRuling) => Promise<void>;
-  /**
-   * For a call that would wait for a person: a standing grant that covers it, claimed (and audited)
-   * atomically, or undefined. A covered call runs at once, saying whose grant allowed it.
-   */
-  useGrant?: (call: ToolCall) => Promise<GrantUse | undefined>;
   /**
    * At a safe point — before a model round (any running tool has finished), or when an answer would
    * be final — what the conversation's newer messages do: `steered` when they joined `state` (and a
@@ -84,36 +52,6 @@ export class Superseded extends Error {
     super('a newer message supersedes this turn');
     this.name = 'Superseded';
   }
-}
-
-/** A standing grant a call ran under: shown in the progress line while it runs. */
-export interface GrantUse {
-  grantId: string;
-  /** e.g. "allowed by a grant from Alice, expires 2026-12-01 14:00 UTC" */
-  note: string;
-}
-
-/** The policy's outcome for one call, and the rule that decided it (`name, source`). */
-export interface CallRuling {
-  outcome: 'allow' | 'ask' | 'countersign' | 'deny';
-  rule: string;
-  /** Why a call is denied, from the rule. */
-  message?: string;
-}
-
-function ownRuling(tool: AnyTool, args: unknown): CallRuling {
-  return needsApproval(tool, args) ? { outcome: 'ask', rule: 'tool' } : { outcome: 'allow', rule: 'tool' };
-}
-
-/** The tool result of a call the policy refused: the model hears which rule, and why. */
-function policyDenial(call: ToolCall, ruling: CallRuling): ToolResult {
-  const why = ruling.message ? ` ${ruling.message}` : '';
-  return {
-    toolCallId: call.id,
-    name: call.name,
-    content: `The policy does not allow this call (rule ${ruling.rule}), so it was not run.${why} Do not try it again; tell the person what you would have done instead.`,
-    isError: true,
-  };
 }
 
 export type TurnOutcome =
@@ -154,6 +92,39 @@ function joinText(previous: string, next: string): string {
 }
 
 /**
+ * Streams a round's text into the reply after the text of earlier rounds (`prefix`), separated the
+ * way joinText joins them; a restarted round starts its separation again.
+ */
+function streamAfter(prefix: string, sink: TurnDeps['sink']): RoundCallbacks {
+  let separated = false;
+  return {
+    onText: (delta) => {
+      const piece = separated ? delta : joinText(prefix, delta).slice(prefix.length);
+      separated = true;
+      sink.append(piece);
+    },
+    onRoundRestart: () => {
+      separated = false;
+      sink.restartRound();
+    },
+  };
+}
+
+/**
+ * A round's model usage, written once: with the checkpoint that ends the round (one round trip), or
+ * before the first tool of the round runs, whichever comes first. `record` is undefined once written.
+ */
+interface RoundUsage {
+  record: RoundRecord | undefined;
+}
+
+async function recordUsageNow(ctx: TurnContext, deps: TurnDeps, usage: RoundUsage): Promise<void> {
+  if (!usage.record) return;
+  await recordModelRound(deps.db, ctx.workItemId, usage.record);
+  usage.record = undefined;
+}
+
+/**
  * Runs a turn from its current state to a resting point: a final answer, or calls that wait for a
  * person's approval. After every round the state is checkpointed, so a replay (another worker after
  * a crash) resumes from the last completed round, and every tool execution is recorded by its
@@ -161,134 +132,122 @@ function joinText(previous: string, next: string): string {
  */
 export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDeps): Promise<TurnOutcome> {
   const state: TurnState = structuredClone(initial);
-  const { sink, settings } = deps;
   if (state.final) return { kind: 'final', text: state.text, state };
-  sink.restoreText(state.text);
+  deps.sink.restoreText(state.text);
   if (state.pendingApproval.length > 0) {
     // Parked before a crash, but the envelope never committed: ask again rather than run on without it.
     if (!state.approvalDecisions) return { kind: 'awaiting_approval', calls: state.pendingApproval, state };
     await applyDecisions(ctx, state, deps);
   }
+  while (state.round < deps.settings.maxRounds) {
+    const outcome = await runRound(ctx, state, deps);
+    if (outcome) return outcome;
+  }
+  return answerAtRoundLimit(ctx, state, deps);
+}
 
-  while (state.round < settings.maxRounds) {
-    await deps.beforeRound?.(state.round);
-    deps.signal.throwIfAborted();
-    if ((await deps.followUps?.(state, 'round')) === 'superseded') throw new Superseded();
-    const retryingEmpty = state.emptyRetries > 0;
-    const request: ModelRequest = {
-      system: retryingEmpty ? `${ctx.system}\n\n${EMPTY_ROUND_GUIDANCE}` : ctx.system,
-      messages: [...ctx.history, ...state.messages],
-      tools: deps.tools.specs(),
-      maxTokens: settings.maxTokens,
-    };
-    const prefix = state.text;
-    let separated = false;
-    sink.beginRound();
-    const answer = await deps.provider.streamRound(
-      request,
-      {
-        onText: (delta) => {
-          if (!separated) {
-            separated = true;
-            const joined = joinText(prefix, delta);
-            sink.append(joined.slice(prefix.length));
-          } else {
-            sink.append(delta);
-          }
-        },
-        onRoundRestart: () => {
-          separated = false;
-          sink.restartRound();
-        },
-      },
-      deps.signal,
-    );
-    // The round's usage is written with the checkpoint that ends the round (one round trip), or
-    // before the first tool of the round runs, whichever comes first.
-    let unrecorded: RoundRecord | undefined = { conversationId: ctx.conversationId, round: state.round, answer };
-    countRound(answer);
-    state.usage = addUsage(state.usage, answer.usage);
-    state.round += 1;
+/** One model round and its tool calls; undefined when the turn goes on to another round. */
+async function runRound(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<TurnOutcome | undefined> {
+  await deps.beforeRound?.(state.round);
+  deps.signal.throwIfAborted();
+  if ((await deps.followUps?.(state, 'round')) === 'superseded') throw new Superseded();
+  const answer = await streamRound(ctx, state, deps);
+  const usage: RoundUsage = { record: { conversationId: ctx.conversationId, round: state.round, answer } };
+  countRound(answer);
+  state.usage = addUsage(state.usage, answer.usage);
+  state.round += 1;
 
-    if (!answer.text.trim() && answer.toolCalls.length === 0) {
-      if (state.emptyRetries < settings.emptyRoundRetries) {
-        state.emptyRetries += 1;
-        deps.log.warn(
-          { round: state.round, retry: state.emptyRetries },
-          'model returned an empty round; retrying with guidance',
-        );
-        await checkpoint(ctx, state, deps, unrecorded);
-        continue;
-      }
-      deps.log.warn({ round: state.round }, 'model kept returning empty rounds; answering with the recovery message');
-      return finish(ctx, state, deps, unrecorded, joinText(state.text, RECOVERY_MESSAGE), RECOVERY_MESSAGE);
+  if (!answer.text.trim() && answer.toolCalls.length === 0) return answerEmptyRound(ctx, state, deps, usage);
+  state.emptyRetries = 0;
+  state.text = joinText(state.text, answer.text);
+  // From here on each call carries the arguments its tool will run with: the policy, the card,
+  // the plan hash, grants and the history all see that one object.
+  const toolCalls = answer.toolCalls.map((call) => admittedCall(deps.tools, call));
+  const assistant: AssistantMessage = { role: 'assistant', text: answer.text, toolCalls };
+  state.messages.push(assistant);
+
+  if (toolCalls.length === 0) {
+    // A message that came while this answer was written joins the turn instead of waiting. Only
+    // then is the answer checkpointed as a step: a checkpoint holding an answer not marked final
+    // would make a replay after a crash ask the model again.
+    if ((await deps.followUps?.(state, 'final')) === 'steered') {
+      await checkpoint(ctx, state, deps, usage.record);
+      return undefined;
     }
-    state.emptyRetries = 0;
-    state.text = joinText(state.text, answer.text);
-    // From here on each call carries the arguments its tool will run with: the policy, the card,
-    // the plan hash, grants and the history all see that one object.
-    const toolCalls = answer.toolCalls.map((call) => admittedCall(deps.tools, call));
-    const assistant: AssistantMessage = { role: 'assistant', text: answer.text, toolCalls };
-    state.messages.push(assistant);
-
-    if (toolCalls.length === 0) {
-      // A message that came while this answer was written joins the turn instead of waiting. Only
-      // then is the answer checkpointed as a step: a checkpoint holding an answer not marked final
-      // would make a replay after a crash ask the model again.
-      if ((await deps.followUps?.(state, 'final')) === 'steered') {
-        await checkpoint(ctx, state, deps, unrecorded);
-        continue;
-      }
-      return finish(ctx, state, deps, unrecorded, state.text);
-    }
-
-    // What the model said before its calls is its plan: the task timeline's heading where there is one.
-    const plan = planTitle(answer.text);
-    if (plan) sink.task?.({ id: 'plan', kind: 'plan', title: plan, status: 'in_progress' });
-
-    // Calls that need nobody's approval run now; the rest wait for a person.
-    const waiting: ToolCall[] = [];
-    const results: ToolResult[] = [];
-    for (const call of toolCalls) {
-      const tool = deps.tools.get(call.name);
-      // Unknown tools and bad arguments are answered by executeToolCall with an error, never run.
-      const admitted = tool && !call.argsError && admitArgs(tool, call.args).ok;
-      const ruling = admitted ? await (deps.rule?.(call) ?? ownRuling(tool, call.args)) : undefined;
-      const grant =
-        ruling?.outcome === 'ask' || ruling?.outcome === 'countersign' ? await deps.useGrant?.(call) : undefined;
-      if (grant) {
-        if (unrecorded) {
-          await recordModelRound(deps.db, ctx.workItemId, unrecorded);
-          unrecorded = undefined;
-        }
-        results.push(await executeToolCall(ctx, call, deps, grant.note));
-      } else if (ruling?.outcome === 'ask' || ruling?.outcome === 'countersign') {
-        waiting.push(call);
-      } else if (ruling?.outcome === 'deny') {
-        await deps.onRuled?.(call, ruling);
-        results.push(policyDenial(call, ruling));
-      } else {
-        if (ruling) await deps.onRuled?.(call, ruling);
-        if (unrecorded) {
-          await recordModelRound(deps.db, ctx.workItemId, unrecorded);
-          unrecorded = undefined;
-        }
-        results.push(await executeToolCall(ctx, call, deps));
-      }
-    }
-    if (waiting.length > 0) {
-      state.pendingApproval = waiting;
-      // Results of the calls that already ran are kept until the decisions arrive.
-      if (results.length > 0) state.messages.push({ role: 'tool', results });
-      sink.setStatus(undefined);
-      await checkpoint(ctx, state, deps, unrecorded);
-      return { kind: 'awaiting_approval', calls: waiting, state };
-    }
-    state.messages.push({ role: 'tool', results });
-    await checkpoint(ctx, state, deps, unrecorded);
+    return finish(ctx, state, deps, usage.record, state.text);
   }
 
-  return answerAtRoundLimit(ctx, state, deps);
+  // What the model said before its calls is its plan: the task timeline's heading where there is one.
+  const plan = planTitle(answer.text);
+  if (plan) deps.sink.task?.({ id: 'plan', kind: 'plan', title: plan, status: 'in_progress' });
+
+  const { waiting, results } = await ruleAndRunCalls(ctx, toolCalls, deps, usage);
+  if (waiting.length > 0) {
+    state.pendingApproval = waiting;
+    // Results of the calls that already ran are kept until the decisions arrive.
+    if (results.length > 0) state.messages.push({ role: 'tool', results });
+    deps.sink.setStatus(undefined);
+    await checkpoint(ctx, state, deps, usage.record);
+    return { kind: 'awaiting_approval', calls: waiting, state };
+  }
+  state.messages.push({ role: 'tool', results });
+  await checkpoint(ctx, state, deps, usage.record);
+  return undefined;
+}
+
+/** Asks the model for the next round, streaming its text into the reply. */
+function streamRound(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<ModelRound> {
+  const retryingEmpty = state.emptyRetries > 0;
+  const request: ModelRequest = {
+    system: retryingEmpty ? `${ctx.system}\n\n${EMPTY_ROUND_GUIDANCE}` : ctx.system,
+    messages: [...ctx.history, ...state.messages],
+    tools: deps.tools.specs(),
+    maxTokens: deps.settings.maxTokens,
+  };
+  const callbacks = streamAfter(state.text, deps.sink);
+  deps.sink.beginRound();
+  return deps.provider.streamRound(request, callbacks, deps.signal);
+}
+
+/** An empty round is retried with guidance a few times, then answered with the recovery message. */
+async function answerEmptyRound(
+  ctx: TurnContext,
+  state: TurnState,
+  deps: TurnDeps,
+  usage: RoundUsage,
+): Promise<TurnOutcome | undefined> {
+  if (state.emptyRetries < deps.settings.emptyRoundRetries) {
+    state.emptyRetries += 1;
+    deps.log.warn(
+      { round: state.round, retry: state.emptyRetries },
+      'model returned an empty round; retrying with guidance',
+    );
+    await checkpoint(ctx, state, deps, usage.record);
+    return undefined;
+  }
+  deps.log.warn({ round: state.round }, 'model kept returning empty rounds; answering with the recovery message');
+  return finish(ctx, state, deps, usage.record, joinText(state.text, RECOVERY_MESSAGE), RECOVERY_MESSAGE);
+}
+
+/** Calls that need nobody's approval run now (in order); the rest wait for a person. */
+async function ruleAndRunCalls(
+  ctx: TurnContext,
+  toolCalls: ToolCall[],
+  deps: TurnDeps,
+  usage: RoundUsage,
+): Promise<{ waiting: ToolCall[]; results: ToolResult[] }> {
+  const waiting: ToolCall[] = [];
+  const results: ToolResult[] = [];
+  for (const call of toolCalls) {
+    const verdict = await ruleCall(call, deps);
+    if (verdict.kind === 'wait') waiting.push(call);
+    else if (verdict.kind === 'denied') results.push(verdict.result);
+    else {
+      await recordUsageNow(ctx, deps, usage);
+      results.push(await executeToolCall(ctx, call, deps, verdict.note));
+    }
+  }
+  return { waiting, results };
 }
 
 /** A call with the arguments its tool accepted (defaults filled in); a refused one stays as sent. */
@@ -392,8 +351,7 @@ function compactTranscript(messages: Message[]): string {
 async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<TurnOutcome> {
   deps.log.warn({ rounds: state.round }, 'round limit reached; asking for a summary answer');
   deps.sink.beginRound();
-  const prefix = state.text;
-  let separated = false;
+  const callbacks = streamAfter(state.text, deps.sink);
   let text = '';
   let round: RoundRecord | undefined;
   try {
@@ -404,17 +362,7 @@ async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: Turn
         tools: [],
         maxTokens: Math.min(deps.settings.maxTokens, 1024),
       },
-      {
-        onText: (delta) => {
-          const piece = separated ? delta : joinText(prefix, delta).slice(prefix.length);
-          separated = true;
-          deps.sink.append(piece);
-        },
-        onRoundRestart: () => {
-          separated = false;
-          deps.sink.restartRound();
-        },
-      },
+      callbacks,
       deps.signal,
     );
     round = { conversationId: ctx.conversationId, round: state.round, answer };
@@ -431,122 +379,4 @@ async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: Turn
   state.final = true;
   await checkpoint(ctx, state, deps, round);
   return { kind: 'final', text: state.text, state };
-}
-
-function asOutput(value: ToolOutput | string): ToolOutput {
-  return typeof value === 'string' ? { content: value } : value;
-}
-
-/** Why a tool call was abandoned: it ran past its time limit. */
-class ToolTimeLimitError extends Error {
-  constructor(limitSeconds: number) {
-    super(`the tool call exceeded its time limit of ${limitSeconds} s`);
-    this.name = 'ToolTimeLimitError';
-  }
-}
-
-/**
- * Runs one tool call at most once: a replay finds the recorded result; a call whose outcome a crash
- * left unknown is run again only if the tool is idempotent and the call is still within its time
- * limit, otherwise the model is told. A call that runs past its time limit is abandoned (its signal
- * aborts) and recorded as failed, so it is never replayed.
- */
-export async function executeToolCall(
-  ctx: TurnContext,
-  call: ToolCall,
-  deps: TurnDeps,
-  /** Why it runs without a card, for the progress line (a grant). */
-  note?: string,
-): Promise<ToolResult> {
-  const result = (output: ToolOutput): ToolResult => ({
-    toolCallId: call.id,
-    name: call.name,
-    content: output.content,
-    isError: output.isError ?? false,
-  });
-  const tool = deps.tools.get(call.name);
-  if (!tool) {
-    const known = deps.tools
-      .list()
-      .map((t) => t.name)
-      .join(', ');
-    return result({ content: `There is no tool named "${call.name}". Available tools: ${known}.`, isError: true });
-  }
-  if (call.argsError) {
-    return result({
-      content: `Your arguments for ${call.name} were not valid JSON (${call.argsError}). Send them again as a JSON object.`,
-      isError: true,
-    });
-  }
-  const parsed = admitArgs(tool, call.args);
-  if (!parsed.ok) return result({ content: `Invalid arguments for ${call.name}: ${parsed.problem}`, isError: true });
-
-  const limitSeconds = timeLimitOf(tool, parsed.args, deps.settings.toolTimeoutSeconds ?? DEFAULT_TOOL_TIMEOUT_SECONDS);
-  const previous = await findToolExecution(deps.db, ctx.workItemId, call.id, limitSeconds);
-  if (previous?.status === 'finished') return result(previous.result);
-  if (previous?.status === 'started' && (previous.overdue || !tool.idempotent)) {
-    // Overdue: the worker that ran it most likely froze on this very input (and was declared dead),
-    // so running it again would freeze this worker too. That holds for read-only tools as well.
-    const content = previous.overdue
-      ? `The ${call.name} call started earlier did not finish within its time limit of ${limitSeconds} s (the worker running it stopped responding). It was not run again. Try a narrower or simpler call instead.`
-      : `The ${call.name} call was interrupted by a worker restart and its outcome is unknown. It was not run again. Check its effect before retrying.`;
-    const output: ToolOutput = { content, isError: true };
-    await recordToolResult(deps.db, ctx.workItemId, call.id, output);
-    metrics.toolCalls.inc({ tool: call.name, outcome: 'error' });
-    return result(output);
-  }
-  if (!previous) {
-    const inserted = await recordToolStart(deps.db, ctx.workItemId, call.id, call.name, parsed.args);
-    if (!inserted && !tool.idempotent) {
-      return result({
-        content: `The ${call.name} call is already being handled elsewhere; it was not run twice.`,
-        isError: true,
-      });
-    }
-  }
-
-  deps.sink.setStatus(note ? `Running \`${call.name}\` — ${note}…` : `Running \`${call.name}\`…`);
-  const task = { id: call.id, title: call.name, ...(note ? { details: note } : {}) };
-  deps.sink.task?.({ ...task, status: 'in_progress' });
-  let output: ToolOutput;
-  const limit = new AbortController();
-  const signal = AbortSignal.any([deps.signal, limit.signal]);
-  let timer: NodeJS.Timeout | undefined;
-  const overdue = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      limit.abort(new ToolTimeLimitError(limitSeconds));
-      reject(limit.signal.reason);
-    }, limitSeconds * 1000);
-  });
-  try {
-    const running = tool.execute(parsed.args, {
-      workItemId: ctx.workItemId,
-      conversationId: ctx.conversationId,
-      requester: ctx.requester,
-      signal,
-      log: deps.log.child({ tool: call.name, toolCallId: call.id }),
-    });
-    // An abandoned call may still settle later; nobody is listening then.
-    running.catch(() => undefined);
-    output = asOutput(await Promise.race([running, overdue]));
-  } catch (error) {
-    if (error instanceof ToolTimeLimitError) {
-      deps.log.warn({ tool: call.name, toolCallId: call.id, limitSeconds }, 'tool call exceeded its time limit');
-      output = {
-        content: `${call.name} did not finish within its time limit of ${limitSeconds} s and was abandoned. It will not be run again automatically. Try a narrower or simpler call instead.`,
-        isError: true,
-      };
-    } else {
-      if (deps.signal.aborted) throw error;
-      output = { content: `${call.name} failed: ${(error as Error).message}`, isError: true };
-    }
-  } finally {
-    clearTimeout(timer);
-    deps.sink.setStatus(undefined);
-  }
-  deps.sink.task?.({ ...task, status: output.isError ? 'error' : 'complete' });
-  output = { ...output, content: fitToBudget(output.content, deps.settings.toolResultMaxTokens) };
-  await recordToolResult(deps.db, ctx.workItemId, call.id, output);
-  metrics.toolCalls.inc({ tool: call.name, outcome: output.isError ? 'error' : 'ok' });
-  return result(output);
 }

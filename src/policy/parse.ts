@@ -2,10 +2,17 @@ import { readFileSync } from 'node:fs';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
 import type { ZodError } from 'zod';
 import { approverPatterns, builtinRules, type PolicyOptions } from './defaults.ts';
-import { Policy, type CompiledRule, type CompiledWho, type CompiledWhere } from './engine.ts';
+import { Policy, type CompiledRule, type CompiledWho, type CompiledWhere, type PolicyParts } from './engine.ts';
 import { compileNameGlob, compilePathGlob } from './glob.ts';
 import { parsePerson, type PersonPattern } from './person.ts';
-import { APPROVERS_GROUP, GROUP_NAME, PolicySchema, type WhereMatch, type WhoMatch } from './schema.ts';
+import {
+  APPROVERS_GROUP,
+  GROUP_NAME,
+  PolicySchema,
+  type RuleSchema,
+  type WhereMatch,
+  type WhoMatch,
+} from './schema.ts';
 
 /** One thing wrong with a policy file, where it is. `line` and `column` are 1-based. */
 export interface PolicyProblem {
@@ -205,98 +212,17 @@ function who(match: WhoMatch, resolve: Resolver, path: Path): CompiledWho {
  * problem with its line and column, and compiles it. Never throws on bad input.
  */
 export function parsePolicy(text: string, file: string, options: PolicyOptions = {}): PolicyParse {
-  const locate = new Locator(file);
-  const doc = parseDocument(text, { lineCounter: locate.lineCounter, uniqueKeys: true, prettyErrors: false });
-  locate.contents = doc.contents as Node | null;
-  if (doc.errors.length > 0) {
-    return {
-      ok: false,
-      problems: doc.errors.map((e) => {
-        const pos = e.linePos?.[0] ?? { line: 1, col: 1 };
-        return { file, line: pos.line, column: pos.col, message: e.message.split('\n')[0]! };
-      }),
-    };
-  }
-  const raw: unknown = doc.toJS({ maxAliasCount: 100 });
-  if (raw === null || raw === undefined)
-    return {
-      ok: false,
-      problems: [locate.at(0, 'the policy file is empty; write at least "rules: []" (see docs/policy.md)')],
-    };
-  const parsed = PolicySchema.safeParse(raw);
-  if (!parsed.success) return { ok: false, problems: zodProblems(parsed.error, locate, raw) };
-  const spec = parsed.data;
+  const read = readPolicySpec(text, file);
+  if (!read.ok) return read;
+  const { spec, locate } = read;
 
   const approversEnv = approverPatterns(options.approvers ?? []);
   const resolve = new Resolver(spec.groups ?? {}, approversEnv, locate);
   const problems = resolve.problems;
   const defaultApprovers = resolve.people(spec.approvers, ['approvers']) ?? approversEnv;
-
-  const names = new Set<string>();
-  const rules: CompiledRule[] = spec.rules.map((rule, i) => {
-    const path = ['rules', i];
-    const name = rule.name ?? `rules[${i}]`;
-    if (rule.name !== undefined) {
-      if (rule.name.startsWith('default:'))
-        problems.push(locate.problem([...path, 'name'], 'names starting with "default:" belong to the built-in rules'));
-      else if (names.has(rule.name))
-        problems.push(locate.problem([...path, 'name'], `another rule is already named "${rule.name}"`));
-      names.add(rule.name);
-    }
-    const approvers = resolve.people(rule.approvers, [...path, 'approvers']);
-    const decides = rule.outcome === 'ask' || rule.outcome === 'countersign';
-    if (rule.approvers && !decides)
-      problems.push(
-        locate.problem([...path, 'approvers'], `approvers only apply to ask and countersign, not ${rule.outcome}`),
-      );
-    if (rule.grantable && !decides)
-      problems.push(locate.problem([...path, 'grantable'], `only ask and countersign rules can be grantable`));
-    if (rule.grant && !decides)
-      problems.push(locate.problem([...path, 'grant'], `only ask and countersign rules can have grant patterns`));
-    if (rule.grant && rule.grantable === false)
-      problems.push(
-        locate.problem([...path, 'grant'], `grant patterns need a grantable rule (grantable is false here)`),
-      );
-    if (rule.outcome === 'countersign' && (approvers ?? defaultApprovers).length === 0)
-      problems.push(
-        locate.problem(
-          [...path, 'outcome'],
-          'countersign needs someone to countersign: give the rule approvers, set approvers at the top, or set APPROVERS',
-        ),
-      );
-    const from = resolve.people(rule.from, [...path, 'from']);
-    const line = locate.lineCounter.linePos(locate.offset(path)).line;
-    return {
-      ref: { name, source: `${file}:${line}` },
-      tools: rule.tool.map(compileNameGlob),
-      ...(rule.kind ? { kinds: rule.kind } : {}),
-      ...(rule.mcp ? { mcp: rule.mcp } : {}),
-      ...(rule.paths ? { paths: rule.paths.map(compilePathGlob) } : {}),
-      ...(rule.command ? { command: rule.command } : {}),
-      ...(rule.args
-        ? { args: Object.fromEntries(Object.entries(rule.args).map(([k, v]) => [k, Array.isArray(v) ? v : [v]])) }
-        : {}),
-      ...(from ? { from } : {}),
-      ...(rule.where ? { where: where(rule.where)! } : {}),
-      outcome: rule.outcome,
-      ...(approvers ? { approvers } : {}),
-      ...(rule.message !== undefined
-        ? { message: rule.message }
-        : rule.outcome === 'deny'
-          ? { message: `The policy does not allow this (rule ${name}).` }
-          : {}),
-      ...(rule.risk ? { risk: rule.risk } : {}),
-      grantable: rule.grantable ?? rule.outcome === 'ask',
-      ...(rule.grant ? { grant: rule.grant } : {}),
-    };
-  });
-
-  const gate = spec.requesters;
-  const requesters = gate && {
-    ...(gate.allow ? { allow: gate.allow.map((m, i) => who(m, resolve, ['requesters', 'allow', i])) } : {}),
-    ...(gate.deny ? { deny: gate.deny.map((m, i) => who(m, resolve, ['requesters', 'deny', i])) } : {}),
-    ...(gate.refusal ? { refusal: gate.refusal } : {}),
-  };
+  const compiling: RuleCompiling = { file, locate, resolve, defaultApprovers, names: new Set<string>() };
+  const rules = spec.rules.map((rule, i) => compileRule(rule, i, compiling));
+  const requesters = compileRequesters(spec.requesters, resolve);
   if (problems.length > 0) return { ok: false, problems: dedupe(problems) };
 
   return {
@@ -318,6 +244,126 @@ export function parsePolicy(text: string, file: string, options: PolicyOptions =
       ...builtinRules(defaultApprovers.length > 0, options),
     }),
   };
+}
+
+type SpecRead = { ok: true; spec: PolicySchema; locate: Locator } | { ok: false; problems: PolicyProblem[] };
+
+/** The file's YAML checked against the schema, with the positions of its nodes; or its problems. */
+function readPolicySpec(text: string, file: string): SpecRead {
+  const locate = new Locator(file);
+  const doc = parseDocument(text, { lineCounter: locate.lineCounter, uniqueKeys: true, prettyErrors: false });
+  locate.contents = doc.contents as Node | null;
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      problems: doc.errors.map((e) => {
+        const pos = e.linePos?.[0] ?? { line: 1, col: 1 };
+        return { file, line: pos.line, column: pos.col, message: e.message.split('\n')[0]! };
+      }),
+    };
+  }
+  const raw: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (raw === null || raw === undefined)
+    return {
+      ok: false,
+      problems: [locate.at(0, 'the policy file is empty; write at least "rules: []" (see docs/policy.md)')],
+    };
+  const parsed = PolicySchema.safeParse(raw);
+  if (!parsed.success) return { ok: false, problems: zodProblems(parsed.error, locate, raw) };
+  return { ok: true, spec: parsed.data, locate };
+}
+
+/** What compiling each rule shares: where problems go (`resolve.problems`) and the names taken so far. */
+interface RuleCompiling {
+  file: string;
+  locate: Locator;
+  resolve: Resolver;
+  defaultApprovers: PersonPattern[];
+  names: Set<string>;
+}
+
+function compileRule(rule: RuleSchema, i: number, c: RuleCompiling): CompiledRule {
+  const path = ['rules', i];
+  const name = rule.name ?? `rules[${i}]`;
+  checkRuleName(rule, path, c);
+  const approvers = c.resolve.people(rule.approvers, [...path, 'approvers']);
+  checkRuleOutcome(rule, path, approvers ?? c.defaultApprovers, c);
+  const from = c.resolve.people(rule.from, [...path, 'from']);
+  const line = c.locate.lineCounter.linePos(c.locate.offset(path)).line;
+  return {
+    ref: { name, source: `${c.file}:${line}` },
+    tools: rule.tool.map(compileNameGlob),
+    ...(rule.kind ? { kinds: rule.kind } : {}),
+    ...(rule.mcp ? { mcp: rule.mcp } : {}),
+    ...(rule.paths ? { paths: rule.paths.map(compilePathGlob) } : {}),
+    ...(rule.command ? { command: rule.command } : {}),
+    ...(rule.args
+      ? { args: Object.fromEntries(Object.entries(rule.args).map(([k, v]) => [k, Array.isArray(v) ? v : [v]])) }
+      : {}),
+    ...(from ? { from } : {}),
+    ...(rule.where ? { where: where(rule.where)! } : {}),
+    outcome: rule.outcome,
+    ...(approvers ? { approvers } : {}),
+    ...(rule.message !== undefined
+      ? { message: rule.message }
+      : rule.outcome === 'deny'
+        ? { message: `The policy does not allow this (rule ${name}).` }
+        : {}),
+    ...(rule.risk ? { risk: rule.risk } : {}),
+    grantable: rule.grantable ?? rule.outcome === 'ask',
+    ...(rule.grant ? { grant: rule.grant } : {}),
+  };
+}
+
+/** A rule's own name must not look built-in or repeat another's. */
+function checkRuleName(rule: RuleSchema, path: Path, { locate, resolve, names }: RuleCompiling): void {
+  if (rule.name === undefined) return;
+  if (rule.name.startsWith('default:'))
+    resolve.problems.push(
+      locate.problem([...path, 'name'], 'names starting with "default:" belong to the built-in rules'),
+    );
+  else if (names.has(rule.name))
+    resolve.problems.push(locate.problem([...path, 'name'], `another rule is already named "${rule.name}"`));
+  names.add(rule.name);
+}
+
+/** Approvers and grants only mean something on rules a person decides, and countersign needs someone. */
+function checkRuleOutcome(
+  rule: RuleSchema,
+  path: Path,
+  approvers: PersonPattern[],
+  { locate, resolve }: RuleCompiling,
+): void {
+  const problems = resolve.problems;
+  const decides = rule.outcome === 'ask' || rule.outcome === 'countersign';
+  if (rule.approvers && !decides)
+    problems.push(
+      locate.problem([...path, 'approvers'], `approvers only apply to ask and countersign, not ${rule.outcome}`),
+    );
+  if (rule.grantable && !decides)
+    problems.push(locate.problem([...path, 'grantable'], `only ask and countersign rules can be grantable`));
+  if (rule.grant && !decides)
+    problems.push(locate.problem([...path, 'grant'], `only ask and countersign rules can have grant patterns`));
+  if (rule.grant && rule.grantable === false)
+    problems.push(locate.problem([...path, 'grant'], `grant patterns need a grantable rule (grantable is false here)`));
+  if (rule.outcome === 'countersign' && approvers.length === 0)
+    problems.push(
+      locate.problem(
+        [...path, 'outcome'],
+        'countersign needs someone to countersign: give the rule approvers, set approvers at the top, or set APPROVERS',
+      ),
+    );
+}
+
+/** Who may ask at all (`requesters`), with group names expanded. */
+function compileRequesters(gate: PolicySchema['requesters'], resolve: Resolver): PolicyParts['requesters'] {
+  return (
+    gate && {
+      ...(gate.allow ? { allow: gate.allow.map((m, i) => who(m, resolve, ['requesters', 'allow', i])) } : {}),
+      ...(gate.deny ? { deny: gate.deny.map((m, i) => who(m, resolve, ['requesters', 'deny', i])) } : {}),
+      ...(gate.refusal ? { refusal: gate.refusal } : {}),
+    }
+  );
 }
 
 function dedupe(problems: PolicyProblem[]): PolicyProblem[] {

@@ -202,16 +202,15 @@ export interface FrontmatterContext {
   folderName: string;
 }
 
+type FieldValues = Partial<Record<(typeof ALLOWED_KEYS)[number], unknown>>;
+
 /** Checks parsed frontmatter against the Agent Skills format. Every problem carries its key's line. */
-export function validateFrontmatter(
-  data: unknown,
-  { file, keyLines, folderName }: FrontmatterContext,
-): FrontmatterCheck {
+export function validateFrontmatter(data: unknown, context: FrontmatterContext): FrontmatterCheck {
   if (typeof data !== 'object' || data === null || Array.isArray(data) || data instanceof Date) {
     return {
       problems: [
         skillError(
-          file,
+          context.file,
           2,
           `the frontmatter must be YAML keys (name: …, description: …), but it is ${describeYamlValue(data)}`,
         ),
@@ -219,92 +218,9 @@ export function validateFrontmatter(
     };
   }
   const record = data as Record<string, unknown>;
-  const problems: SkillProblem[] = [];
-  const lineOf = (key: string) => keyLines.top.get(key) ?? 1;
-
-  for (const key of Object.keys(record)) {
-    if (ALLOWED_KEY_SET.has(key)) continue;
-    problems.push(
-      skillWarning(
-        file,
-        lineOf(key),
-        `unknown key "${key}": the Agent Skills format allows ${ALLOWED_KEYS.join(', ')}; put extra fields under metadata`,
-      ),
-    );
-  }
-
-  const values: Partial<Record<(typeof ALLOWED_KEYS)[number], unknown>> = {};
-  for (const key of ALLOWED_KEYS) {
-    const rule = FIELD_RULES[key];
-    if (!(key in record)) {
-      if (rule.severity === 'error') {
-        const advice =
-          key === 'name' ? `add name: ${folderName}` : 'add a description of what the skill does and when to use it';
-        problems.push(skillError(file, 1, `missing required key "${key}": ${advice}`));
-      }
-      continue;
-    }
-    const result = rule.schema.safeParse(record[key]);
-    for (const issue of result.error?.issues ?? []) {
-      const nestedKey = issue.path[0];
-      const line =
-        (typeof nestedKey === 'string' ? keyLines.nested.get(key)?.get(nestedKey) : undefined) ?? lineOf(key);
-      const breaksSpec = (issue as { params?: { breaksSpec?: boolean } }).params?.breaksSpec === true;
-      problems.push(
-        rule.severity === 'error'
-          ? skillError(file, line, issue.message)
-          : breaksSpec
-            ? specViolation(file, line, issue.message)
-            : skillWarning(file, line, issue.message),
-      );
-    }
-    values[key] = result.success ? result.data : key === 'metadata' ? textEntries(record[key]) : undefined;
-  }
-
-  // The spec requires these; the client guide asks to warn and load anyway (the name is still a
-  // usable identifier, and the prompt catalog cuts long descriptions to its budget).
-  if (typeof values.name === 'string') {
-    const tooLong = nameTooLong(values.name);
-    if (tooLong) problems.push(specViolation(file, lineOf('name'), tooLong));
-    if (values.name !== normaliseSkillName(folderName)) {
-      problems.push(
-        specViolation(
-          file,
-          lineOf('name'),
-          `"name" "${values.name}" does not match its folder "${folderName}"; rename one so they are equal`,
-        ),
-      );
-    }
-  }
-  if (typeof values.description === 'string' && charCount(values.description) > LIMITS.descriptionChars) {
-    problems.push(
-      specViolation(
-        file,
-        lineOf('description'),
-        `"description" is ${charCount(values.description)} characters long; the limit is ${LIMITS.descriptionChars} — keep it to what and when, and move detail into the body`,
-      ),
-    );
-  }
-
-  if (typeof values.description === 'string' && isPlaceholderDescription(values.description)) {
-    problems.push(
-      skillWarning(
-        file,
-        lineOf('description'),
-        '"description" is still the placeholder `skills new` wrote; say what the skill does and when to use it (the model picks skills by it)',
-      ),
-    );
-  }
-  if (Array.isArray(record['allowed-tools']) && Array.isArray(values['allowed-tools'])) {
-    const tools = values['allowed-tools'] as string[];
-    problems.push(
-      skillWarning(
-        file,
-        lineOf('allowed-tools'),
-        `"allowed-tools" is a YAML list; the Agent Skills format makes it one line of space-separated names: allowed-tools: ${tools.join(' ')} (Countersign reads the list anyway)`,
-      ),
-    );
-  }
+  const problems: SkillProblem[] = unknownKeyWarnings(record, context);
+  const values = checkFields(record, context, problems);
+  problems.push(...specLimitProblems(values, context), ...adviceWarnings(record, values, context));
 
   problems.sort((a, b) => a.line - b.line);
   if (problems.some((p) => p.severity === 'error')) return { problems };
@@ -319,6 +235,117 @@ export function validateFrontmatter(
     }),
     problems,
   };
+}
+
+/** The line a top-level key is on (1 when it is missing). */
+const lineOf = (keyLines: KeyLines, key: string) => keyLines.top.get(key) ?? 1;
+
+function unknownKeyWarnings(record: Record<string, unknown>, { file, keyLines }: FrontmatterContext): SkillProblem[] {
+  return Object.keys(record)
+    .filter((key) => !ALLOWED_KEY_SET.has(key))
+    .map((key) =>
+      skillWarning(
+        file,
+        lineOf(keyLines, key),
+        `unknown key "${key}": the Agent Skills format allows ${ALLOWED_KEYS.join(', ')}; put extra fields under metadata`,
+      ),
+    );
+}
+
+/** Each known key checked by its FIELD_RULES entry; its problems are added to `problems`. */
+function checkFields(
+  record: Record<string, unknown>,
+  { file, keyLines, folderName }: FrontmatterContext,
+  problems: SkillProblem[],
+): FieldValues {
+  const values: FieldValues = {};
+  for (const key of ALLOWED_KEYS) {
+    const rule = FIELD_RULES[key];
+    if (!(key in record)) {
+      if (rule.severity === 'error') {
+        const advice =
+          key === 'name' ? `add name: ${folderName}` : 'add a description of what the skill does and when to use it';
+        problems.push(skillError(file, 1, `missing required key "${key}": ${advice}`));
+      }
+      continue;
+    }
+    const result = rule.schema.safeParse(record[key]);
+    for (const issue of result.error?.issues ?? []) {
+      const nestedKey = issue.path[0];
+      const line =
+        (typeof nestedKey === 'string' ? keyLines.nested.get(key)?.get(nestedKey) : undefined) ?? lineOf(keyLines, key);
+      const breaksSpec = (issue as { params?: { breaksSpec?: boolean } }).params?.breaksSpec === true;
+      problems.push(
+        rule.severity === 'error'
+          ? skillError(file, line, issue.message)
+          : breaksSpec
+            ? specViolation(file, line, issue.message)
+            : skillWarning(file, line, issue.message),
+      );
+    }
+    values[key] = result.success ? result.data : key === 'metadata' ? textEntries(record[key]) : undefined;
+  }
+  return values;
+}
+
+/**
+ * The spec requires these; the client guide asks to warn and load anyway (the name is still a
+ * usable identifier, and the prompt catalog cuts long descriptions to its budget).
+ */
+function specLimitProblems(values: FieldValues, { file, keyLines, folderName }: FrontmatterContext): SkillProblem[] {
+  const problems: SkillProblem[] = [];
+  if (typeof values.name === 'string') {
+    const tooLong = nameTooLong(values.name);
+    if (tooLong) problems.push(specViolation(file, lineOf(keyLines, 'name'), tooLong));
+    if (values.name !== normaliseSkillName(folderName)) {
+      problems.push(
+        specViolation(
+          file,
+          lineOf(keyLines, 'name'),
+          `"name" "${values.name}" does not match its folder "${folderName}"; rename one so they are equal`,
+        ),
+      );
+    }
+  }
+  if (typeof values.description === 'string' && charCount(values.description) > LIMITS.descriptionChars) {
+    problems.push(
+      specViolation(
+        file,
+        lineOf(keyLines, 'description'),
+        `"description" is ${charCount(values.description)} characters long; the limit is ${LIMITS.descriptionChars} — keep it to what and when, and move detail into the body`,
+      ),
+    );
+  }
+  return problems;
+}
+
+/** Warnings about a skill that works but says less than it should, or in a form other clients may refuse. */
+function adviceWarnings(
+  record: Record<string, unknown>,
+  values: FieldValues,
+  { file, keyLines }: FrontmatterContext,
+): SkillProblem[] {
+  const problems: SkillProblem[] = [];
+  if (typeof values.description === 'string' && isPlaceholderDescription(values.description)) {
+    problems.push(
+      skillWarning(
+        file,
+        lineOf(keyLines, 'description'),
+        '"description" is still the placeholder `skills new` wrote; say what the skill does and when to use it (the model picks skills by it)',
+      ),
+    );
+  }
+  if (Array.isArray(record['allowed-tools']) && Array.isArray(values['allowed-tools'])) {
+    const tools = values['allowed-tools'] as string[];
+    problems.push(
+      skillWarning(
+        file,
+        lineOf(keyLines, 'allowed-tools'),
+        `"allowed-tools" is a YAML list; the Agent Skills format makes it one line of space-separated names: allowed-tools: ${tools.join(' ')} (Countersign reads the list anyway)`,
+      ),
+    );
+  }
+  return problems;
 }
 
 /** The usable part of a `metadata` map that had some non-text values. */

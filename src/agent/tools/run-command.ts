@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { defineTool, type ToolOutput } from './tool.ts';
+import { defineTool, type ToolContext, type ToolOutput } from './tool.ts';
 import { displayPath, resolveInWorkspace, WorkspacePathError } from './workspace/confine.ts';
 
 export const RUN_COMMAND_LIMITS = {
@@ -88,14 +88,24 @@ function section(name: string, output: CappedOutput): string {
     : body;
 }
 
+/** A program to run, where, and how its run is reported. */
+interface ProgramRun {
+  program: string;
+  args: string[];
+  cwd: string;
+  home: string;
+  timeoutSeconds: number;
+  signal: AbortSignal;
+  /** The command line heading the result. */
+  shown: string;
+}
+
 /**
  * Runs a program inside the workspace. Registered only when ENABLE_RUN_COMMAND=true, and every run
  * needs a person's approval. No shell: argv is executed as given, in its own process group (so a
  * timeout or a stop kills its children too), with a minimal environment and capped output.
  */
 export function createRunCommandTool(root: string) {
-  const where = async (cwd: string) =>
-    displayPath(await resolveInWorkspace(root, '.'), await resolveInWorkspace(root, cwd));
   return defineTool<RunCommandArgs>({
     name: RUN_COMMAND,
     description:
@@ -107,99 +117,134 @@ export function createRunCommandTool(root: string) {
     idempotent: false,
     timeLimitSeconds: ({ timeoutSeconds }, defaultSeconds) =>
       Math.max(defaultSeconds, timeoutSeconds + RUN_COMMAND_LIMITS.killGraceSeconds),
-    async describeForApproval(raw) {
-      // Approval cards pass the arguments as the model sent them, before defaults.
-      const parsed = RunCommandArgs.safeParse(raw);
-      if (!parsed.success) return 'These arguments are not valid for run_command; it will refuse them.';
-      const { command, cwd, timeoutSeconds } = parsed.data;
-      let dir: string;
-      try {
-        dir = await where(cwd);
-      } catch (error) {
-        dir = `refused: ${error instanceof WorkspacePathError ? error.message : 'not a workspace path'}`;
-      }
-      return [
-        `$ ${command.map(shellQuote).join(' ')}`,
-        `in: ${dir === '.' ? '. (workspace root)' : dir}`,
-        `timeout: ${timeoutSeconds} s · no shell · risk: high`,
-      ].join('\n');
-    },
-    async execute({ command, cwd, timeoutSeconds }, ctx) {
-      let dir: string;
-      try {
-        dir = await resolveInWorkspace(root, cwd);
-      } catch (error) {
-        return { content: (error as Error).message, isError: true };
-      }
-      if (ctx.signal.aborted) return { content: 'Not run: the turn was stopped.', isError: true };
-      const [program, ...args] = command as [string, ...string[]];
-      const shown = `$ ${command.map(shellQuote).join(' ')}  (in ${displayPath(await resolveInWorkspace(root, '.'), dir)})`;
-      // HOME is a fresh empty folder, never the workspace: dotfiles the agent can write there
-      // (.gitconfig, .bashrc, .npmrc) must not change what an approved command does.
-      const home = await mkdtemp(path.join(tmpdir(), 'countersign-home-'));
-      const output = await new Promise<ToolOutput>((resolve) => {
-        const child = spawn(program, args, {
-          cwd: dir,
-          env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8' },
-          stdio: ['ignore', 'pipe', 'pipe'],
-          detached: true,
-        });
-        const stdout = new CappedOutput();
-        const stderr = new CappedOutput();
-        child.stdout.on('data', (chunk: Buffer) => stdout.add(chunk));
-        child.stderr.on('data', (chunk: Buffer) => stderr.add(chunk));
-        let killedBecause = '';
-        let settled = false;
-        let graceTimer: NodeJS.Timeout | undefined;
-        const kill = (why: string) => {
-          if (killedBecause) return;
-          killedBecause = why;
-          try {
-            if (child.pid) process.kill(-child.pid, 'SIGKILL');
-          } catch {
-            child.kill('SIGKILL');
-          }
-        };
-        const timer = setTimeout(() => kill(`timed out after ${timeoutSeconds} s`), timeoutSeconds * 1000);
-        const onAbort = () => kill('the turn was stopped');
-        ctx.signal.addEventListener('abort', onAbort, { once: true });
-        // A stop that landed during the awaits above fired before the listener existed.
-        if (ctx.signal.aborted) onAbort();
-        const finish = (output: ToolOutput) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          clearTimeout(graceTimer);
-          ctx.signal.removeEventListener('abort', onAbort);
-          resolve(output);
-        };
-        const report = (code: number | null, signal: NodeJS.Signals | null) => {
-          const status = killedBecause
-            ? `killed: ${killedBecause}`
-            : code !== null
-              ? `exit code ${code}`
-              : `terminated by ${signal}`;
-          finish({
-            content: `${shown}\n${status}\n${section('stdout', stdout)}${section('stderr', stderr)}`.trimEnd(),
-            isError: Boolean(killedBecause) || code !== 0,
-          });
-        };
-        child.on('error', (error: NodeJS.ErrnoException) => {
-          const reason = error.code === 'ENOENT' ? 'no such program on PATH' : (error.code ?? 'error');
-          finish({ content: `Could not start ${shellQuote(program)}: ${reason}.`, isError: true });
-        });
-        child.on('exit', (code, signal) => {
-          // "close" waits for the pipes; a grandchild that left the group could hold them open forever.
-          graceTimer = setTimeout(() => {
-            child.stdout.destroy();
-            child.stderr.destroy();
-            report(code, signal);
-          }, RUN_COMMAND_LIMITS.pipeGraceMs);
-        });
-        child.on('close', (code, signal) => report(code, signal));
-      });
-      await rm(home, { recursive: true, force: true }).catch(() => undefined);
-      return output;
-    },
+    describeForApproval: (raw) => describeRunCommand(root, raw),
+    execute: (args, ctx) => runCommand(root, args, ctx),
+  });
+}
+
+/** A folder inside the workspace as the card shows it (`.` for the root). */
+async function workspaceDir(root: string, cwd: string): Promise<string> {
+  return displayPath(await resolveInWorkspace(root, '.'), await resolveInWorkspace(root, cwd));
+}
+
+/** The approval card's view of a run: the exact argv, the folder, the timeout. */
+async function describeRunCommand(root: string, raw: unknown): Promise<string> {
+  // Approval cards pass the arguments as the model sent them, before defaults.
+  const parsed = RunCommandArgs.safeParse(raw);
+  if (!parsed.success) return 'These arguments are not valid for run_command; it will refuse them.';
+  const { command, cwd, timeoutSeconds } = parsed.data;
+  let dir: string;
+  try {
+    dir = await workspaceDir(root, cwd);
+  } catch (error) {
+    dir = `refused: ${error instanceof WorkspacePathError ? error.message : 'not a workspace path'}`;
+  }
+  return [
+    `$ ${command.map(shellQuote).join(' ')}`,
+    `in: ${dir === '.' ? '. (workspace root)' : dir}`,
+    `timeout: ${timeoutSeconds} s · no shell · risk: high`,
+  ].join('\n');
+}
+
+async function runCommand(
+  root: string,
+  { command, cwd, timeoutSeconds }: RunCommandArgs,
+  ctx: ToolContext,
+): Promise<ToolOutput> {
+  let dir: string;
+  try {
+    dir = await resolveInWorkspace(root, cwd);
+  } catch (error) {
+    return { content: (error as Error).message, isError: true };
+  }
+  if (ctx.signal.aborted) return { content: 'Not run: the turn was stopped.', isError: true };
+  const [program, ...args] = command as [string, ...string[]];
+  const shown = `$ ${command.map(shellQuote).join(' ')}  (in ${displayPath(await resolveInWorkspace(root, '.'), dir)})`;
+  // HOME is a fresh empty folder, never the workspace: dotfiles the agent can write there
+  // (.gitconfig, .bashrc, .npmrc) must not change what an approved command does.
+  const home = await mkdtemp(path.join(tmpdir(), 'countersign-home-'));
+  const output = await runProgram({ program, args, cwd: dir, home, timeoutSeconds, signal: ctx.signal, shown });
+  await rm(home, { recursive: true, force: true }).catch(() => undefined);
+  return output;
+}
+
+/** Kills the program's whole process group, so children it started die with it. */
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid) process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    child.kill('SIGKILL');
+  }
+}
+
+/** The result of a finished run: the command, how it ended, and both outputs. */
+function report(
+  run: ProgramRun,
+  ending: { killedBecause: string; code: number | null; signal: NodeJS.Signals | null },
+  stdout: CappedOutput,
+  stderr: CappedOutput,
+): ToolOutput {
+  const { killedBecause, code, signal } = ending;
+  const status = killedBecause
+    ? `killed: ${killedBecause}`
+    : code !== null
+      ? `exit code ${code}`
+      : `terminated by ${signal}`;
+  return {
+    content: `${run.shown}\n${status}\n${section('stdout', stdout)}${section('stderr', stderr)}`.trimEnd(),
+    isError: Boolean(killedBecause) || code !== 0,
+  };
+}
+
+/** Runs the program in its own process group, killed at its timeout or when the turn stops. */
+function runProgram(run: ProgramRun): Promise<ToolOutput> {
+  const { program, args, cwd, home, timeoutSeconds, signal: stop } = run;
+  return new Promise<ToolOutput>((resolve) => {
+    const child = spawn(program, args, {
+      cwd,
+      env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const stdout = new CappedOutput();
+    const stderr = new CappedOutput();
+    child.stdout.on('data', (chunk: Buffer) => stdout.add(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.add(chunk));
+    let killedBecause = '';
+    let settled = false;
+    let graceTimer: NodeJS.Timeout | undefined;
+    const kill = (why: string) => {
+      if (killedBecause) return;
+      killedBecause = why;
+      killGroup(child);
+    };
+    const timer = setTimeout(() => kill(`timed out after ${timeoutSeconds} s`), timeoutSeconds * 1000);
+    const onAbort = () => kill('the turn was stopped');
+    stop.addEventListener('abort', onAbort, { once: true });
+    // A stop that landed during the awaits above fired before the listener existed.
+    if (stop.aborted) onAbort();
+    const finish = (output: ToolOutput) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(graceTimer);
+      stop.removeEventListener('abort', onAbort);
+      resolve(output);
+    };
+    const ended = (code: number | null, signal: NodeJS.Signals | null) =>
+      finish(report(run, { killedBecause, code, signal }, stdout, stderr));
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      const reason = error.code === 'ENOENT' ? 'no such program on PATH' : (error.code ?? 'error');
+      finish({ content: `Could not start ${shellQuote(program)}: ${reason}.`, isError: true });
+    });
+    child.on('exit', (code, signal) => {
+      // "close" waits for the pipes; a grandchild that left the group could hold them open forever.
+      graceTimer = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        ended(code, signal);
+      }, RUN_COMMAND_LIMITS.pipeGraceMs);
+    });
+    child.on('close', (code, signal) => ended(code, signal));
   });
 }

@@ -1,0 +1,27 @@
+import { realpath } from 'node:fs/promises';
+import { z } from 'zod';
+import { displayPath, resolveInWorkspace, WORKSPACE_LIMITS } from './confine.ts';
+
+export const PathArg = z
+  .string()
+  .min(1)
+  .max(WORKSPACE_LIMITS.pathChars)
+  .describe('Path relative to the workspace root');
+
+/** The workspace as each tool reaches it: paths the model gives go in, paths it can read come out. */
+export interface WorkspaceAccess {
+  root: string;
+  /** A path the model gave, as a file-system path confined to the workspace (confine.ts). */
+  resolve(userPath: string): Promise<string>;
+  /** A resolved path as the model and the card see it. */
+  show(absolute: string): Promise<string>;
+}
+
+export function workspaceAccess(root: string): WorkspaceAccess {
+  return {
+    root,
+    resolve: (userPath) => resolveInWorkspace(root, userPath),
+    // Resolved paths are under the root's real path; show them relative to that.
+    show: async (absolute) => displayPath(await realpath(root), absolute),
+  };
+}
