@@ -1,6 +1,6 @@
 import { transaction } from '../db/pool.ts';
 import type { ToolCall } from '../agent/messages.ts';
-import type { GrantUse } from '../agent/loop.ts';
+import type { GrantUse } from '../agent/call-ruling.ts';
 import { personKey, sameAccount, type Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { WorkItem } from '../core/work-item.ts';

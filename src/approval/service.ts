@@ -6,7 +6,7 @@ import type { Requester } from '../core/person.ts';
 import type { ClickedMessage } from '../core/approval-card.ts';
 import type { CallDecision, ConversationMode, WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
-import type { CallRuling, GrantUse } from '../agent/loop.ts';
+import type { CallRuling, GrantUse } from '../agent/call-ruling.ts';
 import type { Grant } from './grants.ts';
 import { grantsSeenFrom, revokeFromChat, useGrant, type RevokeResult } from './grant-verbs.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
