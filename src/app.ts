@@ -1,54 +1,33 @@
-import path from 'node:path';
 import type { Logger } from 'pino';
 import { INSTALL_DIR, type Config } from './config.ts';
 import { createLogger } from './log.ts';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
-import { migrate } from './db/migrate.ts';
-import { isDatabaseUnavailable } from './db/errors.ts';
-import { createPool, type Pool } from './db/pool.ts';
-import { createProvider } from './agent/providers/index.ts';
-import { ToolRegistry } from './agent/tools/registry.ts';
-import { currentTimeTool } from './agent/tools/current-time.ts';
-import { requestHumanApprovalTool } from './agent/tools/request-human-approval.ts';
-import { ApprovalService, SHOW_CARD_TASK } from './approval/service.ts';
-import { z } from 'zod';
-import type { ApprovalScope } from './approval/envelope.ts';
-import { createHousekeepingTask, HOUSEKEEPING_CRONTAB, HOUSEKEEPING_TASK } from './queue/tasks/housekeeping.ts';
+import type { Pool } from './db/pool.ts';
+import type { ToolRegistry } from './agent/tools/registry.ts';
+import type { ApprovalService } from './approval/service.ts';
+import type { PolicyGate } from './approval/gate.ts';
 import type { AnyTool } from './agent/tools/tool.ts';
-import { buildToolCatalog } from './agent/tools/catalog.ts';
-import {
-  createSkillTools,
-  SKILL_TOOL_NAMES,
-  openSkillRegistry,
-  skillDirs,
-  skillsPromptSection,
-  type SkillRegistry,
-} from './skills/index.ts';
-import { buildSystemPrompt } from './agent/system-prompt.ts';
+import type { SkillRegistry } from './skills/index.ts';
 import type { ModelProvider } from './agent/model.ts';
 import { OutboundRegistry, type Outbound } from './reply/outbound.ts';
-import { CardRenderers } from './approval/card-renderers.ts';
-import { PolicyGate } from './approval/gate.ts';
-import { PolicyStore } from './policy/index.ts';
 import { createConsoleAdapter } from './adapters/console/index.ts';
-import { startQueueRunner, type QueueRunner } from './queue/runner.ts';
-import { createWorkItemTask } from './queue/tasks/run-work-item.ts';
 import { TurnEvents } from './queue/turn-events.ts';
 import { recordFeedback } from './audit/feedback.ts';
-import { WorkerLiveness } from './queue/worker-liveness.ts';
-import { startHttpServer, type HttpServer } from './http/server.ts';
+import type { HttpServer } from './http/server.ts';
 import { enqueueWorkItem } from './queue/turn-lifecycle.ts';
-import { healthHandler } from './http/health.ts';
-import { metricsHandler } from './http/metrics.ts';
 import { metrics } from './metrics.ts';
-import { requestStop, StopListener, type StopResult } from './queue/stop-requests.ts';
+import { requestStop, type StopResult } from './queue/stop-requests.ts';
 import type { Requester } from './core/person.ts';
 import type { InboundSettings, PlatformAdapter } from './adapters/platform.ts';
+import { Cleanups } from './wiring/cleanups.ts';
+import { openDatabase } from './wiring/database.ts';
+import { openSkills, openTools } from './wiring/tools.ts';
+import { createApprovals, openPolicyStore } from './wiring/approvals.ts';
+import { startWorker } from './wiring/worker.ts';
+import { startHttp } from './wiring/http.ts';
+
+export { resolveFromCwd } from './wiring/database.ts';
 
 export type Role = 'all' | 'ingress' | 'worker';
-
-/** Characters of the system prompt given to the list of skills (names and descriptions only). */
-const SKILLS_PROMPT_BUDGET = 4000;
 
 export interface StartOptions {
   role: Role;
@@ -86,24 +65,6 @@ export interface Countersign {
 
 export function usesConsole(config: Config): boolean {
   return !config.SLACK_BOT_TOKEN && !config.DISCORD_TOKEN;
-}
-
-/**
- * Migrates, waiting (up to two minutes) for a database that is restarting or not up yet: a process
- * started during a database restart should come up when the database does, not crash.
- */
-async function migrateWhenReachable(databaseUrl: string, log: Logger): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  for (let delay = 250; ; delay = Math.min(delay * 2, 5000)) {
-    try {
-      await migrate(databaseUrl, log);
-      return;
-    } catch (error) {
-      if (!isDatabaseUnavailable(error) || Date.now() > deadline) throw error;
-      log.warn({ err: error, retryInMs: delay }, 'database not reachable yet; waiting for it');
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
 }
 
 type PlatformName = 'slack' | 'discord';
@@ -215,9 +176,18 @@ function observeTurns(events: TurnEvents): void {
   );
 }
 
-/** Resolves a path setting against the working directory (the operator's frame of reference). */
-export function resolveFromCwd(p: string): string {
-  return path.resolve(process.cwd(), p);
+type ConsoleStreams = Exclude<StartOptions['console'], false | undefined>;
+
+/** The streams the console runs on: as given, or the terminal when role all has no Slack/Discord credentials. */
+function consoleStreams(config: Config, options: StartOptions): ConsoleStreams | undefined {
+  if (options.console === false) return undefined;
+  if (options.console) return options.console;
+  if (options.role !== 'all' || !usesConsole(config)) return undefined;
+  return {
+    input: process.stdin,
+    output: process.stdout,
+    interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
+  };
 }
 
 /**
@@ -225,238 +195,56 @@ export function resolveFromCwd(p: string): string {
  * pools (role all|worker), the inbound adapters (role all|ingress) and the HTTP endpoints.
  */
 export async function startCountersign(config: Config, options: StartOptions): Promise<Countersign> {
-  const consoleOptions =
-    options.console === false
-      ? undefined
-      : (options.console ??
-        (options.role === 'all' && usesConsole(config)
-          ? {
-              input: process.stdin,
-              output: process.stdout,
-              interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
-            }
-          : undefined));
+  const consoleOptions = consoleStreams(config, options);
   // With the console, stdout is the answer stream (a terminal or a pipe): logs stay on stderr and
   // quiet, so a piped run reads as questions and answers, not JSON.
   const level = config.LOG_LEVEL ?? (consoleOptions ? 'warn' : 'info');
   const log = options.log ?? createLogger(level);
-  const cleanups: Array<() => Promise<void>> = [];
-  const runCleanups = async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) {
-      await cleanup().catch((error: unknown) => log.warn({ err: error }, 'error while stopping'));
-    }
-  };
+  const cleanups = new Cleanups(log);
+  const runsTurns = options.role !== 'ingress';
 
   try {
     // The policy first: a bad file stops the start with every problem at file:line, before anything connects.
     const policies = openPolicyStore(config, log);
-    cleanups.push(async () => policies.close());
-    let databaseUrl = config.DATABASE_URL;
-    if (!databaseUrl) {
-      const dir = resolveFromCwd(config.EMBEDDED_POSTGRES_DIR);
-      log.info({ dir }, 'DATABASE_URL is not set; starting an embedded Postgres');
-      const embedded: EmbeddedDatabase = await startEmbeddedPostgres({ dir, log });
-      cleanups.push(() => embedded.stop());
-      databaseUrl = embedded.url;
-    }
-    await migrateWhenReachable(databaseUrl, log);
-    const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE, log);
-    cleanups.push(() => pool.end());
+    cleanups.add(async () => policies.close());
+    const { databaseUrl, pool } = await openDatabase(config, log, cleanups);
     const events = new TurnEvents();
     observeTurns(events);
 
     // The console's outbound exists in every process: a turn addressed to `console` replies there.
     const consoleAdapter = createConsoleAdapter(consoleOptions);
-    const settings = inboundSettings(config);
-    // The console last: its session starts once every other platform listens.
-    const platforms: Platform[] = [
-      ...(options.platforms
-        ? options.platforms.map((adapter) => ({ adapter, settings }))
-        : await configuredPlatforms(config, settings, pool, log)),
-      { name: 'console', adapter: consoleAdapter, settings: {} },
-    ];
-    const outbounds = new OutboundRegistry();
-    for (const { adapter } of platforms) outbounds.register(adapter.outbound);
-    // What a platform shows around the turns this process runs (Slack's agent sessions).
-    if (options.role !== 'ingress') for (const { adapter } of platforms) adapter.observeTurns?.(events);
-    for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
+    const platforms = await platformsToRun(config, options, consoleAdapter, pool, log);
+    const outbounds = registerOutbounds(platforms, options, events);
 
-    // Skills: problems are reported and the skill skipped, never fatal; edits on disk apply without a restart.
-    const skills: SkillRegistry = await openSkillRegistry({
-      ...skillDirs(config),
-      log,
-      watch: options.role !== 'ingress',
-    });
-    cleanups.push(async () => skills.close());
-    // The registry logs each problem once as it finds it; here only a count, pointing at /skills.
-    const skipped = skills.problems().length;
-    if (skipped) log.warn(`${skipped} skill problem(s) found; /skills lists the skipped skills and why`);
-
-    // Workspace tools, run_command when enabled, and MCP servers (not in ingress: it runs no tools).
-    const catalog = await buildToolCatalog(config, log, { mcp: options.role !== 'ingress' });
-    cleanups.push(() => catalog.close());
-    const { workspaceRoot } = catalog;
-    const tools = new ToolRegistry([
-      currentTimeTool,
-      requestHumanApprovalTool,
-      ...createSkillTools(skills),
-      ...catalog.tools,
-      ...(options.tools ?? []),
-    ]);
-    catalog.onMcpToolsChanged((mcpTools) => tools.replaceMcpTools(mcpTools));
-    // An approval depends on the tools its calls use (and the skills, when a call reads them); an
-    // unrelated MCP server reconnecting must not refuse it as drift.
-    const scope = (toolNames: readonly string[]): ApprovalScope => ({
-      agent: config.AGENT_NAME,
-      workspaceRoot,
-      tools: tools.fingerprint(toolNames),
-      skills: toolNames.some((name) => SKILL_TOOL_NAMES.has(name)) ? skills.version() : 'not used',
-    });
-    // Clicks arrive at inbound adapters, so every role verifies and consumes them.
-    const gate = new PolicyGate(policies, tools, config.CONVERSATION_MODE, workspaceRoot);
-    const cards = new CardRenderers(
-      outbounds,
-      platforms.flatMap(({ adapter }) => (adapter.cards ? [adapter.cards] : [])),
-    );
-    const approvals = new ApprovalService({
-      pool,
-      outbounds,
-      cards,
-      gate,
-      tools,
-      scope,
-      log,
-      settings: {
-        ttlSeconds: config.APPROVAL_TTL_SECONDS,
-        approvers: config.APPROVERS,
-        twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
-        approvalChannels: config.APPROVAL_CHANNEL,
-        rejectionAuditsPerMinute: config.APPROVAL_REJECTION_AUDITS_PER_MINUTE,
-        grantTtlSeconds: config.GRANT_TTL_SECONDS,
-      },
-    });
+    const skills = await openSkills(config, log, { runsTurns }, cleanups);
+    const agentTools = await openTools(config, log, { skills, runsTurns, extra: options.tools ?? [] }, cleanups);
+    const cardRenderers = platforms.flatMap(({ adapter }) => (adapter.cards ? [adapter.cards] : []));
+    const { gate, approvals } = createApprovals({ config, log, pool, outbounds, policies, agentTools, cardRenderers });
 
     let reportFailure: (error: unknown) => void = () => undefined;
     const failed = new Promise<unknown>((resolve) => (reportFailure = resolve));
-    let runner: QueueRunner | undefined;
-    if (options.role !== 'ingress') {
-      const provider = options.provider ?? createProvider(config, log);
-      const fence = new AbortController();
-      const liveness = new WorkerLiveness({
-        pool,
-        log,
-        role: options.role,
-        heartbeatSeconds: config.WORKER_HEARTBEAT_SECONDS,
-        deadAfterSeconds: config.WORKER_DEAD_AFTER_SECONDS,
-        onFenced: () => fence.abort(new Error('this worker was declared dead by its peers')),
-      });
-      await liveness.start();
-      cleanups.push(() => liveness.stop());
-      const draining = new AbortController();
-      const stops = new StopListener(databaseUrl, log);
-      await stops.start();
-      cleanups.push(() => stops.close());
-      const task = createWorkItemTask({
-        pool,
-        config,
-        provider,
-        tools,
-        outbounds,
-        log,
-        events,
-        liveness,
-        fence: fence.signal,
-        stops,
-        draining: draining.signal,
-        approvals,
-        systemPrompt: (item) =>
-          buildSystemPrompt(
-            {
-              agentName: config.AGENT_NAME,
-              sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET), ...catalog.promptNotes],
-            },
-            item,
-          ),
-      });
-      const startedRunner = await startQueueRunner({
-        connectionString: databaseUrl,
-        log,
-        interactiveConcurrency: config.WORKER_CONCURRENCY,
-        backgroundConcurrency: config.BACKGROUND_CONCURRENCY,
-        pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
-        shutdownGraceMs: config.SHUTDOWN_GRACE_SECONDS * 1000,
-        workItemTask: task,
-        interactiveTasks: {
-          [SHOW_CARD_TASK]: async (payload) => {
-            const { envelopeId } = z.object({ envelopeId: z.uuid() }).parse(payload);
-            await approvals.showPendingCard(envelopeId);
-          },
-        },
-        backgroundTasks: {
-          [HOUSEKEEPING_TASK]: createHousekeepingTask({
-            pool,
-            approvals,
-            log,
-            events,
-            settings: {
-              historyRetentionDays: config.HISTORY_RETENTION_DAYS,
-              auditRetentionDays: config.AUDIT_RETENTION_DAYS,
-            },
-          }),
-        },
-        crontab: HOUSEKEEPING_CRONTAB,
-        // The process leaves (src/cli.ts): stopping waits for running turns (aborting them after the
-        // grace period, as graphile-worker does), then releases their locks for a live worker.
-        onFatal: (error) => reportFailure(error),
-        onPoolCreated: (poolId) => {
-          liveness
-            .claimSlot(poolId)
-            .catch((error: unknown) => log.warn({ err: error }, 'could not record worker pool'));
-        },
-      });
-      runner = startedRunner;
-      cleanups.push(async () => {
-        // Turns hand over at their next checkpoint; graphile-worker aborts what is left after the grace period.
-        draining.abort();
-        await startedRunner.stop();
-      });
-      log.info(
-        { provider: provider.name, model: provider.model, concurrency: config.WORKER_CONCURRENCY, role: options.role },
-        'worker started',
-      );
-    }
+    const worker = {
+      config,
+      role: options.role,
+      databaseUrl,
+      pool,
+      log,
+      events,
+      agentTools,
+      skills,
+      outbounds,
+      approvals,
+    };
+    const runner = runsTurns
+      ? await startWorker({ ...worker, provider: options.provider, onFatal: (error) => reportFailure(error) }, cleanups)
+      : undefined;
 
-    const http = await startHttpServer(config.HTTP_PORT, config.HTTP_HOST, log);
-    cleanups.push(() => http.close());
-    http.route(
-      '/healthz',
-      healthHandler({
-        pool,
-        workerRunning: runner ? () => runner.running : undefined,
-        notReady: () => http.notReady(),
-      }),
-    );
-    http.route('/metrics', metricsHandler(pool, { token: config.METRICS_TOKEN }));
+    const http = await startHttp(config, log, { pool, runner }, cleanups);
     const stopTurn = (workItemId: string, by: Requester) =>
       requestStop(pool, workItemId, by, (person, reply) => gate.isApprover(person, reply));
-
-    for (const platform of platforms) {
-      if (!listens(config, options.role, platform, consoleOptions !== undefined)) continue;
-      const inbound = await platform.adapter.startInbound({
-        settings: platform.settings,
-        pool,
-        log,
-        approvals,
-        skills,
-        http,
-        events,
-        enqueue: (draft) => enqueueWorkItem(pool, draft),
-        stopTurn,
-        recordFeedback: (workItemId, by, vote) =>
-          recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply)),
-      });
-      cleanups.push(() => inbound.stop());
-    }
+    const hasTerminal = consoleOptions !== undefined;
+    const inbound: InboundWiring = { pool, log, approvals, skills, http, events, gate, stopTurn, hasTerminal };
+    await startInbounds(config, options.role, platforms, inbound, cleanups);
     log.info({ port: http.port, role: options.role, installDir: INSTALL_DIR }, 'Countersign is running');
 
     let stopping: Promise<void> | undefined;
@@ -466,42 +254,89 @@ export async function startCountersign(config: Config, options: StartOptions): P
       pool,
       events,
       approvals,
-      tools,
+      tools: agentTools.tools,
       skills,
       databaseUrl,
       stopTurn,
       http,
       consoleDone: consoleAdapter.done,
       failed,
-      stop: () => (stopping ??= runCleanups()),
+      stop: () => (stopping ??= cleanups.run()),
     };
   } catch (error) {
-    await runCleanups();
+    await cleanups.run();
     throw error;
   }
 }
 
 /**
- * POLICY_FILE (or the built-in policy), loaded and watched. The policy file and the MCP config are
- * guarded like scripts when they live inside the agent's workspace: writing them changes the agent.
+ * The platforms this process registers: those given (an embedding application's), or the configured
+ * ones; the console last, so its session starts once every other platform listens.
  */
-function openPolicyStore(config: Config, log: Logger): PolicyStore {
-  const workspace = path.resolve(process.cwd(), config.AGENT_WORKSPACE_ROOT);
-  const protectedPaths = [config.POLICY_FILE, config.MCP_CONFIG].flatMap((file) => {
-    if (!file) return [];
-    const inside = path.relative(workspace, path.resolve(process.cwd(), file));
-    return inside && !inside.startsWith('..') && !path.isAbsolute(inside) ? [inside.split(path.sep).join('/')] : [];
-  });
-  const store = new PolicyStore({
-    ...(config.POLICY_FILE ? { file: config.POLICY_FILE } : {}),
-    approvers: config.APPROVERS,
-    twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
-    customSkillsDir: config.CUSTOM_SKILLS_DIR,
-    protectedPaths,
-    log,
-  });
-  const policy = store.load();
-  if (config.POLICY_FILE) store.watch();
-  log.info({ policy: policy.source }, 'policy in force');
-  return store;
+async function platformsToRun(
+  config: Config,
+  options: StartOptions,
+  consoleAdapter: PlatformAdapter,
+  pool: Pool,
+  log: Logger,
+): Promise<Platform[]> {
+  const settings = inboundSettings(config);
+  return [
+    ...(options.platforms
+      ? options.platforms.map((adapter) => ({ adapter, settings }))
+      : await configuredPlatforms(config, settings, pool, log)),
+    { name: 'console', adapter: consoleAdapter, settings: {} },
+  ];
+}
+
+/** Every platform's outbound, and the extra ones given; where turns run, the platforms follow them. */
+function registerOutbounds(platforms: Platform[], options: StartOptions, events: TurnEvents): OutboundRegistry {
+  const outbounds = new OutboundRegistry();
+  for (const { adapter } of platforms) outbounds.register(adapter.outbound);
+  // What a platform shows around the turns this process runs (Slack's agent sessions).
+  if (options.role !== 'ingress') for (const { adapter } of platforms) adapter.observeTurns?.(events);
+  for (const outbound of options.outbounds ?? []) outbounds.register(outbound);
+  return outbounds;
+}
+
+/** What the platforms' inbound halves are given. */
+interface InboundWiring {
+  pool: Pool;
+  log: Logger;
+  approvals: ApprovalService;
+  skills: SkillRegistry;
+  http: HttpServer;
+  events: TurnEvents;
+  gate: PolicyGate;
+  stopTurn(workItemId: string, by: Requester): Promise<StopResult>;
+  /** Whether the console was given streams to run on. */
+  hasTerminal: boolean;
+}
+
+/** Starts the inbound half of each platform this process listens to (see `listens`). */
+async function startInbounds(
+  config: Config,
+  role: Role,
+  platforms: Platform[],
+  wiring: InboundWiring,
+  cleanups: Cleanups,
+): Promise<void> {
+  const { pool, gate } = wiring;
+  for (const platform of platforms) {
+    if (!listens(config, role, platform, wiring.hasTerminal)) continue;
+    const inbound = await platform.adapter.startInbound({
+      settings: platform.settings,
+      pool,
+      log: wiring.log,
+      approvals: wiring.approvals,
+      skills: wiring.skills,
+      http: wiring.http,
+      events: wiring.events,
+      enqueue: (draft) => enqueueWorkItem(pool, draft),
+      stopTurn: wiring.stopTurn,
+      recordFeedback: (workItemId, by, vote) =>
+        recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply)),
+    });
+    cleanups.add(() => inbound.stop());
+  }
 }

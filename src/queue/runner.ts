@@ -1,5 +1,12 @@
 import { EventEmitter } from 'node:events';
-import { Logger as GraphileLogger, run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import {
+  Logger as GraphileLogger,
+  run,
+  type Runner,
+  type RunnerOptions,
+  type TaskList,
+  type WorkerEvents,
+} from 'graphile-worker';
 import type { Logger } from 'pino';
 import { createPool, type Pool } from '../db/pool.ts';
 import { BACKGROUND_TASK, INTERACTIVE_TASK } from './work-item.ts';
@@ -68,6 +75,39 @@ function graphileLogger(log: Logger): GraphileLogger {
   });
 }
 
+/** The two pools' graphile-worker options: the interactive one first, then the background one. */
+function poolSpecs(options: QueueRunnerOptions, pool: Pool, events: WorkerEvents): RunnerOptions[] {
+  const common = {
+    pgPool: pool,
+    noHandleSignals: true,
+    pollInterval: options.pollIntervalMs,
+    logger: graphileLogger(options.log),
+    events,
+    gracefulShutdownAbortTimeout: options.shutdownGraceMs,
+    // Completions and failures go through graphile-worker's batcher (flushed on the next tick, so no
+    // later): unbatched, a failJob that loses its database is a promise nobody catches, which took
+    // the whole process down when a task ended after shutdown began; batched, graphile-worker waits
+    // for pending ones on shutdown and handles their errors. Under load, concurrent completions also
+    // share a round trip.
+    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+  };
+  return [
+    {
+      ...common,
+      // Countersign schedules periodic work itself; no crontab file.
+      crontab: '',
+      concurrency: options.interactiveConcurrency,
+      taskList: { [INTERACTIVE_TASK]: options.workItemTask, ...options.interactiveTasks },
+    },
+    {
+      ...common,
+      concurrency: options.backgroundConcurrency,
+      taskList: { [BACKGROUND_TASK]: options.workItemTask, ...options.backgroundTasks },
+      crontab: options.crontab ?? '',
+    },
+  ];
+}
+
 /**
  * Runs two graphile-worker pools against one database: one for interactive work, one for background
  * work. A person's turn (CRITICAL) therefore starts at once even while every background slot is busy
@@ -98,35 +138,7 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
     log.error({ err: error, action }, 'a worker pool failed');
     options.onFatal?.(error);
   });
-  const common = {
-    pgPool: pool,
-    noHandleSignals: true,
-    pollInterval: options.pollIntervalMs,
-    logger: graphileLogger(log),
-    events,
-    gracefulShutdownAbortTimeout: options.shutdownGraceMs,
-    // Completions and failures go through graphile-worker's batcher (flushed on the next tick, so no
-    // later): unbatched, a failJob that loses its database is a promise nobody catches, which took
-    // the whole process down when a task ended after shutdown began; batched, graphile-worker waits
-    // for pending ones on shutdown and handles their errors. Under load, concurrent completions also
-    // share a round trip.
-    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
-  };
-  const specs = [
-    {
-      ...common,
-      // Countersign schedules periodic work itself; no crontab file.
-      crontab: '',
-      concurrency: options.interactiveConcurrency,
-      taskList: { [INTERACTIVE_TASK]: options.workItemTask, ...options.interactiveTasks },
-    },
-    {
-      ...common,
-      concurrency: options.backgroundConcurrency,
-      taskList: { [BACKGROUND_TASK]: options.workItemTask, ...options.backgroundTasks },
-      crontab: options.crontab ?? '',
-    },
-  ];
+  const specs = poolSpecs(options, pool, events);
   let running = true;
   /** Runners replaced because their pool was stuck: their ending is expected. */
   const retired = new Set<Runner>();

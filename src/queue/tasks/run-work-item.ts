@@ -2,38 +2,25 @@ import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { Pool, PoolClient } from '../../db/pool.ts';
-import { isDatabaseUnavailable, waitForDatabase } from '../../db/errors.ts';
-import { runTurn, Superseded, type CallRuling, type GrantUse, type TurnOutcome } from '../../agent/loop.ts';
+import { runTurn, type CallRuling, type GrantUse, type TurnContext, type TurnDeps } from '../../agent/loop.ts';
 import { lockFollowUps, takeFollowUps } from '../follow-ups.ts';
 import type { ModelProvider } from '../../agent/model.ts';
 import type { ToolRegistry } from '../../agent/tools/registry.ts';
 import type { TurnState } from '../../agent/turn-state.ts';
 import { checkpointFromRow } from '../../agent/turn-store.ts';
-import { prepareHistory } from '../../agent/history/compaction.ts';
-import { saveSummary, summaryFromRow } from '../../agent/history/summary-store.ts';
 import { ZERO_USAGE } from '../../agent/model.ts';
 import type { OutboundRegistry } from '../../reply/outbound.ts';
 import { ReplyStream } from '../../reply/reply-stream.ts';
-import { scrubSecrets } from '../../log.ts';
-import {
-  handOverTurn,
-  parkTurn,
-  recordPlaceholder,
-  settleTurn,
-  startTurn,
-  type Settlement,
-  type StartedRow,
-} from '../turn-lifecycle.ts';
-import { TEXTS } from '../../core/texts.ts';
+import { recordPlaceholder, settleTurn, startTurn, type StartedRow } from '../turn-lifecycle.ts';
 import type { TurnEvents } from '../turn-events.ts';
 import { type CallDecision, type WorkItem } from '../../core/work-item.ts';
 import { WorkItemJobPayload } from '../work-item.ts';
-import type { ToolCall } from '../../agent/messages.ts';
+import type { Message, ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
-import { StopRequested, stopRequestOf, type StopListener } from '../stop-requests.ts';
-import { feedbackValue, stopButtonValue } from '../../core/buttons.ts';
-import type { ReplyButton } from '../../core/reply-target.ts';
-import { metrics } from '../../metrics.ts';
+import { stopRequestOf, type StopListener } from '../stop-requests.ts';
+import { stopButtonValue } from '../../core/buttons.ts';
+import { endingOfError, endingOfOutcome, HandOver, settleEnding, type TurnEnding } from './turn-endings.ts';
+import { historyOf, historyRowsToRead } from './turn-history.ts';
 
 /** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */
 export interface ApprovalGate {
@@ -70,17 +57,6 @@ export interface WorkerServices {
   draining: AbortSignal;
 }
 
-/** Thrown between rounds while the process shuts down: the turn continues on another worker. */
-class HandOver extends Error {
-  /** The round the next worker starts with. */
-  readonly round: number;
-  constructor(round: number) {
-    super('this worker is shutting down; the turn continues on another worker');
-    this.name = 'HandOver';
-    this.round = round;
-  }
-}
-
 export function initialTurnState(item: WorkItem): TurnState {
   return {
     round: 0,
@@ -94,12 +70,6 @@ export function initialTurnState(item: WorkItem): TurnState {
   };
 }
 
-/** Platforms whose replies carry 👍/👎 on a final answer. */
-const FEEDBACK_PLATFORMS = new Set(['slack', 'discord']);
-
-/** Puts a work item into a resting status and hands the conversation to its next item (one statement). */
-const settle = (pool: Pool, item: WorkItem, settlement: Settlement) => settleTurn(pool, item, settlement);
-
 /** The graphile-worker task that runs one work item (a turn or a continuation) to a resting point. */
 export function createWorkItemTask(services: WorkerServices): Task {
   const { pool, config } = services;
@@ -112,275 +82,215 @@ export function createWorkItemTask(services: WorkerServices): Task {
     // separate check.
     const stop = services.stops.track(workItemId);
     try {
-      const started = await startTurn(
-        pool,
-        workItemId,
-        config.AGENT_HISTORY_TOKENS > 0 ? HISTORY_ROWS_WITH_COMPACTION : config.AGENT_HISTORY_MESSAGES,
-      );
+      const started = await startTurn(pool, workItemId, historyRowsToRead(config));
       // Already at rest: a replay of a job whose item finished before the job was marked complete.
       if (!started) return;
       const { row } = started;
-      const item = await withPlaceholder(started.item, row);
+      const item = await withPlaceholder(services, started.item, row);
       services.events.emit('started', { item, attempt: row.attempts });
-      await runItem(item, row, stop);
+      await runItem(services, { item, row, stop, jobSignal: helpers.abortSignal });
     } finally {
       stop.release();
-    }
-
-    /**
-     * Posts the item's placeholder when its reply has no message yet, and records the message's id
-     * on the item before the turn starts, so a replay streams into the same message. A crash between
-     * the post and the update leaves one stray placeholder; a failed post fails the job, which
-     * graphile-worker retries — the message itself is never lost.
-     */
-    async function withPlaceholder(item: WorkItem, row: StartedRow): Promise<WorkItem> {
-      if (!item.placeholder || item.reply.messageId || row.checkpoint) return item;
-      const posted = await services.outbounds.for(item.reply).post(item.reply, item.placeholder);
-      return recordPlaceholder(pool, item, posted.messageId);
-    }
-
-    function feedbackButtons(item: WorkItem): ReplyButton[] | undefined {
-      if (!config.FEEDBACK_BUTTONS || !FEEDBACK_PLATFORMS.has(item.reply.platform)) return undefined;
-      return [
-        { label: '👍', value: feedbackValue(item.id, 'up'), style: 'secondary' },
-        { label: '👎', value: feedbackValue(item.id, 'down'), style: 'secondary' },
-      ];
-    }
-
-    /**
-     * The history the model is given. With compaction (AGENT_HISTORY_TOKENS > 0): the stored summary
-     * and the messages after it, compacted once more (and stored) when they pass the budget; without,
-     * the newest AGENT_HISTORY_MESSAGES messages.
-     */
-    async function historyOf(item: WorkItem, row: StartedRow, log: Logger) {
-      const first = firstCompleteExchange(row.history);
-      const messages = row.history.slice(first);
-      if (config.AGENT_HISTORY_TOKENS === 0) return messages;
-      const prepared = prepareHistory(
-        { summary: summaryFromRow(row.summary), messages, ids: row.history_ids.slice(first).map(Number) },
-        { budgetTokens: config.AGENT_HISTORY_TOKENS },
-      );
-      if (prepared.compacted) {
-        const { summary, throughId, messages: folded } = prepared.compacted;
-        await saveSummary(pool, item.conversationId, summary, throughId);
-        metrics.historyCompactions.inc();
-        log.info({ folded, tokensAfter: prepared.tokens }, 'compacted the conversation history');
-      }
-      return prepared.messages;
-    }
-
-    async function runItem(item: WorkItem, row: StartedRow, stop: ReturnType<StopListener['track']>): Promise<void> {
-      const log = services.log.child({ workItemId: item.id, conversationId: item.conversationId });
-      const signal = AbortSignal.any([
-        helpers.abortSignal ?? new AbortController().signal,
-        services.fence,
-        stop.signal,
-      ]);
-      const startedAt = Date.now();
-      // The stop request was read with the item; later ones come by notification, and are also
-      // checked for before every further round (in case a notification was missed).
-      let stopChecked = true;
-      const checkStop = async () => {
-        if (stopChecked) {
-          stopChecked = false;
-          return;
-        }
-        const by = await stopRequestOf(pool, item.id);
-        if (by) stop.abort(by);
-      };
-      if (row.stopped_by) stop.abort(row.stopped_by);
-
-      let state: TurnState;
-      const checkpoint = checkpointFromRow(row.checkpoint_version, row.checkpoint);
-      if (checkpoint) {
-        state = checkpoint;
-      } else if (item.input.approval) {
-        const resumed = await services.approvals.resume(item, log);
-        if ('refused' in resumed) {
-          const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, { log });
-          await sink.finish(resumed.refused);
-          await settle(pool, item, { status: 'failed', error: resumed.refused });
-          services.events.emit('failed', { item, error: resumed.refused });
-          return;
-        }
-        state = resumed.state;
-      } else {
-        state = initialTurnState(item);
-      }
-
-      const mode = item.input.approval ? 'queue' : (item.mode ?? 'queue');
-      let collected = false;
-      /**
-       * The conversation's newer messages at a safe point (docs/conversations.md). `steer` and
-       * `collect` take them into the turn — in the transaction that saves the checkpoint holding
-       * them, so each is read exactly once whatever dies when — and `interrupt` stops the turn.
-       */
-      const followUps = async (
-        current: TurnState,
-        at: 'round' | 'final',
-      ): Promise<'none' | 'steered' | 'superseded'> => {
-        if (mode === 'queue') return 'none';
-        if (mode === 'interrupt') {
-          if (at === 'final') return 'none';
-          const waiting = await lockFollowUps(pool, item);
-          return waiting.some((f) => f.mode === 'interrupt') ? 'superseded' : 'none';
-        }
-        if (mode === 'collect' && !collected && current.round === 0) {
-          collected = true;
-          // A burst: wait until a window passes without a new line, then read the lines as one message.
-          for (let i = 0; i < 10; i++) {
-            await new Promise((r) => setTimeout(r, config.CONVERSATION_COLLECT_WINDOW_MS));
-            if ((await take(current, 'merge')) === 0) break;
-          }
-          return 'steered';
-        }
-        return (await take(current, 'append')) > 0 ? 'steered' : 'none';
-      };
-      const take = async (current: TurnState, how: 'append' | 'merge'): Promise<number> => {
-        const taken = await takeFollowUps(pool, item, mode, current, how);
-        if (taken > 0) log.info({ taken, how }, 'newer messages joined the turn');
-        return taken;
-      };
-
-      let firstText = true;
-      const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, {
-        log,
-        initial: state.reply,
-        liveButtons: [{ label: 'Stop', value: stopButtonValue(item.id), style: 'danger' }],
-        liveButtonsAfterMs: config.STOP_BUTTON_AFTER_MS,
-        onDelivered: () => {
-          if (firstText) {
-            firstText = false;
-            services.events.emit('firstVisibleText', { item, latencyMs: Date.now() - Date.parse(item.createdAt) });
-          }
-        },
-      });
-      let outcome: TurnOutcome;
-      try {
-        const history = await historyOf(item, row, log);
-        outcome = await runTurn(
-          {
-            workItemId: item.id,
-            conversationId: item.conversationId,
-            requester: item.requester,
-            system: services.systemPrompt(item),
-            history,
-          },
-          state,
-          {
-            db: pool,
-            provider: services.provider,
-            tools: services.tools,
-            sink,
-            settings: {
-              maxRounds: config.AGENT_MAX_ROUNDS,
-              emptyRoundRetries: config.AGENT_EMPTY_ROUND_RETRIES,
-              maxTokens: config.AGENT_MAX_TOKENS,
-              toolResultMaxTokens: config.TOOL_RESULT_MAX_TOKENS,
-              toolTimeoutSeconds: config.TOOL_TIMEOUT_SECONDS,
-            },
-            log,
-            signal,
-            beforeRound: async (round) => {
-              await checkStop();
-              if (services.draining.aborted) throw new HandOver(round);
-            },
-            rule: (call) => services.approvals.rule(item, call),
-            onRuled: (call, ruling) => services.approvals.recordRuling(item, call, ruling),
-            useGrant: async (call) => services.approvals.useGrant?.(item, call),
-            followUps: (current, at) => followUps(current, at),
-            onDecidedCall: async (call, decision, result) => {
-              const envelopeId = item.input.approval?.envelopeId;
-              if (envelopeId) await services.approvals.recordOutcome(envelopeId, call, decision, result.isError);
-            },
-          },
-        );
-      } catch (error) {
-        if (error instanceof HandOver) {
-          // The last round is checkpointed: schedule the item again at once for a live worker.
-          await handOverTurn(pool, item);
-          log.info({ round: error.round }, 'handed the turn over to another worker');
-          return;
-        }
-        if (error instanceof Superseded) {
-          await sink.finish(TEXTS.superseded(sink.text));
-          const partial = sink.text.trim() ? [{ role: 'assistant' as const, text: sink.text, toolCalls: [] }] : [];
-          const asked = state.messages.filter((m) => m.role === 'user');
-          await settle(pool, item, {
-            status: 'cancelled',
-            error: 'superseded by a newer message',
-            messages: [...asked, ...partial],
-            deleteCheckpoint: true,
-          });
-          log.info('turn superseded by a newer message');
-          services.events.emit('cancelled', { item, by: item.requester });
-          return;
-        }
-        if (signal.reason instanceof StopRequested) {
-          const by = signal.reason.by;
-          await sink.finish(TEXTS.stopped(sink.text, by));
-          const partial = sink.text.trim() ? [{ role: 'assistant' as const, text: sink.text, toolCalls: [] }] : [];
-          const prompt = state.messages[0]?.role === 'user' ? [state.messages[0]] : [];
-          await settle(pool, item, {
-            status: 'cancelled',
-            error: 'stopped by a person',
-            messages: [...prompt, ...partial],
-            deleteCheckpoint: true,
-          });
-          metrics.turnsStopped.inc();
-          log.info({ by }, 'turn stopped');
-          services.events.emit('cancelled', { item, by });
-          return;
-        }
-        // Infrastructure trouble or shutdown: let graphile-worker retry; the turn resumes from its checkpoint.
-        if (isDatabaseUnavailable(error)) {
-          log.warn({ err: error }, 'database unavailable during the turn; waiting for it before handing the turn back');
-          await waitForDatabase(pool);
-          throw error;
-        }
-        if (signal.aborted) throw error;
-        const reason = scrubSecrets((error as Error).message ?? String(error));
-        log.error({ err: error }, 'turn failed');
-        await sink.finish(TEXTS.failed(sink.text, reason));
-        await settle(pool, item, { status: 'failed', error: reason, deleteCheckpoint: true });
-        services.events.emit('failed', { item, error: reason });
-        return;
-      }
-
-      if (outcome.kind === 'final') {
-        await sink.finish(outcome.text, feedbackButtons(item));
-        await settle(pool, item, {
-          status: 'done',
-          result: { text: outcome.text, usage: outcome.state.usage },
-          messages: outcome.state.messages,
-          deleteCheckpoint: true,
-        });
-        log.info({ rounds: outcome.state.round, durationMs: Date.now() - startedAt }, 'turn finished');
-        services.events.emit('finished', { item, text: outcome.text, durationMs: Date.now() - startedAt });
-        return;
-      }
-
-      const parkedState: TurnState = { ...outcome.state, reply: sink.snapshot() };
-      await sink.finish(sink.text || undefined);
-      const parked = await parkTurn(pool, item, (client) => services.approvals.park(client, item, parkedState));
-      if (parked.supersededBy) log.info({ by: parked.supersededBy }, 'a message sent while planning withdrew the card');
-      else services.events.emit('awaitingApproval', { item, calls: outcome.calls });
     }
   };
 }
 
+/** A started work item, as the job hands it to `runItem`. */
+interface StartedItem {
+  item: WorkItem;
+  row: StartedRow;
+  stop: TrackedStop;
+  /** graphile-worker's signal for this job (shutdown after the grace period). */
+  jobSignal: AbortSignal | undefined;
+}
+
+type TrackedStop = ReturnType<StopListener['track']>;
+
 /**
- * History handed to the model must not start in the middle of a tool exchange (a tool result without
- * its call), which providers reject: where the first user message is (leading messages before it are
- * dropped; with none, all are).
+ * Posts the item's placeholder when its reply has no message yet, and records the message's id
+ * on the item before the turn starts, so a replay streams into the same message. A crash between
+ * the post and the update leaves one stray placeholder; a failed post fails the job, which
+ * graphile-worker retries — the message itself is never lost.
  */
-function firstCompleteExchange(history: Array<{ role: string }>): number {
-  const first = history.findIndex((m) => m.role === 'user');
-  return first < 0 ? history.length : first;
+async function withPlaceholder(services: WorkerServices, item: WorkItem, row: StartedRow): Promise<WorkItem> {
+  if (!item.placeholder || item.reply.messageId || row.checkpoint) return item;
+  const posted = await services.outbounds.for(item.reply).post(item.reply, item.placeholder);
+  return recordPlaceholder(services.pool, item, posted.messageId);
+}
+
+/** Runs the loop on a started item and settles how it ended (src/queue/tasks/turn-endings.ts). */
+async function runItem(services: WorkerServices, { item, row, stop, jobSignal }: StartedItem): Promise<void> {
+  const log = services.log.child({ workItemId: item.id, conversationId: item.conversationId });
+  const signal = AbortSignal.any([jobSignal ?? new AbortController().signal, services.fence, stop.signal]);
+  const startedAt = Date.now();
+  const checkStop = stopChecker(services.pool, item, stop);
+  if (row.stopped_by) stop.abort(row.stopped_by);
+
+  const state = await startingState(services, item, row, log);
+  if (!state) return;
+  const sink = liveReply(services, item, state, log);
+  let ending: TurnEnding;
+  try {
+    const history = await historyOf(services.pool, services.config, item, row, log);
+    const deps = turnDeps(services, { item, log, sink, signal, checkStop });
+    ending = endingOfOutcome(await runTurn(turnContext(services, item, history), state, deps));
+  } catch (error) {
+    ending = await endingOfError(error, signal, services.pool, log);
+  }
+  await settleEnding(
+    {
+      pool: services.pool,
+      events: services.events,
+      log,
+      item,
+      sink,
+      state,
+      startedAt,
+      feedbackButtons: services.config.FEEDBACK_BUTTONS,
+      park: (client, parkedItem, parkedState) => services.approvals.park(client, parkedItem, parkedState),
+    },
+    ending,
+  );
 }
 
 /**
- * With compaction on, the rows read at turn start are the messages after the summary, which
- * compaction keeps within its budget; this only bounds a conversation from before compaction.
+ * Checks for a stop request before every round but the first. The stop request was read with the
+ * item; later ones come by notification, and are also checked for before every further round (in
+ * case a notification was missed).
  */
-const HISTORY_ROWS_WITH_COMPACTION = 1000;
+function stopChecker(pool: Pool, item: WorkItem, stop: TrackedStop): () => Promise<void> {
+  let stopChecked = true;
+  return async () => {
+    if (stopChecked) {
+      stopChecked = false;
+      return;
+    }
+    const by = await stopRequestOf(pool, item.id);
+    if (by) stop.abort(by);
+  };
+}
+
+/**
+ * The state the turn runs from: its checkpoint, the decided calls of a continuation, or a fresh
+ * start. Undefined when a continuation is refused: the refusal is shown and the item settled.
+ */
+async function startingState(
+  services: WorkerServices,
+  item: WorkItem,
+  row: StartedRow,
+  log: Logger,
+): Promise<TurnState | undefined> {
+  const checkpoint = checkpointFromRow(row.checkpoint_version, row.checkpoint);
+  if (checkpoint) return checkpoint;
+  if (!item.input.approval) return initialTurnState(item);
+  const resumed = await services.approvals.resume(item, log);
+  if (!('refused' in resumed)) return resumed.state;
+  const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, { log });
+  await sink.finish(resumed.refused);
+  // Puts the work item into a resting status and hands the conversation to its next item (one statement).
+  await settleTurn(services.pool, item, { status: 'failed', error: resumed.refused });
+  services.events.emit('failed', { item, error: resumed.refused });
+  return undefined;
+}
+
+/** The reply the turn streams into, with its Stop button, reporting when its first text is visible. */
+function liveReply(services: WorkerServices, item: WorkItem, state: TurnState, log: Logger): ReplyStream {
+  let firstText = true;
+  return new ReplyStream(services.outbounds.for(item.reply), item.reply, {
+    log,
+    initial: state.reply,
+    liveButtons: [{ label: 'Stop', value: stopButtonValue(item.id), style: 'danger' }],
+    liveButtonsAfterMs: services.config.STOP_BUTTON_AFTER_MS,
+    onDelivered: () => {
+      if (firstText) {
+        firstText = false;
+        services.events.emit('firstVisibleText', { item, latencyMs: Date.now() - Date.parse(item.createdAt) });
+      }
+    },
+  });
+}
+
+function turnContext(services: WorkerServices, item: WorkItem, history: Message[]): TurnContext {
+  return {
+    workItemId: item.id,
+    conversationId: item.conversationId,
+    requester: item.requester,
+    system: services.systemPrompt(item),
+    history,
+  };
+}
+
+/** What one run of the loop is given besides the services. */
+interface RunningTurn {
+  item: WorkItem;
+  log: Logger;
+  sink: ReplyStream;
+  signal: AbortSignal;
+  checkStop: () => Promise<void>;
+}
+
+/** The loop's dependencies: the model and tools, and the hooks the queue and the approval gate answer. */
+function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop }: RunningTurn): TurnDeps {
+  const { config, approvals } = services;
+  return {
+    db: services.pool,
+    provider: services.provider,
+    tools: services.tools,
+    sink,
+    settings: {
+      maxRounds: config.AGENT_MAX_ROUNDS,
+      emptyRoundRetries: config.AGENT_EMPTY_ROUND_RETRIES,
+      maxTokens: config.AGENT_MAX_TOKENS,
+      toolResultMaxTokens: config.TOOL_RESULT_MAX_TOKENS,
+      toolTimeoutSeconds: config.TOOL_TIMEOUT_SECONDS,
+    },
+    log,
+    signal,
+    beforeRound: async (round) => {
+      await checkStop();
+      if (services.draining.aborted) throw new HandOver(round);
+    },
+    rule: (call) => approvals.rule(item, call),
+    onRuled: (call, ruling) => approvals.recordRuling(item, call, ruling),
+    useGrant: async (call) => approvals.useGrant?.(item, call),
+    followUps: followUpsOf(services, item, log),
+    onDecidedCall: async (call, decision, result) => {
+      const envelopeId = item.input.approval?.envelopeId;
+      if (envelopeId) await approvals.recordOutcome(envelopeId, call, decision, result.isError);
+    },
+  };
+}
+
+/**
+ * The conversation's newer messages at a safe point (docs/conversations.md). `steer` and
+ * `collect` take them into the turn — in the transaction that saves the checkpoint holding
+ * them, so each is read exactly once whatever dies when — and `interrupt` stops the turn.
+ */
+function followUpsOf(services: WorkerServices, item: WorkItem, log: Logger): NonNullable<TurnDeps['followUps']> {
+  const { pool, config } = services;
+  const mode = item.input.approval ? 'queue' : (item.mode ?? 'queue');
+  let collected = false;
+  const take = async (current: TurnState, how: 'append' | 'merge'): Promise<number> => {
+    const taken = await takeFollowUps(pool, item, mode, current, how);
+    if (taken > 0) log.info({ taken, how }, 'newer messages joined the turn');
+    return taken;
+  };
+  return async (current, at) => {
+    if (mode === 'queue') return 'none';
+    if (mode === 'interrupt') {
+      if (at === 'final') return 'none';
+      const waiting = await lockFollowUps(pool, item);
+      return waiting.some((f) => f.mode === 'interrupt') ? 'superseded' : 'none';
+    }
+    if (mode === 'collect' && !collected && current.round === 0) {
+      collected = true;
+      // A burst: wait until a window passes without a new line, then read the lines as one message.
+      for (let i = 0; i < 10; i++) {
+        await new Promise((r) => setTimeout(r, config.CONVERSATION_COLLECT_WINDOW_MS));
+        if ((await take(current, 'merge')) === 0) break;
+      }
+      return 'steered';
+    }
+    return (await take(current, 'append')) > 0 ? 'steered' : 'none';
+  };
+}

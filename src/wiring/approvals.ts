@@ -1,0 +1,75 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Pool } from '../db/pool.ts';
+import type { CardRenderer } from '../core/approval-card.ts';
+import type { OutboundRegistry } from '../reply/outbound.ts';
+import { ApprovalService } from '../approval/service.ts';
+import { CardRenderers } from '../approval/card-renderers.ts';
+import { PolicyGate } from '../approval/gate.ts';
+import { PolicyStore } from '../policy/index.ts';
+import type { AgentTools } from './tools.ts';
+
+/**
+ * POLICY_FILE (or the built-in policy), loaded and watched. The policy file and the MCP config are
+ * guarded like scripts when they live inside the agent's workspace: writing them changes the agent.
+ */
+export function openPolicyStore(config: Config, log: Logger): PolicyStore {
+  const workspace = path.resolve(process.cwd(), config.AGENT_WORKSPACE_ROOT);
+  const protectedPaths = [config.POLICY_FILE, config.MCP_CONFIG].flatMap((file) => {
+    if (!file) return [];
+    const inside = path.relative(workspace, path.resolve(process.cwd(), file));
+    return inside && !inside.startsWith('..') && !path.isAbsolute(inside) ? [inside.split(path.sep).join('/')] : [];
+  });
+  const store = new PolicyStore({
+    ...(config.POLICY_FILE ? { file: config.POLICY_FILE } : {}),
+    approvers: config.APPROVERS,
+    twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
+    customSkillsDir: config.CUSTOM_SKILLS_DIR,
+    protectedPaths,
+    log,
+  });
+  const policy = store.load();
+  if (config.POLICY_FILE) store.watch();
+  log.info({ policy: policy.source }, 'policy in force');
+  return store;
+}
+
+interface ApprovalWiring {
+  config: Config;
+  log: Logger;
+  pool: Pool;
+  outbounds: OutboundRegistry;
+  policies: PolicyStore;
+  agentTools: AgentTools;
+  /** The card renderers of the platforms that draw their own cards. */
+  cardRenderers: CardRenderer[];
+}
+
+/**
+ * The policy gate and the approval service. Clicks arrive at inbound adapters, so every role
+ * verifies and consumes them.
+ */
+export function createApprovals(wiring: ApprovalWiring): { gate: PolicyGate; approvals: ApprovalService } {
+  const { config, agentTools } = wiring;
+  const { tools, catalog, scope } = agentTools;
+  const gate = new PolicyGate(wiring.policies, tools, config.CONVERSATION_MODE, catalog.workspaceRoot);
+  const approvals = new ApprovalService({
+    pool: wiring.pool,
+    outbounds: wiring.outbounds,
+    cards: new CardRenderers(wiring.outbounds, wiring.cardRenderers),
+    gate,
+    tools,
+    scope,
+    log: wiring.log,
+    settings: {
+      ttlSeconds: config.APPROVAL_TTL_SECONDS,
+      approvers: config.APPROVERS,
+      twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
+      approvalChannels: config.APPROVAL_CHANNEL,
+      rejectionAuditsPerMinute: config.APPROVAL_REJECTION_AUDITS_PER_MINUTE,
+      grantTtlSeconds: config.GRANT_TTL_SECONDS,
+    },
+  });
+  return { gate, approvals };
+}

@@ -1,0 +1,54 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded.ts';
+import { migrate } from '../db/migrate.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
+import { createPool, type Pool } from '../db/pool.ts';
+import type { Cleanups } from './cleanups.ts';
+
+/** Resolves a path setting against the working directory (the operator's frame of reference). */
+export function resolveFromCwd(p: string): string {
+  return path.resolve(process.cwd(), p);
+}
+
+/**
+ * The database this process uses, migrated, and a pool on it: DATABASE_URL, or an embedded Postgres
+ * started here when it is unset.
+ */
+export async function openDatabase(
+  config: Config,
+  log: Logger,
+  cleanups: Cleanups,
+): Promise<{ databaseUrl: string; pool: Pool }> {
+  let databaseUrl = config.DATABASE_URL;
+  if (!databaseUrl) {
+    const dir = resolveFromCwd(config.EMBEDDED_POSTGRES_DIR);
+    log.info({ dir }, 'DATABASE_URL is not set; starting an embedded Postgres');
+    const embedded: EmbeddedDatabase = await startEmbeddedPostgres({ dir, log });
+    cleanups.add(() => embedded.stop());
+    databaseUrl = embedded.url;
+  }
+  await migrateWhenReachable(databaseUrl, log);
+  const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE, log);
+  cleanups.add(() => pool.end());
+  return { databaseUrl, pool };
+}
+
+/**
+ * Migrates, waiting (up to two minutes) for a database that is restarting or not up yet: a process
+ * started during a database restart should come up when the database does, not crash.
+ */
+async function migrateWhenReachable(databaseUrl: string, log: Logger): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (let delay = 250; ; delay = Math.min(delay * 2, 5000)) {
+    try {
+      await migrate(databaseUrl, log);
+      return;
+    } catch (error) {
+      if (!isDatabaseUnavailable(error) || Date.now() > deadline) throw error;
+      log.warn({ err: error, retryInMs: delay }, 'database not reachable yet; waiting for it');
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}

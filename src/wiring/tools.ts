@@ -1,0 +1,72 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import { ToolRegistry } from '../agent/tools/registry.ts';
+import { currentTimeTool } from '../agent/tools/current-time.ts';
+import { requestHumanApprovalTool } from '../agent/tools/request-human-approval.ts';
+import type { AnyTool } from '../agent/tools/tool.ts';
+import { buildToolCatalog, type ToolCatalog } from '../agent/tools/catalog.ts';
+import type { ApprovalScope } from '../approval/envelope.ts';
+import {
+  createSkillTools,
+  SKILL_TOOL_NAMES,
+  openSkillRegistry,
+  skillDirs,
+  type SkillRegistry,
+} from '../skills/index.ts';
+import type { Cleanups } from './cleanups.ts';
+
+/**
+ * The skills, watched for edits where turns run. Problems are reported and the skill skipped, never
+ * fatal; edits on disk apply without a restart.
+ */
+export async function openSkills(
+  config: Config,
+  log: Logger,
+  { runsTurns }: { runsTurns: boolean },
+  cleanups: Cleanups,
+): Promise<SkillRegistry> {
+  const skills: SkillRegistry = await openSkillRegistry({ ...skillDirs(config), log, watch: runsTurns });
+  cleanups.add(async () => skills.close());
+  // The registry logs each problem once as it finds it; here only a count, pointing at /skills.
+  const skipped = skills.problems().length;
+  if (skipped) log.warn(`${skipped} skill problem(s) found; /skills lists the skipped skills and why`);
+  return skills;
+}
+
+export interface AgentTools {
+  tools: ToolRegistry;
+  catalog: ToolCatalog;
+  /** What an approval of calls to these tools depends on (`ApprovalService`'s drift check). */
+  scope(toolNames: readonly string[]): ApprovalScope;
+}
+
+/**
+ * Every tool the agent has: the built-in ones, the skills', workspace tools, run_command when
+ * enabled, MCP servers (not where no turns run: ingress runs no tools) and `extra` ones.
+ */
+export async function openTools(
+  config: Config,
+  log: Logger,
+  { skills, runsTurns, extra }: { skills: SkillRegistry; runsTurns: boolean; extra: AnyTool[] },
+  cleanups: Cleanups,
+): Promise<AgentTools> {
+  const catalog = await buildToolCatalog(config, log, { mcp: runsTurns });
+  cleanups.add(() => catalog.close());
+  const tools = new ToolRegistry([
+    currentTimeTool,
+    requestHumanApprovalTool,
+    ...createSkillTools(skills),
+    ...catalog.tools,
+    ...extra,
+  ]);
+  catalog.onMcpToolsChanged((mcpTools) => tools.replaceMcpTools(mcpTools));
+  // An approval depends on the tools its calls use (and the skills, when a call reads them); an
+  // unrelated MCP server reconnecting must not refuse it as drift.
+  const scope = (toolNames: readonly string[]): ApprovalScope => ({
+    agent: config.AGENT_NAME,
+    workspaceRoot: catalog.workspaceRoot,
+    tools: tools.fingerprint(toolNames),
+    skills: toolNames.some((name) => SKILL_TOOL_NAMES.has(name)) ? skills.version() : 'not used',
+  });
+  return { tools, catalog, scope };
+}

@@ -1,0 +1,134 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Pool } from '../db/pool.ts';
+import { createProvider } from '../agent/providers/index.ts';
+import type { ModelProvider } from '../agent/model.ts';
+import { buildSystemPrompt } from '../agent/system-prompt.ts';
+import type { ApprovalService } from '../approval/service.ts';
+import type { OutboundRegistry } from '../reply/outbound.ts';
+import { skillsPromptSection, type SkillRegistry } from '../skills/index.ts';
+import { startQueueRunner, type QueueRunner } from '../queue/runner.ts';
+import { createWorkItemTask } from '../queue/tasks/run-work-item.ts';
+import type { TurnEvents } from '../queue/turn-events.ts';
+import { WorkerLiveness } from '../queue/worker-liveness.ts';
+import { StopListener } from '../queue/stop-requests.ts';
+import type { Cleanups } from './cleanups.ts';
+import { backgroundJobs, BACKGROUND_CRONTAB, interactiveJobs } from './jobs.ts';
+import type { AgentTools } from './tools.ts';
+
+/** Characters of the system prompt given to the list of skills (names and descriptions only). */
+const SKILLS_PROMPT_BUDGET = 4000;
+
+/** What the worker pools run turns with. */
+interface WorkerWiring {
+  config: Config;
+  /** The process role (all or worker), recorded with this process's heartbeat. */
+  role: string;
+  databaseUrl: string;
+  pool: Pool;
+  log: Logger;
+  events: TurnEvents;
+  agentTools: AgentTools;
+  skills: SkillRegistry;
+  outbounds: OutboundRegistry;
+  approvals: ApprovalService;
+  /** Replaces the configured model (tests, benchmarks). */
+  provider?: ModelProvider;
+  /** Called when the worker pools die on their own: the process should stop and be restarted. */
+  onFatal(error: unknown): void;
+}
+
+/** What stops or redirects the turns this process runs. */
+interface TurnControls {
+  liveness: WorkerLiveness;
+  stops: StopListener;
+  /** Aborted when peers declare this worker dead. */
+  fence: AbortController;
+  /** Aborted when this process begins a graceful shutdown. */
+  draining: AbortController;
+}
+
+/** Starts the worker pools (roles all and worker): turns, approval cards and housekeeping. */
+export async function startWorker(wiring: WorkerWiring, cleanups: Cleanups): Promise<QueueRunner> {
+  const { config, log } = wiring;
+  const provider = wiring.provider ?? createProvider(config, log);
+  const controls = await startTurnControls(wiring, cleanups);
+  const runner = await startQueueRunner({
+    connectionString: wiring.databaseUrl,
+    log,
+    interactiveConcurrency: config.WORKER_CONCURRENCY,
+    backgroundConcurrency: config.BACKGROUND_CONCURRENCY,
+    pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_SECONDS * 1000,
+    workItemTask: workItemTask(wiring, provider, controls),
+    interactiveTasks: interactiveJobs(wiring.approvals),
+    backgroundTasks: backgroundJobs(wiring),
+    crontab: BACKGROUND_CRONTAB,
+    // The process leaves (src/cli.ts): stopping waits for running turns (aborting them after the
+    // grace period, as graphile-worker does), then releases their locks for a live worker.
+    onFatal: (error) => wiring.onFatal(error),
+    onPoolCreated: (poolId) => {
+      controls.liveness
+        .claimSlot(poolId)
+        .catch((error: unknown) => log.warn({ err: error }, 'could not record worker pool'));
+    },
+  });
+  cleanups.add(async () => {
+    // Turns hand over at their next checkpoint; graphile-worker aborts what is left after the grace period.
+    controls.draining.abort();
+    await runner.stop();
+  });
+  log.info(
+    { provider: provider.name, model: provider.model, concurrency: config.WORKER_CONCURRENCY, role: wiring.role },
+    'worker started',
+  );
+  return runner;
+}
+
+/** This worker's heartbeat (and the fence it trips when declared dead) and its stop-request listener. */
+async function startTurnControls(wiring: WorkerWiring, cleanups: Cleanups): Promise<TurnControls> {
+  const { config, log } = wiring;
+  const fence = new AbortController();
+  const liveness = new WorkerLiveness({
+    pool: wiring.pool,
+    log,
+    role: wiring.role,
+    heartbeatSeconds: config.WORKER_HEARTBEAT_SECONDS,
+    deadAfterSeconds: config.WORKER_DEAD_AFTER_SECONDS,
+    onFenced: () => fence.abort(new Error('this worker was declared dead by its peers')),
+  });
+  await liveness.start();
+  cleanups.add(() => liveness.stop());
+  const draining = new AbortController();
+  const stops = new StopListener(wiring.databaseUrl, log);
+  await stops.start();
+  cleanups.add(() => stops.close());
+  return { liveness, stops, fence, draining };
+}
+
+function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: TurnControls) {
+  const { config, skills } = wiring;
+  const { tools, catalog } = wiring.agentTools;
+  return createWorkItemTask({
+    pool: wiring.pool,
+    config,
+    provider,
+    tools,
+    outbounds: wiring.outbounds,
+    log: wiring.log,
+    events: wiring.events,
+    liveness: controls.liveness,
+    fence: controls.fence.signal,
+    stops: controls.stops,
+    draining: controls.draining.signal,
+    approvals: wiring.approvals,
+    systemPrompt: (item) =>
+      buildSystemPrompt(
+        {
+          agentName: config.AGENT_NAME,
+          sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET), ...catalog.promptNotes],
+        },
+        item,
+      ),
+  });
+}
