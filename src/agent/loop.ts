@@ -15,7 +15,6 @@ import {
 } from './tool-execution.ts';
 
 // The policy's types are named where the loop's callers (queue, approval) already look for them.
-export type { CallRuling, GrantUse } from './call-ruling.ts';
 
 export interface TurnSettings extends ToolExecutionSettings {
   maxRounds: number;
