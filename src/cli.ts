@@ -6,11 +6,12 @@ import { checkRole, startCountersign, type Role } from './app.ts';
 import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres } from './db/embedded.ts';
 import { resolveFromCwd } from './app.ts';
-import { skillsCommand } from './skills/index.ts';
+import { createSkillTools, skillsCommand } from './skills/index.ts';
 import { createPool } from './db/pool.ts';
 import { formatUsage, usageSummary } from './usage.ts';
 import { loadPriceTable, type PriceTable } from './model-prices.ts';
-import { policyCommand } from './policy/index.ts';
+import { policyCommand, type ToolKinds } from './policy/index.ts';
+import { builtinTools, kindsByName } from './agent/tools/catalog.ts';
 import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
 import { listLiveGrants } from './approval/grant-store.ts';
 import type { Grant } from './approval/grants.ts';
@@ -153,6 +154,15 @@ async function printUsage(args: string[]): Promise<number> {
 }
 
 /**
+ * What each of Countersign's own tools is for the policy, read off the tools themselves (their
+ * arguments are placeholders: building a tool opens nothing).
+ */
+function builtinToolKinds(): ToolKinds {
+  const noSkills = { list: () => [], get: () => undefined };
+  return kindsByName([...builtinTools('.'), ...createSkillTools(noSkills)]);
+}
+
+/**
  * `countersign policy …`. Reads POLICY_FILE, APPROVERS, APPROVAL_TWO_PERSON_RULE and
  * CUSTOM_SKILLS_DIR from the environment itself: a policy is reviewed in CI, where no bot
  * credentials are set.
@@ -170,6 +180,7 @@ function runPolicy(args: string[]): number {
       twoPersonRule: env.APPROVAL_TWO_PERSON_RULE?.trim().toLowerCase() !== 'false',
       ...(env.CUSTOM_SKILLS_DIR ? { customSkillsDir: env.CUSTOM_SKILLS_DIR } : {}),
     },
+    toolKinds: builtinToolKinds(),
   });
   const out = result.exitCode === 2 ? process.stderr : process.stdout;
   for (const line of result.lines) out.write(`${line}\n`);

@@ -1,12 +1,12 @@
 import type { ToolRegistry } from '../agent/tools/registry.ts';
 import { admitArgs, needsApproval, riskOf, type AnyTool, type ToolKind } from '../agent/tools/tool.ts';
+import { builtinToolKind } from '../agent/tools/catalog.ts';
 import { WorkspacePaths, type RealPaths } from './real-paths.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { ConversationMode } from '../core/work-item.ts';
 import type { CallPolicy } from './envelope.ts';
 import {
-  BUILTIN_TOOL_KINDS,
   mayDecide,
   type Admission,
   type CallFacts,
@@ -56,14 +56,12 @@ export function whereOf(reply: ReplyTarget): Where {
 }
 
 /**
- * A tool's kind: its own, else the policy's table of Countersign's tools, else what its own
- * `approval` and `risk` say (a tool an embedding application adds): one that never asks reads, a
- * high-risk one executes, any other writes.
+ * A tool's kind: its own (Countersign's tools and MCP tools always say it), else, for a tool an
+ * embedding application adds without one, what its own `approval` and `risk` say: one that never
+ * asks reads, a high-risk one executes, any other writes.
  */
 export function kindOf(tool: AnyTool, args: unknown): ToolKind {
   if (tool.kind) return tool.kind;
-  const known = BUILTIN_TOOL_KINDS[tool.name];
-  if (known) return known;
   if (!needsApproval(tool, args)) return 'read';
   return riskOf(tool, args) === 'high' ? 'exec' : 'write';
 }
@@ -149,7 +147,7 @@ export class PolicyGate {
     const args = admitted?.ok ? admitted.args : call.args;
     const descriptor: ToolDescriptor = tool
       ? describeTool(tool, args)
-      : { name: call.name, kind: BUILTIN_TOOL_KINDS[call.name] ?? (call.name.includes('__') ? 'mcp' : 'exec') };
+      : { name: call.name, kind: builtinToolKind(call.name) ?? (call.name.includes('__') ? 'mcp' : 'exec') };
     const real = this.#paths?.resolve(args) ?? { args, moved: [], gitMetadata: false };
     return { tool: descriptor, ...real };
   }

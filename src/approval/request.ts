@@ -17,9 +17,6 @@ import { grantOffer } from './grants.ts';
 import { whereOf } from './gate.ts';
 import { audit, insertEnvelope } from './store.ts';
 
-/** The job that shows an approval card (interactive pool: a person is waiting for it). */
-export const SHOW_CARD_TASK = 'countersign_show_approval_card';
-
 /**
  * The calls as a person decides on them, each with its risk. A call whose tool is unknown or whose
  * arguments don't parse is high risk: nothing vouches for what it would do. Resume plans again and
@@ -147,5 +144,5 @@ export async function requestApproval(
   });
   // The card is shown by its own job, committed with the envelope: a worker that dies right after
   // parking the turn can't leave an envelope nobody can see.
-  await scheduleApprovalCard(client, SHOW_CARD_TASK, id);
+  await scheduleApprovalCard(client, id);
 }

@@ -24,7 +24,6 @@ import { refreshCard, showPendingCard } from './show.ts';
 
 export type { ApprovalSettings } from './context.ts';
 export { REJECTION_AUDITS_PER_MINUTE, type SubmitResult } from './decide.ts';
-export { SHOW_CARD_TASK } from './request.ts';
 export type { Grant } from './grants.ts';
 export { describeGrant, NO_GRANTS, type RevokeResult } from './grant-verbs.ts';
 

@@ -11,21 +11,11 @@ export interface CommandResult {
   exitCode: number;
 }
 
-/** The kinds of Countersign's own tools; MCP tools (`server__tool`) are `mcp`. */
-export const BUILTIN_TOOL_KINDS: Readonly<Record<string, ToolKind>> = {
-  list_files: 'read',
-  read_file: 'read',
-  search_files: 'read',
-  current_time: 'read',
-  list_skills: 'read',
-  load_skill: 'read',
-  read_skill_file: 'read',
-  write_file: 'write',
-  edit_file: 'write',
-  delete_file: 'delete',
-  run_command: 'exec',
-  request_human_approval: 'question',
-};
+/**
+ * The kinds of Countersign's own tools by name, as the tools define them (the policy knows no tools:
+ * src/cli.ts reads them off the tool definitions). MCP tools (`server__tool`) are `mcp`.
+ */
+export type ToolKinds = ReadonlyMap<string, ToolKind>;
 
 export const POLICY_USAGE = [
   'Usage: countersign policy <command>',
@@ -66,8 +56,8 @@ export interface PolicyCheckInput {
   groups?: string;
 }
 
-/** `countersign policy check …` against `policy`. */
-export function policyCheck(policy: Policy, input: PolicyCheckInput): CommandResult {
+/** `countersign policy check …` against `policy`; `kinds` names what the built-in tools are. */
+export function policyCheck(policy: Policy, input: PolicyCheckInput, kinds: ToolKinds = new Map()): CommandResult {
   const fail = (line: string): CommandResult => ({ lines: [line, ...POLICY_USAGE], exitCode: 2 });
   const person = personFromId(input.as);
   if ('error' in person) return fail(`--as: ${person.error}`);
@@ -84,7 +74,7 @@ export function policyCheck(policy: Policy, input: PolicyCheckInput): CommandRes
   } catch (error) {
     return fail(`--args is not JSON: ${(error as Error).message}`);
   }
-  const kind = input.kind ?? BUILTIN_TOOL_KINDS[input.tool] ?? (input.tool.includes('__') ? 'mcp' : undefined);
+  const kind = input.kind ?? kinds.get(input.tool) ?? (input.tool.includes('__') ? 'mcp' : undefined);
   if (!kind || !(TOOL_KINDS as readonly string[]).includes(kind))
     return fail(`--kind: say what ${input.tool} is: one of ${TOOL_KINDS.join(', ')}`);
   const tool: ToolDescriptor = { name: input.tool, kind: kind as ToolKind };
@@ -118,7 +108,10 @@ export function policyCheck(policy: Policy, input: PolicyCheckInput): CommandRes
  * `countersign policy …`: `args` are the words after `policy`. `file` is POLICY_FILE, which
  * `check --policy FILE` and `lint FILE` override (neither: `check` asks the built-in policy).
  */
-export function policyCommand(args: string[], env: { file?: string; options?: PolicyOptions } = {}): CommandResult {
+export function policyCommand(
+  args: string[],
+  env: { file?: string; options?: PolicyOptions; toolKinds?: ToolKinds } = {},
+): CommandResult {
   const [command, ...rest] = args;
   const options = env.options ?? {};
   try {
@@ -151,7 +144,7 @@ export function policyCommand(args: string[], env: { file?: string; options?: Po
         if (!loaded.ok) return { lines: loaded.problems.map(formatPolicyProblem), exitCode: 1 };
         policy = loaded.policy;
       }
-      return policyCheck(policy, { ...values, as: values.as, tool: values.tool });
+      return policyCheck(policy, { ...values, as: values.as, tool: values.tool }, env.toolKinds);
     }
   } catch (error) {
     if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))

@@ -26,6 +26,6 @@ export {
   type PersonPattern,
 } from './person.ts';
 export { PolicyFileError, PolicyStore, type PolicyChange, type PolicyStoreOptions } from './store.ts';
-export { BUILTIN_TOOL_KINDS, policyCheck, policyCommand, policyLint, POLICY_USAGE, type CommandResult } from './cli.ts';
+export { policyCheck, policyCommand, policyLint, POLICY_USAGE, type CommandResult, type ToolKinds } from './cli.ts';
 export { grantPatternMatches, narrowestGrantPattern } from './grant-patterns.ts';
 export type { Outcome, Risk, ToolKind } from './schema.ts';

@@ -1,15 +1,9 @@
 import { EventEmitter } from 'node:events';
-import {
-  Logger as GraphileLogger,
-  run,
-  type Runner,
-  type RunnerOptions,
-  type TaskList,
-  type WorkerEvents,
-} from 'graphile-worker';
+import { Logger as GraphileLogger, run, type Runner, type RunnerOptions, type WorkerEvents } from 'graphile-worker';
 import type { Logger } from 'pino';
 import { createPool, type Pool } from '../db/pool.ts';
-import { BACKGROUND_TASK, INTERACTIVE_TASK } from './work-item.ts';
+import type { PoolTasks } from './tasks/index.ts';
+import type { WorkerPool } from './tasks/job.ts';
 import { watchForStuckPools } from './poisoned-pool.ts';
 
 export interface QueueRunnerOptions {
@@ -22,13 +16,8 @@ export interface QueueRunnerOptions {
   pollIntervalMs: number;
   /** How long running turns get to reach a checkpoint on shutdown before they are aborted. */
   shutdownGraceMs: number;
-  workItemTask: TaskList[string];
-  /** Extra interactive tasks (showing approval cards). */
-  interactiveTasks?: TaskList;
-  /** Extra background tasks (housekeeping). */
-  backgroundTasks?: TaskList;
-  /** graphile-worker crontab for the background pool (periodic housekeeping). */
-  crontab?: string;
+  /** Each pool's tasks and schedule: every job of the table in src/queue/tasks/index.ts (`workerPoolTasks`). */
+  tasks: Record<WorkerPool, PoolTasks>;
   /** Called with each graphile-worker pool id, which is what jobs are locked under. */
   onPoolCreated: (poolId: string) => void;
   /** Called when a pool stops on its own (a fatal error): the process should shut down and restart. */
@@ -91,19 +80,20 @@ function poolSpecs(options: QueueRunnerOptions, pool: Pool, events: WorkerEvents
     // share a round trip.
     preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   };
+  // Countersign's schedules come from its job table, never from a crontab file.
+  const { interactive, background } = options.tasks;
   return [
     {
       ...common,
-      // Countersign schedules periodic work itself; no crontab file.
-      crontab: '',
       concurrency: options.interactiveConcurrency,
-      taskList: { [INTERACTIVE_TASK]: options.workItemTask, ...options.interactiveTasks },
+      taskList: interactive.taskList,
+      crontab: interactive.crontab,
     },
     {
       ...common,
       concurrency: options.backgroundConcurrency,
-      taskList: { [BACKGROUND_TASK]: options.workItemTask, ...options.backgroundTasks },
-      crontab: options.crontab ?? '',
+      taskList: background.taskList,
+      crontab: background.crontab,
     },
   ];
 }

@@ -2,6 +2,7 @@ import { transaction, type Pool, type PoolClient, type Queryable } from '../db/p
 import type { Requester } from '../core/person.ts';
 import { newWorkItem, Priority, WorkItem, type WorkItemDraft } from '../core/work-item.ts';
 import type { Message } from '../agent/messages.ts';
+import { JOBS, turnJobFor } from './tasks/index.ts';
 import { BACKGROUND_TASK, INTERACTIVE_TASK, taskFor } from './work-item.ts';
 
 /**
@@ -118,8 +119,8 @@ async function supersedeIfFollowedUp(db: Queryable, item: Pick<WorkItem, 'id' | 
 }
 
 /** Schedules the job that shows an approval card; call inside the transaction that stores its envelope. */
-export async function scheduleApprovalCard(db: Queryable, task: string, envelopeId: string): Promise<void> {
-  await addShowCardJob(db, task, envelopeId);
+export async function scheduleApprovalCard(db: Queryable, envelopeId: string): Promise<void> {
+  await addShowCardJob(db, envelopeId);
 }
 
 /**
@@ -324,17 +325,19 @@ export async function setReplyMessage(db: Queryable, workItemId: string, message
 
 /** Schedules a job for a work item that is its conversation's head already (a turn handed over). */
 export async function addWorkItemJob(db: Queryable, item: Pick<WorkItem, 'id' | 'priority'>): Promise<void> {
+  const job = turnJobFor(item.priority);
   await db.query(
-    `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text), priority => $3::int, max_attempts => 25)`,
-    [taskFor(item.priority), item.id, item.priority],
+    `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text), priority => $3::int, max_attempts => $4::int)`,
+    [job.name, item.id, item.priority, job.options.maxAttempts],
   );
 }
 
-/** Schedules the job that shows a pending approval card (interactive, CRITICAL). */
-export async function addShowCardJob(db: Queryable, task: string, envelopeId: string): Promise<void> {
+/** Schedules the job that shows a pending approval card (src/queue/tasks/show-approval-card.ts). */
+export async function addShowCardJob(db: Queryable, envelopeId: string): Promise<void> {
+  const { name, options } = JOBS.showApprovalCard;
   await db.query(
-    `SELECT graphile_worker.add_job($1::text, json_build_object('envelopeId', $2::text), priority => 1, max_attempts => 25)`,
-    [task, envelopeId],
+    `SELECT graphile_worker.add_job($1::text, json_build_object('envelopeId', $2::text), priority => $3::int, max_attempts => $4::int)`,
+    [name, envelopeId, options.priority, options.maxAttempts],
   );
 }
 

@@ -1,14 +1,10 @@
-import { z } from 'zod';
-import { Priority } from '../core/work-item.ts';
-
-/** What a graphile-worker job carries: only the id; the work item itself lives in countersign.work_items. */
-export const WorkItemJobPayload = z.object({ workItemId: z.uuid() });
-export type WorkItemJobPayload = z.infer<typeof WorkItemJobPayload>;
+import { JOBS, turnJobFor } from './tasks/index.ts';
 
 /** Interactive work runs in its own pool of slots so it never waits behind background work. */
-export const INTERACTIVE_TASK = 'countersign_interactive';
-export const BACKGROUND_TASK = 'countersign_background';
+export const INTERACTIVE_TASK = JOBS.interactiveTurn.name;
+export const BACKGROUND_TASK = JOBS.backgroundTurn.name;
 
+/** The name of the turn task that runs a work item of this priority (tasks/index.ts). */
 export function taskFor(priority: number): string {
-  return priority <= Priority.HIGH ? INTERACTIVE_TASK : BACKGROUND_TASK;
+  return turnJobFor(priority).name;
 }

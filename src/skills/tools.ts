@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { z } from 'zod';
-import { defineTool, type AnyTool, type ToolOutput } from '../agent/tools/tool.ts';
+import { defineBuiltinTool, type AnyBuiltinTool, type ToolOutput } from '../agent/tools/tool.ts';
 import { LIMITS } from './limits.ts';
 import { decodeText, SKILL_FILE, type Skill } from './load.ts';
 import { confineToSkill } from './paths.ts';
@@ -41,9 +41,10 @@ export function renderSkillForModel(skill: Skill): string {
 /** The skill tools' names: an approval whose calls use one depends on the skills' version. */
 export const SKILL_TOOL_NAMES: ReadonlySet<string> = new Set(['list_skills', 'load_skill', 'read_skill_file']);
 
-export function createSkillTools(registry: SkillLookup): AnyTool[] {
-  const listSkills = defineTool({
+export function createSkillTools(registry: SkillLookup): AnyBuiltinTool[] {
+  const listSkills = defineBuiltinTool({
     name: 'list_skills',
+    kind: 'read',
     description:
       'Lists every available skill with its description. Use it when the system prompt says some skills were left out, or to search for one by word.',
     version: '1',
@@ -63,8 +64,9 @@ export function createSkillTools(registry: SkillLookup): AnyTool[] {
     },
   });
 
-  const loadSkill = defineTool({
+  const loadSkill = defineBuiltinTool({
     name: 'load_skill',
+    kind: 'read',
     description:
       "Loads a skill's full instructions by name (names are listed in the Skills section of the system prompt). Call it before doing a task a skill covers, then follow the instructions.",
     version: '1',
@@ -78,8 +80,9 @@ export function createSkillTools(registry: SkillLookup): AnyTool[] {
     },
   });
 
-  const readSkillFile = defineTool({
+  const readSkillFile = defineBuiltinTool({
     name: 'read_skill_file',
+    kind: 'read',
     description:
       'Reads a file that belongs to a skill (a reference, template or script listed by load_skill). The path is relative to the skill folder.',
     version: '1',

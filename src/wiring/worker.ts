@@ -13,7 +13,7 @@ import type { TurnEvents } from '../queue/turn-events.ts';
 import { WorkerLiveness } from '../queue/worker-liveness.ts';
 import { StopListener } from '../queue/stop-requests.ts';
 import type { Cleanups } from './cleanups.ts';
-import { backgroundJobs, BACKGROUND_CRONTAB, interactiveJobs } from './jobs.ts';
+import { jobTasks } from './jobs.ts';
 import type { AgentTools } from './tools.ts';
 
 /** Characters of the system prompt given to the list of skills (names and descriptions only). */
@@ -60,10 +60,7 @@ export async function startWorker(wiring: WorkerWiring, cleanups: Cleanups): Pro
     backgroundConcurrency: config.BACKGROUND_CONCURRENCY,
     pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
     shutdownGraceMs: config.SHUTDOWN_GRACE_SECONDS * 1000,
-    workItemTask: workItemTask(wiring, provider, controls),
-    interactiveTasks: interactiveJobs(wiring.approvals),
-    backgroundTasks: backgroundJobs(wiring),
-    crontab: BACKGROUND_CRONTAB,
+    tasks: jobTasks({ ...wiring, runWorkItem: workItemTask(wiring, provider, controls) }),
     // The process leaves (src/cli.ts): stopping waits for running turns (aborting them after the
     // grace period, as graphile-worker does), then releases their locks for a live worker.
     onFatal: (error) => wiring.onFatal(error),

@@ -4,9 +4,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { policyCommand } from '../../src/policy/index.ts';
-import { OPS_TEAM } from './helpers.ts';
+import { builtinToolKinds as toolKinds, OPS_TEAM } from './helpers.ts';
 
-const check = (...args: string[]) => policyCommand(['check', '--policy', OPS_TEAM, ...args]);
+const check = (...args: string[]) => policyCommand(['check', '--policy', OPS_TEAM, ...args], { toolKinds });
 
 describe('countersign policy check', () => {
   it('prints the outcome and the rule that decided it', () => {
@@ -53,8 +53,11 @@ describe('countersign policy check', () => {
   it('asks --policy FILE over POLICY_FILE', () => {
     const args = ['check', '--as', 'slack:T0OPS0001:U0SRE0001', '--tool', 'run_command'];
     const kubectl = ['--args', '{"command":["kubectl","get","pods"]}'];
-    expect(policyCommand([...args, ...kubectl]).lines[1]).toBe('rule: default:exec (built-in)');
-    const result = policyCommand([...args, ...kubectl, '--policy', OPS_TEAM], { file: 'no-such-policy.yaml' });
+    expect(policyCommand([...args, ...kubectl], { toolKinds }).lines[1]).toBe('rule: default:exec (built-in)');
+    const result = policyCommand([...args, ...kubectl, '--policy', OPS_TEAM], {
+      file: 'no-such-policy.yaml',
+      toolKinds,
+    });
     expect(result.lines[1]).toMatch(/^rule: kubectl-read \(.*ops-team\.yaml:27\)$/);
   });
 

@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { builtinTools, kindsByName } from '../../src/agent/tools/catalog.ts';
+import { createSkillTools } from '../../src/skills/index.ts';
 import { loadPolicyFile, type Person, type Policy, type ToolDescriptor, type Where } from '../../src/policy/index.ts';
 
 export const OPS_TEAM = path.resolve(import.meta.dirname, '../fixtures/policy/ops-team.yaml');
@@ -84,3 +86,12 @@ export const tools = {
   deployApply: { name: 'deploy__apply', kind: 'mcp', mcp: { server: 'deploy', trusted: true } },
   mystery: { name: 'launch_rocket', kind: 'exec' },
 } satisfies Record<string, ToolDescriptor>;
+
+/**
+ * The policy kinds of Countersign's own tools, as the tools say them: what `countersign policy
+ * check` gets from src/cli.ts (src/policy has no table of its own).
+ */
+export const builtinToolKinds = kindsByName([
+  ...builtinTools('.'),
+  ...createSkillTools({ list: () => [], get: () => undefined }),
+]);

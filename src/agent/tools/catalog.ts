@@ -4,8 +4,10 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import { loadMcpConfig } from './mcp/config.ts';
 import { McpHub } from './mcp/hub.ts';
+import { currentTimeTool } from './current-time.ts';
+import { requestHumanApprovalTool } from './request-human-approval.ts';
 import { createRunCommandTool, runCommandPromptNote } from './run-command.ts';
-import type { AnyTool } from './tool.ts';
+import type { AnyBuiltinTool, AnyTool, ToolKind } from './tool.ts';
 import { createWorkspaceTools } from './workspace/tools.ts';
 
 export type CatalogConfig = Pick<Config, 'AGENT_WORKSPACE_ROOT' | 'MCP_CONFIG' | 'ENABLE_RUN_COMMAND'>;
@@ -29,6 +31,31 @@ export interface ToolCatalog {
   /** Told when an MCP server's tool list changes (connect, reconnect, list_changed). */
   onMcpToolsChanged(listener: (tools: AnyTool[]) => void): () => void;
   close(): Promise<void>;
+}
+
+/**
+ * Every tool the agent defines itself, confined to `root`: the workspace tools, run_command (whether
+ * or not this deployment enables it), current_time and request_human_approval. The skills' tools are
+ * src/skills/tools.ts'; MCP tools come from their servers.
+ */
+export function builtinTools(root: string): AnyBuiltinTool[] {
+  return [...createWorkspaceTools(root), createRunCommandTool(root), currentTimeTool, requestHumanApprovalTool];
+}
+
+/** Each tool's policy kind, by name, as the tools themselves say it. */
+export function kindsByName(tools: Iterable<AnyBuiltinTool>): ReadonlyMap<string, ToolKind> {
+  return new Map([...tools].map((tool) => [tool.name, tool.kind]));
+}
+
+let builtinKinds: ReadonlyMap<string, ToolKind> | undefined;
+
+/**
+ * The policy kind of one of `builtinTools`, by name: for a call to a tool this process has not
+ * registered (run_command where it is off). The root is a placeholder: building a tool touches no file.
+ */
+export function builtinToolKind(name: string): ToolKind | undefined {
+  builtinKinds ??= kindsByName(builtinTools('.'));
+  return builtinKinds.get(name);
 }
 
 /**

@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { defineTool } from './tool.ts';
+import { defineBuiltinTool } from './tool.ts';
 
 /** A harmless builtin so every deployment exercises the loop's tool path end to end. */
-export const currentTimeTool = defineTool({
+export const currentTimeTool = defineBuiltinTool({
   name: 'current_time',
+  kind: 'read',
   description: 'Returns the current date and time, in UTC and optionally in an IANA time zone.',
   version: '1',
   input: z.object({

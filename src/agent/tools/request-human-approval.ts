@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool } from './tool.ts';
+import { defineBuiltinTool } from './tool.ts';
 
 export const QUESTION_TOOL = 'request_human_approval';
 
@@ -8,8 +8,9 @@ export const QUESTION_TOOL = 'request_human_approval';
  * parks behind the same single-use envelope as a risky call, and the chosen option comes back as
  * the tool's result. It never executes on its own.
  */
-export const requestHumanApprovalTool = defineTool({
+export const requestHumanApprovalTool = defineBuiltinTool({
   name: QUESTION_TOOL,
+  kind: 'question',
   description:
     'Ask a person to choose between options before you continue (e.g. "Proceed with step 3?" with options ["Yes", "No", "Skip"]). The turn pauses until someone answers; their choice comes back as the result.',
   version: '1',

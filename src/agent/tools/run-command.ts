@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { defineTool, type ToolContext, type ToolOutput } from './tool.ts';
+import { defineBuiltinTool, type ToolContext, type ToolOutput } from './tool.ts';
 import { displayPath, resolveInWorkspace, WorkspacePathError } from './workspace/confine.ts';
 
 export const RUN_COMMAND_LIMITS = {
@@ -106,8 +106,9 @@ interface ProgramRun {
  * timeout or a stop kills its children too), with a minimal environment and capped output.
  */
 export function createRunCommandTool(root: string) {
-  return defineTool<RunCommandArgs>({
+  return defineBuiltinTool<RunCommandArgs>({
     name: RUN_COMMAND,
+    kind: 'exec',
     description:
       'Runs a program in the workspace and returns its exit code, stdout and stderr. Give argv as a list (no shell). A person approves every run.',
     version: '2',

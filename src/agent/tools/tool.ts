@@ -40,8 +40,9 @@ export interface Tool<Args = Record<string, unknown>> {
   name: string;
   description: string;
   /**
-   * The policy's kind for this tool. Countersign's own tools are named in the policy's table;
-   * a tool that says nothing keeps its own `approval` and `risk` (see `kindOf` in approval/gate.ts).
+   * The policy's kind for this tool. Countersign's own tools and MCP tools always say it (see
+   * `BuiltinTool`); a tool an embedding application adds may not, and then keeps its own
+   * `approval` and `risk` (see `kindOf` in approval/gate.ts).
    */
   kind?: ToolKind;
   mcp?: McpToolFacts;
@@ -73,6 +74,16 @@ export interface Tool<Args = Record<string, unknown>> {
 export type AnyTool = Tool<any>;
 
 export function defineTool<Args>(tool: Tool<Args>): Tool<Args> {
+  return tool;
+}
+
+/** One of Countersign's own tools: its policy kind is part of its definition. */
+export type BuiltinTool<Args = Record<string, unknown>> = Tool<Args> & { kind: ToolKind };
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyBuiltinTool = BuiltinTool<any>;
+
+export function defineBuiltinTool<Args>(tool: BuiltinTool<Args>): BuiltinTool<Args> {
   return tool;
 }
 

@@ -1,5 +1,6 @@
-import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
+import { z } from 'zod';
+import { Priority } from '../../core/work-item.ts';
 import type { Pool } from '../../db/pool.ts';
 import type { TurnEvents } from '../turn-events.ts';
 import {
@@ -11,14 +12,10 @@ import {
   pruneIdleRateBuckets,
   pruneInboundEvents,
 } from '../housekeeping-sql.ts';
+import { defineJob, type JobHandler } from './job.ts';
 
+/** Also named by test/architecture/held-jobs.ts; elsewhere use `housekeepingJob.name`. */
 export const HOUSEKEEPING_TASK = 'countersign_housekeeping';
-
-/**
- * Every minute, at IDLE priority on the background pool. The job key makes overlapping schedules
- * (several processes, a slow run) collapse into one pending job.
- */
-export const HOUSEKEEPING_CRONTAB = `* * * * * ${HOUSEKEEPING_TASK} ?priority=10000&jobKey=${HOUSEKEEPING_TASK}&jobKeyMode=replace`;
 
 export interface Housekeeper {
   expireStale(): Promise<number>;
@@ -31,14 +28,30 @@ export interface HousekeepingSettings {
   auditRetentionDays: number;
 }
 
-export function createHousekeepingTask(deps: {
+export interface HousekeepingDeps {
   pool: Pool;
   approvals: Housekeeper;
   settings: HousekeepingSettings;
   log: Logger;
   /** Told which conversations expired, so adapters can close them on the platform. */
   events?: TurnEvents;
-}): Task {
+}
+
+/**
+ * Every minute, at IDLE priority on the background pool. The job key makes overlapping schedules
+ * (several processes, a slow run) collapse into one pending job. The payload is graphile-worker's
+ * cron stamp, which housekeeping does not need.
+ */
+export const housekeepingJob = defineJob({
+  name: HOUSEKEEPING_TASK,
+  pool: 'background',
+  payload: z.object({}),
+  options: { maxAttempts: 25, priority: Priority.IDLE, jobKey: HOUSEKEEPING_TASK, jobKeyMode: 'replace' },
+  schedule: '* * * * *',
+  createHandler: createHousekeepingHandler,
+});
+
+function createHousekeepingHandler(deps: HousekeepingDeps): JobHandler<unknown> {
   return async () => {
     const { pool, settings } = deps;
     const expired = await deps.approvals.expireStale();

@@ -1,4 +1,3 @@
-import type { Task } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { Pool, PoolClient } from '../../db/pool.ts';
@@ -15,7 +14,8 @@ import { ReplyStream } from '../../reply/reply-stream.ts';
 import { recordPlaceholder, settleTurn, startTurn, type StartedRow } from '../turn-lifecycle.ts';
 import type { TurnEvents } from '../turn-events.ts';
 import { type CallDecision, type WorkItem } from '../../core/work-item.ts';
-import { WorkItemJobPayload } from '../work-item.ts';
+import type { JobHandler } from './job.ts';
+import type { WorkItemJobPayload } from './turn-job.ts';
 import type { Message, ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
 import { stopRequestOf, type StopListener } from '../stop-requests.ts';
@@ -71,11 +71,13 @@ export function initialTurnState(item: WorkItem): TurnState {
   };
 }
 
-/** The graphile-worker task that runs one work item (a turn or a continuation) to a resting point. */
-export function createWorkItemTask(services: WorkerServices): Task {
+/**
+ * The handler of both turn tasks (tasks/interactive-turn.ts, tasks/background-turn.ts): runs one work
+ * item (a turn or a continuation) to a resting point.
+ */
+export function createWorkItemTask(services: WorkerServices): JobHandler<WorkItemJobPayload> {
   const { pool, config } = services;
-  return async (payload, helpers) => {
-    const { workItemId } = WorkItemJobPayload.parse(payload);
+  return async ({ workItemId }, helpers) => {
     services.events.emit('jobStarted', { workItemId });
     if (helpers.job.locked_by) await services.liveness.claimSlot(helpers.job.locked_by);
     // Tracked before the item is read: a stop request committed after the read below is notified

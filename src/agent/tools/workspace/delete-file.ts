@@ -1,6 +1,6 @@
 import { rm, stat } from 'node:fs/promises';
 import { z } from 'zod';
-import { defineTool, type ToolContext, type ToolOutput } from '../tool.ts';
+import { defineBuiltinTool, type ToolContext, type ToolOutput } from '../tool.ts';
 import { PathArg, type WorkspaceAccess } from './access.ts';
 import { describeFailure, readText, requireRegularFile } from './files.ts';
 import { INVALID_FOR_CARD, previewWithin } from './preview.ts';
@@ -11,8 +11,9 @@ type DeleteArgs = z.infer<typeof DeleteArgs>;
 const DELETE_PREVIEW_LINES = 10;
 
 export function deleteFileTool(ws: WorkspaceAccess) {
-  return defineTool({
+  return defineBuiltinTool({
     name: 'delete_file',
+    kind: 'delete',
     description: 'Deletes a file from the workspace (not a folder). A person approves it first.',
     version: '2',
     input: DeleteArgs,

@@ -1,6 +1,6 @@
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
-import { defineTool, type ToolOutput } from '../tool.ts';
+import { defineBuiltinTool, type ToolOutput } from '../tool.ts';
 import { PathArg, type WorkspaceAccess } from './access.ts';
 import { displayPath, WORKSPACE_LIMITS } from './confine.ts';
 import { describeFailure, readText, requireFolder, walk } from './files.ts';
@@ -21,8 +21,9 @@ const ReadArgs = z.object({
 type ReadArgs = z.infer<typeof ReadArgs>;
 
 export function listFilesTool(ws: WorkspaceAccess) {
-  return defineTool({
+  return defineBuiltinTool({
     name: 'list_files',
+    kind: 'read',
     description: 'Lists the files and folders in a workspace folder (folders end in "/", links in "@").',
     version: '2',
     input: ListArgs,
@@ -52,8 +53,9 @@ async function listFiles(ws: WorkspaceAccess, { path: p, recursive }: ListArgs):
 }
 
 export function readFileTool(ws: WorkspaceAccess) {
-  return defineTool({
+  return defineBuiltinTool({
     name: 'read_file',
+    kind: 'read',
     description: `Reads a text file from the workspace (at most ${WORKSPACE_LIMITS.readBytes} bytes), optionally only a range of lines.`,
     version: '2',
     input: ReadArgs,

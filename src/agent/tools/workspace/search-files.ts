@@ -1,6 +1,6 @@
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
-import { defineTool, type ToolOutput } from '../tool.ts';
+import { defineBuiltinTool, type ToolOutput } from '../tool.ts';
 import { PathArg, type WorkspaceAccess } from './access.ts';
 import { displayPath, looksBinary, WORKSPACE_LIMITS } from './confine.ts';
 import { describeFailure, NotRegularFileError, openRegularFile, requireFolder, walk } from './files.ts';
@@ -22,8 +22,9 @@ const SEARCH_LINE_CHARS = 10_000;
 const SHOWN_LINE_CHARS = 300;
 
 export function searchFilesTool(ws: WorkspaceAccess) {
-  return defineTool({
+  return defineBuiltinTool({
     name: 'search_files',
+    kind: 'read',
     description: `Searches the text files under a workspace folder for a string or a regular expression; returns "path:line: text" for up to ${WORKSPACE_LIMITS.searchMatches} matching lines.`,
     version: '3',
     input: SearchArgs,

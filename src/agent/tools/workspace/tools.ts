@@ -1,4 +1,4 @@
-import type { AnyTool } from '../tool.ts';
+import type { AnyBuiltinTool } from '../tool.ts';
 import { workspaceAccess } from './access.ts';
 import { deleteFileTool } from './delete-file.ts';
 import { listFilesTool, readFileTool } from './read-tools.ts';
@@ -9,7 +9,7 @@ import { editFileTool, writeFileTool } from './write-tools.ts';
  * The workspace tools, confined to `root`: listing, reading and searching run at once; writing,
  * editing and deleting ask a person first, showing a unified diff (or the file) on the card.
  */
-export function createWorkspaceTools(root: string): AnyTool[] {
+export function createWorkspaceTools(root: string): AnyBuiltinTool[] {
   const ws = workspaceAccess(root);
   return [
     listFilesTool(ws),

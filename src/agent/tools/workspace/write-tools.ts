@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { z } from 'zod';
-import { defineTool, type ToolContext, type ToolOutput } from '../tool.ts';
+import { defineBuiltinTool, type ToolContext, type ToolOutput } from '../tool.ts';
 import { PathArg, type WorkspaceAccess } from './access.ts';
 import { WORKSPACE_LIMITS } from './confine.ts';
 import { unifiedDiff } from './diff.ts';
@@ -49,8 +49,9 @@ function applyEdit(text: string, { old_text, new_text, replace_all }: Omit<EditA
 }
 
 export function writeFileTool(ws: WorkspaceAccess) {
-  return defineTool({
+  return defineBuiltinTool({
     name: 'write_file',
+    kind: 'write',
     description:
       'Creates a text file in the workspace, or replaces its whole content (folders are created as needed). A person approves the change first.',
     version: '2',
@@ -101,8 +102,9 @@ async function writeFile(ws: WorkspaceAccess, { path: p, content }: WriteArgs): 
 }
 
 export function editFileTool(ws: WorkspaceAccess) {
-  return defineTool({
+  return defineBuiltinTool({
     name: 'edit_file',
+    kind: 'write',
     description:
       'Replaces exact text in a workspace text file: old_text must occur exactly once unless replace_all is true. A person approves the change first.',
     version: '2',

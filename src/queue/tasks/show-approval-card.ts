@@ -1,0 +1,21 @@
+import { z } from 'zod';
+import { Priority } from '../../core/work-item.ts';
+import { defineJob } from './job.ts';
+
+/**
+ * Shows a parked turn's approval card (src/approval/show.ts, given by the wiring: the queue does not
+ * import approvals). Added in the transaction that stores the envelope (`scheduleApprovalCard`), so a
+ * worker dying right after parking can't leave an envelope nobody sees; interactive and CRITICAL,
+ * because a person is waiting for the card.
+ */
+export const showApprovalCardJob = defineJob({
+  name: 'countersign_show_approval_card',
+  pool: 'interactive',
+  payload: z.object({ envelopeId: z.uuid() }),
+  options: { maxAttempts: 25, priority: Priority.CRITICAL },
+  createHandler:
+    ({ showPendingCard }: { showPendingCard(envelopeId: string): Promise<void> }) =>
+    async ({ envelopeId }) => {
+      await showPendingCard(envelopeId);
+    },
+});
