@@ -83,178 +83,233 @@ async function submitAnswer(
   );
 }
 
+/** What a session knows of its turns while it runs. */
+interface SessionState {
+  /**
+   * The current turn's messages, in the order they appeared (the streamed answer, then a card, or a
+   * continuation). Piped output prints them all, joined the way the terminal renderer separates
+   * them, so piped and interactive sessions show the same text.
+   */
+  turnMessages: Map<string, string>;
+  /** The card waiting for an answer at the prompt. */
+  pendingCard: ApprovalCard | undefined;
+  /** Resolves the wait for a card a parked turn is about to show. */
+  cardWaiter: (() => void) | undefined;
+  /** The turn running now (Ctrl-C stops it). */
+  current: WorkItem | undefined;
+  turnsFailed: number;
+}
+
+/** A running console session: its options, what it knows of its turns, and its terminal. */
+interface Session {
+  options: ConsoleSessionOptions;
+  state: SessionState;
+  renderer: TerminalRenderer;
+  rl: readline.Interface;
+  me: Requester;
+}
+
 /**
  * The console session: a terminal chat. Each line becomes a CRITICAL work item on the same durable
  * queue Slack and Discord use; the reply streams back through the console outbound. When stdin is
  * not a terminal it reads one message per line and resolves after the last reply.
  */
 export async function runConsole(options: ConsoleSessionOptions): Promise<void> {
-  const { output, interactive, outbound, events } = options;
-  const { user, session } = options;
-  const conversationId = `console:${user}:${session}`;
+  const { output, interactive } = options;
   const renderer = new TerminalRenderer(output);
-  /**
-   * The current turn's messages, in the order they appeared (the streamed answer, then a card, or a
-   * continuation). Piped output prints them all, joined the way the terminal renderer separates
-   * them, so piped and interactive sessions show the same text.
-   */
-  let turnMessages = new Map<string, string>();
-  let pendingCard: ApprovalCard | undefined;
-  outbound.onChange((id, text, target) => {
-    if (target.channel !== session) return;
-    turnMessages.set(id, text);
-    if (interactive) renderer.show(id, text);
-  });
-  let cardWaiter: (() => void) | undefined;
-  options.cards.onCard((card, target) => {
-    if (target.channel === session && card.state === 'pending') {
-      pendingCard = card;
-      cardWaiter?.();
-    }
-  });
-  /** The card is posted by its own job, a moment after the turn parks. */
-  const cardShown = () =>
-    new Promise<void>((resolve) => {
-      if (pendingCard) return resolve();
-      const timer = setTimeout(resolve, 30_000);
-      cardWaiter = () => {
-        clearTimeout(timer);
-        cardWaiter = undefined;
-        resolve();
-      };
-    });
-  const me = { platform: 'console', userId: user, workspace: 'local' };
-  let current: WorkItem | undefined;
-
-  const waitForEnd = (item: WorkItem) =>
-    new Promise<TurnEnd>((resolve) => {
-      const listeners = {
-        finished: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'finished' }),
-        failed: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'failed' }),
-        awaitingApproval: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'awaitingApproval' }),
-        cancelled: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'cancelled' }),
-      };
-      current = item;
-      const done = (end: TurnEnd) => {
-        events.off('finished', listeners.finished);
-        events.off('failed', listeners.failed);
-        events.off('awaitingApproval', listeners.awaitingApproval);
-        events.off('cancelled', listeners.cancelled);
-        current = undefined;
-        resolve(end);
-      };
-      events.on('finished', listeners.finished);
-      events.on('failed', listeners.failed);
-      events.on('awaitingApproval', listeners.awaitingApproval);
-      events.on('cancelled', listeners.cancelled);
-    });
-
-  let turnsFailed = 0;
-  const afterTurn = async (end: TurnEnd) => {
-    if (end.kind === 'failed') turnsFailed++;
-    if (end.kind === 'awaitingApproval') await cardShown();
-    if (interactive) {
-      renderer.end();
-      output.write('\n');
-    } else {
-      output.write(`${[...turnMessages.values()].join(MESSAGE_SEPARATOR)}\n`);
-    }
-    if (end.kind === 'awaitingApproval' && pendingCard) {
-      if (interactive) {
-        rl.setPrompt(`${cardPrompt(pendingCard)} › `);
-        rl.prompt();
-      }
-      return;
-    }
-    prompt();
+  const state: SessionState = {
+    turnMessages: new Map(),
+    pendingCard: undefined,
+    cardWaiter: undefined,
+    current: undefined,
+    turnsFailed: 0,
   };
-
+  followSessionOutput(options, renderer, state);
+  const me = { platform: 'console', userId: options.user, workspace: 'local' };
   const rl = readline.createInterface({
     input: options.input,
     terminal: interactive,
     output: interactive ? output : undefined,
   });
-  const prompt = () => {
-    if (interactive) {
-      rl.setPrompt('you › ');
-      rl.prompt();
-    }
-  };
+  const session: Session = { options, state, renderer, rl, me };
   // Ctrl-C stops the running turn; with nothing running it ends the session.
   rl.on('SIGINT', () => {
-    if (current && options.stopTurn) void options.stopTurn(current.id, me);
+    if (state.current && options.stopTurn) void options.stopTurn(state.current.id, me);
     else rl.close();
   });
   if (interactive) {
     output.write(`Countersign console — type a message, /skills to list skills, Ctrl-D to quit.\n`);
   }
-  prompt();
+  showPrompt(session);
 
   for await (const raw of rl) {
     const line = raw.trim();
     if (!line) {
-      prompt();
+      showPrompt(session);
       continue;
     }
-    if (pendingCard) {
-      const card = pendingCard;
-      const reason = denialReason(card, line);
-      const decisions = reason === undefined ? parseCardAnswer(card, line) : [];
-      if (!decisions) {
-        output.write(`Please ${cardPrompt(card)}.\n`);
-        prompt();
-        continue;
-      }
-      // The same verify-and-consume paths a Slack or Discord click or form takes.
-      const result =
-        reason === undefined
-          ? await submitAnswer(options.approvals, card, decisions, me)
-          : await options.approvals.denyWithReason(card.nonce, reason, me);
-      if (!result.ok) {
-        output.write(`${result.reason}\n`);
-        prompt();
-        continue;
-      }
-      if (!('continuation' in result)) continue;
-      pendingCard = undefined;
-      turnMessages = new Map();
-      if (interactive) {
-        output.write('\ncountersign › ');
-        renderer.begin();
-      }
-      const end = await waitForEnd(result.continuation);
-      await afterTurn(end);
-      continue;
-    }
-    const command = await options.commands?.(line);
-    if (command && 'reply' in command) {
-      output.write(`${command.reply}\n`);
-      prompt();
-      continue;
-    }
-    const draft: WorkItemDraft = {
-      type: 'CHAT',
-      priority: Priority.CRITICAL,
-      conversationId,
-      requester: { platform: 'console', userId: user, workspace: 'local' },
-      input: { prompt: line },
-      payload: {},
-      reply: { platform: 'console', channel: session },
-      ...(command && 'draft' in command ? command.draft : {}),
-    };
-    turnMessages = new Map();
-    if (interactive) {
-      output.write('\ncountersign › ');
-      renderer.begin();
-    }
-    const item = await options.enqueue(draft);
-    await afterTurn(await waitForEnd(item));
+    const turn = state.pendingCard ? await answerCard(session, state.pendingCard, line) : await sendLine(session, line);
+    // Awaited right here, nothing in between: the next line (typed ahead, or piped) is read as soon
+    // as this turn's reply is out. An answer to a card then races the show-card job recording the
+    // card, and whether piped output shows the decided card depends on that race (the `a` test in
+    // test/cli/console.test.ts); one extra await here made it lose nearly every time.
+    if (turn) await afterTurn(session, await waitForEnd(options.events, state, turn));
   }
-  if (interactive) output.write('\n');
-  if (!interactive && turnsFailed > 0) process.exitCode = EXIT_TURN_FAILED;
-  if (pendingCard) {
+  reportSessionEnd(session);
+}
+
+/** Keeps the session's messages and its waiting card as the outbound and the card renderer change them. */
+function followSessionOutput(options: ConsoleSessionOptions, renderer: TerminalRenderer, state: SessionState): void {
+  options.outbound.onChange((id, text, target) => {
+    if (target.channel !== options.session) return;
+    state.turnMessages.set(id, text);
+    if (options.interactive) renderer.show(id, text);
+  });
+  options.cards.onCard((card, target) => {
+    if (target.channel === options.session && card.state === 'pending') {
+      state.pendingCard = card;
+      state.cardWaiter?.();
+    }
+  });
+}
+
+/** The card is posted by its own job, a moment after the turn parks. */
+function cardShown(state: SessionState): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (state.pendingCard) return resolve();
+    const timer = setTimeout(resolve, 30_000);
+    state.cardWaiter = () => {
+      clearTimeout(timer);
+      state.cardWaiter = undefined;
+      resolve();
+    };
+  });
+}
+
+/** Resolves when the turn finishes, fails, is cancelled or parks at a card; it is the current turn till then. */
+function waitForEnd(events: TurnEvents, state: SessionState, item: WorkItem): Promise<TurnEnd> {
+  return new Promise<TurnEnd>((resolve) => {
+    const listeners = {
+      finished: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'finished' }),
+      failed: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'failed' }),
+      awaitingApproval: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'awaitingApproval' }),
+      cancelled: ({ item: i }: { item: WorkItem }) => i.id === item.id && done({ kind: 'cancelled' }),
+    };
+    state.current = item;
+    const done = (end: TurnEnd) => {
+      events.off('finished', listeners.finished);
+      events.off('failed', listeners.failed);
+      events.off('awaitingApproval', listeners.awaitingApproval);
+      events.off('cancelled', listeners.cancelled);
+      state.current = undefined;
+      resolve(end);
+    };
+    events.on('finished', listeners.finished);
+    events.on('failed', listeners.failed);
+    events.on('awaitingApproval', listeners.awaitingApproval);
+    events.on('cancelled', listeners.cancelled);
+  });
+}
+
+function showPrompt({ options, rl }: Session): void {
+  if (options.interactive) {
+    rl.setPrompt('you › ');
+    rl.prompt();
+  }
+}
+
+/** Clears the last turn's messages and, on a terminal, starts the reply below the prompt. */
+function beginTurn({ options, state, renderer }: Session): void {
+  state.turnMessages = new Map();
+  if (options.interactive) {
+    options.output.write('\ncountersign › ');
+    renderer.begin();
+  }
+}
+
+/** Shows the turn's end: the reply (piped: all at once), then the card's prompt or the next one. */
+async function afterTurn(session: Session, end: TurnEnd): Promise<void> {
+  const { options, state, renderer, rl } = session;
+  if (end.kind === 'failed') state.turnsFailed++;
+  if (end.kind === 'awaitingApproval') await cardShown(state);
+  if (options.interactive) {
+    renderer.end();
+    options.output.write('\n');
+  } else {
+    options.output.write(`${[...state.turnMessages.values()].join(MESSAGE_SEPARATOR)}\n`);
+  }
+  if (end.kind === 'awaitingApproval' && state.pendingCard) {
+    if (options.interactive) {
+      rl.setPrompt(`${cardPrompt(state.pendingCard)} › `);
+      rl.prompt();
+    }
+    return;
+  }
+  showPrompt(session);
+}
+
+/**
+ * A line typed while a card waits: the answer to it, or (when it does not fit) the question again.
+ * Returns the continuation when the answer decided the card; the session then waits for its reply.
+ */
+async function answerCard(session: Session, card: ApprovalCard, line: string): Promise<WorkItem | undefined> {
+  const { options, state, me } = session;
+  const reason = denialReason(card, line);
+  const decisions = reason === undefined ? parseCardAnswer(card, line) : [];
+  if (!decisions) {
+    options.output.write(`Please ${cardPrompt(card)}.\n`);
+    showPrompt(session);
+    return undefined;
+  }
+  // The same verify-and-consume paths a Slack or Discord click or form takes.
+  const result =
+    reason === undefined
+      ? await submitAnswer(options.approvals, card, decisions, me)
+      : await options.approvals.denyWithReason(card.nonce, reason, me);
+  if (!result.ok) {
+    options.output.write(`${result.reason}\n`);
+    showPrompt(session);
+    return undefined;
+  }
+  if (!('continuation' in result)) return undefined;
+  state.pendingCard = undefined;
+  beginTurn(session);
+  return result.continuation;
+}
+
+/**
+ * A line for the agent: a console command answers it here, anything else becomes a work item, which
+ * is returned for the session to wait for its reply.
+ */
+async function sendLine(session: Session, line: string): Promise<WorkItem | undefined> {
+  const { options } = session;
+  const command = await options.commands?.(line);
+  if (command && 'reply' in command) {
+    options.output.write(`${command.reply}\n`);
+    showPrompt(session);
+    return undefined;
+  }
+  const draft: WorkItemDraft = {
+    type: 'CHAT',
+    priority: Priority.CRITICAL,
+    conversationId: `console:${options.user}:${options.session}`,
+    requester: { platform: 'console', userId: options.user, workspace: 'local' },
+    input: { prompt: line },
+    payload: {},
+    reply: { platform: 'console', channel: options.session },
+    ...(command && 'draft' in command ? command.draft : {}),
+  };
+  beginTurn(session);
+  return options.enqueue(draft);
+}
+
+/** Input ended: says what was left undone and sets the exit code a script reads. */
+function reportSessionEnd({ options, state }: Session): void {
+  if (options.interactive) options.output.write('\n');
+  if (!options.interactive && state.turnsFailed > 0) process.exitCode = EXIT_TURN_FAILED;
+  if (state.pendingCard) {
     // Ending quietly would read as success while the action was never done.
-    (options.errorOutput ?? process.stderr).write(undecidedNotice(pendingCard));
+    (options.errorOutput ?? process.stderr).write(undecidedNotice(state.pendingCard));
     process.exitCode = EXIT_UNDECIDED;
   }
 }

@@ -3,7 +3,8 @@ import type { AdapterContext } from '../platform.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
 import { enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
-import { Priority } from '../../core/work-item.ts';
+import { Priority, type WorkItemDraft } from '../../core/work-item.ts';
+import type { Requester } from '../../core/person.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { LIMITS } from './limits.ts';
 import { requesterOf } from './people.ts';
@@ -41,122 +42,195 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
   const hinted = new Set<string>();
 
   return async function onMessage(message: Message): Promise<void> {
-    if (message.author.bot || message.webhookId || message.system) return;
-    const botId = message.client.user.id;
-    const isDm = !message.inGuild();
-    const channel = message.channel;
-    const inThread = channel.isThread();
-    const mentioned = message.mentions.users.has(botId);
-    const inBotThread = inThread && channel.ownerId === botId;
-    if (!isDm && !mentioned && !inBotThread) return;
-
-    const prompt = message.content
-      .replace(new RegExp(`<@!?${botId}>`, 'g'), ' ')
-      .replace(/\s+/g, ' ')
-      .trim();
+    const addressed = addressingOf(message);
+    if (!addressed) return;
+    const prompt = promptOf(message);
     if (!prompt) {
+      const channelId = message.channel.id;
       // Without the intent Discord blanks follow-ups that do not mention us; say so once, not per message.
-      if (inBotThread && !mentioned && !deps.readsContent() && !hinted.has(channel.id)) {
-        hinted.add(channel.id);
-        await deps.outbound.post({ platform: 'discord', channel: channel.id }, MENTION_NEEDED);
+      if (addressed.inBotThread && !addressed.mentioned && !deps.readsContent() && !hinted.has(channelId)) {
+        hinted.add(channelId);
+        await deps.outbound.post({ platform: 'discord', channel: channelId }, MENTION_NEEDED);
       }
       return;
     }
-
-    // A mention in a channel continues in a thread started on the message. Discord gives a thread
-    // started from a message the message's id, so the reply target is known before the thread exists.
-    const needsThread = !isDm && !inThread;
-    const channelId = needsThread ? message.id : message.channelId;
-    // The channel the thread belongs to: a policy naming #ops covers the bot's threads in #ops.
-    const parent = needsThread ? message.channelId : inThread ? (channel.parentId ?? undefined) : undefined;
-    const target: ReplyTarget = {
-      platform: 'discord',
-      channel: channelId,
-      ...(message.guildId ? { workspace: message.guildId } : {}),
-      ...(parent ? { parent } : {}),
-    };
+    const route = routeOf(message, addressed);
     const requester = requesterOf(message.author, { guildId: message.guildId, roles: message.member?.roles });
-    // Someone the policy does not serve gets the refusal as a reply, and no turn.
-    const admitted = ctx.approvals.mayUse(requester, target);
-    if (!admitted.ok) {
-      ctx.log.info({ author: message.author.id, guild: message.guildId }, 'message refused by the policy');
-      await deps.outbound
-        .post({ platform: 'discord', channel: message.channelId }, admitted.refusal)
-        .catch((error: unknown) => ctx.log.warn({ err: error }, 'could not tell a person they were refused'));
+    if (!(await admitted(ctx, deps, message, requester, route.target))) return;
+    await enqueueMessage(ctx, deps, { message, prompt, requester, isDm: addressed.isDm, ...route });
+  };
+}
+
+/** How a message reaches the bot: where it was written, and whether it names the bot. */
+interface Addressing {
+  isDm: boolean;
+  inThread: boolean;
+  mentioned: boolean;
+  inBotThread: boolean;
+  /** The channel the thread it was written in belongs to, when it was written in one. */
+  threadParent: string | undefined;
+}
+
+/** How the message reaches the bot, or undefined when the bot does not answer it. */
+function addressingOf(message: Message): Addressing | undefined {
+  if (message.author.bot || message.webhookId || message.system) return undefined;
+  const botId = message.client.user.id;
+  const isDm = !message.inGuild();
+  const channel = message.channel;
+  const inThread = channel.isThread();
+  const mentioned = message.mentions.users.has(botId);
+  const inBotThread = inThread && channel.ownerId === botId;
+  if (!isDm && !mentioned && !inBotThread) return undefined;
+  const threadParent = inThread ? (channel.parentId ?? undefined) : undefined;
+  return { isDm, inThread, mentioned, inBotThread, threadParent };
+}
+
+/** The message's text without the bot's mention, on one line. */
+function promptOf(message: Message): string {
+  return message.content
+    .replace(new RegExp(`<@!?${message.client.user.id}>`, 'g'), ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/** Where the answer goes, and whether a thread must be started for it. */
+interface Route {
+  needsThread: boolean;
+  /** The channel (or thread) the answer is posted in. */
+  channelId: string;
+  target: ReplyTarget;
+}
+
+function routeOf(message: Message, addressed: Addressing): Route {
+  // A mention in a channel continues in a thread started on the message. Discord gives a thread
+  // started from a message the message's id, so the reply target is known before the thread exists.
+  const needsThread = !addressed.isDm && !addressed.inThread;
+  const channelId = needsThread ? message.id : message.channelId;
+  // The channel the thread belongs to: a policy naming #ops covers the bot's threads in #ops.
+  const parent = needsThread ? message.channelId : addressed.threadParent;
+  const target: ReplyTarget = {
+    platform: 'discord',
+    channel: channelId,
+    ...(message.guildId ? { workspace: message.guildId } : {}),
+    ...(parent ? { parent } : {}),
+  };
+  return { needsThread, channelId, target };
+}
+
+/** Someone the policy does not serve gets the refusal as a reply, and no turn. */
+async function admitted(
+  ctx: AdapterContext,
+  deps: MessageDeps,
+  message: Message,
+  requester: Requester,
+  target: ReplyTarget,
+): Promise<boolean> {
+  const admission = ctx.approvals.mayUse(requester, target);
+  if (admission.ok) return true;
+  ctx.log.info({ author: message.author.id, guild: message.guildId }, 'message refused by the policy');
+  await deps.outbound
+    .post({ platform: 'discord', channel: message.channelId }, admission.refusal)
+    .catch((error: unknown) => ctx.log.warn({ err: error }, 'could not tell a person they were refused'));
+  return false;
+}
+
+/** An admitted message, ready to become a work item. */
+interface MessageTurn extends Route {
+  message: Message;
+  prompt: string;
+  requester: Requester;
+  isDm: boolean;
+}
+
+/**
+ * Starts the thread a channel mention continues in, and remembers why it could not: the enqueue
+ * that fails because of it tells the person about the thread, not about the database.
+ */
+function threadStarter(message: Message, prompt: string, expectedId: string) {
+  const outcome: { error?: unknown } = {};
+  // Set once the thread exists: a retry after a commit that failed must not start it again.
+  let threadStarted = false;
+  const start = async () => {
+    if (threadStarted) return;
+    try {
+      const thread = await message.startThread({ name: threadName(prompt) });
+      if (thread.id !== expectedId) throw new ThreadIdMismatch(`thread ${thread.id} for message ${message.id}`);
+      threadStarted = true;
+    } catch (error) {
+      outcome.error = error;
+      throw error;
+    }
+  };
+  return { start, failure: () => outcome.error };
+}
+
+/** Enqueues the message's work item, riding out a short database outage (Discord never redelivers). */
+async function enqueueMessage(ctx: AdapterContext, deps: MessageDeps, turn: MessageTurn): Promise<void> {
+  const { message } = turn;
+  const ids = {
+    messageId: message.id,
+    channel: message.channelId,
+    guild: message.guildId ?? undefined,
+    author: message.author.id,
+  };
+  const thread = threadStarter(message, turn.prompt, turn.channelId);
+  const delays = deps.enqueueRetryDelaysMs ?? ENQUEUE_RETRY_DELAYS_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      // The message id is the dedupe key, marked in the same transaction as the enqueue: two
+      // gateway sessions (two ingress replicas) receiving the same message make one turn. The
+      // thread is created inside that transaction, so only the replica that takes the message
+      // creates it, and a thread that cannot be created leaves nothing enqueued.
+      const item = await enqueueInboundWorkItem(
+        ctx.pool,
+        `discord:${message.id}`,
+        messageDraft(ctx, turn),
+        turn.needsThread ? { beforeCommit: thread.start } : {},
+      );
+      if (!item) ctx.log.debug(ids, 'Discord message already taken by another gateway session');
+      else {
+        // A card this message superseded (steer, interrupt) is closed in the database already; show it.
+        ctx.approvals
+          .showSuperseded(item.id)
+          .catch((error: unknown) => ctx.log.warn({ err: error, ...ids }, 'could not show a superseded card'));
+      }
+      return;
+    } catch (error) {
+      const threadError = thread.failure();
+      if (threadError !== undefined) {
+        ctx.log.warn({ err: threadError, ...ids }, 'could not start a Discord thread');
+        await deps.outbound.post({ platform: 'discord', channel: message.channelId }, NO_THREAD);
+        return;
+      }
+      const delay = delays[attempt];
+      if (delay !== undefined && isDatabaseUnavailable(error)) {
+        ctx.log.warn({ err: error, ...ids, attempt: attempt + 1 }, 'database unreachable; retrying the enqueue');
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        continue;
+      }
+      // Discord will not deliver it again: the person is told, and the log has what was lost.
+      ctx.log.error(
+        { err: error, ...ids, attempts: attempt + 1 },
+        'could not enqueue a Discord message; it was not taken and the person was told to try again',
+      );
+      await tellUnavailable(message, ids, ctx);
       return;
     }
-    const ids = {
-      messageId: message.id,
-      channel: message.channelId,
-      guild: message.guildId ?? undefined,
-      author: message.author.id,
-    };
-    let threadError: unknown;
-    // Set once the thread exists: a retry after a commit that failed must not start it again.
-    let threadStarted = false;
-    const startThread = async () => {
-      if (threadStarted) return;
-      try {
-        const thread = await message.startThread({ name: threadName(prompt) });
-        if (thread.id !== channelId) throw new ThreadIdMismatch(`thread ${thread.id} for message ${message.id}`);
-        threadStarted = true;
-      } catch (error) {
-        threadError = error;
-        throw error;
-      }
-    };
-    const delays = deps.enqueueRetryDelaysMs ?? ENQUEUE_RETRY_DELAYS_MS;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        // The message id is the dedupe key, marked in the same transaction as the enqueue: two
-        // gateway sessions (two ingress replicas) receiving the same message make one turn. The
-        // thread is created inside that transaction, so only the replica that takes the message
-        // creates it, and a thread that cannot be created leaves nothing enqueued.
-        const item = await enqueueInboundWorkItem(
-          ctx.pool,
-          `discord:${message.id}`,
-          {
-            type: 'CHAT',
-            priority: Priority.CRITICAL,
-            conversationId: isDm ? `discord:dm:${channelId}` : `discord:${channelId}`,
-            requester,
-            input: { prompt },
-            payload: { messageId: message.id },
-            reply: target,
-            placeholder: '…',
-            mode: ctx.approvals.conversationMode(target),
-          },
-          needsThread ? { beforeCommit: startThread } : {},
-        );
-        if (!item) ctx.log.debug(ids, 'Discord message already taken by another gateway session');
-        else {
-          // A card this message superseded (steer, interrupt) is closed in the database already; show it.
-          ctx.approvals
-            .showSuperseded(item.id)
-            .catch((error: unknown) => ctx.log.warn({ err: error, ...ids }, 'could not show a superseded card'));
-        }
-        return;
-      } catch (error) {
-        if (threadError !== undefined) {
-          ctx.log.warn({ err: threadError, ...ids }, 'could not start a Discord thread');
-          await deps.outbound.post({ platform: 'discord', channel: message.channelId }, NO_THREAD);
-          return;
-        }
-        const delay = delays[attempt];
-        if (delay !== undefined && isDatabaseUnavailable(error)) {
-          ctx.log.warn({ err: error, ...ids, attempt: attempt + 1 }, 'database unreachable; retrying the enqueue');
-          await new Promise((resolve) => setTimeout(resolve, delay));
-          continue;
-        }
-        // Discord will not deliver it again: the person is told, and the log has what was lost.
-        ctx.log.error(
-          { err: error, ...ids, attempts: attempt + 1 },
-          'could not enqueue a Discord message; it was not taken and the person was told to try again',
-        );
-        await tellUnavailable(message, ids, ctx);
-        return;
-      }
-    }
+  }
+}
+
+/** The work item of an admitted message (its conversation mode read at each attempt). */
+function messageDraft(ctx: AdapterContext, turn: MessageTurn): WorkItemDraft {
+  return {
+    type: 'CHAT',
+    priority: Priority.CRITICAL,
+    conversationId: turn.isDm ? `discord:dm:${turn.channelId}` : `discord:${turn.channelId}`,
+    requester: turn.requester,
+    input: { prompt: turn.prompt },
+    payload: { messageId: turn.message.id },
+    reply: turn.target,
+    placeholder: '…',
+    mode: ctx.approvals.conversationMode(turn.target),
   };
 }
 

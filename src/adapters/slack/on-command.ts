@@ -36,120 +36,157 @@ export interface CommandDeps {
 
 /** The slash commands: the skills list, and a skill run that starts a conversation in the channel. */
 export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
-  const { log } = ctx;
-
-  const onSkills = async ({ ack }: SlackCommandMiddlewareArgs) => {
-    await ack({ response_type: 'ephemeral', text: formatSkillList(ctx.skills) });
+  return {
+    onSkills: (args: SlackCommandMiddlewareArgs) => listSkills(ctx, args),
+    onSkill: (args: SlackCommandMiddlewareArgs) => runSkill(ctx, deps, args),
+    onCountersign: (args: SlackCommandMiddlewareArgs) => answerCountersign(ctx, deps, args),
   };
+}
 
-  const onSkill = async ({ command, ack, respond }: SlackCommandMiddlewareArgs) => {
-    const [name = '', ...rest] = command.text.trim().split(/\s+/);
-    const run = skillRunPrompt(ctx.skills, name, rest.join(' '));
-    if (typeof run === 'string') {
-      await ack({ response_type: 'ephemeral', text: run });
-      return;
-    }
-    // Acknowledged first: Slack gives a command 3 seconds, and what follows makes platform calls.
-    await ack();
-    await startSkillRun(command, run, respond);
+/** `/skills`: the skills this bot can run, to the person who asked. */
+async function listSkills(ctx: AdapterContext, { ack }: SlackCommandMiddlewareArgs): Promise<void> {
+  await ack({ response_type: 'ephemeral', text: formatSkillList(ctx.skills) });
+}
+
+/** `/skill <name> <input>`: an unknown skill is answered privately; a known one starts a run. */
+async function runSkill(
+  ctx: AdapterContext,
+  deps: CommandDeps,
+  { command, ack, respond }: SlackCommandMiddlewareArgs,
+): Promise<void> {
+  const [name = '', ...rest] = command.text.trim().split(/\s+/);
+  const run = skillRunPrompt(ctx.skills, name, rest.join(' '));
+  if (typeof run === 'string') {
+    await ack({ response_type: 'ephemeral', text: run });
+    return;
+  }
+  // Acknowledged first: Slack gives a command 3 seconds, and what follows makes platform calls.
+  await ack();
+  await startSkillRun(ctx, deps, command, run, respond);
+}
+
+/** The fields of a slash command that say who ran it, and where. */
+type CommandOrigin = { team_id: string; channel_id: string; user_id: string };
+
+/** The person who ran a command, with their user groups (the policy may name them). */
+async function commandRequester(deps: CommandDeps, command: CommandOrigin) {
+  const team = command.team_id;
+  const groups = await deps.groups.groupsOf(team, command.user_id);
+  return {
+    platform: 'slack',
+    userId: command.user_id,
+    workspace: team,
+    ...(groups.length ? { groups } : {}),
   };
+}
 
-  /** Posts the run's header in the channel (its thread is the conversation) and enqueues the run. */
-  const startSkillRun = async (
-    command: { team_id: string; channel_id: string; user_id: string },
-    run: { prompt: string; skill: { name: string } },
-    respond: SlackCommandMiddlewareArgs['respond'],
-  ): Promise<void> => {
-    const team = command.team_id;
-    const target = { platform: 'slack', channel: command.channel_id, workspace: team, recipient: command.user_id };
-    const groups = await deps.groups.groupsOf(team, command.user_id);
-    const requester = {
-      platform: 'slack',
-      userId: command.user_id,
-      workspace: team,
-      ...(groups.length ? { groups } : {}),
-    };
-    const admitted = ctx.approvals.mayUse(requester, target);
-    if (!admitted.ok) {
-      await respond({ response_type: 'ephemeral', text: admitted.refusal });
-      return;
-    }
-    let header: { messageId: string };
-    try {
-      header = await deps.outbound.post(target, `Running skill \`${run.skill.name}\`…`);
-    } catch (error) {
-      const code = slackErrorOf(error);
-      if (!code || !NOT_A_MEMBER.has(code)) throw error;
-      // chat.postEphemeral needs the bot in the channel too; the command's response_url does not.
-      log.info({ channel: command.channel_id, error: code }, 'a skill was run in a channel the bot is not in');
-      await respond({ response_type: 'ephemeral', text: inviteHint(deps.botName, command.channel_id) });
-      return;
-    }
-    try {
-      await ctx.enqueue({
-        type: 'CHAT',
-        priority: Priority.CRITICAL,
-        conversationId: `slack:${team}:${command.channel_id}:${header.messageId}`,
-        requester,
-        input: { prompt: run.prompt, skill: run.skill.name },
-        payload: {},
-        reply: { ...target, thread: header.messageId },
-        placeholder: '…',
-      });
-    } catch (error) {
-      // Slack does not retry slash commands: say so, to the person who ran it.
-      log.error({ err: error, channel: command.channel_id, user: command.user_id }, 'could not enqueue a skill run');
-      await respond({ response_type: 'ephemeral', text: TEXTS.unavailable }).catch(() => undefined);
-      await deps.outbound.edit(target, header.messageId, TEXTS.unavailable).catch(() => undefined);
-    }
-  };
+/** Where a command was run, as a reply target addressed to the person who ran it. */
+const commandPlace = (command: CommandOrigin) => ({
+  platform: 'slack',
+  channel: command.channel_id,
+  workspace: command.team_id,
+  recipient: command.user_id,
+});
 
-  /**
-   * `/countersign grants` lists the standing grants with a Revoke button each, to people the policy
-   * lets use the bot, and only grants of conversations the viewer is in (a DM lists the viewer's own
-   * grants from elsewhere, less those of channels they have since left); anything else: help.
-   */
-  const onCountersign = async ({ command, ack }: SlackCommandMiddlewareArgs) => {
-    const [verb = ''] = command.text.trim().toLowerCase().split(/\s+/);
-    if (verb !== 'grants') {
-      const here = { platform: 'slack', channel: command.channel_id, workspace: command.team_id };
-      await ack({
-        response_type: 'ephemeral',
-        text: countersignHelp(command.command, ctx.approvals.conversationMode(here)),
-      });
-      return;
-    }
-    const team = command.team_id;
-    const groups = await deps.groups.groupsOf(team, command.user_id);
-    const person = {
-      platform: 'slack',
-      userId: command.user_id,
-      workspace: team,
-      ...(groups.length ? { groups } : {}),
-    };
-    const place = { platform: 'slack', channel: command.channel_id, workspace: team, recipient: command.user_id };
-    const admitted = ctx.approvals.mayUse(person, place);
-    if (!admitted.ok) {
-      await ack({ response_type: 'ephemeral', text: admitted.refusal });
-      return;
-    }
-    const grants = await grantsInTheirConversations(
-      await ctx.approvals.grantsSeenFrom(person, place),
-      command.user_id,
-      command.channel_id,
-      deps.memberships,
-    );
-    if (grants.length === 0) {
-      await ack({ response_type: 'ephemeral', text: NO_GRANTS });
-      return;
-    }
-    const lines = grants.map((g) => ({ id: g.id, text: describeGrant(g) }));
+/** Posts the run's header in the channel (its thread is the conversation) and enqueues the run. */
+async function startSkillRun(
+  ctx: AdapterContext,
+  deps: CommandDeps,
+  command: CommandOrigin,
+  run: { prompt: string; skill: { name: string } },
+  respond: SlackCommandMiddlewareArgs['respond'],
+): Promise<void> {
+  const target = commandPlace(command);
+  const requester = await commandRequester(deps, command);
+  const admitted = ctx.approvals.mayUse(requester, target);
+  if (!admitted.ok) {
+    await respond({ response_type: 'ephemeral', text: admitted.refusal });
+    return;
+  }
+  const header = await postRunHeader(ctx, deps, target, run.skill.name, respond);
+  if (!header) return;
+  try {
+    await ctx.enqueue({
+      type: 'CHAT',
+      priority: Priority.CRITICAL,
+      conversationId: `slack:${command.team_id}:${command.channel_id}:${header.messageId}`,
+      requester,
+      input: { prompt: run.prompt, skill: run.skill.name },
+      payload: {},
+      reply: { ...target, thread: header.messageId },
+      placeholder: '…',
+    });
+  } catch (error) {
+    // Slack does not retry slash commands: say so, to the person who ran it.
+    ctx.log.error({ err: error, channel: command.channel_id, user: command.user_id }, 'could not enqueue a skill run');
+    await respond({ response_type: 'ephemeral', text: TEXTS.unavailable }).catch(() => undefined);
+    await deps.outbound.edit(target, header.messageId, TEXTS.unavailable).catch(() => undefined);
+  }
+}
+
+/**
+ * Posts "Running skill …" in the channel. Undefined when the bot is not a member there: the person
+ * who ran the command has been told how to invite it.
+ */
+async function postRunHeader(
+  ctx: AdapterContext,
+  deps: CommandDeps,
+  target: ReturnType<typeof commandPlace>,
+  skillName: string,
+  respond: SlackCommandMiddlewareArgs['respond'],
+): Promise<{ messageId: string } | undefined> {
+  try {
+    return await deps.outbound.post(target, `Running skill \`${skillName}\`…`);
+  } catch (error) {
+    const code = slackErrorOf(error);
+    if (!code || !NOT_A_MEMBER.has(code)) throw error;
+    // chat.postEphemeral needs the bot in the channel too; the command's response_url does not.
+    ctx.log.info({ channel: target.channel, error: code }, 'a skill was run in a channel the bot is not in');
+    await respond({ response_type: 'ephemeral', text: inviteHint(deps.botName, target.channel) });
+    return undefined;
+  }
+}
+
+/**
+ * `/countersign grants` lists the standing grants with a Revoke button each, to people the policy
+ * lets use the bot, and only grants of conversations the viewer is in (a DM lists the viewer's own
+ * grants from elsewhere, less those of channels they have since left); anything else: help.
+ */
+async function answerCountersign(
+  ctx: AdapterContext,
+  deps: CommandDeps,
+  { command, ack }: SlackCommandMiddlewareArgs,
+): Promise<void> {
+  const [verb = ''] = command.text.trim().toLowerCase().split(/\s+/);
+  if (verb !== 'grants') {
+    const here = { platform: 'slack', channel: command.channel_id, workspace: command.team_id };
     await ack({
       response_type: 'ephemeral',
-      text: `${grants.length} standing grant${grants.length === 1 ? '' : 's'} apply here.`,
-      blocks: grantListBlocks(lines, grants.length),
+      text: countersignHelp(command.command, ctx.approvals.conversationMode(here)),
     });
-  };
-
-  return { onSkills, onSkill, onCountersign };
+    return;
+  }
+  const person = await commandRequester(deps, command);
+  const place = commandPlace(command);
+  const admitted = ctx.approvals.mayUse(person, place);
+  if (!admitted.ok) {
+    await ack({ response_type: 'ephemeral', text: admitted.refusal });
+    return;
+  }
+  const grants = await grantsInTheirConversations(
+    await ctx.approvals.grantsSeenFrom(person, place),
+    command.user_id,
+    command.channel_id,
+    deps.memberships,
+  );
+  if (grants.length === 0) {
+    await ack({ response_type: 'ephemeral', text: NO_GRANTS });
+    return;
+  }
+  const lines = grants.map((g) => ({ id: g.id, text: describeGrant(g) }));
+  await ack({
+    response_type: 'ephemeral',
+    text: `${grants.length} standing grant${grants.length === 1 ? '' : 's'} apply here.`,
+    blocks: grantListBlocks(lines, grants.length),
+  });
 }
