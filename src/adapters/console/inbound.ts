@@ -261,6 +261,9 @@ async function answerCard(session: Session, card: ApprovalCard, line: string): P
     showPrompt(session);
     return undefined;
   }
+  // Cleared before the answer goes in: the card drawn decided — by this answer, or by the show-card
+  // job when it records the card only after the answer — belongs to the continuation's output.
+  state.turnMessages = new Map();
   // The same verify-and-consume paths a Slack or Discord click or form takes.
   const result =
     reason === undefined
