@@ -45,7 +45,7 @@ describe('docs/architecture.md walks the code as it is', () => {
   const mention = walk('A Slack mention');
   const click = walk('An approval click');
 
-  it('walks a mention from delivery to the final edit in at most 8 files, none twice', () => {
+  it("keeps the mention's reading table to at most 8 files, none listed twice (running-map.test.ts checks the code)", () => {
     expect(mention.length).toBeGreaterThanOrEqual(5);
     expect(mention.length).toBeLessThanOrEqual(8);
     expect(new Set(mention.map((s) => s.file)).size).toBe(mention.length);
