@@ -1,5 +1,6 @@
 import type { Queryable } from './db/pool.ts';
 import { costOf, priceOf, type PriceTable } from './model-prices.ts';
+import { readModelUsage } from './agent/turn-store.ts';
 
 /** Token counts of one day's usage in one conversation through one provider. */
 interface Counts {
@@ -29,24 +30,7 @@ interface ModelRow extends Counts {
 
 /** Model usage per day and conversation, newest day first, costs from `prices` (`countersign usage`). */
 export async function usageSummary(db: Queryable, days: number, prices: PriceTable): Promise<UsageRow[]> {
-  // Per model, since prices are per model; a conversation's turns are counted across its models.
-  const { rows } = await db.query<ModelRow>(
-    `WITH r AS (
-       SELECT to_char(date_trunc('day', created_at), 'YYYY-MM-DD') AS day, conversation_id, provider, model,
-              work_item_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens
-       FROM countersign.model_rounds
-       WHERE created_at >= date_trunc('day', now()) - make_interval(days => $1 - 1)
-     ), turns AS (
-       SELECT day, conversation_id, count(DISTINCT work_item_id)::int AS turns FROM r GROUP BY 1, 2
-     )
-     SELECT r.day, r.conversation_id AS conversation, string_agg(DISTINCT r.provider, ',') AS provider, r.model,
-            max(t.turns) AS turns, count(*)::int AS rounds,
-            sum(r.input_tokens)::int AS "inputTokens", sum(r.output_tokens)::int AS "outputTokens",
-            sum(r.cache_read_tokens)::int AS "cacheReadTokens", sum(r.cache_write_tokens)::int AS "cacheWriteTokens"
-     FROM r JOIN turns t USING (day, conversation_id)
-     GROUP BY r.day, r.conversation_id, r.model`,
-    [days],
-  );
+  const rows: ModelRow[] = await readModelUsage(db, days);
   const merged = new Map<string, UsageRow>();
   for (const row of rows) {
     const key = `${row.day}\u0000${row.conversation}`;

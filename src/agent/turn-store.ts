@@ -5,8 +5,12 @@ import type { ToolOutput } from './tools/tool.ts';
 import { TURN_STATE_VERSION, TurnState } from './turn-state.ts';
 
 /**
- * Reads and writes a turn's durable state. One SQL statement (one round trip) per function; the
- * ones on every turn's path are named, so each connection parses and plans them once.
+ * Reads and writes a turn's durable state: countersign.turn_checkpoints, messages, tool_executions
+ * and model_rounds (src/db/table-owners.ts). One SQL statement (one round trip) per function; the
+ * ones on every turn's path are named, so each connection parses and plans them once. Also writing
+ * them, from src/queue/turn-lifecycle.ts: countersign.settle_work_item (migration 006) appends a
+ * settled turn's messages and drops its checkpoint; countersign.supersede_pending_cards (017)
+ * appends a superseded turn's withdrawn history.
  */
 
 export async function loadCheckpoint(db: Queryable, workItemId: string): Promise<TurnState | undefined> {
@@ -175,4 +179,44 @@ export async function recordModelRound(db: Queryable, workItemId: string, record
      ON CONFLICT (work_item_id, round) DO NOTHING`,
     [workItemId, ...roundValues(record)],
   );
+}
+
+/** One day's rounds of one model in one conversation (`countersign usage`, src/usage.ts). */
+export interface ModelUsage {
+  day: string;
+  conversation: string;
+  provider: string;
+  model: string;
+  /** The conversation's turns that day, across all its models. */
+  turns: number;
+  rounds: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+}
+
+/**
+ * Model rounds of the last `days` days (today included), per day, conversation and model — per model
+ * since prices are per model; a conversation's turns are counted across its models.
+ */
+export async function readModelUsage(db: Queryable, days: number): Promise<ModelUsage[]> {
+  const { rows } = await db.query<ModelUsage>(
+    `WITH r AS (
+       SELECT to_char(date_trunc('day', created_at), 'YYYY-MM-DD') AS day, conversation_id, provider, model,
+              work_item_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens
+       FROM countersign.model_rounds
+       WHERE created_at >= date_trunc('day', now()) - make_interval(days => $1 - 1)
+     ), turns AS (
+       SELECT day, conversation_id, count(DISTINCT work_item_id)::int AS turns FROM r GROUP BY 1, 2
+     )
+     SELECT r.day, r.conversation_id AS conversation, string_agg(DISTINCT r.provider, ',') AS provider, r.model,
+            max(t.turns) AS turns, count(*)::int AS rounds,
+            sum(r.input_tokens)::int AS "inputTokens", sum(r.output_tokens)::int AS "outputTokens",
+            sum(r.cache_read_tokens)::int AS "cacheReadTokens", sum(r.cache_write_tokens)::int AS "cacheWriteTokens"
+     FROM r JOIN turns t USING (day, conversation_id)
+     GROUP BY r.day, r.conversation_id, r.model`,
+    [days],
+  );
+  return rows;
 }

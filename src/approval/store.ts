@@ -4,7 +4,14 @@ import type { Requester } from '../core/person.ts';
 import { EnvelopeRow, type CardCopy } from './envelope.ts';
 import { type CallDecision } from '../core/work-item.ts';
 
-/** SQL of approval envelopes and their audit log. One statement per function. */
+/**
+ * SQL of approval envelopes and their audit log (countersign.approval_envelopes, approval_audit,
+ * approval_audit_budget; src/db/table-owners.ts). One statement per function. Also writing them,
+ * in migrations/: countersign.supersede_pending_cards (migration 017) marks a pending envelope
+ * superseded and audits it, run by the trigger countersign.supersede_parked_turns (012, 017) when
+ * src/queue/turn-lifecycle.ts enqueues a message, and by countersign.supersede_if_followed_up when a
+ * turn parks.
+ */
 
 /**
  * Every envelope read carries `partial_decisions` as the text it had, so a later update can require
@@ -211,6 +218,14 @@ export async function audit(
   );
 }
 
+/** A vote on an answer (src/audit/feedback.ts): an audit row with no envelope, and no approvals metric. */
+export async function auditFeedback(db: Queryable, actor: Requester, detail: unknown): Promise<void> {
+  await db.query(`INSERT INTO countersign.approval_audit (event, actor, detail) VALUES ('feedback', $1, $2)`, [
+    JSON.stringify(actor),
+    JSON.stringify(detail),
+  ]);
+}
+
 /**
  * Audits a rejected click within the clicker's budget of `perMinute` rows per minute of the
  * database's clock, in one statement: the budget row is claimed under its row lock, so concurrent
@@ -247,4 +262,47 @@ export async function auditRejection(
     ],
   );
   return rowCount === 1;
+}
+
+/** What `readAuditRows` filters on; null: any. */
+export interface AuditQuery {
+  since: Date | null;
+  until: Date | null;
+  platform: string | null;
+  userId: string | null;
+  workspace: string | null;
+  tool: string | null;
+  event: string | null;
+  limit: number;
+}
+
+export interface AuditRow {
+  id: string;
+  at: Date;
+  event: string;
+  envelope_id: string | null;
+  actor: unknown;
+  reason: string | null;
+  detail: unknown;
+}
+
+/**
+ * Audit rows, oldest first (`countersign audit`, src/audit/audit-log.ts). A tool matches the call a
+ * row is about (`detail.tool`) or any of the calls a request listed (`detail.calls`).
+ */
+export async function readAuditRows(db: Queryable, q: AuditQuery): Promise<AuditRow[]> {
+  const { rows } = await db.query<AuditRow>(
+    `SELECT id::text, at, event, envelope_id::text, actor, reason, detail
+       FROM countersign.approval_audit
+      WHERE ($1::timestamptz IS NULL OR at >= $1)
+        AND ($2::timestamptz IS NULL OR at < $2)
+        AND ($3::text IS NULL OR (actor->>'platform' = $3 AND actor->>'userId' = $4
+             AND ($5::text IS NULL OR actor->>'workspace' = $5)))
+        AND ($6::text IS NULL OR detail->>'tool' = $6 OR coalesce(detail->'calls', '[]'::jsonb) ? $6)
+        AND ($7::text IS NULL OR event = $7)
+      ORDER BY at, id
+      LIMIT $8`,
+    [q.since, q.until, q.platform, q.userId, q.workspace, q.tool, q.event, q.limit],
+  );
+  return rows;
 }

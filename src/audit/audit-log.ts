@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/pool.ts';
+import { readAuditRows } from '../approval/store.ts';
 
 /** Every event the audit log holds (migrations 002, 009, 011, 012 and 013). */
 export const AUDIT_EVENTS = [
@@ -76,36 +77,16 @@ export async function readAuditLog(db: Queryable, filter: AuditFilter): Promise<
   const [platform, a, b] = filter.person?.split(':') ?? [];
   const user = b ?? a;
   const workspace = b === undefined ? null : a;
-  const { rows } = await db.query<{
-    id: string;
-    at: Date;
-    event: string;
-    envelope_id: string | null;
-    actor: unknown;
-    reason: string | null;
-    detail: unknown;
-  }>(
-    `SELECT id::text, at, event, envelope_id::text, actor, reason, detail
-       FROM countersign.approval_audit
-      WHERE ($1::timestamptz IS NULL OR at >= $1)
-        AND ($2::timestamptz IS NULL OR at < $2)
-        AND ($3::text IS NULL OR (actor->>'platform' = $3 AND actor->>'userId' = $4
-             AND ($5::text IS NULL OR actor->>'workspace' = $5)))
-        AND ($6::text IS NULL OR detail->>'tool' = $6 OR coalesce(detail->'calls', '[]'::jsonb) ? $6)
-        AND ($7::text IS NULL OR event = $7)
-      ORDER BY at, id
-      LIMIT $8`,
-    [
-      filter.since ?? null,
-      filter.until ?? null,
-      platform ?? null,
-      user ?? null,
-      workspace,
-      filter.tool ?? null,
-      filter.outcome ?? null,
-      filter.limit,
-    ],
-  );
+  const rows = await readAuditRows(db, {
+    since: filter.since ?? null,
+    until: filter.until ?? null,
+    platform: platform ?? null,
+    userId: user ?? null,
+    workspace: workspace ?? null,
+    tool: filter.tool ?? null,
+    event: filter.outcome ?? null,
+    limit: filter.limit,
+  });
   return rows.map((r) => ({
     id: r.id,
     at: r.at.toISOString(),

@@ -4,8 +4,11 @@ import type { Requester } from '../core/person.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import { TEXTS } from '../core/texts.ts';
 import { metrics, registry } from '../metrics.ts';
+import { auditFeedback } from '../approval/store.ts';
+import { readReplyOf } from '../queue/turn-lifecycle.ts';
+import { currentVote, deleteVote, lockVoter, upsertVote, type Vote } from './feedback-store.ts';
 
-export type Vote = 'up' | 'down';
+export type { Vote };
 
 export type FeedbackResult =
   /** `vote`: the person's vote now (null: removed); `text`: what to tell them. */
@@ -83,52 +86,16 @@ function describe(change: VoteChange): FeedbackResult {
   return { ok: true, vote: change.vote, text: TEXTS.feedbackRecorded(change.vote) };
 }
 
-/** The person as the vote is keyed: a user id means a person only within its workspace. */
-const voterKey = (workItemId: string, person: Requester) =>
-  [workItemId, person.platform, person.workspace ?? '', person.userId] as const;
-
 async function replyTargetOf(db: Queryable, workItemId: string): Promise<ReplyTarget | undefined> {
-  const { rows } = await db.query<{ reply: unknown }>(
-    `SELECT item->'reply' AS reply FROM countersign.work_items WHERE id = $1::uuid`,
-    [workItemId],
-  );
-  if (!rows[0]) return undefined;
-  const reply = ReplyTarget.safeParse(rows[0].reply);
+  const row = await readReplyOf(db, workItemId);
+  if (!row) return undefined;
+  const reply = ReplyTarget.safeParse(row.reply);
   return reply.success ? reply.data : undefined;
 }
 
-/** Two quick clicks of one person are applied one after the other, each seeing the other's vote. */
-async function lockVoter(db: Queryable, workItemId: string, person: Requester): Promise<void> {
-  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`, [
-    JSON.stringify(voterKey(workItemId, person)),
-  ]);
-}
-
-async function currentVote(db: Queryable, workItemId: string, person: Requester): Promise<Vote | undefined> {
-  const { rows } = await db.query<{ vote: Vote }>(
-    `SELECT vote FROM countersign.turn_feedback
-     WHERE work_item_id = $1::uuid AND platform = $2 AND workspace = $3 AND user_id = $4`,
-    [...voterKey(workItemId, person)],
-  );
-  return rows[0]?.vote;
-}
-
 async function storeVote(db: Queryable, workItemId: string, person: Requester, change: VoteChange): Promise<void> {
-  if (change.kind === 'removed') return removeVote(db, workItemId, person);
-  await db.query(
-    `INSERT INTO countersign.turn_feedback (work_item_id, platform, workspace, user_id, vote)
-     VALUES ($1::uuid, $2, $3, $4, $5)
-     ON CONFLICT (work_item_id, platform, workspace, user_id) DO UPDATE SET vote = EXCLUDED.vote, voted_at = now()`,
-    [...voterKey(workItemId, person), change.vote],
-  );
-}
-
-async function removeVote(db: Queryable, workItemId: string, person: Requester): Promise<void> {
-  await db.query(
-    `DELETE FROM countersign.turn_feedback
-     WHERE work_item_id = $1::uuid AND platform = $2 AND workspace = $3 AND user_id = $4`,
-    [...voterKey(workItemId, person)],
-  );
+  if (change.kind === 'removed') return deleteVote(db, workItemId, person);
+  await upsertVote(db, workItemId, person, change.vote);
 }
 
 /** One row per change: `vote` is the vote now (null: removed), `previous` the one it replaced. */
@@ -138,8 +105,5 @@ async function auditVote(db: Queryable, workItemId: string, person: Requester, c
     vote: change.kind === 'removed' ? null : change.vote,
     previous: change.kind === 'first' ? null : change.previous,
   };
-  await db.query(`INSERT INTO countersign.approval_audit (event, actor, detail) VALUES ('feedback', $1, $2)`, [
-    JSON.stringify(person),
-    JSON.stringify(detail),
-  ]);
+  await auditFeedback(db, person, detail);
 }

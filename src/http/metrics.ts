@@ -1,5 +1,6 @@
 import type { Pool } from '../db/pool.ts';
 import { metrics, registry } from '../metrics.ts';
+import { countWaitingJobs, countWorkerProcesses } from '../queue/worker-liveness.ts';
 import { checkMetricsAccess } from './metrics-access.ts';
 import { sendJson, type RouteHandler } from './server.ts';
 
@@ -17,14 +18,10 @@ export function metricsHandler(pool: Pool, options: MetricsOptions = {}): RouteH
       return sendJson(res, access.status, { error: access.error });
     }
     try {
-      const waiting = await pool.query<{ priority: number; n: number }>(
-        `SELECT priority, count(*)::int AS n FROM graphile_worker.jobs
-         WHERE locked_at IS NULL AND run_at <= now() AND attempts < max_attempts GROUP BY priority`,
-      );
+      const waiting = await countWaitingJobs(pool);
       metrics.jobsWaiting.reset();
-      for (const row of waiting.rows) metrics.jobsWaiting.set({ priority: String(row.priority) }, row.n);
-      const alive = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM countersign.worker_processes`);
-      metrics.workersAlive.set(alive.rows[0]?.n ?? 0);
+      for (const row of waiting) metrics.jobsWaiting.set({ priority: String(row.priority) }, row.n);
+      metrics.workersAlive.set(await countWorkerProcesses(pool));
     } catch {
       // The database is down: serve the process's own metrics anyway; /healthz reports the outage.
     }

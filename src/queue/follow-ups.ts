@@ -3,6 +3,7 @@ import type { TurnState } from '../agent/turn-state.ts';
 import { saveCheckpoint } from '../agent/turn-store.ts';
 import { sameAccount } from '../core/person.ts';
 import { WorkItem, type ConversationMode } from '../core/work-item.ts';
+import { anyQueuedBehind, lockQueuedBehind, markQueuedItemsTaken } from './turn-lifecycle.ts';
 
 /**
  * Messages that arrived for a conversation while one of its turns runs (docs/conversations.md).
@@ -28,13 +29,7 @@ export async function lockFollowUps(
   db: Queryable,
   item: Pick<WorkItem, 'id' | 'conversationId' | 'requester'>,
 ): Promise<FollowUp[]> {
-  const { rows } = await db.query<{ id: string; item: unknown }>(
-    `SELECT id, item FROM countersign.work_items
-      WHERE conversation_id = $1 AND status = 'queued' AND id <> $2
-      ORDER BY seq
-      FOR UPDATE`,
-    [item.conversationId, item.id],
-  );
+  const rows = await lockQueuedBehind(db, item);
   const out: FollowUp[] = [];
   for (const row of rows) {
     const parsed = WorkItem.safeParse(row.item);
@@ -55,22 +50,7 @@ export async function lockFollowUps(
 /** Marks taken-over messages done, pointing at the turn that read them. Call with their lock held. */
 export async function markFollowUpsTaken(db: Queryable, ids: string[], intoWorkItemId: string): Promise<void> {
   if (ids.length === 0) return;
-  await db.query(
-    `UPDATE countersign.work_items
-        SET status = 'done', finished_at = now(), result = jsonb_build_object('takenInto', $2::text)
-      WHERE id = ANY($1::uuid[]) AND status = 'queued'`,
-    [ids, intoWorkItemId],
-  );
-}
-
-/** Whether anything waits behind `item` in its conversation: one cheap read, so the common case opens no transaction. */
-async function anyQueuedBehind(db: Queryable, item: Pick<WorkItem, 'id' | 'conversationId'>): Promise<boolean> {
-  const { rows } = await db.query<{ waiting: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM countersign.work_items
-                     WHERE conversation_id = $1 AND status = 'queued' AND id <> $2) AS waiting`,
-    [item.conversationId, item.id],
-  );
-  return rows[0]?.waiting === true;
+  await markQueuedItemsTaken(db, ids, intoWorkItemId);
 }
 
 /**
@@ -85,6 +65,7 @@ export async function takeFollowUps(
   state: TurnState,
   how: 'append' | 'merge',
 ): Promise<number> {
+  // One cheap read first, so the common case (nothing waiting) opens no transaction.
   if (!(await anyQueuedBehind(pool, item))) return 0;
   const taken = await transaction(pool, async (client) => {
     const waiting = (await lockFollowUps(client, item)).filter((f) => f.mode === mode);

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Pool, Queryable } from '../db/pool.ts';
-import { recordStopRequest } from './turn-lifecycle.ts';
+import { readStopRequest, readTurnOwner, recordStopRequest } from './turn-lifecycle.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import { personKey, sameAccount, type Requester } from '../core/person.ts';
 
@@ -27,11 +27,7 @@ export async function requestStop(
   by: Requester,
   isApprover: (person: Requester, reply: ReplyTarget) => boolean,
 ): Promise<StopResult> {
-  const { rows } = await pool.query<{ requester: Requester; reply: unknown; status: string }>(
-    `SELECT item->'requester' AS requester, item->'reply' AS reply, status FROM countersign.work_items WHERE id = $1`,
-    [workItemId],
-  );
-  const row = rows[0];
+  const row = await readTurnOwner(pool, workItemId);
   if (!row) return { ok: false, reason: 'That turn does not exist.' };
   const reply = ReplyTarget.safeParse(row.reply);
   const isRequester = sameAccount(by, row.requester);
@@ -44,12 +40,7 @@ export async function requestStop(
 }
 
 export async function stopRequestOf(db: Queryable, workItemId: string): Promise<Requester | undefined> {
-  const { rows } = await db.query<{ stopped_by: Requester | null }>({
-    name: 'cs_stop_request_of',
-    text: 'SELECT stopped_by FROM countersign.work_items WHERE id = $1 AND stop_requested_at IS NOT NULL',
-    values: [workItemId],
-  });
-  return rows[0]?.stopped_by ?? undefined;
+  return readStopRequest(db, workItemId);
 }
 
 /**

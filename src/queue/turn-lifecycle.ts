@@ -7,10 +7,27 @@ import { BACKGROUND_TASK, INTERACTIVE_TASK, taskFor } from './work-item.ts';
 
 /**
  * A turn's lifecycle, verb by verb: enqueue → start → (checkpoint, in the agent) → park → continue
- * or expire → settle, or hand over to another worker. This is the only code that writes work-item
- * state or schedules graphile-worker jobs. The verbs come first; the SQL they run follows, one
- * statement per function, most of them calling a function from migrations/ so a step is one round
- * trip.
+ * or expire → settle, or hand over to another worker. The verbs come first; the SQL they run
+ * follows, one statement per function, most of them calling a function from migrations/ so a step is
+ * one round trip; last come the reads other modules make of work items and conversations.
+ *
+ * This module owns countersign.work_items, countersign.conversations and countersign.inbound_events
+ * (src/db/table-owners.ts): no other module runs SQL on them, except the retention sweep
+ * (housekeeping-sql.ts), which deletes old rows. It is also the only module that adds graphile-worker
+ * jobs. The SQL functions and triggers it sets off, and what they change:
+ * - countersign.enqueue_work_item (migrations 004, 006): inserts the item, upserts its conversation,
+ *   adds the job when the conversation is idle.
+ * - countersign.enqueue_inbound_work_item (007): the same, with the event's inbound_events mark.
+ * - countersign.advance_conversation (006): moves the conversation's head, adds the next item's job.
+ * - countersign.settle_work_item (006): the item's status, its messages, the hand-over, the
+ *   checkpoint's deletion (turn_checkpoints, messages).
+ * - countersign.supersede_parked_turns (trigger AFTER INSERT ON work_items, migrations 012 and 017):
+ *   fired by every enqueue; a steer/interrupt message from the requester of a pending card calls
+ *   countersign.supersede_pending_cards (017), which marks the card superseded (approval_envelopes),
+ *   cancels the parked turn (work_items), writes its withdrawn history (messages) and an audit row
+ *   (approval_audit).
+ * - countersign.supersede_if_followed_up (017): called when a turn parks, does the same for a
+ *   message that came while the model was still planning.
  */
 
 function itemOf(draft: WorkItemDraft | WorkItem): WorkItem {
@@ -379,4 +396,102 @@ export async function markStopRequested(
     [workItemId, JSON.stringify(by), channel],
   );
   return rowCount === 1;
+}
+
+// ---- Reads of work items and conversations, for the modules around the lifecycle --------------
+
+/** Whether anything is queued behind `item` in its conversation (src/queue/follow-ups.ts). */
+export async function anyQueuedBehind(db: Queryable, item: Pick<WorkItem, 'id' | 'conversationId'>): Promise<boolean> {
+  const { rows } = await db.query<{ waiting: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM countersign.work_items
+                     WHERE conversation_id = $1 AND status = 'queued' AND id <> $2) AS waiting`,
+    [item.conversationId, item.id],
+  );
+  return rows[0]?.waiting === true;
+}
+
+/** The items queued behind `item` in its conversation, in arrival order, locked until the transaction ends. */
+export async function lockQueuedBehind(
+  db: Queryable,
+  item: Pick<WorkItem, 'id' | 'conversationId'>,
+): Promise<Array<{ id: string; item: unknown }>> {
+  const { rows } = await db.query<{ id: string; item: unknown }>(
+    `SELECT id, item FROM countersign.work_items
+      WHERE conversation_id = $1 AND status = 'queued' AND id <> $2
+      ORDER BY seq
+      FOR UPDATE`,
+    [item.conversationId, item.id],
+  );
+  return rows;
+}
+
+/** Marks queued items done, taken over by the turn `intoWorkItemId` (src/queue/follow-ups.ts). Call with their lock held. */
+export async function markQueuedItemsTaken(db: Queryable, ids: string[], intoWorkItemId: string): Promise<void> {
+  await db.query(
+    `UPDATE countersign.work_items
+        SET status = 'done', finished_at = now(), result = jsonb_build_object('takenInto', $2::text)
+      WHERE id = ANY($1::uuid[]) AND status = 'queued'`,
+    [ids, intoWorkItemId],
+  );
+}
+
+/** Who asked for a turn, where it answers and its status; undefined when there is no such turn. */
+export async function readTurnOwner(
+  db: Queryable,
+  workItemId: string,
+): Promise<{ requester: Requester; reply: unknown; status: string } | undefined> {
+  const { rows } = await db.query<{ requester: Requester; reply: unknown; status: string }>(
+    `SELECT item->'requester' AS requester, item->'reply' AS reply, status FROM countersign.work_items WHERE id = $1`,
+    [workItemId],
+  );
+  return rows[0];
+}
+
+/** Who asked to stop a turn, if anyone did (named: read between every round). */
+export async function readStopRequest(db: Queryable, workItemId: string): Promise<Requester | undefined> {
+  const { rows } = await db.query<{ stopped_by: Requester | null }>({
+    name: 'cs_stop_request_of',
+    text: 'SELECT stopped_by FROM countersign.work_items WHERE id = $1 AND stop_requested_at IS NOT NULL',
+    values: [workItemId],
+  });
+  return rows[0]?.stopped_by ?? undefined;
+}
+
+/** Where a turn answers, as stored (unparsed); undefined when there is no such turn. */
+export async function readReplyOf(db: Queryable, workItemId: string): Promise<{ reply: unknown } | undefined> {
+  const { rows } = await db.query<{ reply: unknown }>(
+    `SELECT item->'reply' AS reply FROM countersign.work_items WHERE id = $1::uuid`,
+    [workItemId],
+  );
+  return rows[0];
+}
+
+/** A platform's turns not yet at rest, oldest first, with the channel each replies in. */
+export async function unfinishedTurnsOn(
+  db: Queryable,
+  platform: string,
+): Promise<Array<{ id: string; conversation_id: string; session: string }>> {
+  const { rows } = await db.query<{ id: string; conversation_id: string; session: string }>(
+    `SELECT id, conversation_id, item->'reply'->>'channel' AS session
+     FROM countersign.work_items
+     WHERE status IN ('queued', 'running') AND item->'reply'->>'platform' = $1
+     ORDER BY seq`,
+    [platform],
+  );
+  return rows;
+}
+
+/** Whether a conversation exists (a thread is one once a turn was enqueued in it). */
+export async function conversationExists(db: Queryable, conversationId: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM countersign.conversations WHERE id = $1', [conversationId]);
+  return Boolean(rowCount);
+}
+
+/** The work item a conversation is running now, if any. */
+export async function activeWorkItemOf(db: Queryable, conversationId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ active_work_item: string | null }>(
+    'SELECT active_work_item FROM countersign.conversations WHERE id = $1',
+    [conversationId],
+  );
+  return rows[0]?.active_work_item ?? undefined;
 }

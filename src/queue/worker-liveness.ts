@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Pool } from '../db/pool.ts';
+import type { Pool, Queryable } from '../db/pool.ts';
 import { metrics } from '../metrics.ts';
 
 /**
@@ -144,4 +144,19 @@ export class WorkerLiveness {
       )
       .catch((error: unknown) => this.#log.warn({ err: error }, 'could not remove worker heartbeat'));
   }
+}
+
+/** Jobs ready to run and not taken, per priority (the /metrics gauge of waiting jobs). */
+export async function countWaitingJobs(db: Queryable): Promise<Array<{ priority: number; n: number }>> {
+  const { rows } = await db.query<{ priority: number; n: number }>(
+    `SELECT priority, count(*)::int AS n FROM graphile_worker.jobs
+     WHERE locked_at IS NULL AND run_at <= now() AND attempts < max_attempts GROUP BY priority`,
+  );
+  return rows;
+}
+
+/** Processes with a heartbeat on record (the /metrics gauge of live workers). */
+export async function countWorkerProcesses(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM countersign.worker_processes`);
+  return rows[0]?.n ?? 0;
 }

@@ -1,6 +1,7 @@
-import type { Pool, PoolClient, Queryable } from '../../db/pool.ts';
+import type { Pool, PoolClient } from '../../db/pool.ts';
+import { lockKey, tryLockKey, unlockKey } from '../../db/advisory-locks.ts';
 import type { Requester } from '../../core/person.ts';
-import { recordStopRequest, settleTurn } from '../../queue/turn-lifecycle.ts';
+import { recordStopRequest, settleTurn, unfinishedTurnsOn } from '../../queue/turn-lifecycle.ts';
 import { STOP_CHANNEL } from '../../queue/stop-requests.ts';
 
 /**
@@ -28,7 +29,7 @@ export interface SessionLock {
 export async function holdSessionLock(pool: Pool, session: string): Promise<SessionLock> {
   const client = await pool.connect();
   try {
-    await lockSession(client, session);
+    await lockKey(client, CONSOLE_SESSION_LOCKS, session);
   } catch (error) {
     client.release();
     throw error;
@@ -56,14 +57,14 @@ export async function cancelOrphanedTurns(
   own: { session: string; by: Requester },
 ): Promise<number> {
   let cancelled = 0;
-  const turns = await unfinishedConsoleTurns(pool);
+  const turns = await unfinishedTurnsOn(pool, 'console');
   const sessions = new Map<string, typeof turns>();
   for (const turn of turns) sessions.set(turn.session, [...(sessions.get(turn.session) ?? []), turn]);
   // Advisory locks are re-entrant on the connection that holds them: never test our own.
   sessions.delete(own.session);
   for (const [session, ofSession] of sessions) {
     // A session whose lock is held belongs to a live process (this one, or another terminal).
-    if (!(await tryLockSession(lock.client, session))) continue;
+    if (!(await tryLockKey(lock.client, CONSOLE_SESSION_LOCKS, session))) continue;
     try {
       for (const turn of ofSession) {
         await recordStopRequest(pool, turn.id, own.by, STOP_CHANNEL);
@@ -79,39 +80,8 @@ export async function cancelOrphanedTurns(
         cancelled++;
       }
     } finally {
-      await unlockSession(lock.client, session);
+      await unlockKey(lock.client, CONSOLE_SESSION_LOCKS, session);
     }
   }
   return cancelled;
-}
-
-// ---- The statements ------------------------------------------------------------------------
-
-async function lockSession(db: Queryable, session: string): Promise<void> {
-  await db.query('SELECT pg_advisory_lock($1::int, hashtext($2::text))', [CONSOLE_SESSION_LOCKS, session]);
-}
-
-async function tryLockSession(db: Queryable, session: string): Promise<boolean> {
-  const { rows } = await db.query<{ locked: boolean }>(
-    'SELECT pg_try_advisory_lock($1::int, hashtext($2::text)) AS locked',
-    [CONSOLE_SESSION_LOCKS, session],
-  );
-  return rows[0]?.locked === true;
-}
-
-async function unlockSession(db: Queryable, session: string): Promise<void> {
-  await db.query('SELECT pg_advisory_unlock($1::int, hashtext($2::text))', [CONSOLE_SESSION_LOCKS, session]);
-}
-
-/** Console turns not yet at rest, oldest first, with the session (the reply's channel) each belongs to. */
-async function unfinishedConsoleTurns(
-  db: Queryable,
-): Promise<Array<{ id: string; conversation_id: string; session: string }>> {
-  const { rows } = await db.query<{ id: string; conversation_id: string; session: string }>(
-    `SELECT id, conversation_id, item->'reply'->>'channel' AS session
-     FROM countersign.work_items
-     WHERE status IN ('queued', 'running') AND item->'reply'->>'platform' = 'console'
-     ORDER BY seq`,
-  );
-  return rows;
 }

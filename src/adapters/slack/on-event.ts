@@ -1,7 +1,7 @@
 import type { AdapterContext } from '../platform.ts';
 import { Priority, type WorkItemDraft } from '../../core/work-item.ts';
 import { TEXTS } from '../../core/texts.ts';
-import { enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
+import { conversationExists, enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 
@@ -151,10 +151,7 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
     if (e.channel_type === 'im') return takeMessage(delivery);
     // A mention arrives as app_mention too; answer it once.
     if ((e.text ?? '').includes(`<@${botUserId}>`) || !e.thread_ts) return;
-    const { rowCount } = await ctx.pool.query('SELECT 1 FROM countersign.conversations WHERE id = $1', [
-      conversationOf(team, e, e.thread_ts),
-    ]);
-    if (rowCount) await takeMessage(delivery);
+    if (await conversationExists(ctx.pool, conversationOf(team, e, e.thread_ts))) await takeMessage(delivery);
   };
 
   return { onMention, onMessage };

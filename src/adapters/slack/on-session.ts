@@ -1,4 +1,5 @@
 import type { AdapterContext } from '../platform.ts';
+import { activeWorkItemOf } from '../../queue/turn-lifecycle.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 import type { SlackAgentSessions } from './agent-sessions.ts';
@@ -27,11 +28,7 @@ export function createSessionStoppedHandler(
     const conversation = event.channel.startsWith('D')
       ? `slack:${team}:dm:${event.channel}`
       : `slack:${team}:${event.channel}:${event.thread_ts}`;
-    const { rows } = await ctx.pool.query<{ active_work_item: string | null }>(
-      'SELECT active_work_item FROM countersign.conversations WHERE id = $1',
-      [conversation],
-    );
-    const running = rows[0]?.active_work_item ?? undefined;
+    const running = await activeWorkItemOf(ctx.pool, conversation);
     const reply = {
       platform: 'slack',
       channel: event.channel,

@@ -1,0 +1,81 @@
+/**
+ * Who runs the SQL of each table. Every table has one owner module: its statements live there, one
+ * per function, and every other module calls those functions. A few statements must name a table of
+ * another owner because splitting them would cost a round trip (a CTE that writes two tables in one
+ * step); each such module is listed under `sharedWith` with the reason. Checked by
+ * test/architecture/sql-owners.test.ts, which also checks docs/architecture.md's table of owners.
+ */
+
+export interface TableOwner {
+  /** The module (path from the repository root) that runs this table's SQL. */
+  owner: string;
+  /** Other modules whose statements name the table, each with why the statement can't live in the owner. */
+  sharedWith?: Readonly<Record<string, string>>;
+}
+
+const LIFECYCLE = 'src/queue/turn-lifecycle.ts';
+const HOUSEKEEPING = 'src/queue/housekeeping-sql.ts';
+const TURN_STORE = 'src/agent/turn-store.ts';
+const APPROVAL_STORE = 'src/approval/store.ts';
+const LIVENESS = 'src/queue/worker-liveness.ts';
+
+const RETENTION = 'retention sweep: one statement deletes old rows of several tables in one round trip';
+const TURN_START = 'startWorkItem reads the checkpoint, summary and history in the statement that starts the turn';
+
+/** Table (in schema `countersign`) → its owner. */
+export const TABLE_OWNERS = {
+  conversations: { owner: LIFECYCLE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
+  work_items: {
+    owner: LIFECYCLE,
+    sharedWith: { [HOUSEKEEPING]: RETENTION + ' (and finished turns’ checkpoints join their items)' },
+  },
+  inbound_events: { owner: LIFECYCLE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
+  messages: { owner: TURN_STORE, sharedWith: { [LIFECYCLE]: TURN_START, [HOUSEKEEPING]: RETENTION } },
+  turn_checkpoints: { owner: TURN_STORE, sharedWith: { [LIFECYCLE]: TURN_START, [HOUSEKEEPING]: RETENTION } },
+  tool_executions: { owner: TURN_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
+  model_rounds: { owner: TURN_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
+  conversation_summaries: { owner: 'src/agent/history/summary-store.ts', sharedWith: { [LIFECYCLE]: TURN_START } },
+  worker_processes: { owner: LIVENESS },
+  worker_slots: { owner: LIVENESS },
+  rate_buckets: { owner: 'src/reply/rate-bucket.ts', sharedWith: { [HOUSEKEEPING]: RETENTION } },
+  approval_envelopes: { owner: APPROVAL_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
+  approval_audit: { owner: APPROVAL_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
+  approval_audit_budget: { owner: APPROVAL_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
+  grants: { owner: 'src/approval/grant-store.ts' },
+  turn_feedback: { owner: 'src/audit/feedback-store.ts' },
+  workspace_changes: { owner: 'src/approval/taint-store.ts' },
+  schema_migrations: { owner: 'src/db/migrate.ts' },
+} as const satisfies Record<string, TableOwner>;
+
+/**
+ * SQL functions and triggers from migrations/ that change state → the module that calls them (and
+ * names them in its doc comment). A trigger is listed under the module whose writes fire it.
+ */
+export const SQL_FUNCTION_OWNERS = {
+  enqueue_work_item: LIFECYCLE,
+  enqueue_inbound_work_item: LIFECYCLE,
+  advance_conversation: LIFECYCLE,
+  settle_work_item: LIFECYCLE,
+  supersede_if_followed_up: LIFECYCLE,
+  supersede_parked_turns: LIFECYCLE,
+  supersede_pending_cards: LIFECYCLE,
+} as const satisfies Record<string, string>;
+
+/** graphile-worker's own schema: the modules that call its functions or read its tables directly. */
+export const GRAPHILE_WORKER_OWNERS: Readonly<Record<string, string>> = {
+  [LIFECYCLE]: 'graphile_worker.add_job: a job is added in the statement (or transaction) that makes its work item',
+  [LIVENESS]: 'graphile_worker.jobs and force_unlock_workers: freeing a dead worker’s jobs, and the waiting-jobs gauge',
+  [HOUSEKEEPING]: 'graphile_worker._private_job_queues: dropping named queues no job uses',
+};
+
+/** Modules that run SQL naming no table of the app, and why. */
+export const SQL_WITHOUT_TABLES: Readonly<Record<string, string>> = {
+  'src/db/pool.ts': 'transactions: BEGIN, COMMIT, ROLLBACK',
+  'src/db/embedded.ts': 'creates the database on the embedded server (pg_database), sets its password',
+  'src/db/errors.ts': 'waits for the database with SELECT 1',
+  'src/db/advisory-locks.ts': 'session-level advisory locks, keyed by the caller',
+  'src/http/health.ts': '/healthz: SELECT 1',
+  'src/queue/poisoned-pool.ts': 'probes a connection with SELECT 1',
+  'src/queue/stop-requests.ts':
+    'listens on the stop channel (the requests themselves are in src/queue/turn-lifecycle.ts)',
+};
