@@ -56,6 +56,8 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
     db = await createTestDatabase('discord_out');
     await migrate(db.url, createLogger('silent'));
     pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    // pool.end() can resolve while a connection is still closing; DROP … WITH (FORCE) then ends it.
+    pool.on('error', () => undefined);
     // As configured: the REST base without /v10.
     outbound = new DiscordOutbound(createRest(fake.token, fake.restUrl), pool, fake.scene.applicationId);
     cards = new DiscordCardRenderer(outbound);
