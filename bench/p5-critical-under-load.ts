@@ -5,7 +5,7 @@ import { createLogger } from '../src/log.ts';
 import { ScriptedProvider } from '../src/agent/providers/scripted.ts';
 import { enqueueWorkItem } from '../src/queue/turn-lifecycle.ts';
 import { Priority } from '../src/core/work-item.ts';
-import { BACKGROUND_TASK } from '../src/queue/work-item.ts';
+import { JOBS } from '../src/queue/tasks/index.ts';
 import { RecordingOutbound } from '../test/helpers/recording-outbound.ts';
 import { summarize, type Summary } from './stats.ts';
 
@@ -50,7 +50,7 @@ export async function benchP5(connectionString: string, samples = 100, lowJobs =
            'reply', jsonb_build_object('platform', 'bench', 'channel', 'low-' || g), 'createdAt', now()),
          now(), $2)
        FROM (SELECT gen_random_uuid() AS id, g FROM generate_series(1, $1) g) s`,
-      [lowJobs, BACKGROUND_TASK],
+      [lowJobs, JOBS.backgroundTurn.name],
     );
     const latencies: number[] = [];
     for (let i = 0; i < samples; i++) {

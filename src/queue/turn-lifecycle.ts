@@ -3,7 +3,6 @@ import type { Requester } from '../core/person.ts';
 import { newWorkItem, Priority, WorkItem, type WorkItemDraft } from '../core/work-item.ts';
 import type { Message } from '../agent/messages.ts';
 import { JOBS, turnJobFor } from './tasks/index.ts';
-import { BACKGROUND_TASK, INTERACTIVE_TASK, taskFor } from './work-item.ts';
 
 /**
  * A turn's lifecycle, verb by verb: enqueue → start → (checkpoint, in the agent) → park → continue
@@ -190,7 +189,7 @@ function enqueueArguments(item: WorkItem): unknown[] {
     item.priority,
     JSON.stringify(item),
     item.createdAt,
-    taskFor(item.priority),
+    turnJobFor(item.priority).name,
   ];
 }
 
@@ -226,9 +225,9 @@ export async function appendInboundToConversation(
   return { duplicate: started === null, started: started === true };
 }
 
-/** The arguments that let the database pick a job's task from its priority the way `taskFor` does. */
+/** The arguments that let the database pick a job's task from its priority the way `turnJobFor` does. */
 function taskRule(): [interactiveTask: string, backgroundTask: string, interactiveMaxPriority: number] {
-  return [INTERACTIVE_TASK, BACKGROUND_TASK, Priority.HIGH];
+  return [JOBS.interactiveTurn.name, JOBS.backgroundTurn.name, Priority.HIGH];
 }
 
 /**

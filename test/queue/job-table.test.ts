@@ -96,7 +96,7 @@ describe('the job table (src/queue/tasks/index.ts)', () => {
     for (const call of calls) {
       const enqueued = jobs.filter((j) => j.enqueuedInSqlBy?.includes(call.fn));
       for (const job of enqueued) expect({ ...call, maxAttempts: job.options.maxAttempts }).toEqual(call);
-      // The name comes from TypeScript (`taskFor`'s rule), never a literal written in the migration.
+      // The name comes from TypeScript (`turnJobFor`'s rule), never a literal written in the migration.
       expect(call.task).not.toMatch(/^'/);
     }
   });

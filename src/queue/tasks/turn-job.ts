@@ -10,7 +10,7 @@ export const TURN_JOB_OPTIONS: JobOptions = { maxAttempts: 25 };
 
 /**
  * The database functions that add a turn's job when a conversation is idle or moves to its next
- * item (migrations 004, 006 and 007: the task is chosen by `taskFor`'s rule and passed in).
+ * item (migrations 004, 006 and 007: the task is chosen by `turnJobFor`'s rule and passed in).
  */
 export const TURN_JOB_SQL_ENQUEUERS = ['countersign.enqueue_work_item', 'countersign.advance_conversation'] as const;
 
