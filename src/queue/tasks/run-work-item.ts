@@ -24,7 +24,7 @@ import { endingOfError, endingOfOutcome, HandOver, settleEnding, type TurnEnding
 import { historyOf, historyRowsToRead } from './turn-history.ts';
 
 /** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */
-export interface ApprovalGate {
+export interface TurnApprovals {
   /** The state a continuation resumes from, with the decided calls' results applied; or a refusal to show. */
   resume(item: WorkItem, log: Logger): Promise<{ state: TurnState } | { refused: string }>;
   /** Stores the envelope (with the checkpoint) and schedules its card, inside the parking transaction. */
@@ -49,7 +49,7 @@ export interface WorkerServices {
   events: TurnEvents;
   liveness: WorkerLiveness;
   systemPrompt(item: WorkItem): string;
-  approvals: ApprovalGate;
+  approvals: TurnApprovals;
   /** Aborted when this process must stop working at once (declared dead by its peers). */
   fence: AbortSignal;
   /** Stop requests (Stop button, Ctrl-C) for turns running in this process. */

@@ -49,7 +49,7 @@ interface SettlingTurn {
   startedAt: number;
   /** FEEDBACK_BUTTONS: 👍/👎 under a final answer, where the platform shows them. */
   feedbackButtons: boolean;
-  /** Stores the approval envelope inside the parking transaction (`ApprovalGate.park`). */
+  /** Stores the approval envelope inside the parking transaction (`TurnApprovals.park`). */
   park(client: PoolClient, item: WorkItem, state: TurnState): Promise<void>;
 }
 
