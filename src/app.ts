@@ -21,7 +21,7 @@ import type { InboundSettings, PlatformAdapter } from './adapters/platform.ts';
 import { Cleanups } from './wiring/cleanups.ts';
 import { openDatabase } from './wiring/database.ts';
 import { openSkills, openTools } from './wiring/tools.ts';
-import { createApprovals, openPolicyStore } from './wiring/approvals.ts';
+import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
 
@@ -205,7 +205,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
 
   try {
     // The policy first: a bad file stops the start with every problem at file:line, before anything connects.
-    const policies = openPolicyStore(config, log);
+    const policies = openPolicyFile(config, log);
     cleanups.add(async () => policies.close());
     const { databaseUrl, pool } = await openDatabase(config, log, cleanups);
     const events = new TurnEvents();

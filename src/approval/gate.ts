@@ -18,7 +18,7 @@ import {
   type Where,
 } from '../policy/index.ts';
 
-/** Where the policy in force comes from: a PolicyStore (POLICY_FILE, hot reload) or a fixed policy. */
+/** Where the policy in force comes from: a PolicyFile (POLICY_FILE, hot reload) or a fixed policy. */
 export interface PolicySource {
   current(): Policy;
 }

@@ -25,7 +25,7 @@ export {
   type Person,
   type PersonPattern,
 } from './person.ts';
-export { PolicyFileError, PolicyStore, type PolicyChange, type PolicyStoreOptions } from './store.ts';
+export { PolicyFileError, PolicyFile, type PolicyChange, type PolicyFileOptions } from './policy-file.ts';
 export { policyCheck, policyCommand, policyLint, POLICY_USAGE, type CommandResult, type ToolKinds } from './cli.ts';
 export { grantPatternMatches, narrowestGrantPattern } from './grant-patterns.ts';
 export type { Outcome, Risk, ToolKind } from './schema.ts';

@@ -7,21 +7,21 @@ import type { OutboundRegistry } from '../reply/outbound.ts';
 import { ApprovalService } from '../approval/service.ts';
 import { CardRenderers } from '../approval/card-renderers.ts';
 import { PolicyGate } from '../approval/gate.ts';
-import { PolicyStore } from '../policy/index.ts';
+import { PolicyFile } from '../policy/index.ts';
 import type { AgentTools } from './tools.ts';
 
 /**
  * POLICY_FILE (or the built-in policy), loaded and watched. The policy file and the MCP config are
  * guarded like scripts when they live inside the agent's workspace: writing them changes the agent.
  */
-export function openPolicyStore(config: Config, log: Logger): PolicyStore {
+export function openPolicyFile(config: Config, log: Logger): PolicyFile {
   const workspace = path.resolve(process.cwd(), config.AGENT_WORKSPACE_ROOT);
   const protectedPaths = [config.POLICY_FILE, config.MCP_CONFIG].flatMap((file) => {
     if (!file) return [];
     const inside = path.relative(workspace, path.resolve(process.cwd(), file));
     return inside && !inside.startsWith('..') && !path.isAbsolute(inside) ? [inside.split(path.sep).join('/')] : [];
   });
-  const store = new PolicyStore({
+  const policyFile = new PolicyFile({
     ...(config.POLICY_FILE ? { file: config.POLICY_FILE } : {}),
     approvers: config.APPROVERS,
     twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
@@ -29,10 +29,10 @@ export function openPolicyStore(config: Config, log: Logger): PolicyStore {
     protectedPaths,
     log,
   });
-  const policy = store.load();
-  if (config.POLICY_FILE) store.watch();
+  const policy = policyFile.load();
+  if (config.POLICY_FILE) policyFile.watch();
   log.info({ policy: policy.source }, 'policy in force');
-  return store;
+  return policyFile;
 }
 
 interface ApprovalWiring {
@@ -40,7 +40,7 @@ interface ApprovalWiring {
   log: Logger;
   pool: Pool;
   outbounds: OutboundRegistry;
-  policies: PolicyStore;
+  policies: PolicyFile;
   agentTools: AgentTools;
   /** The card renderers of the platforms that draw their own cards. */
   cardRenderers: CardRenderer[];

@@ -12,7 +12,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { registry } from '../../src/metrics.ts';
-import { PolicyStore } from '../../src/policy/index.ts';
+import { PolicyFile } from '../../src/policy/index.ts';
 import { enqueueWorkItem } from '../../src/queue/turn-lifecycle.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
@@ -55,9 +55,9 @@ describe('feedback: one vote per person per answer', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cs-feedback-'));
     const file = path.join(dir, 'policy.yaml');
     writeFileSync(file, POLICY);
-    const store = new PolicyStore({ file });
-    store.load();
-    gate = new PolicyGate(store, new ToolRegistry());
+    const policyFile = new PolicyFile({ file });
+    policyFile.load();
+    gate = new PolicyGate(policyFile, new ToolRegistry());
   });
   afterAll(async () => {
     await pool.end();

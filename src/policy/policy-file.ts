@@ -6,7 +6,7 @@ import { builtinPolicy, type PolicyOptions } from './defaults.ts';
 import type { Policy } from './engine.ts';
 import { formatPolicyProblem, loadPolicyFile, type PolicyProblem } from './parse.ts';
 
-export const POLICY_STORE_LIMITS = {
+export const POLICY_FILE_LIMITS = {
   /**
    * Quiet period a changed file must stay unchanged before it is read (editors write in several
    * steps: a truncate then a write, a write in two chunks); a change during it starts it again.
@@ -16,7 +16,7 @@ export const POLICY_STORE_LIMITS = {
   restatMs: 1000,
 } as const;
 
-export interface PolicyStoreOptions extends PolicyOptions {
+export interface PolicyFileOptions extends PolicyOptions {
   /** POLICY_FILE; unset: the built-in policy, and nothing to watch. */
   file?: string;
   log?: Pick<Logger, 'info' | 'warn'>;
@@ -59,8 +59,8 @@ const stamp = (file: string): string => {
  * only after the file has stayed the same for the debounce, and applied only when it did not change
  * during the read: a half-written file is never read as a whole one, even when its prefix is valid.
  */
-export class PolicyStore {
-  readonly #options: PolicyStoreOptions;
+export class PolicyFile {
+  readonly #options: PolicyFileOptions;
   readonly #file: string | undefined;
   #policy: Policy;
   #problems: PolicyProblem[] = [];
@@ -71,7 +71,7 @@ export class PolicyStore {
   #timer: NodeJS.Timeout | undefined;
   readonly #listeners = new Set<(change: PolicyChange) => void>();
 
-  constructor(options: PolicyStoreOptions = {}) {
+  constructor(options: PolicyFileOptions = {}) {
     this.#options = options;
     this.#file = options.file === undefined ? undefined : path.resolve(options.file);
     this.#policy = builtinPolicy(options);
@@ -92,7 +92,7 @@ export class PolicyStore {
   current(): Policy {
     if (this.#file) {
       const now = Date.now();
-      if (now - this.#checkedAt >= (this.#options.restatMs ?? POLICY_STORE_LIMITS.restatMs)) {
+      if (now - this.#checkedAt >= (this.#options.restatMs ?? POLICY_FILE_LIMITS.restatMs)) {
         this.#checkedAt = now;
         // Never read here: the change may be a write still under way. Read once it has settled.
         if (stamp(this.#file) !== this.#stamp && !this.#timer) this.#readWhenSettled();
@@ -108,7 +108,7 @@ export class PolicyStore {
   }
 
   /**
-   * Re-reads the file now, for a caller that knows the write is complete (changes seen by the store
+   * Re-reads the file now, for a caller that knows the write is complete (changes seen by the watcher
    * itself wait for the debounce). Returns the problems that kept it from applying (empty: applied or
    * unchanged).
    */
@@ -160,7 +160,7 @@ export class PolicyStore {
       this.#timer = undefined;
       if (stamp(this.#file!) !== seen) this.#readWhenSettled();
       else this.#read(false);
-    }, this.#options.debounceMs ?? POLICY_STORE_LIMITS.debounceMs);
+    }, this.#options.debounceMs ?? POLICY_FILE_LIMITS.debounceMs);
     // The timer never keeps the process alive on its own, as the watcher does not.
     this.#timer.unref();
   }

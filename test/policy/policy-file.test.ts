@@ -2,7 +2,7 @@ import { appendFile, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PolicyFileError, PolicyStore, type Outcome } from '../../src/policy/index.ts';
+import { PolicyFileError, PolicyFile, type Outcome } from '../../src/policy/index.ts';
 import { people, places, tools } from './helpers.ts';
 
 const policyWith = (outcome: Outcome | 'sometimes') =>
@@ -26,39 +26,40 @@ async function eventually<T>(read: () => T, want: T): Promise<T> {
   return got;
 }
 
-describe('PolicyStore', () => {
+describe('PolicyFile', () => {
   let dir: string;
   let file: string;
-  let store: PolicyStore | undefined;
+  let policyFile: PolicyFile | undefined;
   beforeEach(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'policy-'));
     file = path.join(dir, 'policy.yaml');
   });
   afterEach(async () => {
-    store?.close();
+    policyFile?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
   const outcome = () =>
-    store!.current().decide({ tool: tools.write_file, args: { path: 'a.md' }, where: places.dm, requester: people.dev })
-      .outcome;
+    policyFile!
+      .current()
+      .decide({ tool: tools.write_file, args: { path: 'a.md' }, where: places.dm, requester: people.dev }).outcome;
 
   it('uses the built-in policy without a file', () => {
-    store = new PolicyStore();
-    expect(store.load().source).toBe('built-in');
+    policyFile = new PolicyFile();
+    expect(policyFile.load().source).toBe('built-in');
   });
 
   it('refuses to start on an invalid file, listing every problem', async () => {
     await writeFile(file, 'rules:\n  - tool: a\n    outcome: maybe\n    colour: red\n');
-    store = new PolicyStore({ file });
-    expect(() => store!.load()).toThrow(PolicyFileError);
-    expect(() => store!.load()).toThrow(/policy\.yaml:3:14.*\n.*policy\.yaml:4:5/);
+    policyFile = new PolicyFile({ file });
+    expect(() => policyFile!.load()).toThrow(PolicyFileError);
+    expect(() => policyFile!.load()).toThrow(/policy\.yaml:3:14.*\n.*policy\.yaml:4:5/);
   });
 
   it('applies an edit without a restart', async () => {
     await writeFile(file, policyWith('deny'));
-    store = new PolicyStore({ file, restatMs: 0 });
-    store.load();
+    policyFile = new PolicyFile({ file, restatMs: 0 });
+    policyFile.load();
     expect(outcome()).toBe('deny');
     await writeFile(file, policyWith('allow'));
     expect(await eventually(outcome, 'allow')).toBe('allow');
@@ -66,10 +67,10 @@ describe('PolicyStore', () => {
 
   it('notices an edit by watching, without being asked', async () => {
     await writeFile(file, policyWith('deny'));
-    store = new PolicyStore({ file, restatMs: 3_600_000, debounceMs: 10 }).watch();
-    store.load();
+    policyFile = new PolicyFile({ file, restatMs: 3_600_000, debounceMs: 10 }).watch();
+    policyFile.load();
     const changes: number[] = [];
-    store.onChange((change) => changes.push(change.problems.length));
+    policyFile.onChange((change) => changes.push(change.problems.length));
     await writeFile(file, policyWith('allow'));
     expect(await eventually(() => changes.length > 0, true)).toBe(true);
     expect(outcome()).toBe('allow');
@@ -79,21 +80,21 @@ describe('PolicyStore', () => {
     await writeFile(file, policyWith('deny'));
     const warnings: string[] = [];
     const log = { info: () => undefined, warn: (_: unknown, message: string) => void warnings.push(message) };
-    store = new PolicyStore({ file, restatMs: 0, log: log as never });
-    store.load();
+    policyFile = new PolicyFile({ file, restatMs: 0, log: log as never });
+    policyFile.load();
     await writeFile(file, policyWith('sometimes'));
-    expect(await eventually(() => store!.problems().length, 1)).toBe(1);
-    expect(store.problems()[0]).toMatchObject({ file, line: 4, column: 14 });
+    expect(await eventually(() => policyFile!.problems().length, 1)).toBe(1);
+    expect(policyFile.problems()[0]).toMatchObject({ file, line: 4, column: 14 });
     expect(outcome()).toBe('deny');
     expect(warnings[0]).toMatch(/the last good policy stays in force/);
   });
 
   it('keeps the last good policy when the file disappears', async () => {
     await writeFile(file, policyWith('deny'));
-    store = new PolicyStore({ file, restatMs: 0 });
-    store.load();
+    policyFile = new PolicyFile({ file, restatMs: 0 });
+    policyFile.load();
     await rm(file);
-    expect(await eventually(() => store!.problems()[0]?.message, 'the file does not exist')).toBe(
+    expect(await eventually(() => policyFile!.problems()[0]?.message, 'the file does not exist')).toBe(
       'the file does not exist',
     );
     expect(outcome()).toBe('deny');
@@ -102,8 +103,8 @@ describe('PolicyStore', () => {
   it('never puts a half-written file in force when it notices the change on use', async () => {
     await writeFile(file, policyWith('deny'));
     // A debounce far longer than the two writes below take, so the half is never the settled file.
-    store = new PolicyStore({ file, restatMs: 0, debounceMs: 1000 });
-    store.load();
+    policyFile = new PolicyFile({ file, restatMs: 0, debounceMs: 1000 });
+    policyFile.load();
     await writeFile(file, channelsOnly);
     const seen = [outcome()];
     await appendFile(file, channelsOnlyRest);
@@ -122,13 +123,13 @@ describe('PolicyStore', () => {
     await writeFile(file, policyWith('deny'));
     const warnings: string[] = [];
     const log = { info: () => undefined, warn: (_: unknown, message: string) => void warnings.push(message) };
-    store = new PolicyStore({ file, restatMs: 0, debounceMs: 1000, log: log as never }).watch();
-    store.load();
+    policyFile = new PolicyFile({ file, restatMs: 0, debounceMs: 1000, log: log as never }).watch();
+    policyFile.load();
     const changes: number[] = [];
-    store.onChange((change) => changes.push(change.problems.length));
+    policyFile.onChange((change) => changes.push(change.problems.length));
     const whole = policyWith('allow');
     await writeFile(file, whole.slice(0, whole.length - 4));
-    expect(store.problems()).toEqual([]);
+    expect(policyFile.problems()).toEqual([]);
     await appendFile(file, whole.slice(whole.length - 4));
     expect(await eventually(() => changes.length > 0, true)).toBe(true);
     expect(changes).toEqual([0]);
@@ -138,12 +139,12 @@ describe('PolicyStore', () => {
 
   it('keeps the previous policy through a truncate-then-write', async () => {
     await writeFile(file, policyWith('deny'));
-    store = new PolicyStore({ file, restatMs: 0, debounceMs: 1000 }).watch();
-    store.load();
+    policyFile = new PolicyFile({ file, restatMs: 0, debounceMs: 1000 }).watch();
+    policyFile.load();
     const changes: number[] = [];
-    store.onChange((change) => changes.push(change.problems.length));
+    policyFile.onChange((change) => changes.push(change.problems.length));
     await writeFile(file, '');
-    expect(store.problems()).toEqual([]);
+    expect(policyFile.problems()).toEqual([]);
     await writeFile(file, policyWith('allow'));
     expect(await eventually(outcome, 'allow')).toBe('allow');
     expect(changes).toEqual([0]);
@@ -151,8 +152,8 @@ describe('PolicyStore', () => {
 
   it('picks up a file renamed into place (an atomic save) by watching', async () => {
     await writeFile(file, policyWith('deny'));
-    store = new PolicyStore({ file, restatMs: 3_600_000, debounceMs: 10 }).watch();
-    store.load();
+    policyFile = new PolicyFile({ file, restatMs: 3_600_000, debounceMs: 10 }).watch();
+    policyFile.load();
     const saved = path.join(dir, '.policy.yaml.tmp');
     await writeFile(saved, policyWith('allow'));
     await rename(saved, file);
