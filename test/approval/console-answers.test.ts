@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cardPrompt, denialReason, parseCardAnswer } from '../../src/adapters/console/cards.ts';
+import { cardPrompt, denialReason, parseCardAnswer } from '../../src/adapters/console/card-answers.ts';
 import type { ApprovalCard } from '../../src/core/approval-card.ts';
 
 const card = (calls: number, kind: ApprovalCard['kind'] = 'tools'): ApprovalCard => ({

@@ -8,7 +8,7 @@ import type { ConsoleOutbound } from './outbound.ts';
 import type { ConsoleCardRenderer } from './card-renderer.ts';
 import { buttonValue } from '../../core/buttons.ts';
 import type { Requester } from '../../core/person.ts';
-import { cardPrompt, denialReason, parseCardAnswer, undecidedNotice, type PromptDecision } from './cards.ts';
+import { cardPrompt, denialReason, parseCardAnswer, undecidedNotice, type PromptDecision } from './card-answers.ts';
 import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 
 /** A line the console handles itself instead of sending to the agent (e.g. `/skills`). */
