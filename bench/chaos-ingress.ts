@@ -14,7 +14,7 @@ const REPO = path.resolve(import.meta.dirname, '..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The channel the outage's mentions are written in, and who writes them. */
-export const INGRESS_CHANNEL = 'C0CHAOSIN1';
+const INGRESS_CHANNEL = 'C0CHAOSIN1';
 const PERSON = 'U0CHAOSPPL';
 export const SLACK_SIGNING_SECRET = 'chaos-signing-secret';
 

@@ -11,7 +11,7 @@ import { RecordingOutbound } from '../test/helpers/recording-outbound.ts';
 /** The model whose list prices turn tokens into dollars here (src/model-prices.ts). */
 const MODEL = 'claude-sonnet-5-5';
 
-export interface P8Turn {
+interface P8Turn {
   turn: number;
   rounds: number;
   input: number;

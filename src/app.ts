@@ -63,7 +63,7 @@ export interface Countersign {
   stop(): Promise<void>;
 }
 
-export function usesConsole(config: Config): boolean {
+function usesConsole(config: Config): boolean {
   return !config.SLACK_BOT_TOKEN && !config.DISCORD_TOKEN;
 }
 
@@ -79,7 +79,7 @@ interface Platform {
 }
 
 /** What each platform's inbound half needs of the configuration; each adapter sees only its own section. */
-export function inboundSettings(config: Config): InboundSettings {
+function inboundSettings(config: Config): InboundSettings {
   const settings: InboundSettings = {};
   if (config.SLACK_BOT_TOKEN) {
     settings.slack = {

@@ -76,7 +76,7 @@ const snowflake = z
   .regex(/^\d{17,20}$/, 'expected a Discord id: 17 to 20 digits (Developer Mode on, then right-click → Copy ID)')
   .optional();
 
-export const PROVIDERS = ['anthropic', 'openai', 'openrouter', 'scripted'] as const;
+const PROVIDERS = ['anthropic', 'openai', 'openrouter', 'scripted'] as const;
 export const Provider = z.enum(PROVIDERS, { error: `expected one of ${PROVIDERS.join(', ')}` });
 export type Provider = z.infer<typeof Provider>;
 
@@ -247,7 +247,7 @@ const PERSON_ID: Record<string, { pattern: RegExp; example: string }> = {
  * APPROVERS entries that would silently match nobody: a missing platform (`U123`), a stray space
  * (`slack: U123`), a lowercased Slack id (`slack:u123`), or an id of the wrong shape.
  */
-export function approverProblems(raw: string): string[] {
+function approverProblems(raw: string): string[] {
   const problems: string[] = [];
   for (const entry of raw.split(',').filter((e) => e.trim() !== '')) {
     const shown = JSON.stringify(entry.trim().slice(0, 60));
@@ -378,7 +378,7 @@ export class ConfigError extends Error {
 }
 
 /** Reads `.env` (if present) under the real environment: a variable set in the environment wins. */
-export function readEnv(env: Env = process.env, dotenvPath = path.resolve('.env')): Env {
+function readEnv(env: Env = process.env, dotenvPath = path.resolve('.env')): Env {
   if (!existsSync(dotenvPath)) return { ...env };
   const fromFile = parseDotenv(readFileSync(dotenvPath));
   return { ...fromFile, ...env };
@@ -406,7 +406,7 @@ export function loadConfig(env: Env = readEnv()): Config {
   throw new ConfigError(problems);
 }
 
-export function maskSecret(value: string): string {
+function maskSecret(value: string): string {
   if (value.length <= 8) return '****';
   return `${value.slice(0, 4)}…****`;
 }

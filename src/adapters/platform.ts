@@ -12,7 +12,7 @@ import type { WorkItem, WorkItemDraft } from '../core/work-item.ts';
 import type { Requester } from '../core/person.ts';
 
 /** What Slack's listening half needs of the configuration (picked from `Config` in app.ts). */
-export interface SlackInboundSettings {
+interface SlackInboundSettings {
   botToken: string;
   /** `socket` (an outbound WebSocket, the default) or `http` (`POST /slack/events` on our port). */
   mode: 'socket' | 'http';

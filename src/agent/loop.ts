@@ -16,7 +16,7 @@ import {
 
 // The policy's types are named where the loop's callers (queue, approval) already look for them.
 
-export interface TurnSettings extends ToolExecutionSettings {
+interface TurnSettings extends ToolExecutionSettings {
   maxRounds: number;
   emptyRoundRetries: number;
   maxTokens: number;

@@ -25,21 +25,19 @@ export const ToolResult = z.object({
 });
 export type ToolResult = z.infer<typeof ToolResult>;
 
-export const UserMessage = z.object({ role: z.literal('user'), text: z.string() });
+const UserMessage = z.object({ role: z.literal('user'), text: z.string() });
 export const AssistantMessage = z.object({
   role: z.literal('assistant'),
   text: z.string(),
   toolCalls: z.array(ToolCall).default([]),
 });
-export const ToolResultsMessage = z.object({
+const ToolResultsMessage = z.object({
   role: z.literal('tool'),
   results: z.array(ToolResult).min(1),
 });
 
 export const Message = z.discriminatedUnion('role', [UserMessage, AssistantMessage, ToolResultsMessage]);
 export type Message = z.infer<typeof Message>;
-export type UserMessage = z.infer<typeof UserMessage>;
+type UserMessage = z.infer<typeof UserMessage>;
 export type AssistantMessage = z.infer<typeof AssistantMessage>;
-export type ToolResultsMessage = z.infer<typeof ToolResultsMessage>;
-
-export const MessageList = z.array(Message);
+type ToolResultsMessage = z.infer<typeof ToolResultsMessage>;

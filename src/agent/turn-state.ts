@@ -6,7 +6,7 @@ import { CallDecision } from '../core/work-item.ts';
 /** Bumped whenever TurnState's shape changes; a checkpoint of another version is ignored. */
 export const TURN_STATE_VERSION = 1;
 
-export const Usage = z.object({
+const Usage = z.object({
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
   cacheReadTokens: z.number().int().nonnegative(),

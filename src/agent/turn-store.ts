@@ -1,5 +1,4 @@
 import type { Queryable } from '../db/pool.ts';
-import type { Message } from './messages.ts';
 import type { ModelRound } from './model.ts';
 import type { ToolOutput } from './tools/tool.ts';
 import { TURN_STATE_VERSION, TurnState } from './turn-state.ts';
@@ -82,35 +81,6 @@ function roundValues({ round, conversationId, answer }: RoundRecord): unknown[] 
     answer.usage.cacheWriteTokens,
     JSON.stringify(answer.fallbacks),
   ];
-}
-
-export async function deleteCheckpoint(db: Queryable, workItemId: string): Promise<void> {
-  await db.query('DELETE FROM countersign.turn_checkpoints WHERE work_item_id = $1', [workItemId]);
-}
-
-/** The conversation's most recent messages, oldest first. */
-export async function loadHistory(db: Queryable, conversationId: string, limit: number): Promise<Message[]> {
-  const { rows } = await db.query<{ message: Message }>(
-    `SELECT message FROM (
-       SELECT id, message FROM countersign.messages WHERE conversation_id = $1 ORDER BY id DESC LIMIT $2
-     ) recent ORDER BY id`,
-    [conversationId, limit],
-  );
-  return rows.map((r) => r.message);
-}
-
-export async function appendHistory(
-  db: Queryable,
-  conversationId: string,
-  workItemId: string,
-  messages: Message[],
-): Promise<void> {
-  if (messages.length === 0) return;
-  await db.query(
-    `INSERT INTO countersign.messages (conversation_id, work_item_id, message)
-     SELECT $1, $2, m FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(m, n) ORDER BY n`,
-    [conversationId, workItemId, JSON.stringify(messages)],
-  );
 }
 
 export type ToolExecution =

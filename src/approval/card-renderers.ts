@@ -22,7 +22,7 @@ export class CardRenderers {
 }
 
 /** The card as text with buttons, for a platform without its own card UI. */
-export class TextCardRenderer implements CardRenderer {
+class TextCardRenderer implements CardRenderer {
   readonly platform: string;
   readonly #outbound: Outbound;
 

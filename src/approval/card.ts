@@ -154,7 +154,7 @@ export function callButtons(card: ApprovalCard, index: number): ReplyButton[] {
 }
 
 /** "Always allow here" for a call the policy lets become a standing grant (the card says what it covers). */
-export function grantButton(card: ApprovalCard, index: number): ReplyButton[] {
+function grantButton(card: ApprovalCard, index: number): ReplyButton[] {
   const call = card.calls[index];
   if (card.state !== 'pending' || !call?.grant) return [];
   if ((card.decisions ?? []).some((d) => d.index === index)) return [];

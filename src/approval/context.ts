@@ -6,7 +6,7 @@ import type { CardRenderers } from './card-renderers.ts';
 import type { PolicyGate } from './gate.ts';
 import type { ApprovalScope } from './envelope.ts';
 
-export interface ApprovalSettings {
+interface ApprovalSettings {
   ttlSeconds: number;
   approvers: string[];
   twoPersonRule: boolean;

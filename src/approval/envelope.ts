@@ -11,7 +11,7 @@ export function newNonce(): string {
   return randomBytes(24).toString('base64url');
 }
 
-export function sha256(text: string): string {
+function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 

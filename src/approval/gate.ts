@@ -24,7 +24,7 @@ export interface PolicySource {
 }
 
 /** A person as the policy knows them. Rows stored before people carried a workspace match no short Slack form. */
-export function personOf(requester: Requester): Person {
+function personOf(requester: Requester): Person {
   const workspace =
     requester.workspace ??
     (requester.platform === 'discord' ? '@me' : requester.platform === 'slack' ? 'unknown' : 'local');
@@ -60,13 +60,13 @@ export function whereOf(reply: ReplyTarget): Where {
  * embedding application adds without one, what its own `approval` and `risk` say: one that never
  * asks reads, a high-risk one executes, any other writes.
  */
-export function kindOf(tool: AnyTool, args: unknown): ToolKind {
+function kindOf(tool: AnyTool, args: unknown): ToolKind {
   if (tool.kind) return tool.kind;
   if (!needsApproval(tool, args)) return 'read';
   return riskOf(tool, args) === 'high' ? 'exec' : 'write';
 }
 
-export function describeTool(tool: AnyTool, args: unknown): ToolDescriptor {
+function describeTool(tool: AnyTool, args: unknown): ToolDescriptor {
   return { name: tool.name, kind: kindOf(tool, args), ...(tool.mcp ? { mcp: tool.mcp } : {}) };
 }
 

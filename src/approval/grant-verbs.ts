@@ -13,11 +13,11 @@ import { audit } from './store.ts';
 import { makeVisible } from './card.ts';
 
 /** A time as grants show it: "2026-12-01 14:00 UTC". */
-export function grantTime(date: Date): string {
+function grantTime(date: Date): string {
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
-export function grantCreator(grant: Grant): string {
+function grantCreator(grant: Grant): string {
   return makeVisible(grant.createdBy.displayName ?? personKey(grant.createdBy));
 }
 

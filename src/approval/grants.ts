@@ -70,7 +70,7 @@ export function placeOf(where: Where): GrantPlace {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export function formatDuration(seconds: number): string {
+function formatDuration(seconds: number): string {
   const days = seconds / 86_400;
   if (Number.isInteger(days)) return `${days} day${days === 1 ? '' : 's'}`;
   const hours = seconds / 3600;

@@ -86,7 +86,7 @@ const WITHDRAWN = (names: string) =>
  * its result, so the model knows its effects happened; only the calls still waiting for a person
  * are named as withdrawn, in words (a call without a result would be refused by the model APIs).
  */
-export function withdrawnHistory(state: TurnState): Message[] {
+function withdrawnHistory(state: TurnState): Message[] {
   const waiting = new Set(state.pendingApproval.map((c) => c.id));
   return state.messages.map((m): Message => {
     if (m.role !== 'assistant' || !m.toolCalls.some((c) => waiting.has(c.id))) return m;

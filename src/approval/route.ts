@@ -7,7 +7,7 @@ import { parseCalls, type CardCopy, type EnvelopeRow } from './envelope.ts';
 import { addCardCopy } from './store.ts';
 
 /** DMs one card may send: a longer approver list should use an approvals channel. */
-export const MAX_CARD_DMS = 10;
+const MAX_CARD_DMS = 10;
 
 /** Where copies of a card go, and what the requester's card says about it. */
 export interface Route {

@@ -22,7 +22,6 @@ import { decideCall, recordOnePersonChange } from './taint.ts';
 import { recordOutcome, resumeApproved } from './resume.ts';
 import { refreshCard, showPendingCard } from './show.ts';
 
-export type { ApprovalSettings } from './context.ts';
 export { REJECTION_AUDITS_PER_MINUTE, type SubmitResult } from './decide.ts';
 export type { Grant } from './grants.ts';
 export { describeGrant, NO_GRANTS, type RevokeResult } from './grant-verbs.ts';

@@ -14,7 +14,7 @@ function label(person: Requester & { displayName?: string }): string {
 }
 
 /** Who may decide a call, and which rule asked: "needs a countersignature: sre (not the requester) · rule kubectl". */
-export function whoMayDecide(policy: CallPolicy | undefined): string | undefined {
+function whoMayDecide(policy: CallPolicy | undefined): string | undefined {
   if (!policy) return undefined;
   const approvers = policy.approvers.map(formatPattern).join(', ');
   const rule = `rule ${policy.rule.name}${policy.why ? ` · ${makeVisible(policy.why)}` : ''}`;

@@ -29,7 +29,7 @@ const WORKSPACE = 'agent-workspace';
 const PROGRAM_ARGS = ['command', 'cmd', 'script', 'code', 'shell', 'program', 'args', 'argv'] as const;
 
 /** Whether a call runs a program that could read the workspace: `exec` tools, and MCP tools that take one. */
-export function runsProgram(ctx: Pick<ApprovalContext, 'gate'>, call: Call): boolean {
+function runsProgram(ctx: Pick<ApprovalContext, 'gate'>, call: Call): boolean {
   const judged = ctx.gate.judge(call);
   if (judged.tool.kind === 'exec') return true;
   if (judged.tool.kind !== 'mcp' || judged.tool.mcp?.readOnlyHint === true) return false;

@@ -13,10 +13,7 @@ export type Verdict = { ok: true } | { ok: false; reason: string };
  * names as its approver. Envelopes stored before the policy list their approvers as `platform:user`.
  * Which calls they may approve is checked per call (`verifyAdded`).
  */
-export function mayDecide(
-  envelope: Pick<EnvelopeRow, 'approvers' | 'requester' | 'calls'>,
-  clicker: Requester,
-): boolean {
+function mayDecide(envelope: Pick<EnvelopeRow, 'approvers' | 'requester' | 'calls'>, clicker: Requester): boolean {
   const calls = parseCalls(envelope);
   if (calls.some((c) => c.policy)) {
     return calls.some(

@@ -3,7 +3,7 @@ import type { Queryable } from '../db/pool.ts';
 import { readAuditRows } from '../approval/store.ts';
 
 /** Every event the audit log holds (migrations 002, 009, 011, 012 and 013). */
-export const AUDIT_EVENTS = [
+const AUDIT_EVENTS = [
   'requested',
   'click',
   'rejected',

@@ -11,7 +11,7 @@ import { z } from 'zod';
 /** An approval envelope's nonce: 24 random bytes as base64url. */
 export const NONCE_PATTERN = /^[A-Za-z0-9_-]{32}$/;
 
-export const DecisionCode = z.union([
+const DecisionCode = z.union([
   z.literal('A'), // approve all
   z.literal('D'), // deny all
   z.string().regex(/^[ad]\d{1,2}$/), // approve/deny call i
@@ -42,7 +42,7 @@ export function buttonValue(nonce: string, decision: string): string {
 }
 
 /** A Deny-with-reason form's id: the nonce it denies (Slack callback/private metadata, Discord modal custom_id). */
-export const DENY_FORM_PREFIX = 'deny:';
+const DENY_FORM_PREFIX = 'deny:';
 
 export function denyFormId(nonce: string): string {
   return `${DENY_FORM_PREFIX}${nonce}`;
@@ -58,7 +58,7 @@ export function parseDenyFormId(id: string): string | undefined {
 export const MAX_DENY_REASON = 500;
 
 /** A Revoke button of the grants list: `revoke-grant:<grant id>`. */
-export const REVOKE_GRANT_PREFIX = 'revoke-grant:';
+const REVOKE_GRANT_PREFIX = 'revoke-grant:';
 
 export function revokeGrantValue(grantId: string): string {
   return `${REVOKE_GRANT_PREFIX}${grantId}`;

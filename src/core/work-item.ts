@@ -11,10 +11,10 @@ export const Priority = {
   LOW: 1000,
   IDLE: 10000,
 } as const;
-export type PriorityName = keyof typeof Priority;
-export type PriorityValue = (typeof Priority)[PriorityName];
+type PriorityName = keyof typeof Priority;
+type PriorityValue = (typeof Priority)[PriorityName];
 
-export const PriorityValue = z.union([
+const PriorityValue = z.union([
   z.literal(Priority.CRITICAL),
   z.literal(Priority.HIGH),
   z.literal(Priority.NORMAL),
@@ -22,8 +22,8 @@ export const PriorityValue = z.union([
   z.literal(Priority.IDLE),
 ]);
 
-export const WorkItemType = z.enum(['CHAT', 'RESEARCH', 'CODE', 'REVIEW', 'MERGE', 'CUSTOM']);
-export type WorkItemType = z.infer<typeof WorkItemType>;
+const WorkItemType = z.enum(['CHAT', 'RESEARCH', 'CODE', 'REVIEW', 'MERGE', 'CUSTOM']);
+type WorkItemType = z.infer<typeof WorkItemType>;
 
 /** A decision on one requested tool call, as submitted from an Approve/Deny click. */
 export const CallDecision = z.object({
@@ -38,7 +38,7 @@ export const CallDecision = z.object({
 });
 export type CallDecision = z.infer<typeof CallDecision>;
 
-export const WorkItemInput = z.object({
+const WorkItemInput = z.object({
   /** The person's message; absent for continuations. */
   prompt: z.string().max(100_000).optional(),
   /** A skill to start the turn with (a "run skill" command). */

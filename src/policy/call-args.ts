@@ -53,7 +53,7 @@ export function commandOf(args: unknown): string[] | undefined {
   return argvOf(args.command);
 }
 
-export function argvOf(command: unknown): string[] | undefined {
+function argvOf(command: unknown): string[] | undefined {
   if (typeof command === 'string') {
     if (hasShellMeta(command)) return undefined;
     return command.trim().split(/\s+/).filter(Boolean);

@@ -17,7 +17,7 @@ export interface CommandResult {
  */
 export type ToolKinds = ReadonlyMap<string, ToolKind>;
 
-export const POLICY_USAGE = [
+const POLICY_USAGE = [
   'Usage: countersign policy <command>',
   '  check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups ID,…] [--policy FILE] [--kind KIND] [--mcp trusted|untrusted] [--hints read-only|destructive|additive]',
   '      the outcome for one call and the rule that decided it. PERSON is slack:T…:U… or discord:GUILD:USER;',
@@ -28,7 +28,7 @@ export const POLICY_USAGE = [
 ];
 
 /** `countersign policy lint [FILE]`. */
-export function policyLint(file: string, options: PolicyOptions = {}): CommandResult {
+function policyLint(file: string, options: PolicyOptions = {}): CommandResult {
   const result = loadPolicyFile(file, options);
   if (result.ok) return { lines: [`${file}: ok`], exitCode: 0 };
   const lines = result.problems.map(formatPolicyProblem);
@@ -45,7 +45,7 @@ function parseWhere(text: string, platform: string, workspace: string): Where | 
   return `--where must be dm, a channel id, or ${platform}:WORKSPACE:CHANNEL (got "${text}")`;
 }
 
-export interface PolicyCheckInput {
+interface PolicyCheckInput {
   as: string;
   tool: string;
   args?: string;
@@ -57,7 +57,7 @@ export interface PolicyCheckInput {
 }
 
 /** `countersign policy check …` against `policy`; `kinds` names what the built-in tools are. */
-export function policyCheck(policy: Policy, input: PolicyCheckInput, kinds: ToolKinds = new Map()): CommandResult {
+function policyCheck(policy: Policy, input: PolicyCheckInput, kinds: ToolKinds = new Map()): CommandResult {
   const fail = (line: string): CommandResult => ({ lines: [line, ...POLICY_USAGE], exitCode: 2 });
   const person = personFromId(input.as);
   if ('error' in person) return fail(`--as: ${person.error}`);

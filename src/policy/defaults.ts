@@ -27,7 +27,7 @@ export interface PolicyOptions {
  * would launder a risky action: scripts and build files, the custom skills folder, and dotfiles and
  * dot-folders (`.gitconfig`, `.bashrc`, `.npmrc`, `.env`, `.git/hooks/…`, `.github/workflows/…`).
  */
-export const AGENT_CHANGING_PATHS = [
+const AGENT_CHANGING_PATHS = [
   '**/*.{sh,bash,zsh,fish,ps1,bat,cmd}',
   '**/*.{py,js,mjs,cjs,ts,mts,cts,jsx,tsx,rb,pl,php,lua}',
   '**/{bin,tools,scripts,hooks}/**',
@@ -50,7 +50,7 @@ const BUILT_IN = 'built-in';
 const CHANGED_FILES_SHOWN = 40;
 
 /** The card's reason for a countersignature on a run in a changed workspace. */
-export function changedFilesNote(files: readonly string[]): string {
+function changedFilesNote(files: readonly string[]): string {
   const shown = files.slice(0, CHANGED_FILES_SHOWN).join(', ');
   const more = files.length > CHANGED_FILES_SHOWN ? ` and ${files.length - CHANGED_FILES_SHOWN} more` : '';
   return `files changed since the last countersigned run: ${shown}${more}`;

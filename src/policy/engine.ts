@@ -147,13 +147,11 @@ export interface PolicyParts {
   taint?: CompiledRule;
 }
 
-export const DEFAULT_REFUSAL =
+const DEFAULT_REFUSAL =
   "Sorry — I can't take requests from you here. If you need me, ask whoever runs this bot to add you.";
 
 const STRICTNESS: Record<Outcome, number> = { allow: 0, ask: 1, countersign: 2, deny: 3 };
 const RISK_ORDER: Record<Risk, number> = { low: 0, medium: 1, high: 2 };
-
-export { commandOf, PATH_ARGS, PATH_LIST_ARGS, pathsOf } from './call-args.ts';
 
 /**
  * A rule that loosens (allow, ask) must cover the whole call: every path argument matches, and the
@@ -219,7 +217,7 @@ function matchesMcp(rule: CompiledRule, tool: ToolDescriptor): boolean {
   );
 }
 
-export function matchesWhere(want: CompiledWhere | undefined, where: Where): boolean {
+function matchesWhere(want: CompiledWhere | undefined, where: Where): boolean {
   if (!want) return true;
   if (want.platforms && !want.platforms.includes(where.platform)) return false;
   if (want.workspaces && !(where.workspace && want.workspaces.includes(`${where.platform}:${where.workspace}`)))
@@ -233,7 +231,7 @@ export function matchesWhere(want: CompiledWhere | undefined, where: Where): boo
   return true;
 }
 
-export function ruleMatches(rule: CompiledRule, input: DecideInput, home: readonly string[]): boolean {
+function ruleMatches(rule: CompiledRule, input: DecideInput, home: readonly string[]): boolean {
   return (
     rule.tools.some((g) => g.test(input.tool.name)) &&
     (!rule.kinds || rule.kinds.includes(input.tool.kind)) &&

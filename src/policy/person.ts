@@ -141,11 +141,6 @@ export function formatPattern(pattern: PersonPattern): string {
   }
 }
 
-/** `platform:workspace:user`, the key a person is stored and compared by. */
-export function personKey(person: Pick<Person, 'platform' | 'workspace' | 'user'>): string {
-  return `${person.platform}:${person.workspace}:${person.user}`;
-}
-
 /**
  * Platforms whose user ids are unique only within the workspace that issued them (see the module
  * comment). Every other platform's ids name one account everywhere: Discord's snowflakes, the

@@ -6,7 +6,7 @@ import { builtinPolicy, type PolicyOptions } from './defaults.ts';
 import type { Policy } from './engine.ts';
 import { formatPolicyProblem, loadPolicyFile, type PolicyProblem } from './parse.ts';
 
-export const POLICY_FILE_LIMITS = {
+const POLICY_FILE_LIMITS = {
   /**
    * Quiet period a changed file must stay unchanged before it is read (editors write in several
    * steps: a truncate then a write, a write in two chunks); a change during it starts it again.

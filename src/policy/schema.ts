@@ -9,7 +9,7 @@ import { parsePerson } from './person.ts';
  * parts (group names, rule names) are checked in `parse.ts`, which knows the whole file.
  */
 
-export const OUTCOMES = ['allow', 'ask', 'countersign', 'deny'] as const;
+const OUTCOMES = ['allow', 'ask', 'countersign', 'deny'] as const;
 export const Outcome = z.enum(OUTCOMES, { error: `expected one of ${OUTCOMES.join(', ')}` });
 export type Outcome = z.infer<typeof Outcome>;
 
@@ -17,11 +17,11 @@ export const TOOL_KINDS = ['read', 'write', 'delete', 'exec', 'mcp', 'question']
 export const ToolKind = z.enum(TOOL_KINDS, { error: `expected one of ${TOOL_KINDS.join(', ')}` });
 export type ToolKind = z.infer<typeof ToolKind>;
 
-export const RISKS = ['low', 'medium', 'high'] as const;
+const RISKS = ['low', 'medium', 'high'] as const;
 export const Risk = z.enum(RISKS, { error: `expected one of ${RISKS.join(', ')}` });
 export type Risk = z.infer<typeof Risk>;
 
-export const PLATFORMS = ['slack', 'discord', 'console'] as const;
+const PLATFORMS = ['slack', 'discord', 'console'] as const;
 const Platform = z.enum(PLATFORMS, { error: `expected one of ${PLATFORMS.join(', ')}` });
 
 /** A group defined in the file, or the reserved name for the APPROVERS variable. */
@@ -55,11 +55,11 @@ const globProblem = (compile: (g: string) => unknown) => (value: string) => {
   }
 };
 
-export const ToolGlob = checked('a tool name or glob such as github__*', globProblem(compileNameGlob));
-export const PathGlob = checked('a path glob such as runbooks/**', globProblem(compilePathGlob));
+const ToolGlob = checked('a tool name or glob such as github__*', globProblem(compileNameGlob));
+const PathGlob = checked('a path glob such as runbooks/**', globProblem(compilePathGlob));
 
 /** A person, a platform group (`discord-role:…`, `slack-usergroup:…`) or the name of a group in the file. */
-export const PersonRef = checked('a person id, a role or user group, or a group name', (value) => {
+const PersonRef = checked('a person id, a role or user group, or a group name', (value) => {
   if (GROUP_NAME.test(value) || value === APPROVERS_GROUP) return undefined;
   const parsed = parsePerson(value);
   return parsed.ok ? undefined : parsed.message;
@@ -86,8 +86,8 @@ function platformId(kind: 'workspace' | 'channel', value: string, allowBare: boo
   return undefined;
 }
 
-export const WorkspaceId = checked('a workspace such as slack:T0123ABCD', (v) => platformId('workspace', v, false));
-export const ChannelId = checked('a channel such as slack:C0123ABCD', (v) => platformId('channel', v, true));
+const WorkspaceId = checked('a workspace such as slack:T0123ABCD', (v) => platformId('workspace', v, false));
+const ChannelId = checked('a channel such as slack:C0123ABCD', (v) => platformId('channel', v, true));
 
 /** Where a call is asked, or where a requester speaks: every given field must hold; a list means any of. */
 export const WhereMatch = z.strictObject({

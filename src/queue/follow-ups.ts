@@ -48,7 +48,7 @@ export async function lockFollowUps(
 }
 
 /** Marks taken-over messages done, pointing at the turn that read them. Call with their lock held. */
-export async function markFollowUpsTaken(db: Queryable, ids: string[], intoWorkItemId: string): Promise<void> {
+async function markFollowUpsTaken(db: Queryable, ids: string[], intoWorkItemId: string): Promise<void> {
   if (ids.length === 0) return;
   await markQueuedItemsTaken(db, ids, intoWorkItemId);
 }

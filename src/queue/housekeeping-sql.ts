@@ -71,7 +71,7 @@ export async function pruneAudit(db: Queryable, days: number): Promise<number> {
  * arrives would let that retry make a second turn, so the window is Slack's hour plus a 1 hour margin
  * for clock skew between Slack and the database and for deliveries queued behind an outage.
  */
-export const INBOUND_EVENT_RETENTION_HOURS = 2;
+const INBOUND_EVENT_RETENTION_HOURS = 2;
 
 /** Dedupe marks of inbound events older than any redelivery of them (INBOUND_EVENT_RETENTION_HOURS). */
 export async function pruneInboundEvents(db: Queryable, hours = INBOUND_EVENT_RETENTION_HOURS): Promise<number> {
@@ -88,7 +88,7 @@ export async function pruneInboundEvents(db: Queryable, hours = INBOUND_EVENT_RE
  * uses refills in minutes (even one driven negative by replies waiting for it), so after an hour
  * idle each one is full.
  */
-export const RATE_BUCKET_IDLE_MINUTES = 60;
+const RATE_BUCKET_IDLE_MINUTES = 60;
 
 /** Rate buckets of channels and workspaces no reply has touched for RATE_BUCKET_IDLE_MINUTES. */
 export async function pruneIdleRateBuckets(db: Queryable, minutes = RATE_BUCKET_IDLE_MINUTES): Promise<number> {

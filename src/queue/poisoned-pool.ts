@@ -2,7 +2,7 @@ import type { WorkerEvents } from 'graphile-worker';
 import type { Pool } from '../db/pool.ts';
 
 /** How long a pool must fail every job fetch, with the database answering meanwhile, to count as stuck. */
-export const STUCK_POOL_AFTER_MS = 3_000;
+const STUCK_POOL_AFTER_MS = 3_000;
 
 /**
  * Watches graphile-worker pools for one failure mode: a pool whose job fetches keep failing after the

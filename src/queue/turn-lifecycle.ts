@@ -197,7 +197,7 @@ function enqueueArguments(item: WorkItem): unknown[] {
  * Appends a work item to its conversation and schedules it at once if the conversation is idle
  * (countersign.enqueue_work_item, one round trip). Works alone or inside a caller's transaction.
  */
-export async function appendToConversation(db: Queryable, item: WorkItem): Promise<{ started: boolean }> {
+async function appendToConversation(db: Queryable, item: WorkItem): Promise<{ started: boolean }> {
   const { rows } = await db.query<{ started: boolean }>({
     name: 'cs_enqueue_work_item',
     text: 'SELECT countersign.enqueue_work_item($1, $2, $3, $4, $5, $6, $7, $8) AS started',
@@ -211,7 +211,7 @@ export async function appendToConversation(db: Queryable, item: WorkItem): Promi
  * (countersign.inbound_events) is inserted in the same statement, so the mark exists exactly when
  * the item does. `{ duplicate: true }` when the event was already taken — nothing was enqueued.
  */
-export async function appendInboundToConversation(
+async function appendInboundToConversation(
   db: Queryable,
   eventId: string,
   item: WorkItem,
@@ -235,7 +235,7 @@ function taskRule(): [interactiveTask: string, backgroundTask: string, interacti
  * the next queued item, if any (countersign.advance_conversation, one round trip). Call inside the
  * transaction that records the item's new status.
  */
-export async function advanceConversation(db: Queryable, conversationId: string, workItemId: string): Promise<void> {
+async function advanceConversation(db: Queryable, conversationId: string, workItemId: string): Promise<void> {
   await db.query('SELECT countersign.advance_conversation($1, $2, $3, $4, $5)', [
     conversationId,
     workItemId,
@@ -259,7 +259,7 @@ export interface Settlement {
  * (countersign.settle_work_item), so all of it commits or none of it does. Works alone or inside a
  * caller's transaction.
  */
-export async function settleWorkItem(
+async function settleWorkItem(
   db: Queryable,
   item: { id: string; conversationId: string },
   settlement: Settlement,
@@ -280,7 +280,7 @@ export async function settleWorkItem(
   });
 }
 
-export type ItemStatus = 'queued' | 'running' | 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
+type ItemStatus = 'queued' | 'running' | 'awaiting_approval' | 'done' | 'failed' | 'cancelled';
 
 export interface StartedRow {
   status: ItemStatus;
@@ -301,11 +301,7 @@ export interface StartedRow {
  * its checkpoint and the conversation's recent history — in one round trip. No row: the item is
  * already at rest.
  */
-export async function startWorkItem(
-  db: Queryable,
-  workItemId: string,
-  historyLimit: number,
-): Promise<StartedRow | undefined> {
+async function startWorkItem(db: Queryable, workItemId: string, historyLimit: number): Promise<StartedRow | undefined> {
   const { rows } = await db.query<StartedRow>({
     name: 'cs_start_work_item',
     text: `WITH started AS (
@@ -332,7 +328,7 @@ export async function startWorkItem(
 }
 
 /** Records the reply's first message (a placeholder the worker posted) on the stored item. */
-export async function setReplyMessage(db: Queryable, workItemId: string, messageId: string): Promise<void> {
+async function setReplyMessage(db: Queryable, workItemId: string, messageId: string): Promise<void> {
   await db.query(
     `UPDATE countersign.work_items SET item = jsonb_set(item, '{reply,messageId}', to_jsonb($2::text)) WHERE id = $1`,
     [workItemId, messageId],
@@ -340,7 +336,7 @@ export async function setReplyMessage(db: Queryable, workItemId: string, message
 }
 
 /** Schedules a job for a work item that is its conversation's head already (a turn handed over). */
-export async function addWorkItemJob(db: Queryable, item: Pick<WorkItem, 'id' | 'priority'>): Promise<void> {
+async function addWorkItemJob(db: Queryable, item: Pick<WorkItem, 'id' | 'priority'>): Promise<void> {
   const job = turnJobFor(item.priority);
   await db.query(
     `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text), priority => $3::int, max_attempts => $4::int)`,
@@ -358,11 +354,7 @@ export async function addShowCardJob(db: Queryable, envelopeId: string): Promise
 }
 
 /** A parked turn whose card was decided: done, pointing at the continuation that carries on. */
-export async function markParkedTurnContinued(
-  db: Queryable,
-  workItemId: string,
-  continuationId: string,
-): Promise<void> {
+async function markParkedTurnContinued(db: Queryable, workItemId: string, continuationId: string): Promise<void> {
   await db.query(
     `UPDATE countersign.work_items SET status = 'done', result = $2, finished_at = now()
      WHERE id = $1 AND status = 'awaiting_approval'`,
@@ -371,7 +363,7 @@ export async function markParkedTurnContinued(
 }
 
 /** A parked turn whose card expired: cancelled (its conversation is advanced separately). */
-export async function cancelParkedTurn(db: Queryable, workItemId: string, error: string): Promise<void> {
+async function cancelParkedTurn(db: Queryable, workItemId: string, error: string): Promise<void> {
   await db.query(
     `UPDATE countersign.work_items SET status = 'cancelled', error = $2 WHERE id = $1 AND status = 'awaiting_approval'`,
     [workItemId, error],
@@ -379,12 +371,7 @@ export async function cancelParkedTurn(db: Queryable, workItemId: string, error:
 }
 
 /** Records a stop request on a queued or running turn and notifies `channel`; false when there was none to stop. */
-export async function markStopRequested(
-  db: Queryable,
-  workItemId: string,
-  by: Requester,
-  channel: string,
-): Promise<boolean> {
+async function markStopRequested(db: Queryable, workItemId: string, by: Requester, channel: string): Promise<boolean> {
   const { rowCount } = await db.query(
     `WITH stopped AS (
        UPDATE countersign.work_items SET stop_requested_at = now(), stopped_by = $2

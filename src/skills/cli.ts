@@ -173,7 +173,7 @@ async function newCommand(args: string[], io: CommandIO, cwd: string, dirs: () =
  * A SKILL.md with the sections a good skill has. Lint passes it but warns until its placeholder
  * description is replaced (`--strict` fails), so a scaffold cannot be shipped unedited.
  */
-export function scaffold(name: string): string {
+function scaffold(name: string): string {
   const title = name
     .split('-')
     .map((w) => w.charAt(0).toUpperCase() + w.slice(1))

@@ -182,7 +182,7 @@ export async function skillFileName(dir: string): Promise<string | undefined> {
 }
 
 /** Files of a skill other than SKILL.md, for the model to ask for by path. Symbolic links are left out. */
-export async function listSkillFiles(dir: string): Promise<string[]> {
+async function listSkillFiles(dir: string): Promise<string[]> {
   const found: string[] = [];
   const walk = async (relative: string, depth: number): Promise<void> => {
     if (depth > LIMITS.skillTreeDepth || found.length >= LIMITS.filesPerSkill) return;

@@ -9,7 +9,7 @@ export interface KeyLines {
   nested: Map<string, Map<string, number>>;
 }
 
-export interface ParsedSkillFile {
+interface ParsedSkillFile {
   /** The YAML frontmatter as parsed: not yet validated, so any shape. */
   data: unknown;
   keyLines: KeyLines;

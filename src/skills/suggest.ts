@@ -1,5 +1,5 @@
 /** Edit distance between two short strings (skill names), for "did you mean" hints. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];

@@ -25,7 +25,7 @@ function findSkill(registry: SkillLookup, name: string): Skill | ToolOutput {
 const isSkill = (found: Skill | ToolOutput): found is Skill => 'body' in found;
 
 /** The text load_skill returns: the instructions plus the files the skill can point to. */
-export function renderSkillForModel(skill: Skill): string {
+function renderSkillForModel(skill: Skill): string {
   const parts = [`<skill name="${skill.name}">`, skill.body, '</skill>'];
   if (skill.files.length > 0) {
     parts.push(

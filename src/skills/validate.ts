@@ -4,12 +4,12 @@ import type { KeyLines } from './parse.ts';
 import { skillError, skillWarning, specViolation, type SkillProblem, type SkillProblemSeverity } from './problem.ts';
 
 /** The frontmatter keys the Agent Skills format defines. Anything else is reported, not fatal. */
-export const ALLOWED_KEYS = ['name', 'description', 'license', 'compatibility', 'metadata', 'allowed-tools'] as const;
+const ALLOWED_KEYS = ['name', 'description', 'license', 'compatibility', 'metadata', 'allowed-tools'] as const;
 
 const ALLOWED_KEY_SET: ReadonlySet<string> = new Set(ALLOWED_KEYS);
 
 /** What a YAML value turned out to be, in words a skill author recognises. */
-export function describeYamlValue(value: unknown): string {
+function describeYamlValue(value: unknown): string {
   if (value === null || value === undefined) return 'an empty value';
   if (Array.isArray(value)) return 'a list';
   if (value instanceof Date) return 'a date';
@@ -24,7 +24,7 @@ export function describeYamlValue(value: unknown): string {
  * The form a name is compared and stored in: NFKC, as the reference validator does, so "café"
  * typed with a combining accent is the same name as its folder "café".
  */
-export function normaliseSkillName(name: string): string {
+function normaliseSkillName(name: string): string {
   return name.normalize('NFKC');
 }
 

@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 
 export const START_MARKER = '<!-- running-map:start -->';
-export const END_MARKER = '<!-- running-map:end -->';
+const END_MARKER = '<!-- running-map:end -->';
 
 export interface Step {
   title: string;

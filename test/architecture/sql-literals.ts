@@ -39,7 +39,7 @@ function literalText(node: ts.Node): string | undefined {
 }
 
 /** Every `.ts` file under `root`, as repo-relative paths. */
-export function sourceFiles(repo: string, root = 'src'): string[] {
+function sourceFiles(repo: string, root = 'src'): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
     for (const name of readdirSync(path.join(repo, dir))) {

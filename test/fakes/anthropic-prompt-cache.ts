@@ -53,7 +53,7 @@ function contentBlocks(content: unknown): Block[] {
 }
 
 /** The request's prompt as blocks in the API's order; a message block carries its role. */
-export function promptBlocks(body: Record<string, unknown>): Array<{ block: Block; key: string; ttl?: string }> {
+function promptBlocks(body: Record<string, unknown>): Array<{ block: Block; key: string; ttl?: string }> {
   const out: Array<{ block: Block; key: string; ttl?: string }> = [];
   const add = (block: Block, scope: string) => {
     const control = block.cache_control as { ttl?: string } | undefined;

@@ -109,7 +109,7 @@ function validate(body: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
-export const anthropicDialect: Dialect = {
+const anthropicDialect: Dialect = {
   path: /\/v1\/messages$/,
   requestIdHeader: 'request-id',
   errorBody(status, body, requestId) {
@@ -201,7 +201,7 @@ export const anthropicDialect: Dialect = {
 };
 
 /** A request's messages in neutral form, so a script can decide the round from the conversation. */
-export function neutralFromAnthropic(body: Record<string, unknown>): Message[] {
+function neutralFromAnthropic(body: Record<string, unknown>): Message[] {
   const out: Message[] = [];
   for (const m of (body.messages as Array<{ role: string; content: unknown }> | undefined) ?? []) {
     const blocks = blocksOf(m.content);

@@ -87,7 +87,7 @@ function validate(body: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
-export const openaiDialect: Dialect = {
+const openaiDialect: Dialect = {
   path: /\/chat\/completions$/,
   requestIdHeader: 'x-request-id',
   errorBody(status, body) {
@@ -173,7 +173,7 @@ export const openaiDialect: Dialect = {
 };
 
 /** A request's messages in neutral form, so a script can decide the round from the conversation. */
-export function neutralFromOpenAI(body: Record<string, unknown>): Message[] {
+function neutralFromOpenAI(body: Record<string, unknown>): Message[] {
   const out: Message[] = [];
   for (const m of (body.messages as WireMessage[] | undefined) ?? []) {
     if (m.role === 'user') out.push({ role: 'user', text: String(m.content ?? '') });
@@ -221,7 +221,7 @@ function withScript(options: FakeOpenAIOptions): FakeModelOptions {
   return { ...options, responder: (body) => responseFromScript(script, neutralFromOpenAI(body)) };
 }
 
-/** A fake OpenAI-compatible API that listens once `start()` is called. */
+/** @public A fake OpenAI-compatible API that listens once `start()` is called (module docs). */
 export function createFakeOpenAI(options: FakeOpenAIOptions = {}): FakeModelApi {
   return createFakeModelServer(openaiDialect, withScript(options)).api;
 }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
-export const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
+const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
 
 export interface CliProcess {
   child: ChildProcess;

@@ -32,7 +32,7 @@ export interface FakeStream {
   errorAfterEvents?: { after: number; type: 'overloaded' | 'rate_limit' | 'server'; message?: string };
 }
 
-export interface FakeHttpError {
+interface FakeHttpError {
   kind: 'error';
   status: number;
   /** A string becomes the message of the API's error shape; an object is sent verbatim. */
@@ -42,13 +42,13 @@ export interface FakeHttpError {
 }
 
 /** A recorded stream replayed byte for byte (test/fixtures/model-streams/*.sse). */
-export interface FakeRaw {
+interface FakeRaw {
   kind: 'raw';
   body: string;
   contentType?: string;
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   headers: http.IncomingHttpHeaders;

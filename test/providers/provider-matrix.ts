@@ -40,7 +40,7 @@ import { pieces, type FakeStream, type StartedFakeModel } from './fake-model-htt
 export const PROVIDER_FAKES = ['anthropic-fake', 'openai-fake'] as const;
 export type ProviderFakeName = (typeof PROVIDER_FAKES)[number];
 
-export interface ScriptedToolCall {
+interface ScriptedToolCall {
   /** Default: `call_<round>_<index>`, valid for both APIs. */
   id?: string;
   name: string;

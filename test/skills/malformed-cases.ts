@@ -4,7 +4,7 @@
  * 'spec' is a warning that breaks a rule the spec requires: the skill loads, `skills lint` fails.
  */
 
-export type ExpectedProblem = [line: number, severity: 'error' | 'warning' | 'spec', message: string];
+type ExpectedProblem = [line: number, severity: 'error' | 'warning' | 'spec', message: string];
 
 export interface MalformedCase {
   folder: string;

@@ -47,14 +47,14 @@ export interface ConsoleSessionOptions extends ConsoleStreams {
  * actions it asked for were not done, and a script piping into the console must be able to tell.
  * The console sets it as `process.exitCode`; the CLI exits with that code once it has shut down.
  */
-export const EXIT_UNDECIDED = 3;
+const EXIT_UNDECIDED = 3;
 
 /**
  * The exit code of a piped console session in which a turn failed (a model that could not be reached, a
  * tool that broke the turn): the reply says why, and a script piping into the console must not read
  * the run as a success.
  */
-export const EXIT_TURN_FAILED = 1;
+const EXIT_TURN_FAILED = 1;
 
 type TurnEnd = { kind: 'finished' | 'failed' | 'cancelled' | 'awaitingApproval' };
 

@@ -7,7 +7,7 @@ import { ConsoleCardRenderer } from './card-renderer.ts';
 import { runConsole, type ConsoleStreams } from './inbound.ts';
 import { skillConsoleCommands } from './skill-commands.ts';
 
-export { EXIT_UNDECIDED, type ConsoleStreams } from './inbound.ts';
+export { type ConsoleStreams } from './inbound.ts';
 
 /** The console as a platform: what the app registers, plus the end of its terminal session. */
 export interface ConsoleAdapter extends PlatformAdapter {

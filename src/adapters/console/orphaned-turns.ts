@@ -17,7 +17,7 @@ import { STOP_CHANNEL } from '../../queue/stop-requests.ts';
 const CONSOLE_SESSION_LOCKS = 0x636f6e73;
 
 /** What a console turn that outlived its session is settled with. */
-export const ORPHANED_TURN_ERROR = 'its console session ended before the turn finished';
+const ORPHANED_TURN_ERROR = 'its console session ended before the turn finished';
 
 /** A live session's hold on its lock: one pooled connection, kept until `release`. */
 export interface SessionLock {

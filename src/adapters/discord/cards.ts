@@ -90,7 +90,7 @@ export class DiscordCardRenderer implements CardRenderer {
  * neutral `nonce.decision` values. Cards with calls keep their rich embed, so they cannot carry
  * SUPPRESS_EMBEDS (it hides that embed too); their `content` has its links wrapped instead.
  */
-export function renderCard(card: ApprovalCard): ApiMessagePayload[] {
+function renderCard(card: ApprovalCard): ApiMessagePayload[] {
   if (card.kind === 'question') {
     return [
       {

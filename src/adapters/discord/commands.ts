@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { createHash } from 'node:crypto';
 
 /** The slash commands, as Discord's bulk-overwrite endpoint takes them. */
-export function commandDefinitions() {
+function commandDefinitions() {
   return [
     { name: 'skills', description: 'List the skills Countersign can run', type: 1 },
     {

@@ -103,7 +103,7 @@ export async function onDenyForm(
 }
 
 /** Private messages that hold a call's whole arguments: code blocks under Discord's 2,000 characters, at most 10. */
-export function fullArgumentMessages(tool: string, text: string): string[] {
+function fullArgumentMessages(tool: string, text: string): string[] {
   const size = LIMITS.messageContent - 200;
   const safe = text.replaceAll('```', '`\u200b``');
   const parts: string[] = [];

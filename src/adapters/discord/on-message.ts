@@ -251,7 +251,7 @@ async function tellUnavailable(message: Message, ids: Record<string, unknown>, c
 }
 
 /** A thread name Discord accepts: the start of the request, on one line. */
-export function threadName(prompt: string): string {
+function threadName(prompt: string): string {
   const line = prompt.replace(/\s+/g, ' ').trim();
   if (line.length <= LIMITS.threadName) return line || 'Countersign';
   return `${line.slice(0, LIMITS.threadName - 1)}…`;

@@ -28,7 +28,7 @@ const UNAVAILABLE = new Set([
 ]);
 
 /** A session title: the first line of the person's request, at most 200 characters (Slack's limit). */
-export function sessionTitle(prompt: string | undefined): string | undefined {
+function sessionTitle(prompt: string | undefined): string | undefined {
   const line = (prompt ?? '')
     .split('\n')
     .find((l) => l.trim())

@@ -46,7 +46,7 @@ function actions(buttons: ReplyButton[], prefix: string): Block[] {
 }
 
 /** Grants listed by `/countersign grants` shown at most, so the message stays under Slack's 50 blocks. */
-export const MAX_LISTED_GRANTS = 20;
+const MAX_LISTED_GRANTS = 20;
 
 /** `/countersign grants`: one section per grant, each with its Revoke button. */
 export function grantListBlocks(lines: Array<{ id: string; text: string }>, total: number): Block[] {

@@ -60,5 +60,3 @@ export const LIMITS = {
   reconnectFirstDelayMs: 1000,
   reconnectMaxDelayMs: 60_000,
 } as const;
-
-export type SlackLimit = keyof typeof LIMITS;

@@ -11,7 +11,7 @@ import { grantListBlocks } from './blocks.ts';
 import { grantsInTheirConversations, type SlackMemberships } from './memberships.ts';
 
 /** What `/countersign` (without `grants`) answers. */
-export function countersignHelp(command: string, mode: keyof typeof MODE_HELP): string {
+function countersignHelp(command: string, mode: keyof typeof MODE_HELP): string {
   return [
     `Here, a message you send while I'm working ${MODE_HELP[mode]} (mode \`${mode}\`, docs/conversations.md).`,
     `*${command} grants* — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also the grants you made in conversations you are still in.`,

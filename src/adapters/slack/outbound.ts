@@ -27,7 +27,7 @@ export function createWebClient(token: string, apiUrl: string | undefined): WebC
  * not know), so they are sent there too in case a URL added by an edit would be unfurled. The
  * streaming methods document neither; see streaming.ts.
  */
-export const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
+const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
 
 /** Where Slack's response_urls point: commercial Slack and GovSlack. */
 const SLACK_HOOK_ORIGINS = ['https://hooks.slack.com', 'https://hooks.slack-gov.com'];

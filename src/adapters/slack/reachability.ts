@@ -7,14 +7,14 @@ import { LIMITS } from './limits.ts';
 /** Slack's Web API root when SLACK_API_URL does not set another. */
 export const DEFAULT_SLACK_API_URL = 'https://slack.com/api/';
 
-export type Reachability = { ok: true } | { ok: false; why: string };
+type Reachability = { ok: true } | { ok: false; why: string };
 
 /**
  * Whether Slack's Web API answers at all: `api.test` needs no token, and any HTTP answer (even an
  * error status) means the host is there. Without this, the Web API client retries an unreachable host
  * for half an hour inside start-up, logging a warning that names no host on every try.
  */
-export async function probeSlack(apiUrl: string, signal?: AbortSignal): Promise<Reachability> {
+async function probeSlack(apiUrl: string, signal?: AbortSignal): Promise<Reachability> {
   const timeout = AbortSignal.timeout(LIMITS.probeTimeoutMs);
   try {
     const res = await fetch(new URL('api.test', apiUrl), {

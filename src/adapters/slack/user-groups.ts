@@ -2,7 +2,7 @@ import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import { slackErrorOf } from './api-errors.ts';
 
-export const USER_GROUP_LIMITS = {
+const USER_GROUP_LIMITS = {
   /** How long a workspace's groups are trusted before they are listed again. */
   ttlMs: 5 * 60_000,
   /** A lookup slower than this counts as failed: a message is not held up by it. */

@@ -9,12 +9,12 @@ import { estimateTokens } from './estimate.ts';
  * model call, cannot invent anything, and the same messages always give the same bytes — which is
  * what keeps the cached prompt prefix valid until the next compaction.
  */
-export const SummaryTurn = z.object({
+const SummaryTurn = z.object({
   asked: z.string(),
   calls: z.array(z.object({ tool: z.string(), args: z.string(), outcome: z.string() })),
   answered: z.string().optional(),
 });
-export type SummaryTurn = z.infer<typeof SummaryTurn>;
+type SummaryTurn = z.infer<typeof SummaryTurn>;
 
 export const ConversationSummary = z.object({
   version: z.literal(1),
@@ -31,7 +31,7 @@ export const ConversationSummary = z.object({
 });
 export type ConversationSummary = z.infer<typeof ConversationSummary>;
 
-export const SUMMARY_LIMITS = {
+const SUMMARY_LIMITS = {
   askedChars: 300,
   argsChars: 200,
   outcomeChars: 200,

@@ -71,7 +71,7 @@ const EPHEMERAL = { type: 'ephemeral' } as const;
  * with this one — reads everything sent so far. The API looks back up to 20 blocks from a breakpoint
  * for an earlier write, which a round or a turn's new blocks stay well within.
  */
-export function withConversationBreakpoints(messages: WireMessage[]): WireMessage[] {
+function withConversationBreakpoints(messages: WireMessage[]): WireMessage[] {
   const mark = (index: number) => {
     const blocks = messages[index]?.content as Block[] | undefined;
     const last = blocks?.at(-1);

@@ -71,7 +71,7 @@ export function backoffMs(retry: number, baseDelayMs: number, random: () => numb
  * (onRoundRestart) before the next. Quota errors, and transient failures that outlast the retries,
  * become ProviderUnavailableError so a fallback provider can take the round.
  */
-export async function withRetries<T>(
+async function withRetries<T>(
   options: RetryOptions,
   callbacks: RoundCallbacks,
   attempt: (callbacks: RoundCallbacks) => Promise<T>,
@@ -142,7 +142,7 @@ function couldNotReach(options: Pick<RetryOptions, 'host' | 'provider'>, why: st
 }
 
 /** A stream that went silent: retried like a dropped connection. */
-export class StreamStalledError extends Error {
+class StreamStalledError extends Error {
   constructor(idleMs: number) {
     super(`the model stream sent nothing for ${Math.round(idleMs / 1000)} s`);
     this.name = 'StreamStalledError';
@@ -154,7 +154,7 @@ export class StreamStalledError extends Error {
  * response headers, so a connection that stalls mid-stream would otherwise hang the round until
  * the user gives up. Call `touch()` on every event and `done()` when the attempt ends.
  */
-export function idleWatch(outer: AbortSignal, idleMs: number) {
+function idleWatch(outer: AbortSignal, idleMs: number) {
   const controller = new AbortController();
   const forward = () => controller.abort(outer.reason);
   outer.addEventListener('abort', forward, { once: true });

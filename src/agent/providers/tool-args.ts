@@ -17,7 +17,7 @@ export function toolCallFromJson(id: string, name: string, json: string): ToolCa
 }
 
 /** A fresh tool-call id: 16 random characters, valid for both APIs' id rules (OpenAI allows 40). */
-export function mintToolCallId(): string {
+function mintToolCallId(): string {
   return `call_${randomBytes(12).toString('base64url')}`;
 }
 

@@ -7,7 +7,7 @@
  */
 export const CHARS_PER_TOKEN = 4;
 
-export const RESULT_BUDGET = {
+const RESULT_BUDGET = {
   defaultMaxTokens: 25_000,
   /** Share of the budget spent on listing identifiers from the cut part. */
   identifierShare: 0.1,
@@ -17,10 +17,6 @@ export const RESULT_BUDGET = {
 
 export interface BudgetOptions {
   maxTokens?: number;
-}
-
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / CHARS_PER_TOKEN);
 }
 
 /**

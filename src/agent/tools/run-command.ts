@@ -22,10 +22,10 @@ export const RUN_COMMAND_LIMITS = {
   argChars: 4096,
 } as const;
 
-export const RUN_COMMAND = 'run_command';
+const RUN_COMMAND = 'run_command';
 
 /** What the system prompt says when running commands is switched off. */
-export const RUN_COMMAND_OFF_NOTE =
+const RUN_COMMAND_OFF_NOTE =
   'Running programs is switched off in this deployment (ENABLE_RUN_COMMAND=false): there is no run_command tool. If a request needs one, say so and suggest what the person can run themselves.';
 
 /** The system-prompt sentence about run_command: empty when it is on (its description says enough). */

@@ -7,7 +7,7 @@ export const RiskLevel = z.enum(['low', 'medium', 'high']);
 export type RiskLevel = z.infer<typeof RiskLevel>;
 
 /** `never` runs at once, `always` asks a person first, a function decides from the arguments. */
-export type ApprovalPolicy<Args> = 'never' | 'always' | ((args: Args) => boolean);
+type ApprovalPolicy<Args> = 'never' | 'always' | ((args: Args) => boolean);
 
 export interface ToolContext {
   workItemId: string;

@@ -15,20 +15,20 @@ import {
 import { defineJob, type JobHandler } from './job.ts';
 
 /** Also named by test/architecture/held-jobs.ts; elsewhere use `housekeepingJob.name`. */
-export const HOUSEKEEPING_TASK = 'countersign_housekeeping';
+const HOUSEKEEPING_TASK = 'countersign_housekeeping';
 
-export interface Housekeeper {
+interface Housekeeper {
   expireStale(): Promise<number>;
 }
 
-export interface HousekeepingSettings {
+interface HousekeepingSettings {
   /** Days of conversation history and finished work to keep; 0 keeps everything. */
   historyRetentionDays: number;
   /** Days of approval audit to keep; 0 keeps everything. */
   auditRetentionDays: number;
 }
 
-export interface HousekeepingDeps {
+interface HousekeepingDeps {
   pool: Pool;
   approvals: Housekeeper;
   settings: HousekeepingSettings;

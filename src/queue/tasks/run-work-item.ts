@@ -24,7 +24,7 @@ import { endingOfError, endingOfOutcome, HandOver, settleEnding, type TurnEnding
 import { historyOf, historyRowsToRead } from './turn-history.ts';
 
 /** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */
-export interface TurnApprovals {
+interface TurnApprovals {
   /** The state a continuation resumes from, with the decided calls' results applied; or a refusal to show. */
   resume(item: WorkItem, log: Logger): Promise<{ state: TurnState } | { refused: string }>;
   /** Stores the envelope (with the checkpoint) and schedules its card, inside the parking transaction. */

@@ -36,7 +36,7 @@ export const GatewayIntent = {
 } as const;
 
 /** Close codes the fake uses, from the gateway's close-code table. */
-export const GatewayClose = {
+const GatewayClose = {
   UnknownError: 4000,
   DecodeError: 4002,
   NotAuthenticated: 4003,

@@ -6,7 +6,6 @@ import type { Json } from '../../fixtures/discord/objects.ts';
 import { snowflake } from '../../fixtures/discord/snowflake.ts';
 import {
   alreadyAcknowledged,
-  ApiError,
   cannotEditOthers,
   invalidFormBody,
   maxLength,
@@ -39,12 +38,12 @@ export interface RestContext {
   interactionAckDeadlineMs: number | undefined;
 }
 
-export interface RestReply {
+interface RestReply {
   status: number;
   body?: unknown;
 }
 
-export interface Route {
+interface Route {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   template: string;
   /** Interaction callbacks and interaction webhooks are authenticated by their token, not the bot token. */
@@ -301,7 +300,7 @@ function putCommands(ctx: RestContext, scope: string): RestReply {
 
 // --- routes ---------------------------------------------------------------------------------
 
-export const ROUTES: Route[] = [
+const ROUTES: Route[] = [
   {
     method: 'GET',
     template: '/gateway',
@@ -591,5 +590,3 @@ export function matchRoute(method: string, path: string): MatchedRoute | { pathE
     p.channel_id ?? p.guild_id ?? (p.token ? `${p.application_id}/${p.token}` : (p.interaction_id ?? 'global'));
   return { route: best.route, params: p, key: `${method} ${best.route.template}`, major };
 }
-
-export { ApiError };

@@ -23,7 +23,7 @@ const VIEW_CHANNEL = String(1 << 10);
 
 export const MessageFlag = { HasThread: 1 << 5, Ephemeral: 1 << 6, Loading: 1 << 7 } as const;
 
-export interface MessageVersion {
+interface MessageVersion {
   content: string;
   embeds: Json[];
   components: Json[];
@@ -32,7 +32,7 @@ export interface MessageVersion {
 }
 
 /** Who would get a notification from a message: what `allowed_mentions` let through. */
-export interface Pings {
+interface Pings {
   users: string[];
   roles: string[];
   everyone: boolean;
@@ -332,7 +332,7 @@ function version(m: Json): MessageVersion {
  * Who a message notifies. Without `allowed_mentions` Discord parses everything; with it, only the
  * listed kinds — so `{ parse: [] }` notifies no one even when the text contains `<@id>`.
  */
-export function pingsOf(content: string, allowed: AllowedMentions | undefined, repliedTo: ApiUser | undefined): Pings {
+function pingsOf(content: string, allowed: AllowedMentions | undefined, repliedTo: ApiUser | undefined): Pings {
   const parse = allowed ? (allowed.parse ?? []) : ['users', 'roles', 'everyone'];
   const userIds = [...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1]!);
   const roleIds = [...content.matchAll(/<@&(\d+)>/g)].map((m) => m[1]!);

@@ -26,7 +26,7 @@ import { checkMessage } from './message-rules.ts';
 export type { CallRecord } from './rate-limiter.ts';
 export type { DeliveryAttempt, RetryPolicy } from './http-delivery.ts';
 export type { SocketAck, SocketEnvelope } from './socket-mode.ts';
-export type { StoredMessage, MessageVersion } from './world.ts';
+export type { StoredMessage } from './world.ts';
 export type { Workspace } from './web-api.ts';
 
 /**

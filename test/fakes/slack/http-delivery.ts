@@ -8,7 +8,7 @@
 import { createHmac } from 'node:crypto';
 
 /** The X-Slack-Retry-Reason values Slack documents. */
-export type SlackRetryReason =
+type SlackRetryReason =
   'http_timeout' | 'http_error' | 'connection_failed' | 'ssl_error' | 'too_many_redirects' | 'unknown_error';
 
 export type HttpDelivery =

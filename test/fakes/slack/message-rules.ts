@@ -35,7 +35,7 @@ export function checkMessage(text: unknown, blocks: unknown): RuleViolation | un
   return messages.length ? { error: 'invalid_blocks', messages } : undefined;
 }
 
-export function checkBlocks(blocks: unknown): string[] {
+function checkBlocks(blocks: unknown): string[] {
   if (blocks === undefined) return [];
   if (!Array.isArray(blocks)) return ['[ERROR] must be an array [json-pointer:/blocks]'];
   const problems: string[] = [];

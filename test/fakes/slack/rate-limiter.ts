@@ -7,6 +7,7 @@
  */
 
 /** Per-minute budgets from the methods' documented tiers (chat.postMessage is "special": ~1/s per channel). */
+/** @public Reference data for tests that state their limits: read, not imported. */
 export const DOCUMENTED_PER_MINUTE: Readonly<Record<string, number>> = {
   'auth.test': 100,
   'chat.update': 50,

@@ -10,7 +10,7 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 
-export type EnvelopeType = 'events_api' | 'slash_commands' | 'interactive';
+type EnvelopeType = 'events_api' | 'slash_commands' | 'interactive';
 
 export interface SocketEnvelope {
   type: EnvelopeType;

@@ -26,8 +26,8 @@ export interface CallContext {
   openConnection(): string;
 }
 
-export type Answer = { ok: true } & Record<string, unknown>;
-export type Failure = { ok: false; error: string } & Record<string, unknown>;
+type Answer = { ok: true } & Record<string, unknown>;
+type Failure = { ok: false; error: string } & Record<string, unknown>;
 type Handler = (args: Record<string, unknown>, ctx: CallContext) => Answer | Failure;
 
 /** markdown_text on the streaming methods is limited to 12,000 characters. */

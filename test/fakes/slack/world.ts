@@ -5,7 +5,7 @@
  */
 import { nextSlackTs } from './ts.ts';
 
-export interface MessageVersion {
+interface MessageVersion {
   text: string;
   blocks: unknown[];
   /** The method that produced this version (chat.postMessage, chat.update, chat.appendStream, …). */

@@ -5,7 +5,7 @@
 
 /** Button styles: Primary 1 (blurple), Secondary 2 (grey), Success 3 (green), Danger 4 (red). */
 export const ButtonStyle = { primary: 1, secondary: 2, success: 3, danger: 4 } as const;
-export type ButtonStyleName = keyof typeof ButtonStyle;
+type ButtonStyleName = keyof typeof ButtonStyle;
 
 export interface ApiButton {
   type: 2;

@@ -20,9 +20,9 @@ import { approvalCustomId, ApprovalDecision } from './custom-id.ts';
  * custom_ids, `<t:…:R>` timestamps — is decided here.
  */
 
-export const CallRisk = z.enum(['low', 'medium', 'high']);
+const CallRisk = z.enum(['low', 'medium', 'high']);
 
-export const ApprovalCardCall = z.object({
+const ApprovalCardCall = z.object({
   /** The call's position in the plan; the button ids carry it back. */
   index: z.number().int().min(0).max(99),
   tool: z.string().min(1),
@@ -38,7 +38,7 @@ export const ApprovalCardCall = z.object({
   /** What "Always allow here" would grant; its button is offered only with this sentence. */
   grant: z.string().optional(),
 });
-export type ApprovalCardCall = z.infer<typeof ApprovalCardCall>;
+type ApprovalCardCall = z.infer<typeof ApprovalCardCall>;
 
 export const ApprovalCardInput = z.object({
   nonce: z.string().min(1),
@@ -70,7 +70,7 @@ const RISK_MARK = { low: '🟢 low', medium: '🟠 medium', high: '🔴 high' } 
  * `actionRows` calls, the last one fewer. Calls are spread evenly (e.g. 12 → 4 + 4 + 4), and the
  * layout depends only on the number of calls, so every later render patches the same messages.
  */
-export function callPages(callCount: number): Array<{ first: number; count: number }> {
+function callPages(callCount: number): Array<{ first: number; count: number }> {
   if (callCount <= 1) return [{ first: 0, count: callCount }];
   const pages = Math.ceil((callCount + 1) / LIMITS.actionRows);
   const base = Math.floor(callCount / pages);
@@ -278,7 +278,7 @@ function approvalButtons(
  * link in a person's name from being fetched. Discord only previews links in `content`, never in
  * embed text, so the embed needs no such care.
  */
-export function noLinkPreviews(text: string): string {
+function noLinkPreviews(text: string): string {
   return text.replace(/<?(https?:\/\/[^\s<>]+)>?/gi, '<$1>');
 }
 
@@ -333,7 +333,7 @@ function callBody(call: ApprovalCardCall, budget: number): string {
  * A fenced block of at most `max` characters. Backtick runs inside are broken with a zero-width
  * space so model-written text cannot close the fence and smuggle markdown (or mentions) out.
  */
-export function codeBlock(text: string, max: number): string {
+function codeBlock(text: string, max: number): string {
   const open = '```\n';
   const close = '\n```';
   const safe = neutralizeMentions(text).replace(/`{3,}/g, (run) => run.split('').join('\u200b'));
@@ -345,7 +345,7 @@ export function codeBlock(text: string, max: number): string {
 }
 
 /** At most `max` characters, ending in `ellipsis` when cut, never splitting a surrogate pair. */
-export function clip(text: string, max: number, ellipsis = '…'): string {
+function clip(text: string, max: number, ellipsis = '…'): string {
   if (text.length <= max) return text;
   let end = Math.max(0, max - ellipsis.length);
   const code = text.charCodeAt(end - 1);
@@ -354,7 +354,7 @@ export function clip(text: string, max: number, ellipsis = '…'): string {
 }
 
 /** Discord renders `<t:unix:R>` as "in 5 minutes" in each reader's own locale and time zone. */
-export function relativeTime(at: Date): string {
+function relativeTime(at: Date): string {
   return `<t:${Math.floor(at.getTime() / 1000)}:R>`;
 }
 

@@ -1,3 +1,3 @@
-export { escapeMrkdwn, markdownToMrkdwn } from './mrkdwn.ts';
-export { neutralizeMarkdownMentions, neutralizeMentions, type MentionPolicy } from './mentions.ts';
+export { markdownToMrkdwn } from './mrkdwn.ts';
+export { neutralizeMarkdownMentions, neutralizeMentions } from './mentions.ts';
 export { fitMrkdwn, mrkdwnPieces } from './fit.ts';

@@ -14,8 +14,6 @@ import { convertInline, escapeMrkdwn } from './inline.ts';
 import { neutralizeMentions, type MentionPolicy } from './mentions.ts';
 import { isSpace, runLength } from './scan.ts';
 
-export { escapeMrkdwn };
-
 /** The private-use characters inline.ts marks converted spans with; never taken from the input. */
 const PLACEHOLDERS = /[\uE000-\uE001]/g;
 

@@ -8,7 +8,7 @@ import { headerValueProblem } from '../../../config.ts';
  */
 const ApprovalOverride = z.record(z.string().min(1), z.enum(['always', 'never'])).default({});
 
-export const MCP_CONFIG_LIMITS = {
+const MCP_CONFIG_LIMITS = {
   /**
    * `timeout` is in seconds, as Cline and Roo Code write it (their default is 60, their upper bound
    * 3600). Gemini CLI writes milliseconds; a value above this bound is refused with that hint
@@ -31,7 +31,7 @@ const Timeout = z
  * `alwaysAllow`). Countersign never lets a pasted config skip a person's approval: they are read,
  * reported at start-up and ignored. Per-tool `approval` is the explicit way to opt a tool out.
  */
-export const APPROVAL_BYPASS_FIELDS = ['autoApprove', 'alwaysAllow'] as const;
+const APPROVAL_BYPASS_FIELDS = ['autoApprove', 'alwaysAllow'] as const;
 const ApprovalBypass = z.array(z.string(), { error: 'expected a list of tool names' }).optional();
 
 /** Fields every server entry may carry whatever its transport. */
@@ -78,7 +78,7 @@ export function transportOf(server: McpServerConfig): 'stdio' | 'sse' | 'streama
   return server.type === 'sse' ? 'sse' : 'streamable-http';
 }
 
-export const SERVER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
+const SERVER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
 
 /** The parsed file: every server by name (disabled ones included, for the hub to skip and log). */
 export interface McpConfig {
@@ -87,7 +87,7 @@ export interface McpConfig {
   warnings: string[];
 }
 
-export class McpConfigError extends Error {
+class McpConfigError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'McpConfigError';

@@ -17,7 +17,7 @@ import { GroupedStdioTransport } from './stdio-transport.ts';
 
 export type { RemoteTool };
 
-export const MCP_LIMITS = {
+const MCP_LIMITS = {
   firstRetryMs: 500,
   maxRetryMs: 30_000,
   /** A call to a server that is down starts a reconnect at once if the last attempt is older than this. */
@@ -36,7 +36,7 @@ export function unavailableMessage(server: string): string {
 }
 
 /** Text the model can use from a tool result's content blocks. */
-export function resultText(result: CallToolResult): string {
+function resultText(result: CallToolResult): string {
   const parts = result.content.map((block) => {
     switch (block.type) {
       case 'text':

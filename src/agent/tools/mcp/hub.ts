@@ -28,7 +28,7 @@ export function namespacedName(server: string, tool: string): string {
 }
 
 /** Approval and risk from the tool's annotations, which the config can override per tool. */
-export function policyFor(
+function policyFor(
   remote: RemoteTool,
   override: 'always' | 'never' | undefined,
 ): { approval: 'always' | 'never'; risk: RiskLevel; idempotent: boolean } {
@@ -46,7 +46,7 @@ export function policyFor(
  * Whether the operator vouches for a server's annotations: a local (stdio) server they installed is
  * trusted unless the config says `"trusted": false`; a remote (URL) one only when it says `true`.
  */
-export function isTrusted(server: McpServerConfig | undefined): boolean {
+function isTrusted(server: McpServerConfig | undefined): boolean {
   if (!server) return false;
   return server.trusted ?? transportOf(server) === 'stdio';
 }

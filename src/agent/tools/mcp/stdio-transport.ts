@@ -5,7 +5,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
 /** How long `close()` gives a server to leave after its stdin closes, then after SIGTERM. */
-export const STDIO_CLOSE_GRACE_MS = 2_000;
+const STDIO_CLOSE_GRACE_MS = 2_000;
 
 /**
  * Process groups of the stdio servers running now. A server is often a launcher (`npx -y …`) whose
