@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import type { TurnEvents } from '../../queue/turn-events.ts';
 import { slackErrorOf } from './api-errors.ts';
+import { LIMITS } from './limits.ts';
 
 export type SessionStatus = 'processing' | 'suspended' | 'active' | 'closed';
 
@@ -27,14 +28,14 @@ const UNAVAILABLE = new Set([
   'team_access_not_granted',
 ]);
 
-/** A session title: the first line of the person's request, at most 200 characters (Slack's limit). */
+/** A session title: the first line of the person's request, cut to Slack's limit. */
 function sessionTitle(prompt: string | undefined): string | undefined {
   const line = (prompt ?? '')
     .split('\n')
     .find((l) => l.trim())
     ?.trim();
   if (!line) return undefined;
-  return line.length <= 200 ? line : `${line.slice(0, 199)}…`;
+  return line.length <= LIMITS.sessionTitle ? line : `${line.slice(0, LIMITS.sessionTitle - 1)}…`;
 }
 
 /**

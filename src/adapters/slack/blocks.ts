@@ -253,14 +253,14 @@ export function denyReasonModal(privateMetadata: string): Record<string, unknown
   };
 }
 
-/** The "Full arguments" view: every character of a call's arguments, in code sections (at most 100). */
+/** The "Full arguments" view: every character of a call's arguments, in code sections (as many as a modal holds). */
 export function fullArgumentsModal(tool: string, text: string): Record<string, unknown> {
   const rendered = (piece: string) => markdownToMrkdwn(`\`\`\`json\n${fenceSafe(piece)}\n\`\`\``).length;
   const chunks: string[] = [];
   let at = 0;
   // Each piece as long as its escaped section allows (escaping can grow text five-fold), so no
-  // character is cut; 98 sections leave room for the heading and a note.
-  while (at < text.length && chunks.length < 98) {
+  // character is cut; the modal's blocks less two leave room for the heading and a note.
+  while (at < text.length && chunks.length < LIMITS.modalBlocks - 2) {
     let size = Math.min(LIMITS.sectionText - 100, text.length - at);
     while (size > 1 && rendered(text.slice(at, at + size)) > LIMITS.sectionText) size = Math.floor(size * 0.8);
     chunks.push(text.slice(at, at + size));

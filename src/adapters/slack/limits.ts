@@ -39,6 +39,16 @@ export const LIMITS = {
   messageText: 40_000,
   /** Characters of `markdown_text` per chat.startStream / appendStream / stopStream call. */
   streamMarkdownText: 12_000,
+  /** Characters of each text (id, title, details) in a stream's `task_update` and `plan_update` chunks. */
+  streamChunkText: 256,
+  /** Blocks in a modal view. */
+  modalBlocks: 100,
+  /** Suggested prompts shown in an assistant thread (assistant.threads.setSuggestedPrompts). */
+  suggestedPrompts: 4,
+  /** Characters of an assistant thread's title (assistant.threads.setTitle). */
+  sessionTitle: 200,
+  /** Members per conversations.members page (`limit`). */
+  membersPage: 1000,
   /**
    * Characters of a reply message before it continues in a new one: a section block holds 3000, less
    * room for what mrkdwn escaping adds (Countersign's choice, not Slack's).

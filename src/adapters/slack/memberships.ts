@@ -1,9 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import { slackErrorOf } from './api-errors.ts';
-
-/** Members asked for per conversations.members page (Slack allows up to 1000). */
-const MEMBERS_PAGE = 1000;
+import { LIMITS } from './limits.ts';
 
 /**
  * Who is in a Slack conversation, from `conversations.members` (scopes channels:read, groups:read,
@@ -28,7 +26,7 @@ export class SlackMemberships {
       do {
         const page = await this.#client.conversations.members({
           channel,
-          limit: MEMBERS_PAGE,
+          limit: LIMITS.membersPage,
           ...(cursor ? { cursor } : {}),
         });
         if (page.members?.includes(user)) return true;

@@ -1,4 +1,5 @@
 import type { AdapterContext } from '../platform.ts';
+import { LIMITS } from './limits.ts';
 import { activeWorkItemOf } from '../../queue/turn-lifecycle.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
@@ -53,9 +54,6 @@ export interface AssistantThreadStartedEvent {
   assistant_thread: { user_id: string; channel_id: string; thread_ts: string; context?: { channel_id?: string } };
 }
 
-/** Slack shows at most four suggested prompts. */
-const MAX_PROMPTS = 4;
-
 /**
  * When a person opens the agent, suggest what it can do for them: one prompt per skill (the first
  * four), each a short request a click sends as their message. Someone the policy does not serve
@@ -72,7 +70,7 @@ export function createThreadStartedHandler(
     if (!ctx.approvals.mayUse(person, place).ok) return;
     const prompts = ctx.skills
       .list()
-      .slice(0, MAX_PROMPTS)
+      .slice(0, LIMITS.suggestedPrompts)
       .map((skill) => ({
         title: skill.name.slice(0, 75),
         message: `Use the ${skill.name} skill${skill.description ? `: ${skill.description}` : '.'}`.slice(0, 500),

@@ -23,22 +23,25 @@ function budget(perMinute: number): BucketShape {
 const APPENDS = budget(90);
 const UNSUPPORTED_RECHECK_MS = 10 * 60_000;
 
+/** A chunk's text, cut to what Slack takes. */
+const cut = (text: string) => text.slice(0, LIMITS.streamChunkText);
+
 /**
  * Task updates as Slack's `task_update` chunks (a timeline card per tool call), the model's plan as a
- * `plan_update` (the timeline's title). Texts are cut to the documented 256 characters.
+ * `plan_update` (the timeline's title). Texts are cut to the documented length.
  */
 function chunksOf(tasks: readonly TaskUpdate[] | undefined): { chunks?: Array<Record<string, string>> } {
   if (!tasks?.length) return {};
   return {
     chunks: tasks.map((t) =>
       t.kind === 'plan'
-        ? { type: 'plan_update', title: t.title.slice(0, 256) }
+        ? { type: 'plan_update', title: cut(t.title) }
         : {
             type: 'task_update',
-            id: t.id.slice(0, 256),
-            title: t.title.slice(0, 256),
+            id: cut(t.id),
+            title: cut(t.title),
             status: t.status,
-            ...(t.details ? { details: t.details.slice(0, 256) } : {}),
+            ...(t.details ? { details: cut(t.details) } : {}),
           },
     ),
   };
