@@ -30,7 +30,8 @@ export const TABLE_OWNERS = {
     sharedWith: { [HOUSEKEEPING]: RETENTION + ' (and finished turns’ checkpoints join their items)' },
   },
   inbound_events: { owner: LIFECYCLE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
-  messages: { owner: TURN_STORE, sharedWith: { [LIFECYCLE]: TURN_START, [HOUSEKEEPING]: RETENTION } },
+  // Written by the settle and supersede functions the lifecycle calls; read as the turn starts.
+  messages: { owner: LIFECYCLE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
   turn_checkpoints: { owner: TURN_STORE, sharedWith: { [LIFECYCLE]: TURN_START, [HOUSEKEEPING]: RETENTION } },
   tool_executions: { owner: TURN_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
   model_rounds: { owner: TURN_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
