@@ -93,6 +93,10 @@ interface SessionState {
   turnMessages: Map<string, string>;
   /** The card waiting for an answer at the prompt. */
   pendingCard: ApprovalCard | undefined;
+  /** The message that shows that card (the last one changed when the card was shown). */
+  cardMessageId: string | undefined;
+  /** The message changed last: a card's, at the moment the card renderer says it showed one. */
+  lastMessageId: string | undefined;
   /** Resolves the wait for a card a parked turn is about to show. */
   cardWaiter: (() => void) | undefined;
   /** The turn running now (Ctrl-C stops it). */
@@ -120,6 +124,8 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
   const state: SessionState = {
     turnMessages: new Map(),
     pendingCard: undefined,
+    cardMessageId: undefined,
+    lastMessageId: undefined,
     cardWaiter: undefined,
     current: undefined,
     turnsFailed: 0,
@@ -163,11 +169,13 @@ function followSessionOutput(options: ConsoleSessionOptions, renderer: TerminalR
   options.outbound.onChange((id, text, target) => {
     if (target.channel !== options.session) return;
     state.turnMessages.set(id, text);
+    state.lastMessageId = id;
     if (options.interactive) renderer.show(id, text);
   });
   options.cards.onCard((card, target) => {
     if (target.channel === options.session && card.state === 'pending') {
       state.pendingCard = card;
+      state.cardMessageId = state.lastMessageId;
       state.cardWaiter?.();
     }
   });
@@ -218,9 +226,12 @@ function showPrompt({ options, rl }: Session): void {
   }
 }
 
-/** Clears the last turn's messages and, on a terminal, starts the reply below the prompt. */
-function beginTurn({ options, state, renderer }: Session): void {
-  state.turnMessages = new Map();
+/**
+ * Starts the reply below the prompt on a terminal; clears the last turn's messages unless the caller
+ * already did (an answer to a card clears them before it is submitted: see `answerCard`).
+ */
+function beginTurn({ options, state, renderer }: Session, cleared = false): void {
+  if (!cleared) state.turnMessages = new Map();
   if (options.interactive) {
     options.output.write('\ncountersign › ');
     renderer.begin();
@@ -236,7 +247,8 @@ async function afterTurn(session: Session, end: TurnEnd): Promise<void> {
     renderer.end();
     options.output.write('\n');
   } else {
-    options.output.write(`${[...state.turnMessages.values()].join(MESSAGE_SEPARATOR)}\n`);
+    const shown = [...state.turnMessages.values()].filter((text) => text !== '');
+    options.output.write(`${shown.join(MESSAGE_SEPARATOR)}\n`);
   }
   if (end.kind === 'awaitingApproval' && state.pendingCard) {
     if (options.interactive) {
@@ -262,8 +274,9 @@ async function answerCard(session: Session, card: ApprovalCard, line: string): P
     return undefined;
   }
   // Cleared before the answer goes in: the card drawn decided — by this answer, or by the show-card
-  // job when it records the card only after the answer — belongs to the continuation's output.
-  state.turnMessages = new Map();
+  // job when it records the card only after the answer — belongs to the continuation's output, and
+  // first in it, before the reply (its place is kept by an empty entry until it is drawn).
+  state.turnMessages = new Map(state.cardMessageId ? [[state.cardMessageId, '']] : []);
   // The same verify-and-consume paths a Slack or Discord click or form takes.
   const result =
     reason === undefined
@@ -276,7 +289,8 @@ async function answerCard(session: Session, card: ApprovalCard, line: string): P
   }
   if (!('continuation' in result)) return undefined;
   state.pendingCard = undefined;
-  beginTurn(session);
+  state.cardMessageId = undefined;
+  beginTurn(session, true);
   return result.continuation;
 }
 
