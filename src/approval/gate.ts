@@ -18,6 +18,14 @@ import {
   type Where,
 } from '../policy/index.ts';
 
+/** A call as the policy judges it (see `PolicyGate.judge`). */
+export interface JudgedCall {
+  tool: ToolDescriptor;
+  args: unknown;
+  moved: RealPaths['moved'];
+  gitMetadata: boolean;
+}
+
 /** Where the policy in force comes from: a PolicyFile (POLICY_FILE, hot reload) or a fixed policy. */
 export interface PolicySource {
   current(): Policy;
@@ -119,9 +127,18 @@ export class PolicyGate {
     call: { name: string; args: unknown },
     requester: Requester,
     reply: ReplyTarget,
-    facts: Pick<CallFacts, 'changedFiles'> = {},
+    facts: Omit<CallFacts, 'gitMetadata'> = {},
   ): Decision {
-    const judged = this.judge(call);
+    return this.decideJudged(this.judge(call), requester, reply, facts);
+  }
+
+  /** `decide` for a call already judged (`judge` reads the disk: a caller that has one reuses it). */
+  decideJudged(
+    judged: JudgedCall,
+    requester: Requester,
+    reply: ReplyTarget,
+    facts: Omit<CallFacts, 'gitMetadata'> = {},
+  ): Decision {
     return this.#policies.current().decide({
       tool: judged.tool,
       args: judged.args,
@@ -136,12 +153,7 @@ export class PolicyGate {
    * not declare is refused before a call gets here, see `admitArgs`), path arguments at their real
    * location. The card shows the paths that moved.
    */
-  judge(call: { name: string; args: unknown }): {
-    tool: ToolDescriptor;
-    args: unknown;
-    moved: RealPaths['moved'];
-    gitMetadata: boolean;
-  } {
+  judge(call: { name: string; args: unknown }): JudgedCall {
     const tool = this.#tools.get(call.name);
     const admitted = tool ? admitArgs(tool, call.args) : undefined;
     const args = admitted?.ok ? admitted.args : call.args;

@@ -7,7 +7,7 @@ import type { WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
 import { whereOf } from './gate.ts';
 import { describeArgs, grantCovers, placeOf, policyStillAllows, ruleName, type Grant } from './grants.ts';
-import { decideCall, recordOnePersonChange } from './taint.ts';
+import { judgeAndDecide, recordOnePersonChange } from './taint.ts';
 import { claimGrantUse, findGrant, listLiveGrants, liveGrantsFor, revokeGrant } from './grant-store.ts';
 import { audit } from './store.ts';
 import { makeVisible } from './card.ts';
@@ -30,13 +30,13 @@ function grantCreator(grant: Grant): string {
  */
 export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolCall): Promise<GrantUse | undefined> {
   if (!ctx.settings.grantTtlSeconds) return undefined;
-  const decision = await decideCall(ctx, ctx.pool, call, item.requester, item.reply);
+  const { decision, judged: real } = await judgeAndDecide(ctx, ctx.pool, call, item.requester, item.reply);
   if (!decision.grantable) return undefined;
   const where = whereOf(item.reply);
   // Read without a transaction: most calls have no grant, and the claim below re-checks the row anyway.
   const live = await liveGrantsFor(ctx.pool, call.name, placeOf(where));
   // Judged where the paths really lead, as the grant's own arguments were when it was offered.
-  const judged = { name: call.name, args: ctx.gate.judge(call).args };
+  const judged = { name: call.name, args: real.args };
   const covering = live.find((g) => grantCovers(g, judged, where) && policyStillAllows(g, decision));
   if (!covering) return undefined;
   return transaction(ctx.pool, async (client) => {

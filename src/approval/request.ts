@@ -4,7 +4,7 @@ import type { Message, ToolCall } from '../agent/messages.ts';
 import { admitArgs, riskOf } from '../agent/tools/tool.ts';
 import type { Queryable } from '../db/pool.ts';
 import { movedPathsNote } from './real-paths.ts';
-import { decideCall } from './taint.ts';
+import { judgeAndDecide } from './taint.ts';
 import { QUESTION_TOOL } from '../agent/tools/request-human-approval.ts';
 import type { TurnState } from '../agent/turn-state.ts';
 import type { WorkItem } from '../core/work-item.ts';
@@ -48,8 +48,7 @@ async function planWithPolicy(
 ): Promise<PlannedCall[]> {
   const out: PlannedCall[] = [];
   for (const planned of planCalls(ctx, calls)) {
-    const decision = await decideCall(ctx, db, planned, item.requester, item.reply);
-    const judged = ctx.gate.judge(planned);
+    const { decision, judged } = await judgeAndDecide(ctx, db, planned, item.requester, item.reply);
     // A grant names the real paths, as the grant match later judges them.
     const grant = grantOffer(
       { name: planned.name, args: judged.args },

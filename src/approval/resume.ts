@@ -11,7 +11,7 @@ import { ReplyTarget } from '../core/reply-target.ts';
 import { mayDecideStored } from './gate.ts';
 import { planCalls } from './request.ts';
 import { refreshCard } from './show.ts';
-import { clearAfterCountersignedRun, decideCall, unvouchedChanges } from './taint.ts';
+import { callRunsProgram, clearAfterCountersignedRun, decideCall, unvouchedChanges } from './taint.ts';
 import { audit, findEnvelopeById, recordPolicyRefusals } from './store.ts';
 
 /**
@@ -143,7 +143,8 @@ export async function recordOutcome(
 ): Promise<void> {
   const event = decision.answer !== undefined ? 'answered' : decision.approved ? 'executed' : 'denied';
   await audit(ctx.pool, { envelopeId, event, detail: { call: call.id, tool: call.name, isError } });
-  if (event !== 'executed') return;
+  // Only a program run can clear the taint: no read of the envelope for anything else.
+  if (event !== 'executed' || !callRunsProgram(ctx, call)) return;
   const envelope = await findEnvelopeById(ctx.pool, envelopeId);
   const decider = envelope?.partial_decisions.find((d) => d.toolCallId === call.id)?.by ?? envelope?.decided_by;
   if (envelope && decider) await clearAfterCountersignedRun(ctx, envelope, call, decider);

@@ -5,6 +5,7 @@ import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Decision } from '../policy/index.ts';
 import { mayBeSamePerson } from '../core/person.ts';
 import type { ApprovalContext } from './context.ts';
+import type { JudgedCall } from './gate.ts';
 import { parseCalls, type CallPolicy, type EnvelopeRow } from './envelope.ts';
 import { changedPaths, clearChanges, insertWorkspaceChanges } from './taint-store.ts';
 import { isRecord, pathsOf } from '../policy/call-args.ts';
@@ -29,8 +30,7 @@ const WORKSPACE = 'agent-workspace';
 const PROGRAM_ARGS = ['command', 'cmd', 'script', 'code', 'shell', 'program', 'args', 'argv'] as const;
 
 /** Whether a call runs a program that could read the workspace: `exec` tools, and MCP tools that take one. */
-function runsProgram(ctx: Pick<ApprovalContext, 'gate'>, call: Call): boolean {
-  const judged = ctx.gate.judge(call);
+function runsProgram(judged: JudgedCall): boolean {
   if (judged.tool.kind === 'exec') return true;
   if (judged.tool.kind !== 'mcp' || judged.tool.mcp?.readOnlyHint === true) return false;
   const args = judged.args;
@@ -60,10 +60,28 @@ export async function decideCall(
   requester: Requester,
   reply: ReplyTarget,
 ): Promise<Decision> {
-  const changes = runsProgram(ctx, call) ? await changedPaths(db, WORKSPACE) : undefined;
-  return ctx.gate.decide(call, requester, reply, {
+  return (await judgeAndDecide(ctx, db, call, requester, reply)).decision;
+}
+
+/** `decideCall`, also returning the judged call (real paths, what moved) for a card: one disk read. */
+export async function judgeAndDecide(
+  ctx: ApprovalContext,
+  db: Queryable,
+  call: Call,
+  requester: Requester,
+  reply: ReplyTarget,
+): Promise<{ decision: Decision; judged: JudgedCall }> {
+  const judged = ctx.gate.judge(call);
+  const changes = runsProgram(judged) ? await changedPaths(db, WORKSPACE) : undefined;
+  const decision = ctx.gate.decideJudged(judged, requester, reply, {
     ...(changes ? { changedFiles: changes.paths, changeIds: changes.ids } : {}),
   });
+  return { decision, judged };
+}
+
+/** Whether a call runs a program that could read the workspace (see `runsProgram`). */
+export function callRunsProgram(ctx: Pick<ApprovalContext, 'gate'>, call: Call): boolean {
+  return runsProgram(ctx.gate.judge(call));
 }
 
 /**
