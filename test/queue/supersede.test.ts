@@ -75,6 +75,22 @@ describe('superseding a card', () => {
     expect(ran.rows[0].n).toBe(0);
   });
 
+  it("does not let someone else's message, sent while the model plans, withdraw the requester's card", async () => {
+    const first = await h.say('planning-other', 'deploy prod', { mode: 'steer' });
+    await waitFor(
+      async () => {
+        const { rows } = await h.app.pool.query(`SELECT status FROM countersign.work_items WHERE id = $1`, [first.id]);
+        return rows[0]?.status === 'running' ? true : undefined;
+      },
+      10_000,
+      'the first turn to start',
+    );
+    // Another person in the same conversation.
+    await h.say('planning-other', 'no, staging', { mode: 'steer', requester: { platform: 'test', userId: 'U2' } });
+    expect(await h.settled(first.id)).toMatchObject({ status: 'awaiting_approval' });
+    expect((await envelopeOf(first.id))?.status).toBe('pending');
+  });
+
   it('keeps the calls that already ran, with their results, and names only the waiting ones as withdrawn', async () => {
     const first = await h.say('ran', 'time then deploy', { mode: 'steer' });
     expect(await h.settled(first.id)).toMatchObject({ status: 'awaiting_approval' });
