@@ -13,11 +13,16 @@ import { createConsoleAdapter } from './adapters/console/index.ts';
 import { TurnEvents } from './queue/turn-events.ts';
 import { recordFeedback } from './audit/feedback.ts';
 import type { HttpServer } from './http/server.ts';
-import { enqueueWorkItem } from './queue/turn-lifecycle.ts';
+import { activeWorkItemOf, conversationExists } from './queue/turn-lifecycle.ts';
+import { claimSession } from './queue/session-turns.ts';
+import { admit } from './approval/admission.ts';
+import { pressButton } from './approval/press-button.ts';
+import { RateBuckets } from './reply/rate-bucket.ts';
+import { platformDirectory } from './adapters/registry.ts';
 import { metrics } from './metrics.ts';
 import { requestStop, type StopResult } from './queue/stop-requests.ts';
 import type { Requester } from './core/person.ts';
-import type { InboundSettings, PlatformAdapter } from './adapters/platform.ts';
+import type { AdapterContext, InboundSettings, PlatformAdapter } from './adapters/platform.ts';
 import { Cleanups } from './wiring/cleanups.ts';
 import { openDatabase } from './wiring/database.ts';
 import { openSkills, openTools } from './wiring/tools.ts';
@@ -57,7 +62,7 @@ export interface Countersign {
   stopTurn(workItemId: string, by: Requester): Promise<StopResult>;
   http: HttpServer;
   /** Resolves when the console's input ended (piped stdin) — the process should then stop. */
-  consoleDone?: Promise<void>;
+  terminalDone?: Promise<void>;
   /** Resolves if the worker pools die on their own; the process should stop and be restarted. */
   failed: Promise<unknown>;
   stop(): Promise<void>;
@@ -111,7 +116,7 @@ function inboundSettings(config: Config): InboundSettings {
 async function configuredPlatforms(
   config: Config,
   settings: InboundSettings,
-  pool: Pool,
+  buckets: RateBuckets,
   log: Logger,
 ): Promise<Platform[]> {
   const platforms: Platform[] = [];
@@ -128,11 +133,11 @@ async function configuredPlatforms(
       agentSessions: config.SLACK_AGENT_SESSIONS,
       agentSessionsFallbackMinutes: config.SLACK_AGENT_SESSIONS_FALLBACK_MINUTES,
     };
-    platforms.push({ name: 'slack', adapter: createSlackAdapter(outboundSettings, pool, log), settings: { slack } });
+    platforms.push({ name: 'slack', adapter: createSlackAdapter(outboundSettings, buckets, log), settings: { slack } });
   }
   if (discord) {
     const { createDiscordAdapter } = await import('./adapters/discord/index.ts');
-    platforms.push({ name: 'discord', adapter: createDiscordAdapter(discord, pool), settings: { discord } });
+    platforms.push({ name: 'discord', adapter: createDiscordAdapter(discord, buckets), settings: { discord } });
   }
   return platforms;
 }
@@ -205,7 +210,8 @@ export async function startCountersign(config: Config, options: StartOptions): P
 
   try {
     // The policy first: a bad file stops the start with every problem at file:line, before anything connects.
-    const policies = openPolicyFile(config, log);
+    const directory = platformDirectory(options.platforms?.map((adapter) => adapter.rules));
+    const policies = openPolicyFile(config, log, directory);
     cleanups.add(async () => policies.close());
     const { databaseUrl, pool } = await openDatabase(config, log, cleanups);
     const events = new TurnEvents();
@@ -213,13 +219,22 @@ export async function startCountersign(config: Config, options: StartOptions): P
 
     // The console's outbound exists in every process: a turn addressed to `console` replies there.
     const consoleAdapter = createConsoleAdapter(consoleOptions);
-    const platforms = await platformsToRun(config, options, consoleAdapter, pool, log);
+    const platforms = await platformsToRun(config, options, consoleAdapter, new RateBuckets(pool), log);
     const outbounds = registerOutbounds(platforms, options, events);
 
     const skills = await openSkills(config, log, { runsTurns }, cleanups);
     const agentTools = await openTools(config, log, { skills, runsTurns, extra: options.tools ?? [] }, cleanups);
     const cardRenderers = platforms.flatMap(({ adapter }) => (adapter.cards ? [adapter.cards] : []));
-    const { gate, approvals } = createApprovals({ config, log, pool, outbounds, policies, agentTools, cardRenderers });
+    const { gate, approvals } = createApprovals({
+      config,
+      log,
+      pool,
+      outbounds,
+      policies,
+      agentTools,
+      cardRenderers,
+      platformRules: directory,
+    });
 
     let reportFailure: (error: unknown) => void = () => undefined;
     const failed = new Promise<unknown>((resolve) => (reportFailure = resolve));
@@ -234,6 +249,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       skills,
       outbounds,
       approvals,
+      platforms: directory,
     };
     const runner = runsTurns
       ? await startWorker({ ...worker, provider: options.provider, onFatal: (error) => reportFailure(error) }, cleanups)
@@ -259,7 +275,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       databaseUrl,
       stopTurn,
       http,
-      consoleDone: consoleAdapter.done,
+      terminalDone: consoleAdapter.done,
       failed,
       stop: () => (stopping ??= cleanups.run()),
     };
@@ -277,14 +293,14 @@ async function platformsToRun(
   config: Config,
   options: StartOptions,
   consoleAdapter: PlatformAdapter,
-  pool: Pool,
+  buckets: RateBuckets,
   log: Logger,
 ): Promise<Platform[]> {
   const settings = inboundSettings(config);
   return [
     ...(options.platforms
       ? options.platforms.map((adapter) => ({ adapter, settings }))
-      : await configuredPlatforms(config, settings, pool, log)),
+      : await configuredPlatforms(config, settings, buckets, log)),
     { name: 'console', adapter: consoleAdapter, settings: {} },
   ];
 }
@@ -321,22 +337,32 @@ async function startInbounds(
   wiring: InboundWiring,
   cleanups: Cleanups,
 ): Promise<void> {
-  const { pool, gate } = wiring;
+  const context = adapterContext(wiring);
   for (const platform of platforms) {
     if (!listens(config, role, platform, wiring.hasTerminal)) continue;
-    const inbound = await platform.adapter.startInbound({
-      settings: platform.settings,
-      pool,
-      log: wiring.log,
-      approvals: wiring.approvals,
-      skills: wiring.skills,
-      http: wiring.http,
-      events: wiring.events,
-      enqueue: (draft) => enqueueWorkItem(pool, draft),
-      stopTurn: wiring.stopTurn,
-      recordFeedback: (workItemId, by, vote) =>
-        recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply)),
-    });
+    const inbound = await platform.adapter.startInbound({ ...context, settings: platform.settings });
     cleanups.add(() => inbound.stop());
   }
+}
+
+/** What every adapter is given: the core's verbs, none of its storage. */
+function adapterContext(wiring: InboundWiring): Omit<AdapterContext, 'settings'> {
+  const { pool, gate, approvals, log, stopTurn } = wiring;
+  const recordFeedbackOf: AdapterContext['recordFeedback'] = (workItemId, by, vote) =>
+    recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply));
+  return {
+    log,
+    approvals,
+    skills: wiring.skills,
+    http: wiring.http,
+    events: wiring.events,
+    admit: (request) => admit({ pool, approvals, log }, request),
+    conversationExists: (id) => conversationExists(pool, id),
+    activeTurnOf: (id) => activeWorkItemOf(pool, id),
+    pressButton: (value, by, surface) =>
+      pressButton({ approvals, recordFeedback: recordFeedbackOf, stopTurn }, value, by, surface),
+    recordFeedback: recordFeedbackOf,
+    stopTurn,
+    claimSession: (platform, session, by) => claimSession(pool, platform, { session, by }),
+  };
 }

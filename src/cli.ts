@@ -11,6 +11,7 @@ import { createPool } from './db/pool.ts';
 import { formatUsage, usageSummary } from './usage.ts';
 import { loadPriceTable, type PriceTable } from './model-prices.ts';
 import { policyCommand, type ToolKinds } from './policy/index.ts';
+import { platformDirectory } from './adapters/registry.ts';
 import { builtinTools, kindsByName } from './agent/tools/catalog.ts';
 import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
 import { listLiveGrants } from './approval/grant-store.ts';
@@ -86,8 +87,8 @@ async function start(args: string[]): Promise<number> {
     if (!stopped) app.log.error({ deadlineMs }, 'stopping did not finish in time; exiting anyway');
     process.exit(1);
   });
-  if (app.consoleDone) {
-    await app.consoleDone;
+  if (app.terminalDone) {
+    await app.terminalDone;
     await shutdown('console input ended');
   }
   return 0;
@@ -176,6 +177,7 @@ function runPolicy(args: string[]): number {
   const result = policyCommand(args, {
     ...(env.POLICY_FILE ? { file: env.POLICY_FILE } : {}),
     options: {
+      platforms: platformDirectory(),
       approvers,
       twoPersonRule: env.APPROVAL_TWO_PERSON_RULE?.trim().toLowerCase() !== 'false',
       ...(env.CUSTOM_SKILLS_DIR ? { customSkillsDir: env.CUSTOM_SKILLS_DIR } : {}),

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { parsePerson } from './policy/person.ts';
+import { platformDirectory } from './adapters/registry.ts';
 
 /** The directory Countersign is installed in (shipped skills and migrations resolve from here). */
 export const INSTALL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -237,35 +238,40 @@ export type Config = z.infer<typeof ConfigSchema>;
 
 type Env = Record<string, string | undefined>;
 
-/** What a person id in APPROVERS looks like on each platform (ids are case-sensitive). */
-const PERSON_ID: Record<string, { pattern: RegExp; example: string }> = {
-  slack: { pattern: /^[UW][A-Z0-9]{2,}$/, example: 'slack:U0123ABCD' },
-  discord: { pattern: /^\d{1,20}$/, example: 'discord:123456789012345678' },
-};
-
 /**
  * APPROVERS entries that would silently match nobody: a missing platform (`U123`), a stray space
- * (`slack: U123`), a lowercased Slack id (`slack:u123`), or an id of the wrong shape.
+ * (`slack: U123`), a lowercased Slack id (`slack:u123`), or an id of the wrong shape. What ids look
+ * like, the platforms' rules say; entries of a platform they do not describe (one an embedding
+ * application adds) are taken as written.
  */
 function approverProblems(raw: string): string[] {
+  const platforms = platformDirectory();
+  const groupPrefixes = new Set(platforms.all().flatMap((r) => (r.ids.groupPrefix ? [r.ids.groupPrefix] : [])));
+  const examples = platforms
+    .all()
+    .slice(0, 2)
+    .map((r) => `${r.name}:${r.ids.examples.user}`)
+    .join(' or ');
   const problems: string[] = [];
   for (const entry of raw.split(',').filter((e) => e.trim() !== '')) {
     const shown = JSON.stringify(entry.trim().slice(0, 60));
     // Full forms (slack:T…:U…) and groups (discord-role:…, slack-usergroup:…): the policy's parser.
-    if (/^(discord-role|slack-usergroup):/.test(entry.trim()) || entry.trim().split(':').length === 3) {
-      const parsed = parsePerson(entry.trim());
+    const [head = '', ...ids] = entry.trim().split(':');
+    if ((ids.length > 0 && groupPrefixes.has(head)) || ids.length === 2) {
+      const parsed = parsePerson(entry.trim(), platforms);
       if (!parsed.ok) problems.push(parsed.message);
       continue;
     }
     const match = /^([a-z]+):(\S+)$/.exec(entry.trim());
     if (!match) {
-      problems.push(`${shown} is not platform:user-id (e.g. slack:U0123ABCD or discord:123456789012345678)`);
+      problems.push(`${shown} is not platform:user-id (e.g. ${examples})`);
       continue;
     }
     const [, platform = '', id = ''] = match;
-    const shape = PERSON_ID[platform];
-    if (shape && !shape.pattern.test(id))
-      problems.push(`${shown} is not a ${platform} user id (e.g. ${shape.example})`);
+    if (!platforms.has(platform)) continue;
+    const rules = platforms.rulesOf(platform);
+    if (!rules.ids.user.test(id))
+      problems.push(`${shown} is not a ${platform} user id (e.g. ${platform}:${rules.ids.examples.user})`);
   }
   return problems;
 }

@@ -1,15 +1,19 @@
 import type { Logger } from 'pino';
-import type { Pool } from '../db/pool.ts';
 import type { ApprovalService } from '../approval/service.ts';
 import type { HttpServer } from '../http/server.ts';
 import type { Outbound } from '../reply/outbound.ts';
 import type { CardRenderer } from '../core/approval-card.ts';
+import type { PlatformRules } from '../core/platform-rules.ts';
 import type { SkillRegistry } from '../skills/index.ts';
 import type { StopResult } from '../queue/stop-requests.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
 import type { FeedbackResult } from '../audit/feedback.ts';
-import type { WorkItem, WorkItemDraft } from '../core/work-item.ts';
 import type { Requester } from '../core/person.ts';
+import type { AdmissionRequest, AdmissionResult } from '../approval/admission.ts';
+import type { ButtonSurface } from '../approval/press-button.ts';
+
+export type { AdmissionDraft, AdmissionRequest } from '../approval/admission.ts';
+export type { ButtonSurface } from '../approval/press-button.ts';
 
 /** What Slack's listening half needs of the configuration (picked from `Config` in app.ts). */
 interface SlackInboundSettings {
@@ -44,21 +48,38 @@ export interface InboundSettings {
   discord?: DiscordInboundSettings;
 }
 
+/** A terminal-like session whose turns die with its process (see `AdapterContext.claimSession`). */
+interface SessionClaim {
+  /** Turns of earlier sessions on this platform whose process is gone, now cancelled. */
+  cancelled: number;
+  release(): void;
+}
+
 /**
- * What a platform adapter gets from the application. Adapters never run the agent: they enqueue
- * work items, pass clicks to the approval service, and speak through their outbound client.
+ * What a platform adapter gets from the application. Adapters never run the agent and never touch
+ * the database: they ask the core to admit work, hand it what was clicked, and speak through their
+ * outbound client.
  */
 export interface AdapterContext {
   settings: InboundSettings;
-  pool: Pool;
   log: Logger;
   approvals: ApprovalService;
   skills: SkillRegistry;
   http: HttpServer;
   /** Turn lifecycle events of this process (the console follows its turns through them). */
   events: TurnEvents;
-  /** Durably enqueues a work item; acknowledge the platform only after this resolves. */
-  enqueue(draft: WorkItemDraft): Promise<WorkItem>;
+  /**
+   * The one way in for work: the policy's `mayUse`, the conversation mode, the durable enqueue (once
+   * per `eventId`), and the cards a steering message superseded. Acknowledge the platform only after
+   * this resolves.
+   */
+  admit(request: AdmissionRequest): Promise<AdmissionResult>;
+  /** Whether a conversation already exists (a thread the bot is in answers without a mention). */
+  conversationExists(conversationId: string): Promise<boolean>;
+  /** The work item a conversation is running now, if any. */
+  activeTurnOf(conversationId: string): Promise<string | undefined>;
+  /** A pressed button, decoded and done by the core for every platform; the surface answers the clicker. */
+  pressButton(value: string, by: Requester, surface: ButtonSurface): Promise<void>;
   /**
    * A 👍/👎 on a final answer: one vote per person (platform, workspace, user) and answer; the other
    * vote changes it, the same one again removes it; refused, recording nothing, to a person the policy
@@ -67,6 +88,11 @@ export interface AdapterContext {
   recordFeedback(workItemId: string, by: Requester, vote: 'up' | 'down'): Promise<FeedbackResult>;
   /** A Stop click: only the requester or an approver may stop a turn. */
   stopTurn(workItemId: string, by: Requester): Promise<StopResult>;
+  /**
+   * Holds a process-bound session of `platform` (the console's terminal) for as long as this process
+   * lives, and cancels the unfinished turns of its earlier sessions whose process is gone.
+   */
+  claimSession(platform: string, session: string, by: Requester): Promise<SessionClaim>;
 }
 
 /** The named platform's settings, or an error saying who should have supplied them. */
@@ -89,6 +115,8 @@ export interface InboundHandle {
  * the inbound half runs only where the process listens (roles all and ingress).
  */
 export interface PlatformAdapter {
+  /** What only this platform knows: its name, id shapes, DMs, guests and UI capabilities. */
+  readonly rules: PlatformRules;
   readonly outbound: Outbound;
   /** The platform's own approval card UI; without one, cards are text with buttons (approval/card.ts). */
   readonly cards?: CardRenderer;

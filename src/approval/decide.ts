@@ -189,13 +189,13 @@ async function decide(
 ): Promise<SubmitResult> {
   for (let attempt = 0; attempt < MAX_DECISION_ATTEMPTS; attempt++) {
     const read = await findEnvelopeByNonce(ctx.pool, nonce);
-    const open = verifyOpen(read, clicker);
+    const open = verifyOpen(ctx.gate, read, clicker);
     if (!open.ok) return reject(ctx, read, nonce, clicker, open.reason, { detail });
     const { envelope } = open;
     const calls = parseCalls(envelope);
     const chosen = await choose(envelope, calls);
     if (!Array.isArray(chosen)) return reject(ctx, envelope, nonce, clicker, chosen.reason, { detail });
-    const verdict = verifyAdded(envelope, calls, chosen, clicker);
+    const verdict = verifyAdded(ctx.gate, envelope, calls, chosen, clicker);
     if (!verdict.ok) return reject(ctx, envelope, nonce, clicker, verdict.reason, { detail });
     const decided = [...envelope.partial_decisions, ...chosen.map((d) => ({ ...d, by: clicker }))];
     const outcome =

@@ -19,7 +19,8 @@ function sha256(text: string): string {
 const PersonPattern = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('user'), platform: z.string(), workspace: z.string().optional(), user: z.string() }),
   z.object({ kind: z.literal('members'), platform: z.string(), workspace: z.string() }),
-  z.object({ kind: z.literal('group'), platform: z.string(), group: z.string() }),
+  // `prefix`: how the policy wrote the group; rows stored before it was kept have none.
+  z.object({ kind: z.literal('group'), platform: z.string(), group: z.string(), prefix: z.string().optional() }),
 ]);
 
 /** The policy's decision that put a call on the card: who may decide it is read from here at click time. */

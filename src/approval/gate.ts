@@ -3,6 +3,7 @@ import { admitArgs, needsApproval, riskOf, type AnyTool, type ToolKind } from '.
 import { builtinToolKind } from '../agent/tools/catalog.ts';
 import { WorkspacePaths, type RealPaths } from './real-paths.ts';
 import type { Requester } from '../core/person.ts';
+import type { PlatformDirectory } from '../core/platform-rules.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { ConversationMode } from '../core/work-item.ts';
 import type { CallPolicy } from './envelope.ts';
@@ -31,11 +32,12 @@ export interface PolicySource {
   current(): Policy;
 }
 
-/** A person as the policy knows them. Rows stored before people carried a workspace match no short Slack form. */
-function personOf(requester: Requester): Person {
-  const workspace =
-    requester.workspace ??
-    (requester.platform === 'discord' ? '@me' : requester.platform === 'slack' ? 'unknown' : 'local');
+/**
+ * A person as the policy knows them. Rows stored before people carried a workspace are compared as
+ * of the platform's `unknownWorkspace` (on Slack one no short form matches).
+ */
+function personOf(platforms: PlatformDirectory, requester: Requester): Person {
+  const workspace = requester.workspace ?? platforms.rulesOf(requester.platform).unknownWorkspace;
   return {
     platform: requester.platform,
     workspace,
@@ -46,20 +48,14 @@ function personOf(requester: Requester): Person {
   };
 }
 
-/** Where a conversation happens, from its reply target: Slack DMs are `D…` channels, Discord DMs have no guild. */
-export function whereOf(reply: ReplyTarget): Where {
-  const dm =
-    reply.platform === 'slack'
-      ? reply.channel.startsWith('D')
-      : reply.platform === 'discord'
-        ? reply.workspace === undefined
-        : reply.platform === 'console';
+/** Where a conversation happens, from its reply target; whether it is a DM, the platform says. */
+function whereOf(platforms: PlatformDirectory, reply: ReplyTarget): Where {
   return {
     platform: reply.platform,
     ...(reply.workspace !== undefined ? { workspace: reply.workspace } : {}),
     channel: reply.channel,
     ...(reply.parent !== undefined ? { parentChannel: reply.parent } : {}),
-    dm,
+    dm: platforms.rulesOf(reply.platform).isDirect(reply),
   };
 }
 
@@ -85,38 +81,58 @@ function describeTool(tool: AnyTool, args: unknown): ToolDescriptor {
 export class PolicyGate {
   readonly #policies: PolicySource;
   readonly #tools: ToolRegistry;
+  readonly #platforms: PlatformDirectory;
 
   readonly #defaultMode: ConversationMode | undefined;
 
   readonly #paths: WorkspacePaths | undefined;
 
   /**
-   * `defaultMode`: CONVERSATION_MODE; unset, Slack and Discord steer and other platforms queue.
+   * `platforms`: what each platform says of its places and people (DMs, ids of people stored without
+   * a workspace, whether a busy conversation steers).
+   * `defaultMode`: CONVERSATION_MODE; unset, platforms that steer by default steer, the others queue.
    * `workspaceRoot`: where path arguments are resolved to their real location (see real-paths.ts).
    */
-  constructor(policies: PolicySource, tools: ToolRegistry, defaultMode?: ConversationMode, workspaceRoot?: string) {
+  constructor(
+    policies: PolicySource,
+    tools: ToolRegistry,
+    platforms: PlatformDirectory,
+    defaultMode?: ConversationMode,
+    workspaceRoot?: string,
+  ) {
     this.#policies = policies;
     this.#tools = tools;
+    this.#platforms = platforms;
     this.#defaultMode = defaultMode;
     this.#paths = workspaceRoot !== undefined ? new WorkspacePaths(workspaceRoot) : undefined;
   }
 
   /** What a message does here while its conversation is busy: the policy file's, else the default. */
   conversationMode(reply: ReplyTarget): ConversationMode {
-    const set = this.#policies.current().conversationMode(whereOf(reply));
+    const set = this.#policies.current().conversationMode(this.whereOf(reply));
     if (set) return set;
     if (this.#defaultMode) return this.#defaultMode;
-    return reply.platform === 'slack' || reply.platform === 'discord' ? 'steer' : 'queue';
+    return this.#platforms.rulesOf(reply.platform).capabilities.steersByDefault ? 'steer' : 'queue';
+  }
+
+  /** Where a conversation happens, as the policy matches places (`dm` as the platform says). */
+  whereOf(reply: ReplyTarget): Where {
+    return whereOf(this.#platforms, reply);
+  }
+
+  /** The same account wherever each acted (see `PlatformDirectory.sameAccount`). */
+  sameAccount(a: Requester, b: Requester): boolean {
+    return this.#platforms.sameAccount(a, b);
   }
 
   /** Whether this person may use the bot where they wrote; outside the policy: the refusal to show. */
   mayUse(requester: Requester, reply: ReplyTarget): Admission {
-    return this.#policies.current().mayUse(personOf(requester), whereOf(reply));
+    return this.#policies.current().mayUse(this.#personOf(requester), this.whereOf(reply));
   }
 
   /** Whether this person is an approver where `reply` is (who may stop someone else's turn). */
   isApprover(person: Requester, reply: ReplyTarget): boolean {
-    return this.#policies.current().isApprover(personOf(person), whereOf(reply));
+    return this.#policies.current().isApprover(this.#personOf(person), this.whereOf(reply));
   }
 
   /**
@@ -142,8 +158,8 @@ export class PolicyGate {
     return this.#policies.current().decide({
       tool: judged.tool,
       args: judged.args,
-      where: whereOf(reply),
-      requester: personOf(requester),
+      where: this.whereOf(reply),
+      requester: this.#personOf(requester),
       facts: { ...facts, gitMetadata: judged.gitMetadata },
     });
   }
@@ -168,22 +184,24 @@ export class PolicyGate {
   hasApprovers(): boolean {
     return this.#policies.current().hasApprovers;
   }
-}
 
-/** Whether `clicker` may approve (or deny) a call whose stored decision is `stored`. */
-export function mayDecideStored(
-  stored: CallPolicy,
-  clicker: Requester,
-  requester: Requester,
-  action: 'approve' | 'deny',
-): Verdict {
-  const decision: Decision = {
-    outcome: stored.outcome,
-    rule: stored.rule,
-    approvers: stored.approvers,
-    home: stored.home,
-    risk: 'low',
-    grantable: false,
-  };
-  return mayDecide(decision, personOf(clicker), personOf(requester), action);
+  /**
+   * Whether `clicker` may approve (or deny) a call whose stored decision is `stored`: judged by the
+   * decision as stored, not by the policy in force (resume re-checks that).
+   */
+  mayDecideStored(stored: CallPolicy, clicker: Requester, requester: Requester, action: 'approve' | 'deny'): Verdict {
+    const decision: Decision = {
+      outcome: stored.outcome,
+      rule: stored.rule,
+      approvers: stored.approvers,
+      home: stored.home,
+      risk: 'low',
+      grantable: false,
+    };
+    return mayDecide(this.#platforms, decision, this.#personOf(clicker), this.#personOf(requester), action);
+  }
+
+  #personOf(requester: Requester): Person {
+    return personOf(this.#platforms, requester);
+  }
 }

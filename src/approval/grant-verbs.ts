@@ -1,11 +1,10 @@
 import { transaction } from '../db/pool.ts';
 import type { ToolCall } from '../agent/messages.ts';
 import type { GrantUse } from '../agent/call-ruling.ts';
-import { personKey, sameAccount, type Requester } from '../core/person.ts';
+import { personKey, type Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
-import { whereOf } from './gate.ts';
 import { describeArgs, grantCovers, placeOf, policyStillAllows, ruleName, type Grant } from './grants.ts';
 import { judgeAndDecide, recordOnePersonChange } from './taint.ts';
 import { claimGrantUse, findGrant, listLiveGrants, liveGrantsFor, revokeGrant } from './grant-store.ts';
@@ -32,7 +31,7 @@ export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolC
   if (!ctx.settings.grantTtlSeconds) return undefined;
   const { decision, judged: real } = await judgeAndDecide(ctx, ctx.pool, call, item.requester, item.reply);
   if (!decision.grantable) return undefined;
-  const where = whereOf(item.reply);
+  const where = ctx.gate.whereOf(item.reply);
   // Read without a transaction: most calls have no grant, and the claim below re-checks the row anyway.
   const live = await liveGrantsFor(ctx.pool, call.name, placeOf(where));
   // Judged where the paths really lead, as the grant's own arguments were when it was offered.
@@ -64,13 +63,13 @@ export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolC
 
 /** The grants a person sees from a place: the ones that apply there, and (in a DM) the ones they made anywhere. */
 export async function grantsSeenFrom(ctx: ApprovalContext, person: Requester, reply: ReplyTarget): Promise<Grant[]> {
-  const where = whereOf(reply);
+  const where = ctx.gate.whereOf(reply);
   const here = await listLiveGrants(ctx.pool, { place: placeOf(where) });
   if (!where.dm) return here;
   const mine = await listLiveGrants(ctx.pool, { createdBy: personKey(person) });
   const seen = new Set(here.map((g) => g.id));
   // `createdBy` in SQL is the platform and id; an id another Slack workspace issued is someone else.
-  return [...here, ...mine.filter((g) => !seen.has(g.id) && sameAccount(g.createdBy, person))];
+  return [...here, ...mine.filter((g) => !seen.has(g.id) && ctx.gate.sameAccount(g.createdBy, person))];
 }
 
 export type RevokeResult = { ok: true; grant: Grant } | { ok: false; reason: string };
@@ -88,7 +87,7 @@ export async function revokeFromChat(ctx: ApprovalContext, grantId: string, by: 
     channel: grant.place.channel,
     ...(grant.place.workspace ? { workspace: grant.place.workspace } : {}),
   };
-  const mayRevoke = sameAccount(by, grant.createdBy) || ctx.gate.isApprover(by, place);
+  const mayRevoke = ctx.gate.sameAccount(by, grant.createdBy) || ctx.gate.isApprover(by, place);
   if (!mayRevoke) return { ok: false, reason: 'Only whoever made this grant, or an approver, can revoke it.' };
   return revoke(ctx, grantId, by);
 }

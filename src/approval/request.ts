@@ -14,7 +14,6 @@ import type { ApprovalContext } from './context.ts';
 import { newNonce, planHash, scopeHash, type CallPolicy, type PlannedCall } from './envelope.ts';
 import { formatPattern } from '../policy/index.ts';
 import { grantOffer } from './grants.ts';
-import { whereOf } from './gate.ts';
 import { audit, insertEnvelope } from './store.ts';
 
 /**
@@ -53,7 +52,7 @@ async function planWithPolicy(
     const grant = grantOffer(
       { name: planned.name, args: judged.args },
       decision,
-      whereOf(item.reply),
+      ctx.gate.whereOf(item.reply),
       ctx.settings.grantTtlSeconds ?? 0,
     );
     const why = [decision.outcome === 'countersign' ? decision.message : undefined, movedPathsNote(judged.moved)]

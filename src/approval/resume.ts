@@ -8,7 +8,6 @@ import { canonicalJson } from './canonical-json.ts';
 import type { ApprovalContext } from './context.ts';
 import { parseCalls, planHash, scopeHash, type ApprovalScope, type EnvelopeRow } from './envelope.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
-import { mayDecideStored } from './gate.ts';
 import { planCalls } from './request.ts';
 import { refreshCard } from './show.ts';
 import { callRunsProgram, clearAfterCountersignedRun, decideCall, unvouchedChanges } from './taint.ts';
@@ -94,7 +93,7 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
     const now = await decideCall(ctx, ctx.pool, call, envelope.requester, reply.data);
     const by = deciders.get(call.id) ?? envelope.decided_by ?? envelope.requester;
     // A countersignature covers the changed files its card named; a change since is unseen content.
-    const reason = unvouchedChanges(call.policy, now) ?? policyRefusal(now, by, envelope.requester);
+    const reason = unvouchedChanges(call.policy, now) ?? policyRefusal(ctx, now, by, envelope.requester);
     if (!reason) {
       out.push(decision);
       continue;
@@ -120,11 +119,11 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
 }
 
 /** Why the policy in force refuses a call someone approved earlier, or undefined. */
-function policyRefusal(now: Decision, by: Requester, requester: Requester): string | undefined {
+function policyRefusal(ctx: ApprovalContext, now: Decision, by: Requester, requester: Requester): string | undefined {
   if (now.outcome === 'deny')
     return `the policy changed after it was approved and now refuses it (${now.rule.name}, ${now.rule.source})${now.message ? `: ${now.message}` : ''}.`;
   if (now.outcome === 'allow') return undefined;
-  const verdict = mayDecideStored(
+  const verdict = ctx.gate.mayDecideStored(
     { outcome: now.outcome, rule: now.rule, approvers: now.approvers, home: now.home },
     by,
     requester,

@@ -1,6 +1,6 @@
 import { personKey, type Requester } from '../core/person.ts';
 import { parseCalls, type EnvelopeRow, type PlannedCall } from './envelope.ts';
-import { mayDecideStored } from './gate.ts';
+import type { PolicyGate } from './gate.ts';
 import type { CallDecision } from '../core/work-item.ts';
 
 /** A decision recorded on the envelope, with who made it. */
@@ -13,14 +13,18 @@ export type Verdict = { ok: true } | { ok: false; reason: string };
  * names as its approver. Envelopes stored before the policy list their approvers as `platform:user`.
  * Which calls they may approve is checked per call (`verifyAdded`).
  */
-function mayDecide(envelope: Pick<EnvelopeRow, 'approvers' | 'requester' | 'calls'>, clicker: Requester): boolean {
+function mayDecide(
+  gate: PolicyGate,
+  envelope: Pick<EnvelopeRow, 'approvers' | 'requester' | 'calls'>,
+  clicker: Requester,
+): boolean {
   const calls = parseCalls(envelope);
   if (calls.some((c) => c.policy)) {
     return calls.some(
       (c) =>
         c.policy &&
-        (mayDecideStored(c.policy, clicker, envelope.requester, 'approve').ok ||
-          mayDecideStored(c.policy, clicker, envelope.requester, 'deny').ok),
+        (gate.mayDecideStored(c.policy, clicker, envelope.requester, 'approve').ok ||
+          gate.mayDecideStored(c.policy, clicker, envelope.requester, 'deny').ok),
     );
   }
   const id = personKey(clicker);
@@ -37,6 +41,7 @@ function approverHint(envelope: Pick<EnvelopeRow, 'approvers'>): string {
  * unexpired by the database's clock, and the clicker is the requester or an approver.
  */
 export function verifyOpen(
+  gate: PolicyGate,
   envelope: EnvelopeRow | undefined,
   clicker: Requester,
 ): { ok: true; envelope: EnvelopeRow } | { ok: false; reason: string } {
@@ -47,7 +52,7 @@ export function verifyOpen(
   if (envelope.status === 'expired' || envelope.expired_now) {
     return { ok: false, reason: 'This request has expired; nothing was run. Ask again if it is still needed.' };
   }
-  if (!mayDecide(envelope, clicker)) {
+  if (!mayDecide(gate, envelope, clicker)) {
     return {
       ok: false,
       reason: `You are not allowed to decide on this request; only the requester or an approver can${approverHint(envelope)}.`,
@@ -86,6 +91,7 @@ export function alreadyDecided(calls: PlannedCall[], recorded: RecordedDecision)
  * against whoever made them, so an approver's approval never counts as the requester's.
  */
 export function verifyAdded(
+  gate: PolicyGate,
   envelope: EnvelopeRow,
   calls: PlannedCall[],
   added: CallDecision[],
@@ -113,7 +119,7 @@ export function verifyAdded(
   for (const d of added) {
     const policy = byId.get(d.toolCallId)?.policy;
     if (!policy) continue;
-    const verdict = mayDecideStored(policy, clicker, envelope.requester, d.approved ? 'approve' : 'deny');
+    const verdict = gate.mayDecideStored(policy, clicker, envelope.requester, d.approved ? 'approve' : 'deny');
     if (!verdict.ok) {
       const index = calls.findIndex((c) => c.id === d.toolCallId);
       return { ok: false, reason: calls.length > 1 ? `Call ${index + 1}: ${verdict.reason}` : verdict.reason };

@@ -65,7 +65,7 @@ export function revokeGrantValue(grantId: string): string {
 }
 
 /** The grant a Revoke button revokes, or undefined for any other value. */
-export function parseRevokeGrant(value: string): string | undefined {
+function parseRevokeGrant(value: string): string | undefined {
   const id = value.startsWith(REVOKE_GRANT_PREFIX) ? value.slice(REVOKE_GRANT_PREFIX.length) : '';
   return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
 }
@@ -78,7 +78,7 @@ export function feedbackValue(workItemId: string, vote: 'up' | 'down'): string {
 }
 
 /** The turn and vote a feedback button carries, or undefined for any other value. */
-export function parseFeedback(value: string): { workItemId: string; vote: 'up' | 'down' } | undefined {
+function parseFeedback(value: string): { workItemId: string; vote: 'up' | 'down' } | undefined {
   const match = /^feedback:(up|down):([0-9a-f-]{36})$/.exec(value);
   return match ? { vote: match[1] as 'up' | 'down', workItemId: match[2]! } : undefined;
 }
@@ -93,4 +93,30 @@ export function stopButtonValue(workItemId: string): string {
 export function parseStopButton(value: string): string | undefined {
   const id = value.startsWith(STOP_BUTTON_PREFIX) ? value.slice(STOP_BUTTON_PREFIX.length) : '';
   return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
+}
+
+/** What a pressed button asks for: every button value Countersign writes, decoded in one place. */
+export type ButtonVerb =
+  /** Deny with a reason: open the form; deciding waits for its submission. */
+  | { verb: 'deny-form'; nonce: string }
+  /** Show one call's whole arguments to the clicker. */
+  | { verb: 'full-arguments'; nonce: string; call: number }
+  | { verb: 'feedback'; workItemId: string; vote: 'up' | 'down' }
+  | { verb: 'revoke-grant'; grantId: string }
+  | { verb: 'stop'; workItemId: string }
+  /** Anything else is a card's decision (or a forged value), which the approval service verifies. */
+  | { verb: 'decide'; value: string };
+
+export function decodeButton(value: string): ButtonVerb {
+  const card = ButtonPayload.safeParse(value);
+  if (card.success && card.data.decision === 'R') return { verb: 'deny-form', nonce: card.data.nonce };
+  if (card.success && card.data.decision.startsWith('f'))
+    return { verb: 'full-arguments', nonce: card.data.nonce, call: Number(card.data.decision.slice(1)) };
+  const feedback = parseFeedback(value);
+  if (feedback) return { verb: 'feedback', ...feedback };
+  const grantId = parseRevokeGrant(value);
+  if (grantId) return { verb: 'revoke-grant', grantId };
+  const stopId = parseStopButton(value);
+  if (stopId) return { verb: 'stop', workItemId: stopId };
+  return { verb: 'decide', value };
 }

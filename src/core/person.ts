@@ -24,20 +24,13 @@ export function personKey(person: Pick<Requester, 'platform' | 'userId'>): strin
 }
 
 /**
- * Platforms whose user ids are unique only within the workspace that issued them (Slack's `U…` ids
- * outside Enterprise Grid). Every other platform's ids name one account everywhere. The policy's
- * own copy of this fact is in src/policy/person.ts, which imports nothing of the app.
+ * The same account, where both people act in the same conversation (taking over one's own
+ * follow-up, stopping one's own turn from its Stop button or session): the same id, vouched for by
+ * the same workspace. Within one conversation the same account always carries the same workspace,
+ * so this needs no platform's rules; across places, ask `PlatformDirectory.sameAccount`.
  */
-const WORKSPACE_SCOPED_IDS: ReadonlySet<string> = new Set(['slack']);
-
-/**
- * The same account, for what a person may do to their own things (stop their turn, take over their
- * follow-up, revoke their grant, list their grants): the same id, from the same workspace where
- * ids are scoped to one. An id another workspace issued is someone else.
- */
-export function sameAccount(a: Requester, b: Requester): boolean {
-  if (a.platform !== b.platform || a.userId !== b.userId) return false;
-  return !WORKSPACE_SCOPED_IDS.has(a.platform) || (a.workspace ?? '') === (b.workspace ?? '');
+export function sameAccountHere(a: Requester, b: Requester): boolean {
+  return a.platform === b.platform && a.userId === b.userId && (a.workspace ?? '') === (b.workspace ?? '');
 }
 
 /**

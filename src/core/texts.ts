@@ -1,5 +1,3 @@
-import { personKey, type Requester } from './person.ts';
-
 /**
  * What people read when a turn does not end with the model's own answer, in one place, so every
  * platform and every path says the same thing the same way.
@@ -11,8 +9,8 @@ function after(shown: string, line: string): string {
 }
 
 export const TEXTS = {
-  stopped: (shown: string, by: Requester) =>
-    after(shown, `_Stopped by ${by.platform === 'console' ? 'you' : personKey(by)}._`),
+  /** `who`: "you" where the platform has one person per conversation, else the person's id. */
+  stopped: (shown: string, who: string) => after(shown, `_Stopped by ${who}._`),
   feedbackRecorded: (vote: 'up' | 'down') =>
     `Thanks — your ${vote === 'up' ? '👍' : '👎'} is recorded with this answer.`,
   grantRevoked: (grantId: string) => `Revoked grant ${grantId.slice(0, 8)}: from now on those calls ask again.`,

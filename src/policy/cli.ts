@@ -3,6 +3,7 @@ import { builtinPolicy, type PolicyOptions } from './defaults.ts';
 import type { Policy, ToolDescriptor, Where } from './engine.ts';
 import { formatPolicyProblem, loadPolicyFile } from './parse.ts';
 import { formatPattern, personFromId } from './person.ts';
+import type { PolicyPlatforms } from './platforms.ts';
 import { TOOL_KINDS, type ToolKind } from './schema.ts';
 
 /** What a policy command prints (stdout lines) and its exit code. */
@@ -17,18 +18,31 @@ export interface CommandResult {
  */
 export type ToolKinds = ReadonlyMap<string, ToolKind>;
 
-const POLICY_USAGE = [
-  'Usage: countersign policy <command>',
-  '  check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups ID,…] [--policy FILE] [--kind KIND] [--mcp trusted|untrusted] [--hints read-only|destructive|additive]',
-  '      the outcome for one call and the rule that decided it. PERSON is slack:T…:U… or discord:GUILD:USER;',
-  '      WHERE is dm (default), a channel id (C0123ABCD), or platform:workspace:channel;',
-  '      --groups: the Discord role ids or Slack user group ids PERSON has there;',
-  '      --policy: the policy file to ask (default: POLICY_FILE; neither: the built-in policy)',
-  '  lint [FILE]   every problem in a policy file (default: POLICY_FILE), as file:line:column; exits 1 on any',
-];
+/** The usage, with ids of the platforms the policy knows as examples. */
+function policyUsage(platforms: PolicyPlatforms): string[] {
+  const people = platforms
+    .all()
+    .slice(0, 2)
+    .map((r) => `${r.name}:${r.ids.examples.workspace}:${r.ids.examples.user}`);
+  const person = `platform:workspace:user${people.length ? ` (e.g. ${people.join(' or ')})` : ''}`;
+  const [channel] = platforms.all().map((r) => r.ids.examples.channel);
+  const groups = platforms
+    .all()
+    .filter((r) => r.ids.groupPrefix !== undefined)
+    .map((r) => r.ids.groupPrefix);
+  return [
+    'Usage: countersign policy <command>',
+    '  check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups ID,…] [--policy FILE] [--kind KIND] [--mcp trusted|untrusted] [--hints read-only|destructive|additive]',
+    `      the outcome for one call and the rule that decided it. PERSON is ${person};`,
+    `      WHERE is dm (default), a channel id${channel ? ` (${channel})` : ''}, or platform:workspace:channel;`,
+    `      --groups: the ids of the groups PERSON is in there${groups.length ? ` (as in ${groups.map((g) => `${g}:ID`).join(', ')})` : ''};`,
+    '      --policy: the policy file to ask (default: POLICY_FILE; neither: the built-in policy)',
+    '  lint [FILE]   every problem in a policy file (default: POLICY_FILE), as file:line:column; exits 1 on any',
+  ];
+}
 
 /** `countersign policy lint [FILE]`. */
-function policyLint(file: string, options: PolicyOptions = {}): CommandResult {
+function policyLint(file: string, options: PolicyOptions): CommandResult {
   const result = loadPolicyFile(file, options);
   if (result.ok) return { lines: [`${file}: ok`], exitCode: 0 };
   const lines = result.problems.map(formatPolicyProblem);
@@ -36,8 +50,9 @@ function policyLint(file: string, options: PolicyOptions = {}): CommandResult {
   return { lines, exitCode: 1 };
 }
 
-function parseWhere(text: string, platform: string, workspace: string): Where | string {
-  if (text === 'dm') return { platform, ...(workspace !== '@me' ? { workspace } : {}), dm: true };
+/** `direct`: the workspace a person in a DM is vouched for by where it is no id (`@me`); a DM then has none. */
+function parseWhere(text: string, platform: string, workspace: string, direct: string | undefined): Where | string {
+  if (text === 'dm') return { platform, ...(workspace !== direct ? { workspace } : {}), dm: true };
   const parts = text.split(':');
   if (parts.length === 1) return { platform, workspace, channel: text, dm: false };
   if (parts.length === 3 && parts[0] === platform)
@@ -57,16 +72,22 @@ interface PolicyCheckInput {
 }
 
 /** `countersign policy check …` against `policy`; `kinds` names what the built-in tools are. */
-function policyCheck(policy: Policy, input: PolicyCheckInput, kinds: ToolKinds = new Map()): CommandResult {
-  const fail = (line: string): CommandResult => ({ lines: [line, ...POLICY_USAGE], exitCode: 2 });
-  const person = personFromId(input.as);
+function policyCheck(
+  policy: Policy,
+  input: PolicyCheckInput,
+  platforms: PolicyPlatforms,
+  kinds: ToolKinds = new Map(),
+): CommandResult {
+  const fail = (line: string): CommandResult => ({ lines: [line, ...policyUsage(platforms)], exitCode: 2 });
+  const person = personFromId(input.as, platforms);
   if ('error' in person) return fail(`--as: ${person.error}`);
   const groups = (input.groups ?? '')
     .split(',')
     .map((g) => g.trim())
     .filter(Boolean);
   const requester = groups.length ? { ...person, groups } : person;
-  const where = parseWhere(input.where ?? 'dm', requester.platform, requester.workspace);
+  const direct = platforms.rulesOf(requester.platform).ids.directWorkspace;
+  const where = parseWhere(input.where ?? 'dm', requester.platform, requester.workspace, direct);
   if (typeof where === 'string') return fail(where);
   let args: unknown;
   try {
@@ -107,13 +128,15 @@ function policyCheck(policy: Policy, input: PolicyCheckInput, kinds: ToolKinds =
 /**
  * `countersign policy …`: `args` are the words after `policy`. `file` is POLICY_FILE, which
  * `check --policy FILE` and `lint FILE` override (neither: `check` asks the built-in policy).
+ * `options.platforms` are the platforms a policy may name.
  */
 export function policyCommand(
   args: string[],
-  env: { file?: string; options?: PolicyOptions; toolKinds?: ToolKinds } = {},
+  env: { file?: string; options: PolicyOptions; toolKinds?: ToolKinds },
 ): CommandResult {
   const [command, ...rest] = args;
-  const options = env.options ?? {};
+  const { options } = env;
+  const POLICY_USAGE = policyUsage(options.platforms);
   try {
     if (command === 'lint') {
       const file = rest[0] ?? env.file;
@@ -144,7 +167,7 @@ export function policyCommand(
         if (!loaded.ok) return { lines: loaded.problems.map(formatPolicyProblem), exitCode: 1 };
         policy = loaded.policy;
       }
-      return policyCheck(policy, { ...values, as: values.as, tool: values.tool }, env.toolKinds);
+      return policyCheck(policy, { ...values, as: values.as, tool: values.tool }, options.platforms, env.toolKinds);
     }
   } catch (error) {
     if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))

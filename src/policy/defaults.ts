@@ -1,11 +1,14 @@
 import { compileNameGlob, compilePathGlob } from './glob.ts';
 import type { CompiledRule, DecideInput, PolicyParts } from './engine.ts';
 import { Policy } from './engine.ts';
-import { parsePerson, PERSON_ID_SHAPES, type PersonPattern } from './person.ts';
+import { parsePerson, type PersonPattern } from './person.ts';
+import { groupPrefixes, type PolicyPlatforms } from './platforms.ts';
 import type { Outcome, Risk, ToolKind } from './schema.ts';
 
-/** What the deployment tells the engine; every field has a default. */
+/** What the deployment tells the engine; every field but `platforms` has a default. */
 export interface PolicyOptions {
+  /** The platforms a policy may name: their id shapes, whose ids are workspace-scoped, who is a guest. */
+  platforms: PolicyPlatforms;
   /** APPROVERS, as written there (`slack:U…`, `discord:…`); bad entries are skipped (config reports them). */
   approvers?: readonly string[];
   /**
@@ -77,15 +80,18 @@ const kinds = (...k: ToolKind[]) => ({ kinds: k });
 
 /**
  * APPROVERS as patterns. Entries of a platform the policy has no id rules for (one an embedding
- * application adds, `platform:id`) name that account as written; config.ts validated the rest.
+ * application adds without describing it, `platform:id`) name that account as written; config.ts
+ * validated the rest.
  */
-export function approverPatterns(entries: readonly string[]): PersonPattern[] {
+export function approverPatterns(entries: readonly string[], platforms: PolicyPlatforms): PersonPattern[] {
+  const prefixes = groupPrefixes(platforms);
   return entries.flatMap((entry) => {
-    const parsed = parsePerson(entry.trim());
+    const parsed = parsePerson(entry.trim(), platforms);
     if (parsed.ok) return [parsed.pattern];
     const other = /^([a-z][a-z0-9-]*):([^\s:]+)$/.exec(entry.trim());
-    if (other && !Object.hasOwn(PERSON_ID_SHAPES, other[1]!) && !other[1]!.includes('-'))
-      return [{ kind: 'user' as const, platform: other[1]!, user: other[2]! }];
+    const name = other?.[1] ?? '';
+    if (other && !platforms.has(name) && !prefixes.has(name) && !name.includes('-'))
+      return [{ kind: 'user' as const, platform: name, user: other[2]! }];
     return [];
   });
 }
@@ -97,7 +103,7 @@ export function approverPatterns(entries: readonly string[]): PersonPattern[] {
  */
 export function builtinRules(
   haveApprovers: boolean,
-  options: PolicyOptions = {},
+  options: Omit<PolicyOptions, 'platforms'> = {},
 ): Pick<PolicyParts, 'fallback' | 'floors' | 'taint'> {
   const high: Outcome = haveApprovers && options.twoPersonRule !== false ? 'countersign' : 'ask';
   const skills = (options.customSkillsDir ?? 'skills').replace(/^\.\/|\/+$/g, '') || 'skills';
@@ -162,10 +168,11 @@ export function builtinRules(
 }
 
 /** The policy in force without a policy file: the built-in rules alone, everyone may use the bot. */
-export function builtinPolicy(options: PolicyOptions = {}): Policy {
-  const defaultApprovers = approverPatterns(options.approvers ?? []);
+export function builtinPolicy(options: PolicyOptions): Policy {
+  const defaultApprovers = approverPatterns(options.approvers ?? [], options.platforms);
   return new Policy({
     source: BUILT_IN,
+    platforms: options.platforms,
     home: [],
     defaultApprovers,
     rules: [],

@@ -1,6 +1,7 @@
 import { type Glob } from './glob.ts';
 import { commandOf, isRecord, isShellString, pathsOf } from './call-args.ts';
 import { formatPattern, personMatches, samePerson, type Person, type PersonPattern } from './person.ts';
+import type { PolicyPlatforms } from './platforms.ts';
 import type { Outcome, Risk, ToolKind } from './schema.ts';
 
 /** What kind of tool is called: the caller says, so the engine never imports tools. */
@@ -67,7 +68,7 @@ export interface Decision {
   /** Who may decide (besides the requester, for `ask`); empty for `allow` and `deny`. */
   approvers: PersonPattern[];
   risk: Risk;
-  /** Workspaces whose short Slack ids count (see person.ts), frozen so `mayDecide` needs nothing else. */
+  /** Workspaces whose short ids count (see person.ts), frozen so `mayDecide` needs no policy. */
   home: string[];
   /** Whether an approval of this call may become a standing grant ("Always allow here"). */
   grantable: boolean;
@@ -128,6 +129,8 @@ export interface CompiledRule {
 export interface PolicyParts {
   /** `built-in` or the file the policy came from. */
   source: string;
+  /** What the policy knows of the platforms it names (whose ids are workspace-scoped, who is a guest). */
+  platforms: PolicyPlatforms;
   /** Home workspace ids (see person.ts). */
   home: string[];
   defaultApprovers: PersonPattern[];
@@ -231,13 +234,18 @@ function matchesWhere(want: CompiledWhere | undefined, where: Where): boolean {
   return true;
 }
 
-function ruleMatches(rule: CompiledRule, input: DecideInput, home: readonly string[]): boolean {
+function ruleMatches(
+  platforms: PolicyPlatforms,
+  rule: CompiledRule,
+  input: DecideInput,
+  home: readonly string[],
+): boolean {
   return (
     rule.tools.some((g) => g.test(input.tool.name)) &&
     (!rule.kinds || rule.kinds.includes(input.tool.kind)) &&
     matchesMcp(rule, input.tool) &&
     matchesWhere(rule.where, input.where) &&
-    (!rule.from || rule.from.some((p) => personMatches(p, input.requester, home))) &&
+    (!rule.from || rule.from.some((p) => personMatches(platforms, p, input.requester, home))) &&
     matchesPaths(rule, input.args) &&
     matchesCommand(rule, input.args) &&
     matchesArgs(rule, input.args) &&
@@ -245,16 +253,29 @@ function ruleMatches(rule: CompiledRule, input: DecideInput, home: readonly stri
   );
 }
 
-/** A Slack person whose id another org issued (Slack Connect) counts as a guest, whatever the adapter said. */
-function isGuest(person: Person, where: Where): boolean {
+/**
+ * A person whose id another workspace issued than the conversation's counts as a guest on platforms
+ * that say so (a Slack Connect user of another org), whatever the adapter said.
+ */
+function isGuest(platforms: PolicyPlatforms, person: Person, where: Where): boolean {
   if (person.guest) return true;
-  return person.platform === 'slack' && where.workspace !== undefined && person.workspace !== where.workspace;
+  return (
+    platforms.rulesOf(person.platform).foreignIdsAreGuests &&
+    where.workspace !== undefined &&
+    person.workspace !== where.workspace
+  );
 }
 
-function whoMatches(who: CompiledWho, person: Person, where: Where, home: readonly string[]): boolean {
-  if (who.people && !who.people.some((p) => personMatches(p, person, home))) return false;
+function whoMatches(
+  platforms: PolicyPlatforms,
+  who: CompiledWho,
+  person: Person,
+  where: Where,
+  home: readonly string[],
+): boolean {
+  if (who.people && !who.people.some((p) => personMatches(platforms, p, person, home))) return false;
   if (who.workspaces && !who.workspaces.includes(`${person.platform}:${person.workspace}`)) return false;
-  if (who.guest !== undefined && who.guest !== isGuest(person, where)) return false;
+  if (who.guest !== undefined && who.guest !== isGuest(platforms, person, where)) return false;
   return matchesWhere(who, where);
 }
 
@@ -276,19 +297,21 @@ export class Policy {
   /** Whether a requester may use the bot here at all; outside the policy they get `refusal` and no turn. */
   mayUse(requester: Person, where: Where): Admission {
     const gate = this.#parts.requesters;
-    // The console is the operator's own terminal.
-    if (!gate || requester.platform === 'console') return { ok: true };
+    const { platforms } = this.#parts;
+    // The operator's own terminal (the console) is never turned away.
+    if (!gate || platforms.rulesOf(requester.platform).operatorTerminal === true) return { ok: true };
     const home = this.#home(where);
     const refused = { ok: false as const, refusal: gate.refusal ?? DEFAULT_REFUSAL };
-    if (gate.deny?.some((who) => whoMatches(who, requester, where, home))) return refused;
-    if (gate.allow && !gate.allow.some((who) => whoMatches(who, requester, where, home))) return refused;
+    if (gate.deny?.some((who) => whoMatches(platforms, who, requester, where, home))) return refused;
+    if (gate.allow && !gate.allow.some((who) => whoMatches(platforms, who, requester, where, home))) return refused;
     return { ok: true };
   }
 
   /** The outcome for one tool call: the first matching rule of the file, then the built-in defaults. */
   decide(input: DecideInput): Decision {
     const home = this.#home(input.where);
-    const first = (rules: CompiledRule[]) => rules.find((r) => ruleMatches(r, input, home));
+    const { platforms } = this.#parts;
+    const first = (rules: CompiledRule[]) => rules.find((r) => ruleMatches(platforms, r, input, home));
     const builtin = first(this.#parts.fallback);
     if (!builtin) throw new Error('the built-in rules end in a catch-all; this cannot happen');
     let rule = first(this.#parts.rules) ?? builtin;
@@ -298,7 +321,8 @@ export class Policy {
       const diff = STRICTNESS[floor.outcome] - STRICTNESS[rule.outcome];
       if (diff > 0 || (diff === 0 && rule.ref.source === floor.ref.source)) rule = floor;
     }
-    const tainted = this.#parts.taint && ruleMatches(this.#parts.taint, input, home) ? this.#parts.taint : undefined;
+    const tainted =
+      this.#parts.taint && ruleMatches(platforms, this.#parts.taint, input, home) ? this.#parts.taint : undefined;
     if (tainted && STRICTNESS[tainted.outcome] > STRICTNESS[rule.outcome]) rule = tainted;
     const classified = floor && RISK_ORDER[floor.risk!] > RISK_ORDER[builtin.risk!] ? floor.risk! : builtin.risk!;
     const needsDecision = rule.outcome === 'ask' || rule.outcome === 'countersign';
@@ -335,12 +359,12 @@ export class Policy {
   /** Whether `person` is one of the policy's approvers (the file's `approvers:`, else APPROVERS) there. */
   isApprover(person: Person, where: Where): boolean {
     const home = this.#home(where);
-    return this.#parts.defaultApprovers.some((p) => personMatches(p, person, home));
+    return this.#parts.defaultApprovers.some((p) => personMatches(this.#parts.platforms, p, person, home));
   }
 
   /** See the free function `mayDecide`. */
   mayDecide(decision: Decision, clicker: Person, requester: Person, action: 'approve' | 'deny' = 'approve'): Verdict {
-    return mayDecide(decision, clicker, requester, action);
+    return mayDecide(this.#parts.platforms, decision, clicker, requester, action);
   }
 
   #home(where: Where): string[] {
@@ -355,18 +379,20 @@ const describeRule = (rule: RuleRef) => `${rule.name}, ${rule.source}`;
  * Whether `clicker` may approve (or deny) a call decided as `decision`, asked by `requester`.
  * `ask`: the requester or an approver. `countersign`: an approver who is not the requester — the
  * requester may still deny (withdraw) their own call. `allow` and `deny` take no decision.
+ * `platforms` says whose ids are workspace-scoped (who is the same person).
  */
 export function mayDecide(
+  platforms: PolicyPlatforms,
   decision: Decision,
   clicker: Person,
   requester: Person,
   action: 'approve' | 'deny' = 'approve',
 ): Verdict {
-  const isRequester = samePerson(clicker, requester);
+  const isRequester = samePerson(platforms, clicker, requester);
   // The two-person rule fails closed: one user id is one person to it, whatever workspace a payload
   // named (Slack's Enterprise Grid can send different team ids for the same person).
   const mightBeRequester = isRequester || (clicker.platform === requester.platform && clicker.user === requester.user);
-  const isApprover = decision.approvers.some((p) => personMatches(p, clicker, decision.home));
+  const isApprover = decision.approvers.some((p) => personMatches(platforms, p, clicker, decision.home));
   switch (decision.outcome) {
     case 'allow':
       return { ok: false, reason: 'This call runs without a decision.' };

@@ -12,7 +12,8 @@ export {
 } from './engine.ts';
 export { builtinPolicy } from './defaults.ts';
 export { formatPolicyProblem, loadPolicyFile, parsePolicy } from './parse.ts';
-export { formatPattern, parsePerson, personMatches, type Person, type PersonPattern } from './person.ts';
+export { formatPattern, parsePerson, personMatches, samePerson, type Person, type PersonPattern } from './person.ts';
+export type { PolicyPlatforms } from './platforms.ts';
 export { PolicyFileError, PolicyFile } from './policy-file.ts';
 export { policyCommand, type ToolKinds } from './cli.ts';
 export { grantPatternMatches, narrowestGrantPattern } from './grant-patterns.ts';

@@ -5,10 +5,12 @@ import { approverPatterns, builtinRules, type PolicyOptions } from './defaults.t
 import { Policy, type CompiledRule, type CompiledWho, type CompiledWhere, type PolicyParts } from './engine.ts';
 import { compileNameGlob, compilePathGlob } from './glob.ts';
 import { parsePerson, type PersonPattern } from './person.ts';
+import type { PolicyPlatforms } from './platforms.ts';
 import {
   APPROVERS_GROUP,
   GROUP_NAME,
-  PolicySchema,
+  policySchema,
+  type PolicySchema,
   type RuleSchema,
   type WhereMatch,
   type WhoMatch,
@@ -126,9 +128,16 @@ class Resolver {
   readonly #groups: Record<string, string[]>;
   readonly #approversEnv: PersonPattern[];
   readonly #where: Locator;
+  readonly #platforms: PolicyPlatforms;
   readonly #expanded = new Map<string, PersonPattern[]>();
 
-  constructor(groups: Record<string, string[]>, approversEnv: PersonPattern[], where: Locator) {
+  constructor(
+    groups: Record<string, string[]>,
+    approversEnv: PersonPattern[],
+    where: Locator,
+    platforms: PolicyPlatforms,
+  ) {
+    this.#platforms = platforms;
     this.#groups = groups;
     this.#approversEnv = approversEnv;
     this.#where = where;
@@ -179,7 +188,7 @@ class Resolver {
       }
       return this.#group(ref, path, stack);
     }
-    const parsed = parsePerson(ref);
+    const parsed = parsePerson(ref, this.#platforms);
     return parsed.ok ? [parsed.pattern] : [];
   }
 
@@ -211,13 +220,13 @@ function who(match: WhoMatch, resolve: Resolver, path: Path): CompiledWho {
  * Parses and validates a policy file's text (YAML, or JSON, which is YAML too), reporting every
  * problem with its line and column, and compiles it. Never throws on bad input.
  */
-export function parsePolicy(text: string, file: string, options: PolicyOptions = {}): PolicyParse {
-  const read = readPolicySpec(text, file);
+export function parsePolicy(text: string, file: string, options: PolicyOptions): PolicyParse {
+  const read = readPolicySpec(text, file, options.platforms);
   if (!read.ok) return read;
   const { spec, locate } = read;
 
-  const approversEnv = approverPatterns(options.approvers ?? []);
-  const resolve = new Resolver(spec.groups ?? {}, approversEnv, locate);
+  const approversEnv = approverPatterns(options.approvers ?? [], options.platforms);
+  const resolve = new Resolver(spec.groups ?? {}, approversEnv, locate, options.platforms);
   const problems = resolve.problems;
   const defaultApprovers = resolve.people(spec.approvers, ['approvers']) ?? approversEnv;
   const compiling: RuleCompiling = { file, locate, resolve, defaultApprovers, names: new Set<string>() };
@@ -229,6 +238,7 @@ export function parsePolicy(text: string, file: string, options: PolicyOptions =
     ok: true,
     policy: new Policy({
       source: file,
+      platforms: options.platforms,
       home: (spec.workspaces ?? []).map((w) => w.slice(w.indexOf(':') + 1)),
       defaultApprovers,
       ...(requesters ? { requesters } : {}),
@@ -249,7 +259,7 @@ export function parsePolicy(text: string, file: string, options: PolicyOptions =
 type SpecRead = { ok: true; spec: PolicySchema; locate: Locator } | { ok: false; problems: PolicyProblem[] };
 
 /** The file's YAML checked against the schema, with the positions of its nodes; or its problems. */
-function readPolicySpec(text: string, file: string): SpecRead {
+function readPolicySpec(text: string, file: string, platforms: PolicyPlatforms): SpecRead {
   const locate = new Locator(file);
   const doc = parseDocument(text, { lineCounter: locate.lineCounter, uniqueKeys: true, prettyErrors: false });
   locate.contents = doc.contents as Node | null;
@@ -268,7 +278,7 @@ function readPolicySpec(text: string, file: string): SpecRead {
       ok: false,
       problems: [locate.at(0, 'the policy file is empty; write at least "rules: []" (see docs/policy.md)')],
     };
-  const parsed = PolicySchema.safeParse(raw);
+  const parsed = policySchema(platforms).safeParse(raw);
   if (!parsed.success) return { ok: false, problems: zodProblems(parsed.error, locate, raw) };
   return { ok: true, spec: parsed.data, locate };
 }
@@ -379,7 +389,7 @@ function dedupe(problems: PolicyProblem[]): PolicyProblem[] {
 }
 
 /** Reads and parses a policy file; an unreadable file is one problem at 1:1. */
-export function loadPolicyFile(file: string, options: PolicyOptions = {}): PolicyParse & { text?: string } {
+export function loadPolicyFile(file: string, options: PolicyOptions): PolicyParse & { text?: string } {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

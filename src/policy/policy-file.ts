@@ -71,7 +71,7 @@ export class PolicyFile {
   #timer: NodeJS.Timeout | undefined;
   readonly #listeners = new Set<(change: PolicyChange) => void>();
 
-  constructor(options: PolicyFileOptions = {}) {
+  constructor(options: PolicyFileOptions) {
     this.#options = options;
     this.#file = options.file === undefined ? undefined : path.resolve(options.file);
     this.#policy = builtinPolicy(options);

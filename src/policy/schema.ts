@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { grantPatternProblem } from './grant-patterns.ts';
 import { compileNameGlob, compilePathGlob, GlobError } from './glob.ts';
 import { parsePerson } from './person.ts';
+import { examples, type PolicyPlatforms } from './platforms.ts';
 
 /**
  * The policy file's format (YAML or JSON), declared once. Every object is strict: a misspelt key is
@@ -20,9 +21,6 @@ export type ToolKind = z.infer<typeof ToolKind>;
 const RISKS = ['low', 'medium', 'high'] as const;
 export const Risk = z.enum(RISKS, { error: `expected one of ${RISKS.join(', ')}` });
 export type Risk = z.infer<typeof Risk>;
-
-const PLATFORMS = ['slack', 'discord', 'console'] as const;
-const Platform = z.enum(PLATFORMS, { error: `expected one of ${PLATFORMS.join(', ')}` });
 
 /** A group defined in the file, or the reserved name for the APPROVERS variable. */
 /** Group names are lower-case, so an id that lost its platform (`U123`) is never read as one. */
@@ -58,142 +56,192 @@ const globProblem = (compile: (g: string) => unknown) => (value: string) => {
 const ToolGlob = checked('a tool name or glob such as github__*', globProblem(compileNameGlob));
 const PathGlob = checked('a path glob such as runbooks/**', globProblem(compilePathGlob));
 
-/** A person, a platform group (`discord-role:…`, `slack-usergroup:…`) or the name of a group in the file. */
-const PersonRef = checked('a person id, a role or user group, or a group name', (value) => {
-  if (GROUP_NAME.test(value) || value === APPROVERS_GROUP) return undefined;
-  const parsed = parsePerson(value);
-  return parsed.ok ? undefined : parsed.message;
+const Scalar = z.union([z.string(), z.number(), z.boolean(), z.null()], {
+  error: 'expected a string, number, true/false or null',
 });
 
-const WORKSPACE = { slack: /^[TE][A-Z0-9]{2,}$/, discord: /^\d{1,20}$/, console: /^\S+$/ } as const;
-const CHANNEL = { slack: /^[CGD][A-Z0-9]{2,}$/, discord: /^\d{1,20}$/, console: /^\S+$/ } as const;
-
-function platformId(kind: 'workspace' | 'channel', value: string, allowBare: boolean): string | undefined {
+/** A platform's id of one kind, written `platform:ID` (or, for a channel, a bare id). */
+function platformId(
+  platforms: PolicyPlatforms,
+  kind: 'workspace' | 'channel',
+  value: string,
+  allowBare: boolean,
+): string | undefined {
   const shown = JSON.stringify(value);
-  const example = kind === 'workspace' ? 'slack:T0123ABCD or discord:123456789012345678' : 'slack:C0123ABCD';
+  // Two workspaces show that the platform varies; one channel is example enough.
+  const example = examples(platforms, kind, kind === 'workspace' ? 2 : 1).join(' or ');
   if (value.startsWith('#'))
     return `${shown}: write the channel's id (${example}), not its name — names change, ids do not`;
-  const match = /^([a-z]+):(.+)$/.exec(value);
+  const match = /^([a-z][a-z0-9_-]*):(.+)$/.exec(value);
   if (!match) {
     if (allowBare && /^[A-Za-z0-9]+$/.test(value)) return undefined;
     return `${shown} is not platform:${kind}-id (e.g. ${example})`;
   }
   const [, platform = '', id = ''] = match;
-  const shapes = kind === 'workspace' ? WORKSPACE : CHANNEL;
-  if (!Object.hasOwn(shapes, platform)) return `${shown} names an unknown platform "${platform}"`;
-  if (!shapes[platform as keyof typeof shapes].test(id))
-    return `${shown} is not a ${platform} ${kind} id${platform === 'slack' && shapes.slack.test(id.toUpperCase()) ? ' (Slack ids are upper-case)' : ''} (e.g. ${example})`;
+  if (!platforms.has(platform)) return `${shown} names an unknown platform "${platform}"`;
+  const rules = platforms.rulesOf(platform);
+  const shape = rules.ids[kind];
+  if (!shape.test(id)) {
+    const hint =
+      rules.ids.upperCase && shape.test(id.toUpperCase()) ? ` (${rules.displayName} ids are upper-case)` : '';
+    // The first platforms' examples show the form; a platform past them shows its own id.
+    const shownFirst = platforms
+      .all()
+      .slice(0, 2)
+      .some((r) => r.name === platform);
+    const own = shownFirst ? example : `${platform}:${rules.ids.examples[kind]}`;
+    return `${shown} is not a ${platform} ${kind} id${hint} (e.g. ${own})`;
+  }
   return undefined;
 }
 
-const WorkspaceId = checked('a workspace such as slack:T0123ABCD', (v) => platformId('workspace', v, false));
-const ChannelId = checked('a channel such as slack:C0123ABCD', (v) => platformId('channel', v, true));
+/** The parts of the format that check ids against the platforms' shapes. */
+function idSchemas(platforms: PolicyPlatforms) {
+  const names = platforms.all().map((r) => r.name);
+  const expected = `expected one of ${names.join(', ')}`;
+  const platform = z.string({ error: expected }).refine((v) => platforms.has(v), { error: expected });
 
-/** Where a call is asked, or where a requester speaks: every given field must hold; a list means any of. */
-export const WhereMatch = z.strictObject({
-  platforms: oneOrMany(Platform).optional(),
-  workspaces: oneOrMany(WorkspaceId).optional(),
-  channels: oneOrMany(ChannelId).optional(),
-  dm: z.boolean({ error: 'expected true or false' }).optional(),
-});
-export type WhereMatch = z.infer<typeof WhereMatch>;
+  /** A person, a platform group (`discord-role:…`, `slack-usergroup:…`) or the name of a group in the file. */
+  const personRef = checked('a person id, a role or user group, or a group name', (value) => {
+    if (GROUP_NAME.test(value) || value === APPROVERS_GROUP) return undefined;
+    const parsed = parsePerson(value, platforms);
+    return parsed.ok ? undefined : parsed.message;
+  });
 
-/** Who a requester entry means. `workspaces` is the requester's own (the one that issued their id). */
-export const WhoMatch = z.preprocess(
-  (v) => (typeof v === 'string' ? { people: [v] } : v),
-  z.strictObject(
-    {
-      people: oneOrMany(PersonRef).optional(),
-      workspaces: oneOrMany(WorkspaceId).optional(),
-      platforms: oneOrMany(Platform).optional(),
-      channels: oneOrMany(ChannelId).optional(),
-      dm: z.boolean({ error: 'expected true or false' }).optional(),
-      guest: z.boolean({ error: 'expected true or false' }).optional(),
-    },
-    { error: 'expected a person, a group name, or an object of people, workspaces, platforms, channels, dm, guest' },
-  ),
-);
-export type WhoMatch = z.infer<typeof WhoMatch>;
+  const [first] = examples(platforms, 'workspace', 1);
+  const [firstChannel] = examples(platforms, 'channel', 1);
+  const workspaceId = checked(`a workspace such as ${first ?? 'platform:ID'}`, (v) =>
+    platformId(platforms, 'workspace', v, false),
+  );
+  const channelId = checked(`a channel such as ${firstChannel ?? 'platform:ID'}`, (v) =>
+    platformId(platforms, 'channel', v, true),
+  );
 
-const Scalar = z.union([z.string(), z.number(), z.boolean(), z.null()], {
-  error: 'expected a string, number, true/false or null',
-});
+  /** Where a call is asked, or where a requester speaks: every given field must hold; a list means any of. */
+  const whereMatch = z.strictObject({
+    platforms: oneOrMany(platform).optional(),
+    workspaces: oneOrMany(workspaceId).optional(),
+    channels: oneOrMany(channelId).optional(),
+    dm: z.boolean({ error: 'expected true or false' }).optional(),
+  });
 
-export const RuleSchema = z.strictObject({
-  name: text('a rule name').optional(),
-  tool: oneOrMany(ToolGlob),
-  kind: oneOrMany(ToolKind).optional(),
-  mcp: z
-    .strictObject({
-      trusted: z.boolean({ error: 'expected true or false' }).optional(),
-      readOnly: z.boolean({ error: 'expected true or false' }).optional(),
-      destructive: z.boolean({ error: 'expected true or false' }).optional(),
-    })
-    .optional(),
-  paths: oneOrMany(PathGlob).optional(),
-  /** A prefix of run_command's argv: `kubectl get` or `[kubectl, get]`. */
-  command: z
-    .preprocess(
-      (v) => (typeof v === 'string' ? v.trim().split(/\s+/).filter(Boolean) : v),
-      z
-        .array(text('a program or argument'), {
-          error: 'expected a command prefix such as "kubectl get" or [kubectl, get]',
-        })
-        .min(1, 'expected a command prefix such as "kubectl get" or [kubectl, get]'),
-    )
-    .optional(),
-  args: z.record(z.string(), z.union([Scalar, z.array(Scalar)])).optional(),
-  from: oneOrMany(PersonRef).optional(),
-  where: WhereMatch.optional(),
-  outcome: Outcome,
-  approvers: oneOrMany(PersonRef).optional(),
-  message: text('a message').optional(),
-  risk: Risk.optional(),
-  /** May a person turn an approval under this rule into a standing grant ("Always allow here")? */
-  grantable: z.boolean({ error: 'expected true or false' }).optional(),
-  /**
-   * How wide such a grant may be, per argument: patterns (see grant-patterns.ts). An argument
-   * without one is granted exactly as it was called.
-   */
-  grant: z
-    .record(z.string(), oneOrMany(text('a grant pattern')))
-    .superRefine((patterns, ctx) => {
-      for (const [arg, sources] of Object.entries(patterns)) {
-        for (const [i, source] of sources.entries()) {
-          const problem = grantPatternProblem(arg, source);
-          if (problem) ctx.addIssue({ code: 'custom', path: [arg, i], message: problem });
+  /** Who a requester entry means. `workspaces` is the requester's own (the one that issued their id). */
+  const whoMatch = z.preprocess(
+    (v) => (typeof v === 'string' ? { people: [v] } : v),
+    z.strictObject(
+      {
+        people: oneOrMany(personRef).optional(),
+        workspaces: oneOrMany(workspaceId).optional(),
+        platforms: oneOrMany(platform).optional(),
+        channels: oneOrMany(channelId).optional(),
+        dm: z.boolean({ error: 'expected true or false' }).optional(),
+        guest: z.boolean({ error: 'expected true or false' }).optional(),
+      },
+      { error: 'expected a person, a group name, or an object of people, workspaces, platforms, channels, dm, guest' },
+    ),
+  );
+
+  return { personRef, workspaceId, whereMatch, whoMatch };
+}
+
+/** The format, with ids checked against the platforms' shapes. */
+function buildSchemas(platforms: PolicyPlatforms) {
+  const { personRef, workspaceId, whereMatch, whoMatch } = idSchemas(platforms);
+  const rule = z.strictObject({
+    name: text('a rule name').optional(),
+    tool: oneOrMany(ToolGlob),
+    kind: oneOrMany(ToolKind).optional(),
+    mcp: z
+      .strictObject({
+        trusted: z.boolean({ error: 'expected true or false' }).optional(),
+        readOnly: z.boolean({ error: 'expected true or false' }).optional(),
+        destructive: z.boolean({ error: 'expected true or false' }).optional(),
+      })
+      .optional(),
+    paths: oneOrMany(PathGlob).optional(),
+    /** A prefix of run_command's argv: `kubectl get` or `[kubectl, get]`. */
+    command: z
+      .preprocess(
+        (v) => (typeof v === 'string' ? v.trim().split(/\s+/).filter(Boolean) : v),
+        z
+          .array(text('a program or argument'), {
+            error: 'expected a command prefix such as "kubectl get" or [kubectl, get]',
+          })
+          .min(1, 'expected a command prefix such as "kubectl get" or [kubectl, get]'),
+      )
+      .optional(),
+    args: z.record(z.string(), z.union([Scalar, z.array(Scalar)])).optional(),
+    from: oneOrMany(personRef).optional(),
+    where: whereMatch.optional(),
+    outcome: Outcome,
+    approvers: oneOrMany(personRef).optional(),
+    message: text('a message').optional(),
+    risk: Risk.optional(),
+    /** May a person turn an approval under this rule into a standing grant ("Always allow here")? */
+    grantable: z.boolean({ error: 'expected true or false' }).optional(),
+    /**
+     * How wide such a grant may be, per argument: patterns (see grant-patterns.ts). An argument
+     * without one is granted exactly as it was called.
+     */
+    grant: z
+      .record(z.string(), oneOrMany(text('a grant pattern')))
+      .superRefine((patterns, ctx) => {
+        for (const [arg, sources] of Object.entries(patterns)) {
+          for (const [i, source] of sources.entries()) {
+            const problem = grantPatternProblem(arg, source);
+            if (problem) ctx.addIssue({ code: 'custom', path: [arg, i], message: problem });
+          }
         }
-      }
-    })
-    .optional(),
-});
-export type RuleSchema = z.infer<typeof RuleSchema>;
+      })
+      .optional(),
+  });
 
-export const PolicySchema = z.strictObject({
-  version: z.literal(1, { error: 'expected version: 1' }).optional(),
-  /** Home workspaces: where short Slack ids (`slack:U…`) are valid. */
-  workspaces: oneOrMany(WorkspaceId).optional(),
-  groups: z.record(z.string(), oneOrMany(PersonRef)).optional(),
-  /** Who decides `ask` and `countersign` rules that name no approvers; default: APPROVERS. */
-  approvers: oneOrMany(PersonRef).optional(),
-  requesters: z
-    .strictObject({
-      allow: z.array(WhoMatch).optional(),
-      deny: z.array(WhoMatch).optional(),
-      refusal: text('a refusal message').optional(),
-    })
-    .optional(),
-  rules: z.array(RuleSchema).default([]),
-  /** Per place, what a message does while its conversation is busy (first match; see docs/conversations.md). */
-  conversations: z
-    .array(
-      z.strictObject({
-        where: WhereMatch.optional(),
-        mode: z.enum(['queue', 'steer', 'interrupt', 'collect'], {
-          error: 'expected queue, steer, interrupt or collect',
+  const policy = z.strictObject({
+    version: z.literal(1, { error: 'expected version: 1' }).optional(),
+    /** Home workspaces: where short ids of workspace-scoped platforms (`slack:U…`) are valid. */
+    workspaces: oneOrMany(workspaceId).optional(),
+    groups: z.record(z.string(), oneOrMany(personRef)).optional(),
+    /** Who decides `ask` and `countersign` rules that name no approvers; default: APPROVERS. */
+    approvers: oneOrMany(personRef).optional(),
+    requesters: z
+      .strictObject({
+        allow: z.array(whoMatch).optional(),
+        deny: z.array(whoMatch).optional(),
+        refusal: text('a refusal message').optional(),
+      })
+      .optional(),
+    rules: z.array(rule).default([]),
+    /** Per place, what a message does while its conversation is busy (first match; see docs/conversations.md). */
+    conversations: z
+      .array(
+        z.strictObject({
+          where: whereMatch.optional(),
+          mode: z.enum(['queue', 'steer', 'interrupt', 'collect'], {
+            error: 'expected queue, steer, interrupt or collect',
+          }),
         }),
-      }),
-    )
-    .optional(),
-});
-export type PolicySchema = z.infer<typeof PolicySchema>;
+      )
+      .optional(),
+  });
+
+  return { policy, rule, whereMatch, whoMatch };
+}
+
+type Schemas = ReturnType<typeof buildSchemas>;
+export type WhereMatch = z.infer<Schemas['whereMatch']>;
+export type WhoMatch = z.infer<Schemas['whoMatch']>;
+export type RuleSchema = z.infer<Schemas['rule']>;
+export type PolicySchema = z.infer<Schemas['policy']>;
+
+// A policy file is re-read on every edit: its schema is built once per set of platforms.
+const schemas = new WeakMap<PolicyPlatforms, Schemas['policy']>();
+
+/** The policy file's schema for these platforms: ids are checked against their shapes. */
+export function policySchema(platforms: PolicyPlatforms): Schemas['policy'] {
+  let schema = schemas.get(platforms);
+  if (!schema) {
+    schema = buildSchemas(platforms).policy;
+    schemas.set(platforms, schema);
+  }
+  return schema;
+}

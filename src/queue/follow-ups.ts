@@ -1,7 +1,7 @@
 import { transaction, type Pool, type Queryable } from '../db/pool.ts';
 import type { TurnState } from '../agent/turn-state.ts';
 import { saveCheckpoint } from '../agent/turn-store.ts';
-import { sameAccount } from '../core/person.ts';
+import { sameAccountHere } from '../core/person.ts';
 import { WorkItem, type ConversationMode } from '../core/work-item.ts';
 import { anyQueuedBehind, lockQueuedBehind, markQueuedItemsTaken } from './turn-lifecycle.ts';
 
@@ -40,7 +40,7 @@ export async function lockFollowUps(
       next.input.prompt !== undefined &&
       !next.input.approval &&
       !next.input.skill &&
-      sameAccount(next.requester, item.requester);
+      sameAccountHere(next.requester, item.requester);
     if (!takeable) break;
     out.push({ id: next.id, prompt: next.input.prompt!, mode: next.mode ?? 'queue' });
   }

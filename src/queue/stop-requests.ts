@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { readStopRequest, readTurnOwner, recordStopRequest } from './turn-lifecycle.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
-import { personKey, sameAccount, type Requester } from '../core/person.ts';
+import { personKey, sameAccountHere, type Requester } from '../core/person.ts';
 
 export const STOP_CHANNEL = 'countersign_stop';
 export class StopRequested extends Error {
@@ -30,7 +30,7 @@ export async function requestStop(
   const row = await readTurnOwner(pool, workItemId);
   if (!row) return { ok: false, reason: 'That turn does not exist.' };
   const reply = ReplyTarget.safeParse(row.reply);
-  const isRequester = sameAccount(by, row.requester);
+  const isRequester = sameAccountHere(by, row.requester);
   if (!isRequester && !(reply.success && isApprover(by, reply.data))) {
     return { ok: false, reason: 'Only the person who asked, or an approver, can stop this.' };
   }

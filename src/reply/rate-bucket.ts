@@ -56,11 +56,33 @@ export async function waitForToken(
  * Takes a token only if one is free now; otherwise gives the reservation back and returns false.
  * For optional calls with a fallback (a native stream when edits would do), which should never wait.
  */
-export async function tryTakeToken(db: Queryable, key: string, bucket: BucketShape): Promise<boolean> {
+async function tryTakeToken(db: Queryable, key: string, bucket: BucketShape): Promise<boolean> {
   if ((await takeToken(db, key, bucket)) === 0) return true;
   await db.query('UPDATE countersign.rate_buckets SET tokens = LEAST($2::float8, tokens + 1) WHERE key = $1', [
     key,
     bucket.capacity,
   ]);
   return false;
+}
+
+/**
+ * The shared buckets, as platform outbounds use them: they get this instead of the database, so an
+ * adapter reaches Postgres only through the budgets it spends.
+ */
+export class RateBuckets {
+  readonly #db: Queryable;
+
+  constructor(db: Queryable) {
+    this.#db = db;
+  }
+
+  /** Takes a token and waits until it may be used. */
+  wait(key: string, bucket: BucketShape, signal?: AbortSignal): Promise<void> {
+    return waitForToken(this.#db, key, bucket, signal);
+  }
+
+  /** Takes a token only if one is free now (see `tryTakeToken`). */
+  tryTake(key: string, bucket: BucketShape): Promise<boolean> {
+    return tryTakeToken(this.#db, key, bucket);
+  }
 }

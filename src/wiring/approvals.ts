@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Pool } from '../db/pool.ts';
 import type { CardRenderer } from '../core/approval-card.ts';
+import type { PlatformDirectory } from '../core/platform-rules.ts';
 import type { OutboundRegistry } from '../reply/outbound.ts';
 import { ApprovalService } from '../approval/service.ts';
 import { CardRenderers } from '../approval/card-renderers.ts';
@@ -13,8 +14,9 @@ import type { AgentTools } from './tools.ts';
 /**
  * POLICY_FILE (or the built-in policy), loaded and watched. The policy file and the MCP config are
  * guarded like scripts when they live inside the agent's workspace: writing them changes the agent.
+ * `platforms`: the platforms a policy may name (their id shapes and rules).
  */
-export function openPolicyFile(config: Config, log: Logger): PolicyFile {
+export function openPolicyFile(config: Config, log: Logger, platforms: PlatformDirectory): PolicyFile {
   const workspace = path.resolve(process.cwd(), config.AGENT_WORKSPACE_ROOT);
   const protectedPaths = [config.POLICY_FILE, config.MCP_CONFIG].flatMap((file) => {
     if (!file) return [];
@@ -22,6 +24,7 @@ export function openPolicyFile(config: Config, log: Logger): PolicyFile {
     return inside && !inside.startsWith('..') && !path.isAbsolute(inside) ? [inside.split(path.sep).join('/')] : [];
   });
   const policyFile = new PolicyFile({
+    platforms,
     ...(config.POLICY_FILE ? { file: config.POLICY_FILE } : {}),
     approvers: config.APPROVERS,
     twoPersonRule: config.APPROVAL_TWO_PERSON_RULE,
@@ -41,6 +44,8 @@ interface ApprovalWiring {
   pool: Pool;
   outbounds: OutboundRegistry;
   policies: PolicyFile;
+  /** What each platform says of its places and people, for the policy gate. */
+  platformRules: PlatformDirectory;
   agentTools: AgentTools;
   /** The card renderers of the platforms that draw their own cards. */
   cardRenderers: CardRenderer[];
@@ -53,7 +58,13 @@ interface ApprovalWiring {
 export function createApprovals(wiring: ApprovalWiring): { gate: PolicyGate; approvals: ApprovalService } {
   const { config, agentTools } = wiring;
   const { tools, catalog, scope } = agentTools;
-  const gate = new PolicyGate(wiring.policies, tools, config.CONVERSATION_MODE, catalog.workspaceRoot);
+  const gate = new PolicyGate(
+    wiring.policies,
+    tools,
+    wiring.platformRules,
+    config.CONVERSATION_MODE,
+    catalog.workspaceRoot,
+  );
   const approvals = new ApprovalService({
     pool: wiring.pool,
     outbounds: wiring.outbounds,

@@ -1,3 +1,4 @@
+import type { PlatformDirectory } from '../core/platform-rules.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Pool } from '../db/pool.ts';
@@ -32,6 +33,8 @@ interface WorkerWiring {
   skills: SkillRegistry;
   outbounds: OutboundRegistry;
   approvals: ApprovalService;
+  /** What each platform is called and can show (its adapter's rules). */
+  platforms: PlatformDirectory;
   /** Replaces the configured model (tests, benchmarks). */
   provider?: ModelProvider;
   /** Called when the worker pools die on their own: the process should stop and be restarted. */
@@ -120,12 +123,11 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
     draining: controls.draining.signal,
     approvals: wiring.approvals,
     systemPrompt: (item) =>
-      buildSystemPrompt(
-        {
-          agentName: config.AGENT_NAME,
-          sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET), ...catalog.promptNotes],
-        },
-        item,
-      ),
+      buildSystemPrompt({
+        agentName: config.AGENT_NAME,
+        platformName: wiring.platforms.rulesOf(item.reply.platform).displayName,
+        sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET), ...catalog.promptNotes],
+      }),
+    platforms: wiring.platforms,
   });
 }

@@ -74,10 +74,14 @@ export function folderOf(file: string): string {
 }
 
 /** Folder pairs that import each other, each pair once, with one example import each way. */
-export function mutualFolders(graph: Map<string, string[]>): string[] {
+export function mutualFolders(
+  graph: Map<string, string[]>,
+  allowed: (from: string, to: string) => boolean = () => false,
+): string[] {
   const edges = new Map<string, string>();
   for (const [from, tos] of graph) {
     for (const to of tos) {
+      if (allowed(from, to)) continue;
       const a = folderOf(from);
       const b = folderOf(to);
       if (a !== b && !edges.has(`${a} -> ${b}`)) edges.set(`${a} -> ${b}`, `${from} -> ${to}`);

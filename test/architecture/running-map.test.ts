@@ -59,6 +59,15 @@ const REENTRY_INTERFACES: Array<{ through: string; matches: (module: string, ste
     matches: (_, steps) => steps.join() === '1,4',
   },
   {
+    through:
+      'The composition root’s closures (`src/app.ts`): the adapter context (`admit`, `pressButton`) a delivery calls, and the turn-metrics listeners the worker’s events call',
+    matches: (module) => module === 'src/app.ts',
+  },
+  {
+    through: 'A platform’s `PlatformRules` (`src/adapters/<platform>/rules.ts`), asked through `PlatformDirectory`',
+    matches: (module) => /^src\/adapters\/[^/]+\/rules\.ts$/.test(module) || module === 'src/core/platform-rules.ts',
+  },
+  {
     through: 'The exported verbs of `src/queue/turn-lifecycle.ts` (enqueue, start, park, continue, settle)',
     matches: (module) => module === 'src/queue/turn-lifecycle.ts',
   },

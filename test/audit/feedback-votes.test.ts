@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { platformDirectory } from '../../src/adapters/registry.ts';
 import { ToolRegistry } from '../../src/agent/tools/registry.ts';
 import { PolicyGate } from '../../src/approval/gate.ts';
 import { recordFeedback, type Vote } from '../../src/audit/feedback.ts';
@@ -55,9 +56,10 @@ describe('feedback: one vote per person per answer', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cs-feedback-'));
     const file = path.join(dir, 'policy.yaml');
     writeFileSync(file, POLICY);
-    const policyFile = new PolicyFile({ file });
+    const platforms = platformDirectory();
+    const policyFile = new PolicyFile({ file, platforms });
     policyFile.load();
-    gate = new PolicyGate(policyFile, new ToolRegistry());
+    gate = new PolicyGate(policyFile, new ToolRegistry(), platforms);
   });
   afterAll(async () => {
     await pool.end();

@@ -29,6 +29,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { platformDirectory } from '../../src/adapters/registry.ts';
 import { parseMcpConfig } from '../../src/agent/tools/mcp/config.ts';
 import { PriceTable } from '../../src/model-prices.ts';
 import { formatPolicyProblem, parsePolicy } from '../../src/policy/parse.ts';
@@ -197,7 +198,7 @@ function lintYaml(block: Block): string[] {
   }
   // `lineOffset`: the page line before the policy text's first line.
   const asPolicy = (policy: string, lineOffset: number) => {
-    const parsed = parsePolicy(policy, block.page);
+    const parsed = parsePolicy(policy, block.page, { platforms: platformDirectory() });
     return parsed.ok ? [] : parsed.problems.map((p) => formatPolicyProblem({ ...p, line: p.line + lineOffset }));
   };
   if (isMap(value) && POLICY_KEYS.some((k) => k in value)) return asPolicy(block.text, block.line);

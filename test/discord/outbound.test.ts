@@ -1,3 +1,4 @@
+import { RateBuckets } from '../../src/reply/rate-bucket.ts';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordCardRenderer } from '../../src/adapters/discord/cards.ts';
@@ -59,7 +60,11 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
     // pool.end() can resolve while a connection is still closing; DROP … WITH (FORCE) then ends it.
     pool.on('error', () => undefined);
     // As configured: the REST base without /v10.
-    outbound = new DiscordOutbound(createRest(fake.token, fake.restUrl), pool, fake.scene.applicationId);
+    outbound = new DiscordOutbound(
+      createRest(fake.token, fake.restUrl),
+      new RateBuckets(pool),
+      fake.scene.applicationId,
+    );
     cards = new DiscordCardRenderer(outbound);
     target = { platform: 'discord', channel: fake.scene.channelId };
   });
@@ -117,7 +122,11 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
         };
       },
     });
-    const dm = new DiscordOutbound(createRest(fake.token, fake.restUrl), counting, fake.scene.applicationId);
+    const dm = new DiscordOutbound(
+      createRest(fake.token, fake.restUrl),
+      new RateBuckets(counting),
+      fake.scene.applicationId,
+    );
     const to: ReplyTarget = { platform: 'discord', channel };
     const { messageId } = await dm.post(to, 'one');
     await dm.edit(to, messageId, 'two');

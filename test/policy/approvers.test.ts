@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { builtinPolicy, loadPolicyFile } from '../../src/policy/index.ts';
+import { platforms } from './helpers.ts';
 
 describe("the policy's approvers (who may also stop someone else's turn)", () => {
   it('match roles, full and short forms, the short Slack form only in a home workspace', () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'cs-policy-')), 'policy.yaml');
     writeFileSync(file, 'version: 1\nworkspaces: [slack:T0HOME001]\napprovers: [discord-role:222, slack:U0SRE0001]\n');
-    const loaded = loadPolicyFile(file, {});
+    const loaded = loadPolicyFile(file, { platforms });
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
     const policy = loaded.policy;
     const guild = { platform: 'discord', workspace: 'G1', channel: '5', dm: false };
@@ -21,7 +22,7 @@ describe("the policy's approvers (who may also stop someone else's turn)", () =>
   });
 
   it('are APPROVERS without a policy file', () => {
-    const policy = builtinPolicy({ approvers: ['slack:T0HOME001:U0BOB0001'] });
+    const policy = builtinPolicy({ platforms, approvers: ['slack:T0HOME001:U0BOB0001'] });
     const where = { platform: 'slack', workspace: 'T0HOME001', channel: 'C1', dm: false };
     expect(policy.isApprover({ platform: 'slack', workspace: 'T0HOME001', user: 'U0BOB0001' }, where)).toBe(true);
     expect(policy.isApprover({ platform: 'slack', workspace: 'T0HOME001', user: 'U0EVE0001' }, where)).toBe(false);
@@ -33,7 +34,7 @@ describe("the policy's approvers (who may also stop someone else's turn)", () =>
       file,
       'version: 1\nrules:\n  - name: ops-deploys\n    tool: deploy__*\n    where: { channels: [discord:555] }\n    outcome: ask\n',
     );
-    const loaded = loadPolicyFile(file, {});
+    const loaded = loadPolicyFile(file, { platforms });
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
     const decide = (where: { channel: string; parentChannel?: string }) =>
       loaded.policy.decide({

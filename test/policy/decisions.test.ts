@@ -9,10 +9,10 @@ import {
   type ToolDescriptor,
   type Where,
 } from '../../src/policy/index.ts';
-import { opsPolicy, people, places, tools } from './helpers.ts';
+import { opsPolicy, people, places, platforms, tools } from './helpers.ts';
 
-const alone = builtinPolicy();
-const withApprovers = builtinPolicy({ approvers: ['slack:U0SRE0001', 'discord:333333333333333333'] });
+const alone = builtinPolicy({ platforms });
+const withApprovers = builtinPolicy({ platforms, approvers: ['slack:U0SRE0001', 'discord:333333333333333333'] });
 const ops = opsPolicy();
 
 interface Case {

@@ -14,7 +14,7 @@ import { policyCommand } from '../../src/policy/index.ts';
 import { enqueueWorkItem } from '../../src/queue/turn-lifecycle.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { restingStatus, testConfig, waitFor } from '../helpers/harness.ts';
-import { builtinToolKinds as toolKinds } from './helpers.ts';
+import { builtinToolKinds as toolKinds, platforms } from './helpers.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';
 
 const HOME = 'T0OPS0001';
@@ -389,7 +389,7 @@ describe('the policy, enforced by the running bot', () => {
           ...(c.who.groups ? ['--groups', c.who.groups.join(',')] : []),
           ...(MCP_FLAGS[c.tool] ?? []),
         ],
-        { file: policyFile, options: {}, toolKinds },
+        { file: policyFile, options: { platforms }, toolKinds },
       );
       expect(check.exitCode).toBe(0);
       const line = (key: string) => check.lines.find((l) => l.startsWith(`${key}: `))?.slice(key.length + 2);

@@ -7,11 +7,12 @@ import {
 } from '../../src/policy/index.ts';
 import { grantCovers, grantOffer, policyStillAllows, ruleName } from '../../src/approval/grants.ts';
 import type { Decision, Where } from '../../src/policy/index.ts';
+import { platforms } from './helpers.ts';
 
 const OPS: Where = { platform: 'slack', workspace: 'T1', channel: 'C0OPS0001', dm: false };
 
 function decide(policyText: string, tool: string, args: Record<string, unknown>, where: Where = OPS): Decision {
-  const parsed = parsePolicy(policyText, 'policy.yaml', { approvers: ['slack:U0SRE0001'] });
+  const parsed = parsePolicy(policyText, 'policy.yaml', { platforms, approvers: ['slack:U0SRE0001'] });
   if (!parsed.ok) throw new Error(parsed.problems.map(formatPolicyProblem).join('\n'));
   return parsed.policy.decide({
     tool: { name: tool, kind: tool === 'run_command' ? 'exec' : 'write' },
@@ -61,7 +62,7 @@ describe('grant patterns', () => {
 
   it('are refused with their place in the file when they cannot compile, or on a rule that cannot be granted', () => {
     const problemsOf = (text: string) => {
-      const parsed = parsePolicy(text, 'policy.yaml', {});
+      const parsed = parsePolicy(text, 'policy.yaml', { platforms });
       return parsed.ok ? '' : parsed.problems.map(formatPolicyProblem).join('\n');
     };
     expect(

@@ -1,6 +1,7 @@
+import { platformDirectory } from '../../src/adapters/registry.ts';
 import { describe, expect, it } from 'vitest';
 import { grantOffer, policyStillAllows, ruleName } from '../../src/approval/grants.ts';
-import { mayBeSamePerson, sameAccount, type Requester } from '../../src/core/person.ts';
+import { mayBeSamePerson, sameAccountHere, type Requester } from '../../src/core/person.ts';
 import {
   builtinPolicy,
   grantPatternMatches,
@@ -10,13 +11,13 @@ import {
   type ToolDescriptor,
   type Where,
 } from '../../src/policy/index.ts';
-import { people, places, tools } from './helpers.ts';
+import { people, places, platforms, tools } from './helpers.ts';
 
 /** Policy findings of issue 30 that need no running bot: each case failed before the fix. */
-const withApprovers = builtinPolicy({ approvers: ['slack:U0SRE0001'] });
+const withApprovers = builtinPolicy({ platforms, approvers: ['slack:U0SRE0001'] });
 
 function parsed(yaml: string): Policy {
-  const result = parsePolicy(yaml, 'policy.yaml', {});
+  const result = parsePolicy(yaml, 'policy.yaml', { platforms });
   if (!result.ok) throw new Error(result.problems.map((p) => p.message).join('\n'));
   return result.policy;
 }
@@ -83,7 +84,7 @@ describe('floors: writes that a one-person click must not make', () => {
       grantable: false,
     });
     // Nobody could countersign: the taint changes nothing (a single person still gets work done).
-    expect(run(['a'], builtinPolicy())).toMatchObject({ outcome: 'ask', rule: { name: 'default:exec' } });
+    expect(run(['a'], builtinPolicy({ platforms }))).toMatchObject({ outcome: 'ask', rule: { name: 'default:exec' } });
     // A rule that allows the program is overruled while the workspace is changed.
     const allowMake = parsed(
       'version: 1\napprovers: [slack:T0OPS0001:U0SRE0001]\nrules:\n  - tool: run_command\n    command: make\n    outcome: allow\n',
@@ -190,15 +191,19 @@ describe('identity', () => {
   const slackIn = (workspace: string, userId = 'U0DEV0001'): Requester => ({ platform: 'slack', userId, workspace });
 
   it('compares the full identity for what a person may do to their own things', () => {
-    expect(sameAccount(slackIn('T0OPS0001'), slackIn('T0OPS0001'))).toBe(true);
-    expect(sameAccount(slackIn('T0OPS0001'), slackIn('T0OTHER01'))).toBe(false);
+    const platforms = platformDirectory();
+    expect(platforms.sameAccount(slackIn('T0OPS0001'), slackIn('T0OPS0001'))).toBe(true);
+    expect(platforms.sameAccount(slackIn('T0OPS0001'), slackIn('T0OTHER01'))).toBe(false);
     // Discord ids name one account everywhere: the guild the person spoke in does not matter.
     expect(
-      sameAccount(
+      platforms.sameAccount(
         { platform: 'discord', userId: '1', workspace: '10' },
         { platform: 'discord', userId: '1', workspace: '@me' },
       ),
     ).toBe(true);
+    // Within one conversation (a Stop, a follow-up) the same account carries the same workspace.
+    expect(sameAccountHere(slackIn('T0OPS0001'), slackIn('T0OPS0001'))).toBe(true);
+    expect(sameAccountHere(slackIn('T0OPS0001'), slackIn('T0OTHER01'))).toBe(false);
   });
 
   it('fails closed when deciding whether a clicker is the requester (Enterprise Grid team ids)', () => {
@@ -216,6 +221,6 @@ describe('identity', () => {
       home: ['E0GRID001'],
     };
     // Even named as an approver, the requester's own id from another team cannot countersign.
-    expect(mayDecide(approverDecision, sameIdOtherTeam, people.dev).ok).toBe(false);
+    expect(mayDecide(platforms, approverDecision, sameIdOtherTeam, people.dev).ok).toBe(false);
   });
 });

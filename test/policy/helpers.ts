@@ -1,12 +1,16 @@
 import path from 'node:path';
+import { platformDirectory } from '../../src/adapters/registry.ts';
 import { builtinTools, kindsByName } from '../../src/agent/tools/catalog.ts';
 import { createSkillTools } from '../../src/skills/index.ts';
 import { loadPolicyFile, type Person, type Policy, type ToolDescriptor, type Where } from '../../src/policy/index.ts';
 
+/** The built-in platforms, as the app passes them to the policy. */
+export const platforms = platformDirectory();
+
 export const OPS_TEAM = path.resolve(import.meta.dirname, '../fixtures/policy/ops-team.yaml');
 
 export function opsPolicy(): Policy {
-  const loaded = loadPolicyFile(OPS_TEAM);
+  const loaded = loadPolicyFile(OPS_TEAM, { platforms });
   if (!loaded.ok) throw new Error(loaded.problems.map((p) => p.message).join('\n'));
   return loaded.policy;
 }

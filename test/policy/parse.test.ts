@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatPolicyProblem, parsePolicy } from '../../src/policy/index.ts';
+import { platforms } from './helpers.ts';
 
 /** `file:line:column` of `token` on line `line` of `text` (1-based), as a problem should report it. */
 function at(file: string, text: string, line: number, token: string): string {
@@ -9,7 +10,7 @@ function at(file: string, text: string, line: number, token: string): string {
 }
 
 function problems(text: string, file = 'policy.yaml', approvers: string[] = []): string[] {
-  const parsed = parsePolicy(text, file, { approvers });
+  const parsed = parsePolicy(text, file, { platforms, approvers });
   return parsed.ok ? [] : parsed.problems.map(formatPolicyProblem);
 }
 

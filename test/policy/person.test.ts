@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { parsePerson, personMatches, type Person, type PersonPattern } from '../../src/policy/index.ts';
+import { platforms } from './helpers.ts';
 
 const pattern = (text: string): PersonPattern => {
-  const parsed = parsePerson(text);
+  const parsed = parsePerson(text, platforms);
   if (!parsed.ok) throw new Error(parsed.message);
   return parsed.pattern;
 };
 const problem = (text: string) => {
-  const parsed = parsePerson(text);
+  const parsed = parsePerson(text, platforms);
   return parsed.ok ? undefined : parsed.message;
 };
 const ana: Person = { platform: 'slack', workspace: 'T0HOME001', user: 'U0ANA0001' };
@@ -27,8 +28,18 @@ describe('parsePerson', () => {
 
   it('reads whole workspaces, roles and user groups', () => {
     expect(pattern('slack:T0HOME001:*')).toEqual({ kind: 'members', platform: 'slack', workspace: 'T0HOME001' });
-    expect(pattern('discord-role:222')).toEqual({ kind: 'group', platform: 'discord', group: '222' });
-    expect(pattern('slack-usergroup:S0ONCALL1')).toEqual({ kind: 'group', platform: 'slack', group: 'S0ONCALL1' });
+    expect(pattern('discord-role:222')).toEqual({
+      kind: 'group',
+      platform: 'discord',
+      prefix: 'discord-role',
+      group: '222',
+    });
+    expect(pattern('slack-usergroup:S0ONCALL1')).toEqual({
+      kind: 'group',
+      platform: 'slack',
+      prefix: 'slack-usergroup',
+      group: 'S0ONCALL1',
+    });
   });
 
   it('refuses an id without a platform', () => {
@@ -51,33 +62,35 @@ describe('parsePerson', () => {
 
 describe('personMatches', () => {
   it('matches a short Slack id only in a home workspace', () => {
-    expect(personMatches(pattern('slack:U0ANA0001'), ana, ['T0HOME001'])).toBe(true);
-    expect(personMatches(pattern('slack:U0ANA0001'), lookalike, ['T0HOME001'])).toBe(false);
+    expect(personMatches(platforms, pattern('slack:U0ANA0001'), ana, ['T0HOME001'])).toBe(true);
+    expect(personMatches(platforms, pattern('slack:U0ANA0001'), lookalike, ['T0HOME001'])).toBe(false);
   });
 
   it('matches a short Slack id nowhere when no home is known (fails closed)', () => {
-    expect(personMatches(pattern('slack:U0ANA0001'), ana)).toBe(false);
+    expect(personMatches(platforms, pattern('slack:U0ANA0001'), ana)).toBe(false);
   });
 
   it('matches a full Slack id in its own workspace only', () => {
-    expect(personMatches(pattern('slack:T0OTHER01:U0ANA0001'), lookalike)).toBe(true);
-    expect(personMatches(pattern('slack:T0OTHER01:U0ANA0001'), ana)).toBe(false);
+    expect(personMatches(platforms, pattern('slack:T0OTHER01:U0ANA0001'), lookalike)).toBe(true);
+    expect(personMatches(platforms, pattern('slack:T0OTHER01:U0ANA0001'), ana)).toBe(false);
   });
 
   it('matches a short Discord id in every guild, since snowflakes are global', () => {
     const inGuild: Person = { platform: 'discord', workspace: '111', user: '42' };
     const inDm: Person = { platform: 'discord', workspace: '@me', user: '42' };
-    expect(personMatches(pattern('discord:42'), inGuild)).toBe(true);
-    expect(personMatches(pattern('discord:42'), inDm)).toBe(true);
+    expect(personMatches(platforms, pattern('discord:42'), inGuild)).toBe(true);
+    expect(personMatches(platforms, pattern('discord:42'), inDm)).toBe(true);
   });
 
   it('matches a Discord role by the roles the adapter found', () => {
     const member: Person = { platform: 'discord', workspace: '111', user: '42', groups: ['222'] };
-    expect(personMatches(pattern('discord-role:222'), member)).toBe(true);
-    expect(personMatches(pattern('discord-role:223'), member)).toBe(false);
+    expect(personMatches(platforms, pattern('discord-role:222'), member)).toBe(true);
+    expect(personMatches(platforms, pattern('discord-role:223'), member)).toBe(false);
   });
 
   it('never matches across platforms', () => {
-    expect(personMatches(pattern('discord:42'), { platform: 'slack', workspace: 'T0HOME001', user: '42' })).toBe(false);
+    expect(
+      personMatches(platforms, pattern('discord:42'), { platform: 'slack', workspace: 'T0HOME001', user: '42' }),
+    ).toBe(false);
   });
 });

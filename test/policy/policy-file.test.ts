@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PolicyFileError, PolicyFile, type Outcome } from '../../src/policy/index.ts';
-import { people, places, tools } from './helpers.ts';
+import { people, places, platforms, tools } from './helpers.ts';
 
 const policyWith = (outcome: Outcome | 'sometimes') =>
   `rules:\n  - name: notes\n    tool: write_file\n    outcome: ${outcome}\n`;
@@ -45,20 +45,20 @@ describe('PolicyFile', () => {
       .decide({ tool: tools.write_file, args: { path: 'a.md' }, where: places.dm, requester: people.dev }).outcome;
 
   it('uses the built-in policy without a file', () => {
-    policyFile = new PolicyFile();
+    policyFile = new PolicyFile({ platforms });
     expect(policyFile.load().source).toBe('built-in');
   });
 
   it('refuses to start on an invalid file, listing every problem', async () => {
     await writeFile(file, 'rules:\n  - tool: a\n    outcome: maybe\n    colour: red\n');
-    policyFile = new PolicyFile({ file });
+    policyFile = new PolicyFile({ platforms, file });
     expect(() => policyFile!.load()).toThrow(PolicyFileError);
     expect(() => policyFile!.load()).toThrow(/policy\.yaml:3:14.*\n.*policy\.yaml:4:5/);
   });
 
   it('applies an edit without a restart', async () => {
     await writeFile(file, policyWith('deny'));
-    policyFile = new PolicyFile({ file, restatMs: 0 });
+    policyFile = new PolicyFile({ platforms, file, restatMs: 0 });
     policyFile.load();
     expect(outcome()).toBe('deny');
     await writeFile(file, policyWith('allow'));
@@ -67,7 +67,7 @@ describe('PolicyFile', () => {
 
   it('notices an edit by watching, without being asked', async () => {
     await writeFile(file, policyWith('deny'));
-    policyFile = new PolicyFile({ file, restatMs: 3_600_000, debounceMs: 10 }).watch();
+    policyFile = new PolicyFile({ platforms, file, restatMs: 3_600_000, debounceMs: 10 }).watch();
     policyFile.load();
     const changes: number[] = [];
     policyFile.onChange((change) => changes.push(change.problems.length));
@@ -80,7 +80,7 @@ describe('PolicyFile', () => {
     await writeFile(file, policyWith('deny'));
     const warnings: string[] = [];
     const log = { info: () => undefined, warn: (_: unknown, message: string) => void warnings.push(message) };
-    policyFile = new PolicyFile({ file, restatMs: 0, log: log as never });
+    policyFile = new PolicyFile({ platforms, file, restatMs: 0, log: log as never });
     policyFile.load();
     await writeFile(file, policyWith('sometimes'));
     expect(await eventually(() => policyFile!.problems().length, 1)).toBe(1);
@@ -91,7 +91,7 @@ describe('PolicyFile', () => {
 
   it('keeps the last good policy when the file disappears', async () => {
     await writeFile(file, policyWith('deny'));
-    policyFile = new PolicyFile({ file, restatMs: 0 });
+    policyFile = new PolicyFile({ platforms, file, restatMs: 0 });
     policyFile.load();
     await rm(file);
     expect(await eventually(() => policyFile!.problems()[0]?.message, 'the file does not exist')).toBe(
@@ -103,7 +103,7 @@ describe('PolicyFile', () => {
   it('never puts a half-written file in force when it notices the change on use', async () => {
     await writeFile(file, policyWith('deny'));
     // A debounce far longer than the two writes below take, so the half is never the settled file.
-    policyFile = new PolicyFile({ file, restatMs: 0, debounceMs: 1000 });
+    policyFile = new PolicyFile({ platforms, file, restatMs: 0, debounceMs: 1000 });
     policyFile.load();
     await writeFile(file, channelsOnly);
     const seen = [outcome()];
@@ -123,7 +123,7 @@ describe('PolicyFile', () => {
     await writeFile(file, policyWith('deny'));
     const warnings: string[] = [];
     const log = { info: () => undefined, warn: (_: unknown, message: string) => void warnings.push(message) };
-    policyFile = new PolicyFile({ file, restatMs: 0, debounceMs: 1000, log: log as never }).watch();
+    policyFile = new PolicyFile({ platforms, file, restatMs: 0, debounceMs: 1000, log: log as never }).watch();
     policyFile.load();
     const changes: number[] = [];
     policyFile.onChange((change) => changes.push(change.problems.length));
@@ -139,7 +139,7 @@ describe('PolicyFile', () => {
 
   it('keeps the previous policy through a truncate-then-write', async () => {
     await writeFile(file, policyWith('deny'));
-    policyFile = new PolicyFile({ file, restatMs: 0, debounceMs: 1000 }).watch();
+    policyFile = new PolicyFile({ platforms, file, restatMs: 0, debounceMs: 1000 }).watch();
     policyFile.load();
     const changes: number[] = [];
     policyFile.onChange((change) => changes.push(change.problems.length));
@@ -152,7 +152,7 @@ describe('PolicyFile', () => {
 
   it('picks up a file renamed into place (an atomic save) by watching', async () => {
     await writeFile(file, policyWith('deny'));
-    policyFile = new PolicyFile({ file, restatMs: 3_600_000, debounceMs: 10 }).watch();
+    policyFile = new PolicyFile({ platforms, file, restatMs: 3_600_000, debounceMs: 10 }).watch();
     policyFile.load();
     const saved = path.join(dir, '.policy.yaml.tmp');
     await writeFile(saved, policyWith('allow'));

@@ -1,3 +1,4 @@
+import { RateBuckets } from '../../src/reply/rate-bucket.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -78,7 +79,7 @@ describe('Slack replies never unfurl links', () => {
     pool = new pg.Pool({ connectionString: db.url, max: 2 });
     // pool.end() can resolve while a connection is still closing; DROP … WITH (FORCE) then ends it.
     pool.on('error', () => undefined);
-    outbound = new SlackOutbound(createWebClient(fake.botToken, hop.url), pool, 50);
+    outbound = new SlackOutbound(createWebClient(fake.botToken, hop.url), new RateBuckets(pool), 50);
   });
   afterAll(async () => {
     await pool.end();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isPlaceholderTitle, threadOfConversation } from '../../src/adapters/slack/agent-sessions.ts';
+import { isPlaceholderTitle } from '../../src/adapters/slack/agent-sessions.ts';
+import { threadOfConversation } from '../../src/adapters/slack/conversation-ids.ts';
 import { planTitle } from '../../src/agent/loop.ts';
 
 describe('session titles and the threads of expired conversations', () => {

@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { platformDirectory } from '../../src/adapters/registry.ts';
 import { buildToolCatalog, builtinToolKind, builtinTools, kindsByName } from '../../src/agent/tools/catalog.ts';
 import { ToolRegistry } from '../../src/agent/tools/registry.ts';
 import { PolicyGate } from '../../src/approval/gate.ts';
@@ -50,8 +51,9 @@ describe('each tool says its own policy kind', () => {
   });
 
   it('judges a call to a built-in tool this process did not register by that tool’s kind', () => {
-    const policy = builtinPolicy();
-    const gate = new PolicyGate({ current: () => policy }, new ToolRegistry());
+    const platforms = platformDirectory();
+    const policy = builtinPolicy({ platforms });
+    const gate = new PolicyGate({ current: () => policy }, new ToolRegistry(), platforms);
     expect(builtinToolKind('delete_file')).toBe('delete');
     expect(gate.judge({ name: 'delete_file', args: { path: 'x' } }).tool).toEqual({
       name: 'delete_file',

@@ -1,7 +1,9 @@
 import readline from 'node:readline';
 import type { Logger } from 'pino';
 import type { TurnEvents } from '../../queue/turn-events.ts';
-import { Priority, type WorkItem, type WorkItemDraft } from '../../core/work-item.ts';
+import { Priority, type WorkItem } from '../../core/work-item.ts';
+import type { AdapterContext, AdmissionDraft } from '../platform.ts';
+import { CONSOLE_RULES } from './rules.ts';
 import type { ApprovalCard } from '../../core/approval-card.ts';
 import type { ApprovalService, SubmitResult } from '../../approval/service.ts';
 import type { ConsoleOutbound } from './outbound.ts';
@@ -14,7 +16,7 @@ import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 /** A line the console handles itself instead of sending to the agent (e.g. `/skills`). */
 export type ConsoleCommand = (
   line: string,
-) => Promise<{ reply: string } | { draft: Partial<WorkItemDraft> } | undefined>;
+) => Promise<{ reply: string } | { draft: Partial<AdmissionDraft> } | undefined>;
 
 /** The terminal a console session owns. */
 export interface ConsoleStreams {
@@ -35,8 +37,8 @@ export interface ConsoleSessionOptions extends ConsoleStreams {
   cards: ConsoleCardRenderer;
   log: Logger;
   approvals: ApprovalService;
-  /** Durably enqueues a line's work item (the adapter context's enqueue). */
-  enqueue(draft: WorkItemDraft): Promise<WorkItem>;
+  /** Asks the core for a line's turn (the adapter context's `admit`). */
+  admit: AdapterContext['admit'];
   commands?: ConsoleCommand;
   /** Ctrl-C during a turn stops it (through the same path as a Stop button). */
   stopTurn?: (workItemId: string, by: { platform: string; userId: string }) => Promise<{ ok: boolean }>;
@@ -306,18 +308,25 @@ async function sendLine(session: Session, line: string): Promise<WorkItem | unde
     showPrompt(session);
     return undefined;
   }
-  const draft: WorkItemDraft = {
+  const place = { platform: CONSOLE_RULES.name, channel: options.session };
+  const draft: AdmissionDraft = {
     type: 'CHAT',
     priority: Priority.CRITICAL,
-    conversationId: `console:${options.user}:${options.session}`,
-    requester: { platform: 'console', userId: options.user, workspace: 'local' },
+    conversationId: `${CONSOLE_RULES.name}:${options.user}:${options.session}`,
     input: { prompt: line },
     payload: {},
-    reply: { platform: 'console', channel: options.session },
+    reply: place,
     ...(command && 'draft' in command ? command.draft : {}),
   };
+  const requester = { platform: CONSOLE_RULES.name, userId: options.user, workspace: CONSOLE_RULES.unknownWorkspace };
+  const admitted = await options.admit({ requester, place, draft });
+  if (!admitted.ok) {
+    options.output.write(`${admitted.refusal}\n`);
+    showPrompt(session);
+    return undefined;
+  }
   beginTurn(session);
-  return options.enqueue(draft);
+  return admitted.item;
 }
 
 /** Input ended: says what was left undone and sets the exit code a script reads. */

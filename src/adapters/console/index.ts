@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import type { PlatformAdapter } from '../platform.ts';
-import { cancelOrphanedTurns, holdSessionLock } from './orphaned-turns.ts';
+import { CONSOLE_RULES } from './rules.ts';
 import { ConsoleOutbound } from './outbound.ts';
 import { ConsoleCardRenderer } from './card-renderer.ts';
 import { runConsole, type ConsoleStreams } from './inbound.ts';
@@ -28,6 +28,7 @@ export function createConsoleAdapter(streams: ConsoleStreams | undefined): Conso
   const cards = new ConsoleCardRenderer(outbound);
   let done: Promise<void> | undefined;
   return {
+    rules: CONSOLE_RULES,
     outbound,
     cards,
     get done() {
@@ -38,11 +39,12 @@ export function createConsoleAdapter(streams: ConsoleStreams | undefined): Conso
         throw new Error('the console has no terminal to listen to: pass its streams to createConsoleAdapter');
       const user = userInfo().username || 'console';
       const session = randomBytes(4).toString('hex');
-      const lock = await holdSessionLock(context.pool, session);
-      const cancelled = await cancelOrphanedTurns(lock, context.pool, {
-        session,
-        by: { platform: 'console', userId: user, workspace: 'local' },
+      const claim = await context.claimSession(CONSOLE_RULES.name, session, {
+        platform: CONSOLE_RULES.name,
+        userId: user,
+        workspace: CONSOLE_RULES.unknownWorkspace,
       });
+      const { cancelled } = claim;
       if (cancelled > 0) {
         (streams.errorOutput ?? process.stderr).write(
           `Cancelled ${cancelled} console turn${cancelled === 1 ? '' : 's'} left unfinished by an earlier run whose process is gone; ${cancelled === 1 ? 'it was' : 'they were'} not answered. Ask again if you still need ${cancelled === 1 ? 'it' : 'them'}.\n`,
@@ -57,16 +59,16 @@ export function createConsoleAdapter(streams: ConsoleStreams | undefined): Conso
         cards,
         log: context.log,
         approvals: context.approvals,
-        enqueue: context.enqueue,
+        admit: context.admit,
         commands: skillConsoleCommands(context.skills),
         stopTurn: context.stopTurn,
       });
-      const release = () => lock.release();
+      const release = () => claim.release();
       done.then(release, release);
       // The session ends when its input does (`done`); stopping the app must not end it early, or a
       // shutdown would read as input ending and report the waiting card as undecided. Its lock goes
       // (the connection must, before the pool can end); the process is leaving.
-      return { stop: async () => lock.release() };
+      return { stop: async () => claim.release() };
     },
   };
 }

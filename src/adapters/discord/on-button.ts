@@ -1,11 +1,8 @@
 import { MessageFlags, type ButtonInteraction, type ModalSubmitInteraction } from 'discord.js';
-import type { AdapterContext } from '../platform.ts';
+import type { AdapterContext, ButtonSurface } from '../platform.ts';
 import type { DiscordOutbound } from './outbound.ts';
-import { denyReasonModal, parseStopCustomId, type ApiMessagePayload } from './components/index.ts';
-import type { ClickedMessage } from '../../core/approval-card.ts';
-import { ButtonPayload, parseFeedback, parseRevokeGrant } from '../../core/buttons.ts';
+import { denyReasonModal, type ApiMessagePayload } from './components/index.ts';
 import { LIMITS } from './limits.ts';
-import { TEXTS } from '../../core/texts.ts';
 import { personOf, PRIVATE, PUBLIC_EDIT } from './interaction-replies.ts';
 
 export interface ButtonDeps {
@@ -13,80 +10,43 @@ export interface ButtonDeps {
 }
 
 /**
- * A button click: the deny-with-reason form, a call's full arguments, a feedback vote, a grant's
- * Revoke, or (anything else) Stop or a card's button, which the approval service verifies.
+ * A button click: the core decodes and does what the value asks; this answers the clicker the
+ * Discord way. Every interaction is answered within Discord's 3 seconds: a modal or a private reply
+ * at once, or a deferral before any database work.
  */
 export async function onButton(ctx: AdapterContext, deps: ButtonDeps, interaction: ButtonInteraction): Promise<void> {
-  const form = ButtonPayload.safeParse(interaction.customId);
-  if (form.success && form.data.decision === 'R') {
+  let acknowledged: 'private' | 'update' | undefined;
+  const surface: ButtonSurface = {
+    async acknowledge(answer) {
+      acknowledged = answer;
+      if (answer === 'private') await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+      else await interaction.deferUpdate();
+    },
     // A modal must be the interaction's first answer; the submission is verified like a click.
-    await interaction.showModal(
-      denyReasonModal(form.data.nonce) as unknown as Parameters<ButtonInteraction['showModal']>[0],
-    );
-    return;
-  }
-  if (form.success && form.data.decision.startsWith('f')) {
-    return showFullArguments(ctx, interaction, form.data.nonce, Number(form.data.decision.slice(1)));
-  }
-  const feedback = parseFeedback(interaction.customId);
-  if (feedback) return recordFeedback(ctx, interaction, feedback);
-  const grantId = parseRevokeGrant(interaction.customId);
-  if (grantId) return revokeGrant(ctx, interaction, grantId);
-  await clickCardOrStop(ctx, deps, interaction);
-}
-
-/** The whole arguments of one call of a card, privately to the clicker. */
-async function showFullArguments(
-  ctx: AdapterContext,
-  interaction: ButtonInteraction,
-  nonce: string,
-  callIndex: number,
-): Promise<void> {
-  const args = await ctx.approvals.fullArguments(nonce, callIndex);
-  const parts = args ? fullArgumentMessages(args.tool, args.text) : ['That call is no longer on record.'];
-  await interaction.reply({ content: parts[0]!, ...PRIVATE });
-  for (const part of parts.slice(1)) await interaction.followUp({ content: part, ...PRIVATE });
-}
-
-async function recordFeedback(
-  ctx: AdapterContext,
-  interaction: ButtonInteraction,
-  feedback: NonNullable<ReturnType<typeof parseFeedback>>,
-): Promise<void> {
-  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
-  const recorded = await ctx.recordFeedback(feedback.workItemId, personOf(interaction), feedback.vote);
-  const text = recorded.ok ? recorded.text : recorded.reason;
-  await interaction.editReply({ content: text, ...PUBLIC_EDIT });
-}
-
-async function revokeGrant(ctx: AdapterContext, interaction: ButtonInteraction, grantId: string): Promise<void> {
-  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
-  const revoked = await ctx.approvals.revokeGrant(grantId, personOf(interaction));
-  const text = revoked.ok ? TEXTS.grantRevoked(revoked.grant.id) : revoked.reason;
-  await interaction.editReply({ content: text, ...PUBLIC_EDIT });
-}
-
-/** A Stop button, or a card's button: the turn stops, or the approval service takes the click. */
-async function clickCardOrStop(ctx: AdapterContext, deps: ButtonDeps, interaction: ButtonInteraction): Promise<void> {
-  await interaction.deferUpdate();
-  const person = personOf(interaction);
-  const stopId = parseStopCustomId(interaction.customId);
-  // The card is updated through this interaction when it is the message clicked (its webhook is
-  // outside the global limit); a failure there falls back to a channel edit.
-  const clicked: ClickedMessage = {
-    messageId: interaction.message.id,
-    replace: (payload) =>
-      deps.outbound.patchInteractionMessage(interaction.token, payload as ApiMessagePayload).catch((error) => {
-        ctx.log.warn({ err: error }, 'could not update the card through the interaction; editing it instead');
-        throw error;
-      }),
+    openDenyForm: (nonce) =>
+      interaction.showModal(denyReasonModal(nonce) as unknown as Parameters<ButtonInteraction['showModal']>[0]),
+    async showFullArguments(call) {
+      const parts = call ? fullArgumentMessages(call.tool, call.text) : ['That call is no longer on record.'];
+      await interaction.reply({ content: parts[0]!, ...PRIVATE });
+      for (const part of parts.slice(1)) await interaction.followUp({ content: part, ...PRIVATE });
+    },
+    async tellClicker(text) {
+      if (acknowledged === 'private') await interaction.editReply({ content: text, ...PUBLIC_EDIT });
+      else if (acknowledged === 'update') await interaction.followUp({ content: text, ...PRIVATE });
+      else await interaction.reply({ content: text, ...PRIVATE });
+    },
+    // The card is updated through this interaction when it is the message clicked (its webhook is
+    // outside the global limit); a failure there falls back to a channel edit.
+    clicked: {
+      messageId: interaction.message.id,
+      replace: (payload) =>
+        deps.outbound.patchInteractionMessage(interaction.token, payload as ApiMessagePayload).catch((error) => {
+          ctx.log.warn({ err: error }, 'could not update the card through the interaction; editing it instead');
+          throw error;
+        }),
+    },
   };
-  // Button custom_ids are the platform-neutral values: the approval service parses them itself.
-  const result = stopId
-    ? await ctx.stopTurn(stopId, person)
-    : await ctx.approvals.click(interaction.customId, person, clicked);
-  // Only the clicker sees why nothing happened.
-  if (!result.ok) await interaction.followUp({ content: result.reason, ...PRIVATE });
+  await ctx.pressButton(interaction.customId, personOf(interaction), surface);
 }
 
 /** The deny-with-reason form, submitted: verified and consumed like a click. */

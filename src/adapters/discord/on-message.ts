@@ -1,14 +1,15 @@
 import { MessageFlags, type Message } from 'discord.js';
-import type { AdapterContext } from '../platform.ts';
+import type { AdapterContext, AdmissionDraft } from '../platform.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
-import { enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
-import { Priority, type WorkItemDraft } from '../../core/work-item.ts';
+import { Priority } from '../../core/work-item.ts';
 import type { Requester } from '../../core/person.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { LIMITS } from './limits.ts';
 import { requesterOf } from './people.ts';
 import { TEXTS } from '../../core/texts.ts';
+import { DISCORD_RULES } from './rules.ts';
+import { discordConversationId } from './conversation-ids.ts';
 
 /** Shown once per thread when a follow-up arrives blank because the Message Content intent is off. */
 export const MENTION_NEEDED =
@@ -50,13 +51,12 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
       // Without the intent Discord blanks follow-ups that do not mention us; say so once, not per message.
       if (addressed.inBotThread && !addressed.mentioned && !deps.readsContent() && !hinted.has(channelId)) {
         hinted.add(channelId);
-        await deps.outbound.post({ platform: 'discord', channel: channelId }, MENTION_NEEDED);
+        await deps.outbound.post({ platform: DISCORD_RULES.name, channel: channelId }, MENTION_NEEDED);
       }
       return;
     }
     const route = routeOf(message, addressed);
     const requester = requesterOf(message.author, { guildId: message.guildId, roles: message.member?.roles });
-    if (!(await admitted(ctx, deps, message, requester, route.target))) return;
     await enqueueMessage(ctx, deps, { message, prompt, requester, isDm: addressed.isDm, ...route });
   };
 }
@@ -109,7 +109,7 @@ function routeOf(message: Message, addressed: Addressing): Route {
   // The channel the thread belongs to: a policy naming #ops covers the bot's threads in #ops.
   const parent = needsThread ? message.channelId : addressed.threadParent;
   const target: ReplyTarget = {
-    platform: 'discord',
+    platform: DISCORD_RULES.name,
     channel: channelId,
     ...(message.guildId ? { workspace: message.guildId } : {}),
     ...(parent ? { parent } : {}),
@@ -117,24 +117,7 @@ function routeOf(message: Message, addressed: Addressing): Route {
   return { needsThread, channelId, target };
 }
 
-/** Someone the policy does not serve gets the refusal as a reply, and no turn. */
-async function admitted(
-  ctx: AdapterContext,
-  deps: MessageDeps,
-  message: Message,
-  requester: Requester,
-  target: ReplyTarget,
-): Promise<boolean> {
-  const admission = ctx.approvals.mayUse(requester, target);
-  if (admission.ok) return true;
-  ctx.log.info({ author: message.author.id, guild: message.guildId }, 'message refused by the policy');
-  await deps.outbound
-    .post({ platform: 'discord', channel: message.channelId }, admission.refusal)
-    .catch((error: unknown) => ctx.log.warn({ err: error }, 'could not tell a person they were refused'));
-  return false;
-}
-
-/** An admitted message, ready to become a work item. */
+/** A message, ready to become a work item. */
 interface MessageTurn extends Route {
   message: Message;
   prompt: string;
@@ -181,25 +164,22 @@ async function enqueueMessage(ctx: AdapterContext, deps: MessageDeps, turn: Mess
       // gateway sessions (two ingress replicas) receiving the same message make one turn. The
       // thread is created inside that transaction, so only the replica that takes the message
       // creates it, and a thread that cannot be created leaves nothing enqueued.
-      const item = await enqueueInboundWorkItem(
-        ctx.pool,
-        `discord:${message.id}`,
-        messageDraft(ctx, turn),
-        turn.needsThread ? { beforeCommit: thread.start } : {},
-      );
-      if (!item) ctx.log.debug(ids, 'Discord message already taken by another gateway session');
-      else {
-        // A card this message superseded (steer, interrupt) is closed in the database already; show it.
-        ctx.approvals
-          .showSuperseded(item.id)
-          .catch((error: unknown) => ctx.log.warn({ err: error, ...ids }, 'could not show a superseded card'));
-      }
+      const admitted = await ctx.admit({
+        requester: turn.requester,
+        place: turn.target,
+        eventId: message.id,
+        draft: messageDraft(turn),
+        ...(turn.needsThread ? { beforeCommit: thread.start } : {}),
+      });
+      // Someone the policy does not serve gets the refusal as a reply, and no turn.
+      if (!admitted.ok) await tellRefused(ctx, deps, message, admitted.refusal);
+      else if (!admitted.item) ctx.log.debug(ids, 'Discord message already taken by another gateway session');
       return;
     } catch (error) {
       const threadError = thread.failure();
       if (threadError !== undefined) {
         ctx.log.warn({ err: threadError, ...ids }, 'could not start a Discord thread');
-        await deps.outbound.post({ platform: 'discord', channel: message.channelId }, NO_THREAD);
+        await deps.outbound.post({ platform: DISCORD_RULES.name, channel: message.channelId }, NO_THREAD);
         return;
       }
       const delay = delays[attempt];
@@ -219,19 +199,23 @@ async function enqueueMessage(ctx: AdapterContext, deps: MessageDeps, turn: Mess
   }
 }
 
-/** The work item of an admitted message (its conversation mode read at each attempt). */
-function messageDraft(ctx: AdapterContext, turn: MessageTurn): WorkItemDraft {
+/** The work item of a message. */
+function messageDraft(turn: MessageTurn): AdmissionDraft {
   return {
     type: 'CHAT',
     priority: Priority.CRITICAL,
-    conversationId: turn.isDm ? `discord:dm:${turn.channelId}` : `discord:${turn.channelId}`,
-    requester: turn.requester,
+    conversationId: discordConversationId(turn.channelId, turn.isDm),
     input: { prompt: turn.prompt },
     payload: { messageId: turn.message.id },
     reply: turn.target,
     placeholder: '…',
-    mode: ctx.approvals.conversationMode(turn.target),
   };
+}
+
+async function tellRefused(ctx: AdapterContext, deps: MessageDeps, message: Message, refusal: string): Promise<void> {
+  await deps.outbound
+    .post({ platform: DISCORD_RULES.name, channel: message.channelId }, refusal)
+    .catch((error: unknown) => ctx.log.warn({ err: error }, 'could not tell a person they were refused'));
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   type REST,
 } from 'discord.js';
 import type { AdapterContext } from '../platform.ts';
+import { discordConversationId } from './conversation-ids.ts';
 import { Priority } from '../../core/work-item.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
@@ -43,32 +44,34 @@ export async function onSkill(
     return;
   }
   const target = placeOf(interaction);
-  const requester = personOf(interaction);
-  const admitted = ctx.approvals.mayUse(requester, target);
-  if (!admitted.ok) {
-    await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
-    return;
-  }
-  await interaction.deferReply();
-  // Interaction tokens expire after 15 minutes; a long turn replies through an ordinary message.
-  const placeholder = await deps.outbound.post(target, '…');
+  let placeholderId: string | undefined;
   try {
-    await ctx.enqueue({
-      type: 'CHAT',
-      priority: Priority.CRITICAL,
-      conversationId: interaction.inGuild()
-        ? `discord:${interaction.channelId}`
-        : `discord:dm:${interaction.channelId}`,
-      requester,
-      input: { prompt: run.prompt, skill: run.skill.name },
-      payload: { interactionId: interaction.id },
-      reply: { ...target, messageId: placeholder.messageId },
+    const admitted = await ctx.admit({
+      requester: personOf(interaction),
+      place: target,
+      // Admitted first: the placeholder is posted only for a run that will be enqueued.
+      draft: async () => {
+        await interaction.deferReply();
+        // Interaction tokens expire after 15 minutes; a long turn replies through an ordinary message.
+        placeholderId = (await deps.outbound.post(target, '…')).messageId;
+        return {
+          type: 'CHAT',
+          priority: Priority.CRITICAL,
+          conversationId: discordConversationId(interaction.channelId, !interaction.inGuild()),
+          input: { prompt: run.prompt, skill: run.skill.name },
+          payload: { interactionId: interaction.id },
+          reply: { ...target, messageId: placeholderId },
+        };
+      },
     });
-    await interaction.editReply({ content: `Running skill \`${run.skill.name}\`…`, ...PUBLIC_EDIT });
+    if (!admitted.ok) await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
+    else await interaction.editReply({ content: `Running skill \`${run.skill.name}\`…`, ...PUBLIC_EDIT });
   } catch (error) {
     ctx.log.error({ err: error, channel: interaction.channelId }, 'could not enqueue a Discord skill run');
-    await deps.rest.delete(Routes.channelMessage(interaction.channelId, placeholder.messageId)).catch(() => {});
-    await interaction.editReply({ content: TEXTS.unavailable, ...PUBLIC_EDIT });
+    if (placeholderId !== undefined)
+      await deps.rest.delete(Routes.channelMessage(interaction.channelId, placeholderId)).catch(() => {});
+    const answer = { content: TEXTS.unavailable, ...PUBLIC_EDIT };
+    await (interaction.deferred ? interaction.editReply(answer) : interaction.reply({ ...answer, ...PRIVATE }));
   }
 }
 

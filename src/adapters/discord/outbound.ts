@@ -1,12 +1,12 @@
 import { REST, RateLimitError, Routes } from 'discord.js';
-import type { Pool } from '../../db/pool.ts';
+import type { RateBuckets } from '../../reply/rate-bucket.ts';
 import type { Outbound, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { metrics } from '../../metrics.ts';
 import { MessageFlag, NO_MENTIONS, replyButtonRows, type ApiMessagePayload } from './components/index.ts';
 import { neutralizeMentions } from './format/index.ts';
 import { LIMITS } from './limits.ts';
-import { channelEditBucketKey, DISCORD_BUCKETS, globalBucketKey, waitForToken } from './rate-limits.ts';
+import { channelEditBucketKey, DISCORD_BUCKETS, globalBucketKey } from './rate-limits.ts';
 
 export function createRest(token: string, apiUrl: string | undefined): REST {
   // The stream decides what to do with a 429 (retry with the newest text), not the REST queue.
@@ -26,19 +26,19 @@ export class DiscordOutbound implements Outbound {
   readonly platform = 'discord';
   readonly limits = { maxMessageLength: LIMITS.messageContent, minEditIntervalMs: 1000 };
   readonly #rest: REST;
-  readonly #pool: Pool;
+  readonly #buckets: RateBuckets;
   readonly #applicationId: string;
 
-  constructor(rest: REST, pool: Pool, applicationId: string) {
+  constructor(rest: REST, buckets: RateBuckets, applicationId: string) {
     this.#rest = rest;
-    this.#pool = pool;
+    this.#buckets = buckets;
     this.#applicationId = applicationId;
   }
 
   /** Takes the per-channel and global tokens of the next call to the target's channel. */
   async reserve(target: ReplyTarget): Promise<void> {
-    await waitForToken(this.#pool, channelEditBucketKey(target.channel), DISCORD_BUCKETS.channelEdit);
-    await waitForToken(this.#pool, globalBucketKey(this.#applicationId), DISCORD_BUCKETS.global);
+    await this.#buckets.wait(channelEditBucketKey(target.channel), DISCORD_BUCKETS.channelEdit);
+    await this.#buckets.wait(globalBucketKey(this.#applicationId), DISCORD_BUCKETS.global);
   }
 
   async #send<T>(channel: string, call: () => Promise<T>, reserved = false): Promise<T> {

@@ -1,3 +1,4 @@
+import { threadOfConversation } from './conversation-ids.ts';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { ReplyTarget } from '../../core/reply-target.ts';
@@ -44,13 +45,6 @@ function sessionTitle(prompt: string | undefined): string | undefined {
  */
 export function isPlaceholderTitle(title: string | undefined): boolean {
   return !title || title.split(/\s+/).filter(Boolean).length < 3;
-}
-
-/** A Slack conversation id (`slack:<team>:<channel>:<thread>`) back as the thread it lives in. */
-export function threadOfConversation(id: string): ReplyTarget | undefined {
-  const [platform, team, channel, thread, ...rest] = id.split(':');
-  if (platform !== 'slack' || !team || !channel || channel === 'dm' || !thread || rest.length) return undefined;
-  return { platform: 'slack', workspace: team, channel, thread };
 }
 
 /** How many threads' titles are remembered for renaming (oldest forgotten first). */

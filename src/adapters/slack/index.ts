@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Pool } from '../../db/pool.ts';
+import type { RateBuckets } from '../../reply/rate-bucket.ts';
 import type { PlatformAdapter } from '../platform.ts';
 import { createWebClient, SlackOutbound } from './outbound.ts';
 import { startSlackInbound } from './inbound.ts';
@@ -7,6 +7,7 @@ import { SlackCardRenderer } from './cards.ts';
 import { SlackNativeStreaming } from './streaming.ts';
 import { SlackAgentSessions } from './agent-sessions.ts';
 import type { TurnEvents } from '../../queue/turn-events.ts';
+import { SLACK_RULES } from './rules.ts';
 
 /** What Slack's outbound half needs of the configuration (the inbound half gets its own section). */
 export interface SlackOutboundSettings {
@@ -24,21 +25,26 @@ export interface SlackOutboundSettings {
 }
 
 /** Slack: Web API outbound in every process, the Bolt app where the process listens. */
-export function createSlackAdapter(settings: SlackOutboundSettings, pool: Pool, log: Logger): PlatformAdapter {
+export function createSlackAdapter(
+  settings: SlackOutboundSettings,
+  buckets: RateBuckets,
+  log: Logger,
+): PlatformAdapter {
   const client = createWebClient(settings.botToken, settings.apiUrl);
   const streaming =
     settings.streaming === 'auto'
-      ? new SlackNativeStreaming(client, pool, log, {
+      ? new SlackNativeStreaming(client, buckets, log, {
           maxAgeMs: settings.streamRolloverSeconds * 1000,
           startsPerMinute: settings.streamStartsPerMinute,
         })
       : undefined;
-  const outbound = new SlackOutbound(client, pool, settings.updatesPerMinute, streaming);
+  const outbound = new SlackOutbound(client, buckets, settings.updatesPerMinute, streaming);
   const sessions =
     settings.agentSessions === 'auto'
       ? new SlackAgentSessions(client, log, { fallbackMs: (settings.agentSessionsFallbackMinutes ?? 30) * 60_000 })
       : undefined;
   return {
+    rules: SLACK_RULES,
     outbound,
     cards: new SlackCardRenderer(outbound),
     startInbound: (context) => startSlackInbound(context, { outbound, ...(sessions ? { sessions } : {}) }),

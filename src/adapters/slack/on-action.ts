@@ -1,8 +1,7 @@
 import type { SlackActionMiddlewareArgs, SlackViewMiddlewareArgs } from '@slack/bolt';
 import { z } from 'zod';
 import type { AdapterContext } from '../platform.ts';
-import { TEXTS } from '../../core/texts.ts';
-import { ButtonPayload, parseFeedback, parseRevokeGrant, parseStopButton } from '../../core/buttons.ts';
+import { SLACK_RULES } from './rules.ts';
 import { denyReasonModal, fullArgumentsModal, type Block } from './blocks.ts';
 import type { ClickedMessage } from '../../core/approval-card.ts';
 import type { SlackOutbound } from './outbound.ts';
@@ -14,8 +13,8 @@ export interface ActionDeps {
 }
 
 /**
- * Button clicks (block_actions): a Stop button stops its turn, any other value goes, with the
- * clicker, to the approval service. A refusal is answered ephemerally, to the clicker only.
+ * Button clicks (block_actions): the core decodes and does what the value asks; this answers the
+ * clicker the Slack way — modals for forms, ephemeral messages for what only they should see.
  */
 export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
   return async function onAction({ ack, body, action }: SlackActionMiddlewareArgs): Promise<void> {
@@ -25,49 +24,38 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
     // block_actions name the clicker's own team (another org's for a Slack Connect user).
     const team = (body.user as { team_id?: string }).team_id ?? (body as { team?: { id?: string } }).team?.id;
     const home = (body as { team?: { id?: string } }).team?.id;
-    const groups = team && team === home ? await deps.groups.groupsOf(team, user) : [];
-    const person = {
-      platform: 'slack',
-      userId: user,
-      ...(team ? { workspace: team } : {}),
-      ...(groups.length ? { groups } : {}),
-    };
+    const person = await personOf(deps, user, team, home);
     const channel = (body as { channel?: { id: string } }).channel?.id;
     const thread = (body as { message?: { thread_ts?: string } }).message?.thread_ts;
-    const form = ButtonPayload.safeParse(value);
-    if (form.success && form.data.decision === 'R') {
-      // The form says which card; who submits it is checked like a click when it comes back.
-      const metadata = JSON.stringify({ nonce: form.data.nonce, channel, thread });
-      const triggerId = (body as { trigger_id?: string }).trigger_id;
-      if (triggerId) await deps.outbound.openModal(triggerId, denyReasonModal(metadata));
-      return;
-    }
-    if (form.success && form.data.decision.startsWith('f')) {
-      const args = await ctx.approvals.fullArguments(form.data.nonce, Number(form.data.decision.slice(1)));
-      const triggerId = (body as { trigger_id?: string }).trigger_id;
-      if (args && triggerId) await deps.outbound.openModal(triggerId, fullArgumentsModal(args.tool, args.text));
-      else if (channel) await deps.outbound.ephemeral(channel, user, 'That call is no longer on record.', thread);
-      return;
-    }
-    const feedback = parseFeedback(value);
-    if (feedback) {
-      const recorded = await ctx.recordFeedback(feedback.workItemId, person, feedback.vote);
-      const text = recorded.ok ? recorded.text : recorded.reason;
+    const triggerId = (body as { trigger_id?: string }).trigger_id;
+    const tell = async (text: string) => {
       if (channel) await deps.outbound.ephemeral(channel, user, text, thread);
-      return;
-    }
-    const grantId = parseRevokeGrant(value);
-    if (grantId) {
-      const revoked = await ctx.approvals.revokeGrant(grantId, person);
-      const text = revoked.ok ? TEXTS.grantRevoked(revoked.grant.id) : revoked.reason;
-      if (channel) await deps.outbound.ephemeral(channel, user, text, thread);
-      return;
-    }
-    const stopId = parseStopButton(value);
-    const result = stopId
-      ? await ctx.stopTurn(stopId, person)
-      : await ctx.approvals.click(value, person, clickedMessage(ctx, deps, body));
-    if (!result.ok && channel) await deps.outbound.ephemeral(channel, user, result.reason, thread);
+    };
+    const clicked = clickedMessage(ctx, deps, body);
+    await ctx.pressButton(value, person, {
+      openDenyForm: async (nonce) => {
+        // The form says which card; who submits it is checked like a click when it comes back.
+        const metadata = JSON.stringify({ nonce, channel, thread });
+        if (triggerId) await deps.outbound.openModal(triggerId, denyReasonModal(metadata));
+      },
+      showFullArguments: async (call) => {
+        if (!call) await tell('That call is no longer on record.');
+        else if (triggerId) await deps.outbound.openModal(triggerId, fullArgumentsModal(call.tool, call.text));
+      },
+      tellClicker: tell,
+      ...(clicked ? { clicked } : {}),
+    });
+  };
+}
+
+/** The clicker as a requester: their user groups are listed only for the home workspace's ids. */
+async function personOf(deps: ActionDeps, user: string, team: string | undefined, home: string | undefined) {
+  const groups = team && team === home ? await deps.groups.groupsOf(team, user) : [];
+  return {
+    platform: SLACK_RULES.name,
+    userId: user,
+    ...(team ? { workspace: team } : {}),
+    ...(groups.length ? { groups } : {}),
   };
 }
 
@@ -117,14 +105,7 @@ export function createDenyFormHandler(ctx: AdapterContext, deps: ActionDeps) {
     const metadata = DenyFormMetadata.safeParse(safeJson(view.private_metadata));
     const reason = view.state.values.reason?.reason?.value ?? '';
     const user = body.user.id;
-    const team = body.user.team_id ?? body.team?.id;
-    const groups = team && team === body.team?.id ? await deps.groups.groupsOf(team, user) : [];
-    const person = {
-      platform: 'slack',
-      userId: user,
-      ...(team ? { workspace: team } : {}),
-      ...(groups.length ? { groups } : {}),
-    };
+    const person = await personOf(deps, user, body.user.team_id ?? body.team?.id, body.team?.id);
     const result = metadata.success
       ? await ctx.approvals.denyWithReason(metadata.data.nonce, reason, person)
       : { ok: false as const, reason: 'That form is not one of ours.' };

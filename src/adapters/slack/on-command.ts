@@ -9,6 +9,8 @@ import type { SlackUserGroups } from './user-groups.ts';
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
 import { grantListBlocks } from './blocks.ts';
 import { grantsInTheirConversations, type SlackMemberships } from './memberships.ts';
+import { SLACK_RULES } from './rules.ts';
+import { slackConversationId } from './conversation-ids.ts';
 
 /** What `/countersign` (without `grants`) answers. */
 function countersignHelp(command: string, mode: keyof typeof MODE_HELP): string {
@@ -73,7 +75,7 @@ async function commandRequester(deps: CommandDeps, command: CommandOrigin) {
   const team = command.team_id;
   const groups = await deps.groups.groupsOf(team, command.user_id);
   return {
-    platform: 'slack',
+    platform: SLACK_RULES.name,
     userId: command.user_id,
     workspace: team,
     ...(groups.length ? { groups } : {}),
@@ -82,7 +84,7 @@ async function commandRequester(deps: CommandDeps, command: CommandOrigin) {
 
 /** Where a command was run, as a reply target addressed to the person who ran it. */
 const commandPlace = (command: CommandOrigin) => ({
-  platform: 'slack',
+  platform: SLACK_RULES.name,
   channel: command.channel_id,
   workspace: command.team_id,
   recipient: command.user_id,
@@ -98,29 +100,33 @@ async function startSkillRun(
 ): Promise<void> {
   const target = commandPlace(command);
   const requester = await commandRequester(deps, command);
-  const admitted = ctx.approvals.mayUse(requester, target);
-  if (!admitted.ok) {
-    await respond({ response_type: 'ephemeral', text: admitted.refusal });
-    return;
-  }
-  const header = await postRunHeader(ctx, deps, target, run.skill.name, respond);
-  if (!header) return;
+  let headerId: string | undefined;
   try {
-    await ctx.enqueue({
-      type: 'CHAT',
-      priority: Priority.CRITICAL,
-      conversationId: `slack:${command.team_id}:${command.channel_id}:${header.messageId}`,
+    const admitted = await ctx.admit({
       requester,
-      input: { prompt: run.prompt, skill: run.skill.name },
-      payload: {},
-      reply: { ...target, thread: header.messageId },
-      placeholder: '…',
+      place: target,
+      // Admitted first: the header is posted only for a run that will be enqueued.
+      draft: async () => {
+        const header = await postRunHeader(ctx, deps, target, run.skill.name, respond);
+        if (!header) return undefined;
+        headerId = header.messageId;
+        return {
+          type: 'CHAT',
+          priority: Priority.CRITICAL,
+          conversationId: slackConversationId(command.team_id, command.channel_id, header.messageId),
+          input: { prompt: run.prompt, skill: run.skill.name },
+          payload: {},
+          reply: { ...target, thread: header.messageId },
+          placeholder: '…',
+        };
+      },
     });
+    if (!admitted.ok) await respond({ response_type: 'ephemeral', text: admitted.refusal });
   } catch (error) {
     // Slack does not retry slash commands: say so, to the person who ran it.
     ctx.log.error({ err: error, channel: command.channel_id, user: command.user_id }, 'could not enqueue a skill run');
     await respond({ response_type: 'ephemeral', text: TEXTS.unavailable }).catch(() => undefined);
-    await deps.outbound.edit(target, header.messageId, TEXTS.unavailable).catch(() => undefined);
+    if (headerId) await deps.outbound.edit(target, headerId, TEXTS.unavailable).catch(() => undefined);
   }
 }
 
@@ -159,7 +165,7 @@ async function answerCountersign(
 ): Promise<void> {
   const [verb = ''] = command.text.trim().toLowerCase().split(/\s+/);
   if (verb !== 'grants') {
-    const here = { platform: 'slack', channel: command.channel_id, workspace: command.team_id };
+    const here = { platform: SLACK_RULES.name, channel: command.channel_id, workspace: command.team_id };
     await ack({
       response_type: 'ephemeral',
       text: countersignHelp(command.command, ctx.approvals.conversationMode(here)),

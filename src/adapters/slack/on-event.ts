@@ -1,7 +1,8 @@
-import type { AdapterContext } from '../platform.ts';
-import { Priority, type WorkItemDraft } from '../../core/work-item.ts';
+import type { AdapterContext, AdmissionRequest } from '../platform.ts';
+import { Priority } from '../../core/work-item.ts';
 import { TEXTS } from '../../core/texts.ts';
-import { conversationExists, enqueueInboundWorkItem } from '../../queue/turn-lifecycle.ts';
+import { SLACK_RULES } from './rules.ts';
+import { slackConversationId } from './conversation-ids.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 
@@ -57,38 +58,34 @@ const ANSWERED_SUBTYPES = new Set(['thread_broadcast', 'file_share']);
  */
 export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
   const { botUserId } = deps;
-  const { pool, log } = ctx;
+  const { log } = ctx;
 
   /**
-   * Takes a delivery's work item, with the event id as its dedupe key (mark and item in one
+   * Asks the core for the delivery's turn, with the event id as its dedupe key (mark and item in one
    * statement), before the receiver acknowledges it: a delivery we could not take is redelivered by
-   * Slack, and a retried one is taken once.
+   * Slack, and a retried one is taken once. Someone the policy does not serve gets a word only they
+   * see, and no turn.
    */
-  const take = async (delivery: SlackDelivery, draft: WorkItemDraft): Promise<void> => {
+  const take = async (delivery: SlackDelivery, request: AdmissionRequest): Promise<void> => {
     const { eventId, team, retryNum, event } = delivery;
     const ids = { eventId, channel: event.channel, ts: event.ts, team, retryNum: retryNum ?? 0 };
     try {
-      const item = await enqueueInboundWorkItem(pool, `slack:${eventId}`, draft);
-      if (!item) log.debug(ids, 'Slack event already taken; acknowledging the redelivery');
-      // A card this message superseded (steer, interrupt) is closed in the database already; show it.
-      else if (draft.mode === 'steer' || draft.mode === 'interrupt') {
-        ctx.approvals
-          .showSuperseded(item.id)
-          .catch((error: unknown) => log.warn({ err: error, ...ids }, 'could not show a superseded card'));
-      }
+      const admitted = await ctx.admit(request);
+      if (!admitted.ok) {
+        await deps.outbound
+          .ephemeral(event.channel, request.requester.userId, admitted.refusal, request.place.thread)
+          .catch((error: unknown) => log.warn({ err: error }, 'could not tell a person they were refused'));
+      } else if (!admitted.item) log.debug(ids, 'Slack event already taken; acknowledging the redelivery');
     } catch (error) {
       // Rethrown: the delivery goes unacknowledged and Slack retries it. Only its last retry is
       // answered in the thread, so a person is never left without a word.
       if ((retryNum ?? 0) >= LAST_SLACK_RETRY) {
         log.error({ err: error, ...ids }, 'could not enqueue a Slack message on its last delivery; it is lost');
-        await deps.outbound.post(draft.reply, TEXTS.unavailable).catch(() => undefined);
+        await deps.outbound.post(request.place, TEXTS.unavailable).catch(() => undefined);
       }
       throw error;
     }
   };
-
-  const conversationOf = (team: string, event: SlackMessageEvent, thread: string | undefined) =>
-    event.channel_type === 'im' ? `slack:${team}:dm:${event.channel}` : `slack:${team}:${event.channel}:${thread}`;
 
   const takeMessage = async (delivery: SlackDelivery): Promise<void> => {
     const { team, eventId, event } = delivery;
@@ -100,40 +97,31 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
     // User groups are listed for this workspace; an id another org issued is in none of them.
     const groups = issuer === team ? await deps.groups.groupsOf(team, event.user) : [];
     const requester = {
-      platform: 'slack',
+      platform: SLACK_RULES.name,
       userId: event.user,
       workspace: issuer,
       ...(groups.length ? { groups } : {}),
     };
     const reply = {
-      platform: 'slack',
+      platform: SLACK_RULES.name,
       channel: event.channel,
       workspace: team,
       recipient: event.user,
       ...(thread ? { thread } : {}),
     };
-    // Someone the policy does not serve gets a word only they see, and no turn.
-    const admitted = ctx.approvals.mayUse(requester, reply);
-    if (!admitted.ok) {
-      log.info(
-        { user: event.user, team: requester.workspace, channel: event.channel },
-        'message refused by the policy',
-      );
-      await deps.outbound
-        .ephemeral(event.channel, event.user, admitted.refusal, thread)
-        .catch((error: unknown) => log.warn({ err: error }, 'could not tell a person they were refused'));
-      return;
-    }
     await take(delivery, {
-      type: 'CHAT',
-      priority: Priority.CRITICAL,
-      conversationId: conversationOf(team, event, thread),
       requester,
-      input: { prompt },
-      payload: { ts: event.ts, eventId },
-      reply,
-      placeholder: '…',
-      mode: ctx.approvals.conversationMode(reply),
+      place: reply,
+      eventId,
+      draft: {
+        type: 'CHAT',
+        priority: Priority.CRITICAL,
+        conversationId: slackConversationId(team, event.channel, isDm ? undefined : thread),
+        input: { prompt },
+        payload: { ts: event.ts, eventId },
+        reply,
+        placeholder: '…',
+      },
     });
   };
 
@@ -151,7 +139,7 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
     if (e.channel_type === 'im') return takeMessage(delivery);
     // A mention arrives as app_mention too; answer it once.
     if ((e.text ?? '').includes(`<@${botUserId}>`) || !e.thread_ts) return;
-    if (await conversationExists(ctx.pool, conversationOf(team, e, e.thread_ts))) await takeMessage(delivery);
+    if (await ctx.conversationExists(slackConversationId(team, e.channel, e.thread_ts))) await takeMessage(delivery);
   };
 
   return { onMention, onMessage };

@@ -1,6 +1,7 @@
 import type { AdapterContext } from '../platform.ts';
 import { LIMITS } from './limits.ts';
-import { activeWorkItemOf } from '../../queue/turn-lifecycle.ts';
+import { SLACK_RULES } from './rules.ts';
+import { slackConversationId } from './conversation-ids.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 import type { SlackAgentSessions } from './agent-sessions.ts';
@@ -26,12 +27,14 @@ export function createSessionStoppedHandler(
   deps: { outbound: SlackOutbound; groups: SlackUserGroups; sessions?: SlackAgentSessions },
 ) {
   return async function onSessionStopped(event: AgentSessionStoppedEvent, team: string): Promise<void> {
-    const conversation = event.channel.startsWith('D')
-      ? `slack:${team}:dm:${event.channel}`
-      : `slack:${team}:${event.channel}:${event.thread_ts}`;
-    const running = await activeWorkItemOf(ctx.pool, conversation);
+    const conversation = slackConversationId(
+      team,
+      event.channel,
+      SLACK_RULES.isDirect({ platform: SLACK_RULES.name, channel: event.channel }) ? undefined : event.thread_ts,
+    );
+    const running = await ctx.activeTurnOf(conversation);
     const reply = {
-      platform: 'slack',
+      platform: SLACK_RULES.name,
       channel: event.channel,
       workspace: team,
       ...(event.thread_ts ? { thread: event.thread_ts } : {}),
@@ -42,7 +45,12 @@ export function createSessionStoppedHandler(
       return;
     }
     const groups = await deps.groups.groupsOf(team, event.user);
-    const person = { platform: 'slack', userId: event.user, workspace: team, ...(groups.length ? { groups } : {}) };
+    const person = {
+      platform: SLACK_RULES.name,
+      userId: event.user,
+      workspace: team,
+      ...(groups.length ? { groups } : {}),
+    };
     const result = await ctx.stopTurn(running, person);
     if (!result.ok) await deps.outbound.ephemeral(event.channel, event.user, result.reason, event.thread_ts);
   };
@@ -65,8 +73,8 @@ export function createThreadStartedHandler(
 ) {
   return async function onThreadStarted(event: AssistantThreadStartedEvent, team: string): Promise<void> {
     const thread = event.assistant_thread;
-    const person = { platform: 'slack', userId: thread.user_id, workspace: team };
-    const place = { platform: 'slack', channel: thread.channel_id, workspace: team, thread: thread.thread_ts };
+    const person = { platform: SLACK_RULES.name, userId: thread.user_id, workspace: team };
+    const place = { platform: SLACK_RULES.name, channel: thread.channel_id, workspace: team, thread: thread.thread_ts };
     if (!ctx.approvals.mayUse(person, place).ok) return;
     const prompts = ctx.skills
       .list()

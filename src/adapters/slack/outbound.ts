@@ -1,9 +1,8 @@
 import { WebClient } from '@slack/web-api';
-import type { Pool } from '../../db/pool.ts';
 import type { DeliveryContext, ReplyDelivery } from '../../reply/delivery.ts';
 import type { Outbound, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
-import { waitForToken } from '../../reply/rate-bucket.ts';
+import type { RateBuckets } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
 import { replyBlocks, type Block } from './blocks.ts';
 import { fitMrkdwn, markdownToMrkdwn } from './format/index.ts';
@@ -43,12 +42,12 @@ export class SlackOutbound implements Outbound {
   readonly limits = { maxMessageLength: LIMITS.replyMessageText, minEditIntervalMs: LIMITS.editIntervalMs };
   readonly #streaming: NativeStreaming | undefined;
   readonly #client: WebClient;
-  readonly #pool: Pool;
+  readonly #buckets: RateBuckets;
   readonly #perMinute: number;
 
-  constructor(client: WebClient, pool: Pool, updatesPerMinute: number, streaming?: NativeStreaming) {
+  constructor(client: WebClient, buckets: RateBuckets, updatesPerMinute: number, streaming?: NativeStreaming) {
     this.#client = client;
-    this.#pool = pool;
+    this.#buckets = buckets;
     this.#perMinute = updatesPerMinute;
     this.#streaming = streaming;
   }
@@ -62,7 +61,7 @@ export class SlackOutbound implements Outbound {
   async reserve(target: ReplyTarget): Promise<void> {
     // Burst plus a minute of refill stays within the budget for any 60-second window.
     const capacity = Math.max(1, Math.floor(this.#perMinute / 10));
-    await waitForToken(this.#pool, `slack:${target.workspace ?? 'default'}:chat.update`, {
+    await this.#buckets.wait(`slack:${target.workspace ?? 'default'}:chat.update`, {
       capacity,
       refillPerSecond: Math.max(this.#perMinute - capacity, 1) / 60,
     });

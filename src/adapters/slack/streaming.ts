@@ -1,13 +1,12 @@
 import type { WebAPIPlatformError, WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { Pool } from '../../db/pool.ts';
 import { metrics } from '../../metrics.ts';
 import type { PostedMessage } from '../../reply/outbound.ts';
 import type { TaskUpdate } from '../../reply/delivery.ts';
 import { StreamingUnavailable, type NativeStreaming } from './native-delivery.ts';
 import { type ReplyButton, type ReplyTarget } from '../../core/reply-target.ts';
 import { feedbackBlock } from './blocks.ts';
-import { tryTakeToken, waitForToken, type BucketShape } from '../../reply/rate-bucket.ts';
+import type { BucketShape, RateBuckets } from '../../reply/rate-bucket.ts';
 import { neutralizeMarkdownMentions } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 import { rateLimitedError } from './api-errors.ts';
@@ -73,19 +72,24 @@ export class SlackNativeStreaming implements NativeStreaming {
   // markdown_text holds 12,000 characters a call; mention neutralizing adds a little.
   readonly maxLength = LIMITS.streamMarkdownText - LIMITS.streamRolloverMargin;
   readonly #client: WebClient;
-  readonly #pool: Pool;
+  readonly #buckets: RateBuckets;
   readonly #log: Logger;
   readonly #starts: BucketShape;
   readonly #stops: BucketShape;
   /** Workspaces where Slack said the methods don't exist (GovSlack, proxies): asked again after a while. */
   readonly #unsupportedUntil = new Map<string, number>();
 
-  constructor(client: WebClient, pool: Pool, log: Logger, options: { maxAgeMs: number; startsPerMinute: number }) {
+  constructor(
+    client: WebClient,
+    buckets: RateBuckets,
+    log: Logger,
+    options: { maxAgeMs: number; startsPerMinute: number },
+  ) {
     // Every stream started is stopped once, so stops get the same budget.
     this.#starts = budget(options.startsPerMinute);
     this.#stops = budget(options.startsPerMinute);
     this.#client = client;
-    this.#pool = pool;
+    this.#buckets = buckets;
     this.#log = log.child({ component: 'slack-streaming' });
     this.maxAgeMs = options.maxAgeMs;
   }
@@ -99,7 +103,7 @@ export class SlackNativeStreaming implements NativeStreaming {
     if (!target.thread || (this.#unsupportedUntil.get(workspace) ?? 0) > Date.now()) return undefined;
     const isDm = target.channel.startsWith('D');
     if (!isDm && !(target.recipient && target.workspace)) return undefined;
-    if (!(await tryTakeToken(this.#pool, this.#key(target, 'chat.startStream'), this.#starts))) return undefined;
+    if (!(await this.#buckets.tryTake(this.#key(target, 'chat.startStream'), this.#starts))) return undefined;
     try {
       const result = await this.#client.chat.startStream({
         channel: target.channel,
@@ -122,7 +126,7 @@ export class SlackNativeStreaming implements NativeStreaming {
   }
 
   async reserveAppend(target: ReplyTarget): Promise<void> {
-    await waitForToken(this.#pool, this.#key(target, 'chat.appendStream'), APPENDS);
+    await this.#buckets.wait(this.#key(target, 'chat.appendStream'), APPENDS);
   }
 
   async append(
@@ -151,7 +155,7 @@ export class SlackNativeStreaming implements NativeStreaming {
     tasks?: readonly TaskUpdate[],
   ): Promise<void> {
     const blocks = buttons?.length ? feedbackBlock(buttons) : [];
-    await waitForToken(this.#pool, this.#key(target, 'chat.stopStream'), this.#stops);
+    await this.#buckets.wait(this.#key(target, 'chat.stopStream'), this.#stops);
     await this.#call('chat.stopStream', () =>
       this.#client.chat.stopStream({
         channel: target.channel,

@@ -1,3 +1,4 @@
+import type { PlatformDirectory } from '../../core/platform-rules.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { Pool, PoolClient } from '../../db/pool.ts';
@@ -49,6 +50,8 @@ export interface WorkerServices {
   events: TurnEvents;
   liveness: WorkerLiveness;
   systemPrompt(item: WorkItem): string;
+  /** What each platform can show (its adapter's rules). */
+  platforms: PlatformDirectory;
   approvals: TurnApprovals;
   /** Aborted when this process must stop working at once (declared dead by its peers). */
   fence: AbortSignal;
@@ -150,6 +153,7 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
       state,
       startedAt,
       feedbackButtons: services.config.FEEDBACK_BUTTONS,
+      platform: services.platforms.rulesOf(item.reply.platform),
       park: (client, parkedItem, parkedState) => services.approvals.park(client, parkedItem, parkedState),
     },
     ending,

@@ -10,7 +10,8 @@ import { handOverTurn, parkTurn, settleTurn } from '../turn-lifecycle.ts';
 import { TEXTS } from '../../core/texts.ts';
 import type { TurnEvents } from '../turn-events.ts';
 import type { WorkItem } from '../../core/work-item.ts';
-import type { Requester } from '../../core/person.ts';
+import { personKey, type Requester } from '../../core/person.ts';
+import type { PlatformRules } from '../../core/platform-rules.ts';
 import { StopRequested } from '../stop-requests.ts';
 import { feedbackValue } from '../../core/buttons.ts';
 import type { ReplyButton } from '../../core/reply-target.ts';
@@ -49,6 +50,8 @@ interface SettlingTurn {
   startedAt: number;
   /** FEEDBACK_BUTTONS: 👍/👎 under a final answer, where the platform shows them. */
   feedbackButtons: boolean;
+  /** The rules of the platform the reply is on. */
+  platform: PlatformRules;
   /** Stores the approval envelope inside the parking transaction (`TurnApprovals.park`). */
   park(client: PoolClient, item: WorkItem, state: TurnState): Promise<void>;
 }
@@ -81,12 +84,9 @@ export async function endingOfError(error: unknown, signal: AbortSignal, pool: P
   return { kind: 'failure', error, reason: scrubSecrets((error as Error).message ?? String(error)) };
 }
 
-/** Platforms whose replies carry 👍/👎 on a final answer. */
-const FEEDBACK_PLATFORMS = new Set(['slack', 'discord']);
-
 function feedbackButtons(turn: SettlingTurn): ReplyButton[] | undefined {
   const { item } = turn;
-  if (!turn.feedbackButtons || !FEEDBACK_PLATFORMS.has(item.reply.platform)) return undefined;
+  if (!turn.feedbackButtons || !turn.platform.capabilities.feedback) return undefined;
   return [
     { label: '👍', value: feedbackValue(item.id, 'up'), style: 'secondary' },
     { label: '👎', value: feedbackValue(item.id, 'down'), style: 'secondary' },
@@ -140,8 +140,8 @@ const settleSuperseded: Settler<'superseded'> = async ({ pool, item, sink, state
   events.emit('cancelled', { item, by: item.requester });
 };
 
-const settleStopped: Settler<'stop'> = async ({ pool, item, sink, state, log, events }, { by }) => {
-  await sink.finish(TEXTS.stopped(sink.text, by));
+const settleStopped: Settler<'stop'> = async ({ pool, item, sink, state, log, events, platform }, { by }) => {
+  await sink.finish(TEXTS.stopped(sink.text, platform.operatorTerminal ? 'you' : personKey(by)));
   const partial = partialAnswer(sink);
   const prompt = state.messages[0]?.role === 'user' ? [state.messages[0]] : [];
   await settleTurn(pool, item, {
