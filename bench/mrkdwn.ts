@@ -7,8 +7,8 @@ import { round } from './stats.ts';
  * slow conversion stalls every turn of that worker. The regex converter was quadratic or worse on
  * these shapes (a 20,300-character text took 16.9 s; 80,000 never finished); target: under a second
  * at 80,000, and about twice the time at twice the size. `node bench/mrkdwn.ts` runs it alone;
- * BENCH_MRKDWN_SIZES=20000 picks other sizes (characters). test/slack/format-linear.test.ts checks
- * the converter's output on the same shapes.
+ * BENCH_MRKDWN_SIZES=20000 picks other sizes (characters). test/adapters/slack/format/format-linear.test.ts
+ * checks the converter's output on the same shapes.
  */
 export const ADVERSARIAL_MARKDOWN: Record<string, (chars: number) => string> = {
   'backtick runs of every length': (chars) => {

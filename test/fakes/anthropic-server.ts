@@ -11,7 +11,7 @@ import {
   type FakeModelOptions,
   type SseFrame,
   type StartedFakeModel,
-} from '../providers/fake-model-http.ts';
+} from './model-http.ts';
 
 /**
  * A fake Anthropic Messages API: POST /v1/messages with `stream: true`, answered with the documented

@@ -11,7 +11,7 @@ import {
   type FakeModelOptions,
   type SseFrame,
   type StartedFakeModel,
-} from '../providers/fake-model-http.ts';
+} from './model-http.ts';
 
 /**
  * A fake OpenAI Chat Completions API (POST …/chat/completions, `stream: true`), which is also what

@@ -160,7 +160,7 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
     // Awaited right here, nothing in between: the next line (typed ahead, or piped) is read as soon
     // as this turn's reply is out. An answer to a card then races the show-card job recording the
     // card, and whether piped output shows the decided card depends on that race (the `a` test in
-    // test/cli/console.test.ts); one extra await here made it lose nearly every time.
+    // test/adapters/console/console.test.ts); one extra await here made it lose nearly every time.
     if (turn) await afterTurn(session, await waitForEnd(options.events, state, turn));
   }
   reportSessionEnd(session);
