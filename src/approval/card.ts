@@ -136,6 +136,8 @@ export function cardButtons(card: ApprovalCard): ReplyButton[] {
 /** The answers to a question card, one button each. */
 export function questionButtons(card: ApprovalCard): ReplyButton[] {
   return (card.options ?? []).map((o, i) => ({
+    // The shorter of the platforms' button labels: Slack's LIMITS.buttonText (75; test/slack/limits.test.ts
+    // measures a question card against it) and Discord's LIMITS.buttonLabel (80).
     label: o.slice(0, 75),
     value: buttonValue(card.nonce, `o${i}`),
     style: 'primary',

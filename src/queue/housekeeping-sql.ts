@@ -66,12 +66,14 @@ export async function pruneAudit(db: Queryable, days: number): Promise<number> {
 
 /**
  * How long an inbound event's dedupe mark is kept. Slack retries an Events API delivery it saw fail
- * up to 3 times, the last well within an hour of the event; Discord never redelivers (its marks only
- * stop two gateway sessions taking the same message at once). A mark pruned before the last retry
- * arrives would let that retry make a second turn, so the window is Slack's hour plus a 1 hour margin
- * for clock skew between Slack and the database and for deliveries queued behind an outage.
+ * up to 3 times, the last well within an hour of the event (the Slack adapter's LIMITS.eventRetries
+ * and LIMITS.eventLastRetryMinutes, which test/slack/limits.test.ts holds this against); Discord never
+ * redelivers (its marks only stop two gateway sessions taking the same message at once). A mark pruned
+ * before the last retry arrives would let that retry make a second turn, so the window is Slack's hour
+ * plus a 1 hour margin for clock skew between Slack and the database and for deliveries queued behind
+ * an outage.
  */
-const INBOUND_EVENT_RETENTION_HOURS = 2;
+export const INBOUND_EVENT_RETENTION_HOURS = 2;
 
 /** Dedupe marks of inbound events older than any redelivery of them (INBOUND_EVENT_RETENTION_HOURS). */
 export async function pruneInboundEvents(db: Queryable, hours = INBOUND_EVENT_RETENTION_HOURS): Promise<number> {

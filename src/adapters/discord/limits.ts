@@ -44,6 +44,28 @@ export const LIMITS = {
   channelEditWindowSeconds: 5,
   /** Requests per second a bot may make across all routes (interaction responses excluded). */
   globalRequestsPerSecond: 50,
+  /** Milliseconds between two edits of one reply (Countersign's pacing under the per-channel edit bucket). */
+  editIntervalMs: 1000,
+  /**
+   * Edits a channel's bucket allows at once (Countersign's). A token bucket allows its burst plus a
+   * window's refill inside one window, so the refill is what is left of channelEditsPerWindow: never
+   * a 429 from a full burst followed by steady refills.
+   */
+  channelEditBurst: 2,
+  /**
+   * Requests the global bucket allows at once (Countersign's). Its 1-second window is split the same
+   * way, with headroom: a token is taken before the request leaves, and under load (a burst of
+   * approvals, P9) a request can reach Discord up to ~100 ms later, inside the next window, beside
+   * that window's own full share. 10 at once, then 35 a second, keeps any window under 50 even then.
+   */
+  globalBurst: 10,
+  /** The global bucket's refill per second, with globalBurst above (Countersign's). */
+  globalRefillPerSecond: 35,
+  /**
+   * Arguments longer than this may not show whole in a card's embed field (embedFieldValue, shared
+   * with detail), so a "Full arguments" button offers them (Countersign's).
+   */
+  fieldSafeArgs: 900,
 } as const;
 
 export type DiscordLimit = keyof typeof LIMITS;

@@ -24,7 +24,7 @@ export function createRest(token: string, apiUrl: string | undefined): REST {
  */
 export class DiscordOutbound implements Outbound {
   readonly platform = 'discord';
-  readonly limits = { maxMessageLength: LIMITS.messageContent, minEditIntervalMs: 1000 };
+  readonly limits = { maxMessageLength: LIMITS.messageContent, minEditIntervalMs: LIMITS.editIntervalMs };
   readonly #rest: REST;
   readonly #buckets: RateBuckets;
   readonly #applicationId: string;

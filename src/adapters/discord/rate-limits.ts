@@ -11,27 +11,17 @@ import { LIMITS } from './limits.ts';
  *   countersign.rate_buckets(key text primary key, tokens double precision, updated_at timestamptz)
  */
 
-/** Discord's documented budgets, as buckets. */
 /**
- * Discord counts a channel's message writes in a fixed window (5 per 5 s). A token bucket allows its
- * burst plus a window's refill inside one window, so the two are split to sum to the window's limit:
- * capacity + refill × window ≤ 5 — never a 429 from a full burst followed by steady refills.
+ * Discord's documented budgets, as buckets. Discord counts a channel's message writes (5 per 5 s)
+ * and a bot's requests (50 per second) in fixed windows; each bucket's burst and refill are split so
+ * that capacity + refill × window stays within the window's limit (the split: limits.ts).
  */
-const EDIT_BURST = 2;
-/**
- * The global limit is a 1-second window, split the same way, with headroom: a token is taken before
- * the request leaves, and under load (a burst of approvals, P9) a request can reach Discord up to
- * ~100 ms later, inside the next window, beside that window's own full share. 10 at once, then 35
- * a second, keeps any window under 50 even then.
- */
-const GLOBAL_BURST = 10;
-const GLOBAL_REFILL_PER_SECOND = 35;
 export const DISCORD_BUCKETS = {
   channelEdit: {
-    capacity: EDIT_BURST,
-    refillPerSecond: (LIMITS.channelEditsPerWindow - EDIT_BURST) / LIMITS.channelEditWindowSeconds,
+    capacity: LIMITS.channelEditBurst,
+    refillPerSecond: (LIMITS.channelEditsPerWindow - LIMITS.channelEditBurst) / LIMITS.channelEditWindowSeconds,
   },
-  global: { capacity: GLOBAL_BURST, refillPerSecond: GLOBAL_REFILL_PER_SECOND },
+  global: { capacity: LIMITS.globalBurst, refillPerSecond: LIMITS.globalRefillPerSecond },
 } as const satisfies Record<string, BucketShape>;
 
 export const channelEditBucketKey = (channelId: string): string => `discord:edit:${channelId}`;

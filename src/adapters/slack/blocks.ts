@@ -45,13 +45,10 @@ function actions(buttons: ReplyButton[], prefix: string): Block[] {
   return blocks;
 }
 
-/** Grants listed by `/countersign grants` shown at most, so the message stays under Slack's 50 blocks. */
-const MAX_LISTED_GRANTS = 20;
-
 /** `/countersign grants`: one section per grant, each with its Revoke button. */
 export function grantListBlocks(lines: Array<{ id: string; text: string }>, total: number): Block[] {
   const blocks: Block[] = [markdownSection(`**Standing grants that apply here** (${total})`)];
-  for (const { id, text } of lines.slice(0, MAX_LISTED_GRANTS)) {
+  for (const { id, text } of lines.slice(0, LIMITS.listedGrants)) {
     blocks.push({
       type: 'section',
       text: { type: 'mrkdwn', text: fitMrkdwn(text, LIMITS.sectionText) },
@@ -64,8 +61,8 @@ export function grantListBlocks(lines: Array<{ id: string; text: string }>, tota
       },
     });
   }
-  if (total > MAX_LISTED_GRANTS)
-    blocks.push(context(`… and ${total - MAX_LISTED_GRANTS} more; \`countersign grants list\` shows them all.`));
+  if (total > LIMITS.listedGrants)
+    blocks.push(context(`… and ${total - LIMITS.listedGrants} more; \`countersign grants list\` shows them all.`));
   return blocks;
 }
 
@@ -148,9 +145,6 @@ function slackDate(date: Date): string {
   return `<!date^${seconds}^{date_short_pretty} at {time}|${date.toISOString()}>`;
 }
 
-/** Calls per message of a card: 12 calls of up to 3 blocks each, plus header and footer, stay under 50. */
-const CARD_CALLS_PER_MESSAGE = 12;
-
 /** A "Full arguments" button for a call whose arguments the card had to cut. */
 function fullArgsButton(card: ApprovalCard, call: ApprovalCard['calls'][number]): ReplyButton[] {
   if (card.state !== 'pending' || !call.argsFull || call.argsFull === call.argsPretty) return [];
@@ -180,10 +174,10 @@ export function approvalCardPages(card: ApprovalCard): Block[][] {
     const note = card.origin ?? (card.routedTo ? `_${card.routedTo}_` : undefined);
     if (note) header.push(markdownContext(note));
     const decided = new Map((card.decisions ?? []).map((d) => [d.index, d]));
-    const messages = Math.max(1, Math.ceil(n / CARD_CALLS_PER_MESSAGE));
+    const messages = Math.max(1, Math.ceil(n / LIMITS.cardCallsPerMessage));
     for (let m = 0; m < messages; m++) {
       const blocks: Block[] = m === 0 ? [...header] : [];
-      const calls = card.calls.slice(m * CARD_CALLS_PER_MESSAGE, (m + 1) * CARD_CALLS_PER_MESSAGE);
+      const calls = card.calls.slice(m * LIMITS.cardCallsPerMessage, (m + 1) * LIMITS.cardCallsPerMessage);
       if (messages > 1) {
         blocks.push(
           context(

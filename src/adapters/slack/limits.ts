@@ -64,6 +64,22 @@ export const LIMITS = {
   chatUpdatePerMinute: 50,
   /** chat.appendStream per minute per workspace (Tier 4). */
   appendStreamPerMinute: 100,
+  /** chat.appendStream calls a workspace's replies take per minute, under appendStreamPerMinute (Countersign's). */
+  appendStreamBudgetPerMinute: 90,
+  /** A stream method's burst: 1/6 of its per-minute budget at once, the rest refilled in the minute (Countersign's). */
+  streamBurstDivisor: 6,
+  /** chat.update's burst: 1/10 of SLACK_UPDATES_PER_MINUTE at once, the rest refilled in the minute (Countersign's). */
+  chatUpdateBurstDivisor: 10,
+  /** How long a workspace without native streaming gets edited replies before it is tried again (Countersign's). */
+  streamUnsupportedRecheckMs: 600_000,
+  /** Grants one `/countersign grants` answer lists, a section each, so it stays under `blocks` (Countersign's). */
+  listedGrants: 20,
+  /** Approval card calls per message: up to 3 blocks each, plus header and footer, within `blocks` (Countersign's). */
+  cardCallsPerMessage: 12,
+  /** Times Slack retries an Events API delivery it saw fail: at once, after 1 minute, after 5 minutes. */
+  eventRetries: 3,
+  /** Minutes from an event's first delivery to Slack's last retry of it, at most (the delays above, back to back). */
+  eventLastRetryMinutes: 6,
   /** How long the start-up probe of Slack's Web API waits for any answer (Countersign's). */
   probeTimeoutMs: 10_000,
   /** First wait before probing an unreachable Slack again; it doubles up to the next (Countersign's). */

@@ -60,7 +60,7 @@ export class SlackOutbound implements Outbound {
   /** chat.update is the call streaming makes often; its Tier 3 budget is per workspace. */
   async reserve(target: ReplyTarget): Promise<void> {
     // Burst plus a minute of refill stays within the budget for any 60-second window.
-    const capacity = Math.max(1, Math.floor(this.#perMinute / 10));
+    const capacity = Math.max(1, Math.floor(this.#perMinute / LIMITS.chatUpdateBurstDivisor));
     await this.#buckets.wait(`slack:${target.workspace ?? 'default'}:chat.update`, {
       capacity,
       refillPerSecond: Math.max(this.#perMinute - capacity, 1) / 60,

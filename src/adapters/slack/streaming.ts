@@ -16,11 +16,10 @@ import { rateLimitedError } from './api-errors.ts';
  * about 20 a minute; chat.appendStream Tier 4, 100+): a burst plus a minute of refill stays inside.
  */
 function budget(perMinute: number): BucketShape {
-  const capacity = Math.max(1, Math.floor(perMinute / 6));
+  const capacity = Math.max(1, Math.floor(perMinute / LIMITS.streamBurstDivisor));
   return { capacity, refillPerSecond: (perMinute - capacity) / 60 };
 }
-const APPENDS = budget(90);
-const UNSUPPORTED_RECHECK_MS = 10 * 60_000;
+const APPENDS = budget(LIMITS.appendStreamBudgetPerMinute);
 
 /** A chunk's text, cut to what Slack takes. */
 const cut = (text: string) => text.slice(0, LIMITS.streamChunkText);
@@ -118,7 +117,7 @@ export class SlackNativeStreaming implements NativeStreaming {
     } catch (error) {
       const code = (error as WebAPIPlatformError).data?.error;
       if (code === 'unknown_method' || code === 'method_deprecated')
-        this.#unsupportedUntil.set(workspace, Date.now() + UNSUPPORTED_RECHECK_MS);
+        this.#unsupportedUntil.set(workspace, Date.now() + LIMITS.streamUnsupportedRecheckMs);
       // Posting a message instead is always possible; a stream is only nicer.
       this.#log.warn({ err: error, code }, 'chat.startStream failed; replying by editing instead');
       return undefined;

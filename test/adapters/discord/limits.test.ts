@@ -7,13 +7,15 @@ import { GLOBAL_PER_SECOND } from '../../fakes/discord/rate-limiter.ts';
 /**
  * Every entry of LIMITS must have a witness: a request the fake Discord (which encodes the
  * documented limits independently) accepts at the limit and rejects one past it, or the fake's
- * own number for rate limits. A new limit without a witness fails the first test.
+ * own number for rate limits; Countersign's own pacing choices hold against the limits they pace
+ * under. A new limit without a witness fails the first test.
  */
 type Witness =
   | { kind: 'message'; body: (n: number) => Record<string, unknown> }
   | { kind: 'request'; send: (fake: FakeDiscord, n: number) => Promise<Response> }
   | { kind: 'fake-number'; value: () => number }
-  | { kind: 'documented'; source: string };
+  | { kind: 'documented'; source: string }
+  | { kind: 'choice'; holds: () => boolean };
 
 const row = (buttons: number, idLength = 8, labelLength = 2) => ({
   type: 1,
@@ -106,6 +108,19 @@ const WITNESSES: Record<DiscordLimit, Witness> = {
     kind: 'documented',
     source: 'Interactions › Followup Messages: tokens are valid for 15 minutes',
   },
+  // One reply edited at this interval alone spends no more than its channel's edit window allows.
+  editIntervalMs: {
+    kind: 'choice',
+    holds: () => 1000 / LIMITS.editIntervalMs <= LIMITS.channelEditsPerWindow / LIMITS.channelEditWindowSeconds,
+  },
+  // The bucket shapes themselves are held against Discord's windows in rate-limits.test.ts.
+  channelEditBurst: { kind: 'choice', holds: () => LIMITS.channelEditBurst < LIMITS.channelEditsPerWindow },
+  globalBurst: {
+    kind: 'choice',
+    holds: () => LIMITS.globalBurst + LIMITS.globalRefillPerSecond < LIMITS.globalRequestsPerSecond,
+  },
+  globalRefillPerSecond: { kind: 'choice', holds: () => LIMITS.globalRefillPerSecond < LIMITS.globalRequestsPerSecond },
+  fieldSafeArgs: { kind: 'choice', holds: () => LIMITS.fieldSafeArgs < LIMITS.embedFieldValue },
 };
 
 describe('LIMITS', () => {
@@ -150,6 +165,13 @@ describe('LIMITS', () => {
       const witness = WITNESSES[name] as Extract<Witness, { kind: 'request' }>;
       expect((await witness.send(fake, limit)).ok).toBe(true);
       expect((await witness.send(fake, limit + 1)).status).toBe(400);
+    },
+  );
+
+  it.each(entries.filter(([name]) => WITNESSES[name].kind === 'choice'))(
+    "%s = %i, Countersign's choice, stays within the limits it paces under",
+    (name) => {
+      expect((WITNESSES[name] as Extract<Witness, { kind: 'choice' }>).holds()).toBe(true);
     },
   );
 

@@ -5,14 +5,22 @@
  */
 import { WebClient, type KnownBlock } from '@slack/web-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approvalCardPages, fullArgumentsModal, replyBlocks } from '../../../src/adapters/slack/blocks.ts';
+import {
+  approvalCardPages,
+  fullArgumentsModal,
+  grantListBlocks,
+  replyBlocks,
+} from '../../../src/adapters/slack/blocks.ts';
 import type { Block } from '../../../src/adapters/slack/blocks.ts';
 
 /** Every message of a card, each a sample of its own. */
 const pagesOf = (name: string, c: ApprovalCard): Array<[string, Block[]]> =>
   approvalCardPages(c).map((blocks, i) => [`${name} (message ${i + 1})`, blocks]);
 import { LIMITS } from '../../../src/adapters/slack/limits.ts';
+import { LIMITS as DISCORD_LIMITS } from '../../../src/adapters/discord/limits.ts';
 import type { ApprovalCard } from '../../../src/core/approval-card.ts';
+import { ButtonPayload } from '../../../src/core/buttons.ts';
+import { INBOUND_EVENT_RETENTION_HOURS } from '../../../src/queue/housekeeping-sql.ts';
 import { FakeSlack } from '../../fakes/slack/fake-slack.ts';
 
 const huge = 'y'.repeat(20_000);
@@ -64,6 +72,13 @@ const samples: Array<[name: string, blocks: KnownBlock[]]> = [
     card(30, { state: 'decided', decisions: [{ index: 0, approved: true, by: huge }] }),
   ),
   ...pagesOf('question card', card(0, { kind: 'question', question: huge, options: ['x'.repeat(200), 'b'] })),
+  [
+    'grant list of 100 long grants',
+    grantListBlocks(
+      Array.from({ length: 100 }, (_, i) => ({ id: `0000000${i % 10}-0000-4000-8000-000000000000`, text: huge })),
+      100,
+    ),
+  ],
 ];
 
 type Section = Extract<KnownBlock, { type: 'section' }>;
@@ -105,6 +120,26 @@ describe('Slack Block Kit limits', () => {
   it('is pushed to the edge by the samples (the checks above are not vacuous)', () => {
     expect(max(samples.map(([, b]) => measures[1]![1](b)))).toBe(LIMITS.sectionText);
     expect(max(samples.map(([, b]) => b.length))).toBeGreaterThan(10);
+  });
+});
+
+describe('numbers outside the Slack adapter and the pacing choices in LIMITS', () => {
+  it("core's button value budget (src/core/buttons.ts) is buttonToken, which is Discord's custom_id", () => {
+    expect(ButtonPayload.in.maxLength).toBe(LIMITS.buttonToken);
+    expect(LIMITS.buttonToken).toBe(DISCORD_LIMITS.customId);
+  });
+
+  it("keeps an inbound event's dedupe mark (src/queue/housekeeping-sql.ts) past Slack's last retry", () => {
+    expect(INBOUND_EVENT_RETENTION_HOURS * 60).toBeGreaterThan(LIMITS.eventLastRetryMinutes);
+  });
+
+  it("paces chat.appendStream under its tier; a full grant list stays within a message's blocks", () => {
+    expect(LIMITS.appendStreamBudgetPerMinute).toBeLessThanOrEqual(LIMITS.appendStreamPerMinute);
+    expect(LIMITS.streamBurstDivisor).toBeGreaterThan(1);
+    expect(LIMITS.chatUpdateBurstDivisor).toBeGreaterThan(1);
+    const grants = samples.find(([name]) => name.startsWith('grant list'))![1];
+    // Every block limit is measured on this list above; this says the list is full, not cut shorter.
+    expect(grants.filter((b) => b.type === 'section')).toHaveLength(1 + LIMITS.listedGrants);
   });
 });
 

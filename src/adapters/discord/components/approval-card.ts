@@ -215,13 +215,10 @@ function closedPages(
   }));
 }
 
-/** Arguments longer than this may not show whole in an embed field (1,024 characters, shared). */
-const FIELD_SAFE_ARGS = 900;
-
 /** "Full arguments" for a call the card may not show whole: answered privately with every character. */
 function fullArgsButton(nonce: string, call: ApprovalCardCall): ApiButton[] {
   const full = call.argsFull ?? call.argsPretty;
-  if (full.length <= FIELD_SAFE_ARGS && full === call.argsPretty) return [];
+  if (full.length <= LIMITS.fieldSafeArgs && full === call.argsPretty) return [];
   return [button(`Full arguments #${call.index + 1}`, buttonValue(nonce, `f${call.index}`), ButtonStyle.secondary)];
 }
 
