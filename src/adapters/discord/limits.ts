@@ -66,6 +66,12 @@ export const LIMITS = {
    * with detail), so a "Full arguments" button offers them (Countersign's).
    */
   fieldSafeArgs: 900,
+  /** Grants `/countersign grants` lists: two action rows of `buttonsPerRow` Revoke buttons (Countersign's). */
+  listedGrants: 10,
+  /** Private messages a call's whole arguments may take (Countersign's: past it, the rest is counted, not shown). */
+  fullArgumentMessages: 10,
+  /** Characters kept free in each of those messages for the code fence and the header line (Countersign's). */
+  fullArgumentMargin: 200,
 } as const;
 
 export type DiscordLimit = keyof typeof LIMITS;

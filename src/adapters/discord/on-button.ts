@@ -64,15 +64,15 @@ export async function onDenyForm(
 
 /** Private messages that hold a call's whole arguments: code blocks under Discord's 2,000 characters, at most 10. */
 function fullArgumentMessages(tool: string, text: string): string[] {
-  const size = LIMITS.messageContent - 200;
+  const size = LIMITS.messageContent - LIMITS.fullArgumentMargin;
   const safe = text.replaceAll('```', '`\u200b``');
   const parts: string[] = [];
-  for (let at = 0; at < safe.length && parts.length < 10; at += size) {
+  for (let at = 0; at < safe.length && parts.length < LIMITS.fullArgumentMessages; at += size) {
     parts.push(
       `${parts.length === 0 ? `\`${tool}\` · ${text.length} characters\n` : ''}\`\`\`json\n${safe.slice(at, at + size)}\n\`\`\``,
     );
   }
-  const shown = Math.min(safe.length, size * 10);
+  const shown = Math.min(safe.length, size * LIMITS.fullArgumentMessages);
   if (shown < safe.length) parts.push(`… ${safe.length - shown} more characters do not fit ten messages.`);
   return parts;
 }

@@ -114,10 +114,10 @@ function grantList(grants: Grant[]) {
   const lines = listed.map((g, i) => `${i + 1}. ${describeGrant(g)}`);
   if (grants.length > listed.length) lines.push(`… and ${grants.length - listed.length} more.`);
   const rows = [];
-  for (let i = 0; i < listed.length; i += 5) {
+  for (let i = 0; i < listed.length; i += LIMITS.buttonsPerRow) {
     rows.push({
       type: 1,
-      components: listed.slice(i, i + 5).map((g, j) => ({
+      components: listed.slice(i, i + LIMITS.buttonsPerRow).map((g, j) => ({
         type: 2,
         style: 4,
         label: `Revoke ${i + j + 1}`,
@@ -145,7 +145,7 @@ export async function onAutocomplete(ctx: AdapterContext, interaction: Autocompl
 }
 
 /** Grants one `/countersign grants` answer lists: two rows of five Revoke buttons, and text within 2,000 characters. */
-const MAX_LISTED_GRANTS = 10;
+const MAX_LISTED_GRANTS = LIMITS.listedGrants;
 
 const COUNTERSIGN_HELP = [
   '**/countersign grants** — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.',

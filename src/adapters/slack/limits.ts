@@ -45,6 +45,10 @@ export const LIMITS = {
   modalBlocks: 100,
   /** Suggested prompts shown in an assistant thread (assistant.threads.setSuggestedPrompts). */
   suggestedPrompts: 4,
+  /** Characters of a suggested prompt's title, as shown in the assistant panel (Countersign's cut). */
+  suggestedPromptTitle: 75,
+  /** Characters of the message a suggested prompt sends (Countersign's cut). */
+  suggestedPromptMessage: 500,
   /** Characters of an assistant thread's title (assistant.threads.setTitle). */
   sessionTitle: 200,
   /** Members per conversations.members page (`limit`). */

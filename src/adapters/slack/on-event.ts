@@ -2,6 +2,7 @@ import type { AdapterContext, AdmissionRequest } from '../platform.ts';
 import { Priority } from '../../core/work-item.ts';
 import { TEXTS } from '../../core/texts.ts';
 import { SLACK_RULES } from './rules.ts';
+import { LIMITS } from './limits.ts';
 import { slackConversationId } from './conversation-ids.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
@@ -37,11 +38,8 @@ export interface EventDeps {
   groups: SlackUserGroups;
 }
 
-/**
- * Slack retries an Events API delivery it saw fail 3 times (nearly at once, after 1 minute, after 5
- * minutes); the delivery carrying this retry number is the last one, so only then is the person told.
- */
-const LAST_SLACK_RETRY = 3;
+/** The delivery carrying this retry number is Slack's last, so only then is the person told. */
+const LAST_SLACK_RETRY = LIMITS.eventRetries;
 
 /**
  * `message` subtypes that are still a person writing: a thread reply also sent to the channel

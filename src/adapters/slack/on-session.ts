@@ -80,8 +80,11 @@ export function createThreadStartedHandler(
       .list()
       .slice(0, LIMITS.suggestedPrompts)
       .map((skill) => ({
-        title: skill.name.slice(0, 75),
-        message: `Use the ${skill.name} skill${skill.description ? `: ${skill.description}` : '.'}`.slice(0, 500),
+        title: skill.name.slice(0, LIMITS.suggestedPromptTitle),
+        message: `Use the ${skill.name} skill${skill.description ? `: ${skill.description}` : '.'}`.slice(
+          0,
+          LIMITS.suggestedPromptMessage,
+        ),
       }));
     if (prompts.length === 0) return;
     try {

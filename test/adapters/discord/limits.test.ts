@@ -121,6 +121,16 @@ const WITNESSES: Record<DiscordLimit, Witness> = {
   },
   globalRefillPerSecond: { kind: 'choice', holds: () => LIMITS.globalRefillPerSecond < LIMITS.globalRequestsPerSecond },
   fieldSafeArgs: { kind: 'choice', holds: () => LIMITS.fieldSafeArgs < LIMITS.embedFieldValue },
+  // Revoke buttons fill whole rows, and leave the message a row for nothing else.
+  listedGrants: {
+    kind: 'choice',
+    holds: () =>
+      LIMITS.listedGrants % LIMITS.buttonsPerRow === 0 &&
+      LIMITS.listedGrants / LIMITS.buttonsPerRow < LIMITS.actionRows,
+  },
+  fullArgumentMessages: { kind: 'choice', holds: () => LIMITS.fullArgumentMessages >= 1 },
+  // The fence, the language tag and the header line fit the margin.
+  fullArgumentMargin: { kind: 'choice', holds: () => LIMITS.fullArgumentMargin < LIMITS.messageContent / 2 },
 };
 
 describe('LIMITS', () => {
