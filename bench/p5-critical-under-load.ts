@@ -10,7 +10,7 @@ import { RecordingOutbound } from '../test/helpers/recording-outbound.ts';
 import { summarize, type Summary } from './stats.ts';
 
 /** CRITICAL turn start latency while every background slot is busy and 10,000 LOW jobs wait. */
-export async function benchP5(connectionString: string, samples = 100, lowJobs = 10_000): Promise<Summary> {
+export async function benchP5(connectionString: string, samples = 500, lowJobs = 10_000): Promise<Summary> {
   const config = loadConfig({
     DATABASE_URL: connectionString,
     HTTP_PORT: '0',
@@ -52,6 +52,11 @@ export async function benchP5(connectionString: string, samples = 100, lowJobs =
        FROM (SELECT gen_random_uuid() AS id, g FROM generate_series(1, $1) g) s`,
       [lowJobs, JOBS.backgroundTurn.name],
     );
+    // Each inserted job notifies the workers, and the idle interactive ones answer with job fetches
+    // that find nothing (~4 ms of Postgres each with 10,000 LOW rows to pass): measured, that burst
+    // landed on the first samples and made the p99 of 100 samples the bench's own doing. The figure
+    // is the steady state under a long queue, so sampling starts once the burst is over.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
     const latencies: number[] = [];
     for (let i = 0; i < samples; i++) {
       let t0 = 0;

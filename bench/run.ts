@@ -130,7 +130,7 @@ async function main(): Promise<void> {
       );
     }
     if (only.includes('P5')) {
-      const p5 = await benchP5(await freshDatabase('p5'), 100);
+      const p5 = await benchP5(await freshDatabase('p5'));
       results.p5 = p5;
       rows.push([
         'P5 CRITICAL start, 10k LOW waiting, p50 / p99 (ms)',

@@ -109,6 +109,13 @@ async function startTurnControls(wiring: WorkerWiring, cleanups: Cleanups): Prom
 function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: TurnControls) {
   const { config, skills } = wiring;
   const { tools, catalog } = wiring.agentTools;
+  // The skills list changes only when a skill file does (the registry's version): built once per version.
+  let cached: { version: string; text: string } | undefined;
+  const skillsSection = () => {
+    const version = skills.version();
+    if (cached?.version !== version) cached = { version, text: skillsPromptSection(skills, SKILLS_PROMPT_BUDGET) };
+    return cached.text;
+  };
   return createWorkItemTask({
     pool: wiring.pool,
     config,
@@ -126,7 +133,7 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
       buildSystemPrompt({
         agentName: config.AGENT_NAME,
         platformName: wiring.platforms.rulesOf(item.reply.platform).displayName,
-        sections: [skillsPromptSection(skills, SKILLS_PROMPT_BUDGET), ...catalog.promptNotes],
+        sections: [skillsSection(), ...catalog.promptNotes],
       }),
     platforms: wiring.platforms,
   });

@@ -24,6 +24,8 @@ export async function saveSummary(
 
 /** A stored summary, if it parses; one this version cannot read is ignored (the history is then longer). */
 export function summaryFromRow(value: unknown): ConversationSummary | undefined {
+  // Most conversations have none: no parse for the common case.
+  if (value === null || value === undefined) return undefined;
   const parsed = ConversationSummary.safeParse(value);
   return parsed.success ? parsed.data : undefined;
 }
