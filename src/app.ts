@@ -19,10 +19,12 @@ import { admit } from './approval/admission.ts';
 import { pressButton } from './approval/press-button.ts';
 import { RateBuckets } from './reply/rate-bucket.ts';
 import { platformDirectory } from './adapters/registry.ts';
+import { slackInboundSettings, slackOutboundSettings } from './adapters/slack/settings.ts';
+import { discordSettings } from './adapters/discord/settings.ts';
 import { metrics } from './metrics.ts';
 import { requestStop, type StopResult } from './queue/stop-requests.ts';
 import type { Requester } from './core/person.ts';
-import type { AdapterContext, InboundSettings, PlatformAdapter } from './adapters/platform.ts';
+import type { AdapterContext, PlatformAdapter } from './adapters/platform.ts';
 import { Cleanups } from './wiring/cleanups.ts';
 import { openDatabase } from './wiring/database.ts';
 import { openSkills, openTools } from './wiring/tools.ts';
@@ -79,65 +81,27 @@ interface Platform {
   /** Unset for adapters an embedding application passes in (`StartOptions.platforms`). */
   name?: PlatformName | 'console';
   adapter: PlatformAdapter;
-  /** The settings its inbound half is given: its own section only. */
-  settings: InboundSettings;
 }
 
-/** What each platform's inbound half needs of the configuration; each adapter sees only its own section. */
-function inboundSettings(config: Config): InboundSettings {
-  const settings: InboundSettings = {};
-  if (config.SLACK_BOT_TOKEN) {
-    settings.slack = {
-      botToken: config.SLACK_BOT_TOKEN,
-      mode: config.SLACK_MODE,
-      appToken: config.SLACK_APP_TOKEN,
-      signingSecret: config.SLACK_SIGNING_SECRET,
-      apiUrl: config.SLACK_API_URL,
-      skillsCommand: config.SLACK_SKILLS_COMMAND,
-      skillCommand: config.SLACK_SKILL_COMMAND,
-      countersignCommand: config.SLACK_COUNTERSIGN_COMMAND,
-    };
-  }
-  if (config.DISCORD_TOKEN) {
-    if (!config.DISCORD_APPLICATION_ID) {
-      throw new Error('DISCORD_TOKEN and DISCORD_APPLICATION_ID are required for Discord');
-    }
-    settings.discord = {
-      token: config.DISCORD_TOKEN,
-      applicationId: config.DISCORD_APPLICATION_ID,
-      guildId: config.DISCORD_GUILD_ID,
-      apiUrl: config.DISCORD_API_URL,
-    };
-  }
-  return settings;
-}
-
-/** The platforms whose credentials are configured. Loaded lazily: a console-only run needs neither SDK. */
-async function configuredPlatforms(
-  config: Config,
-  settings: InboundSettings,
-  buckets: RateBuckets,
-  log: Logger,
-): Promise<Platform[]> {
+/**
+ * The platforms whose credentials are configured, each given its own section of the configuration.
+ * Loaded lazily: a console-only run needs neither SDK.
+ */
+async function configuredPlatforms(config: Config, buckets: RateBuckets, log: Logger): Promise<Platform[]> {
   const platforms: Platform[] = [];
-  const { slack, discord } = settings;
-  if (slack) {
+  const { SLACK_BOT_TOKEN, DISCORD_TOKEN } = config;
+  if (SLACK_BOT_TOKEN) {
     const { createSlackAdapter } = await import('./adapters/slack/index.ts');
-    const outboundSettings = {
-      botToken: slack.botToken,
-      apiUrl: slack.apiUrl,
-      updatesPerMinute: config.SLACK_UPDATES_PER_MINUTE,
-      streaming: config.SLACK_STREAMING,
-      streamRolloverSeconds: config.SLACK_STREAM_ROLLOVER_SECONDS,
-      streamStartsPerMinute: config.SLACK_STREAM_STARTS_PER_MINUTE,
-      agentSessions: config.SLACK_AGENT_SESSIONS,
-      agentSessionsFallbackMinutes: config.SLACK_AGENT_SESSIONS_FALLBACK_MINUTES,
-    };
-    platforms.push({ name: 'slack', adapter: createSlackAdapter(outboundSettings, buckets, log), settings: { slack } });
+    const section = { ...config, SLACK_BOT_TOKEN };
+    const adapter = createSlackAdapter(slackOutboundSettings(section), buckets, log, slackInboundSettings(section));
+    platforms.push({ name: 'slack', adapter });
   }
-  if (discord) {
+  if (DISCORD_TOKEN) {
     const { createDiscordAdapter } = await import('./adapters/discord/index.ts');
-    platforms.push({ name: 'discord', adapter: createDiscordAdapter(discord, buckets), settings: { discord } });
+    platforms.push({
+      name: 'discord',
+      adapter: createDiscordAdapter(discordSettings({ ...config, DISCORD_TOKEN }), buckets),
+    });
   }
   return platforms;
 }
@@ -296,12 +260,11 @@ async function platformsToRun(
   buckets: RateBuckets,
   log: Logger,
 ): Promise<Platform[]> {
-  const settings = inboundSettings(config);
   return [
     ...(options.platforms
-      ? options.platforms.map((adapter) => ({ adapter, settings }))
-      : await configuredPlatforms(config, settings, buckets, log)),
-    { name: 'console', adapter: consoleAdapter, settings: {} },
+      ? options.platforms.map((adapter) => ({ adapter }))
+      : await configuredPlatforms(config, buckets, log)),
+    { name: 'console', adapter: consoleAdapter },
   ];
 }
 
@@ -340,13 +303,13 @@ async function startInbounds(
   const context = adapterContext(wiring);
   for (const platform of platforms) {
     if (!listens(config, role, platform, wiring.hasTerminal)) continue;
-    const inbound = await platform.adapter.startInbound({ ...context, settings: platform.settings });
+    const inbound = await platform.adapter.startInbound(context);
     cleanups.add(() => inbound.stop());
   }
 }
 
 /** What every adapter is given: the core's verbs, none of its storage. */
-function adapterContext(wiring: InboundWiring): Omit<AdapterContext, 'settings'> {
+function adapterContext(wiring: InboundWiring): AdapterContext {
   const { pool, gate, approvals, log, stopTurn } = wiring;
   const recordFeedbackOf: AdapterContext['recordFeedback'] = (workItemId, by, vote) =>
     recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply));

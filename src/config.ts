@@ -5,6 +5,9 @@ import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { parsePerson } from './policy/person.ts';
 import { platformDirectory } from './adapters/registry.ts';
+import { bool, headerSecret, int, list, optionalString, url, type Env, type EnvProblem } from './core/env-fields.ts';
+import { SLACK_CREDENTIAL, SLACK_ENV, SLACK_SECRETS, slackEnvProblems } from './adapters/slack/settings.ts';
+import { DISCORD_CREDENTIAL, DISCORD_ENV, DISCORD_SECRETS, discordEnvProblems } from './adapters/discord/settings.ts';
 
 /** The directory Countersign is installed in (shipped skills and migrations resolve from here). */
 export const INSTALL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -15,67 +18,10 @@ export const SECRET_VARIABLES = new Set([
   'ANTHROPIC_API_KEY',
   'OPENAI_API_KEY',
   'OPENROUTER_API_KEY',
-  'SLACK_BOT_TOKEN',
-  'SLACK_APP_TOKEN',
-  'SLACK_SIGNING_SECRET',
-  'DISCORD_TOKEN',
   'METRICS_TOKEN',
+  ...SLACK_SECRETS,
+  ...DISCORD_SECRETS,
 ]);
-
-const int = (min: number, max: number) =>
-  z.coerce
-    .number({ error: `expected a whole number between ${min} and ${max}` })
-    .int(`expected a whole number between ${min} and ${max}`)
-    .min(min, `expected a whole number between ${min} and ${max}`)
-    .max(max, `expected a whole number between ${min} and ${max}`);
-
-const bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'expected true or false' })
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
-
-const url = z.url({ error: 'expected an absolute URL such as https://example.com' });
-
-const list = z.string().transform((v) =>
-  v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean),
-);
-
-const optionalString = z.string().trim().min(1).optional();
-
-/**
- * Why `value` cannot travel in an HTTP header, or undefined when it can. Headers carry printable
- * ASCII only; a placeholder pasted from the docs (`sk-ant-…`) otherwise fails every request with
- * "Cannot convert argument to a ByteString", retried, far from the variable that caused it.
- */
-export function headerValueProblem(value: string): string | undefined {
-  const index = [...value].findIndex((c) => c < ' ' || c > '~');
-  if (index < 0) return undefined;
-  const c = [...value][index]!;
-  const code = `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
-  const shown = c >= ' ' && c !== '\u007f' && !/\s/.test(c) ? `"${c}" (${code})` : code;
-  const hint = c === '…' ? ': a placeholder copied from the docs? Put the real value here' : '';
-  return `contains ${shown} at character ${index + 1}, which an HTTP header cannot carry${hint}`;
-}
-
-/** An API key or token: it is sent in an HTTP header, so it must be printable ASCII. */
-const headerSecret = z
-  .string()
-  .trim()
-  .min(1)
-  .superRefine((value, ctx) => {
-    const problem = headerValueProblem(value);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .optional();
-
-/** A Discord id: a snowflake, 17 to 20 digits. */
-const snowflake = z
-  .string()
-  .trim()
-  .regex(/^\d{17,20}$/, 'expected a Discord id: 17 to 20 digits (Developer Mode on, then right-click → Copy ID)')
-  .optional();
 
 const PROVIDERS = ['anthropic', 'openai', 'openrouter', 'scripted'] as const;
 export const Provider = z.enum(PROVIDERS, { error: `expected one of ${PROVIDERS.join(', ')}` });
@@ -184,36 +130,8 @@ export const ConfigSchema = z
     /** A tool running longer than this is abandoned, recorded as failed, and never replayed. */
     TOOL_TIMEOUT_SECONDS: int(1, 3600).default(120),
 
-    SLACK_BOT_TOKEN: headerSecret,
-    SLACK_APP_TOKEN: headerSecret,
-    SLACK_SIGNING_SECRET: optionalString,
-    SLACK_MODE: z.enum(['socket', 'http']).default('socket'),
-    SLACK_API_URL: url.optional(),
-    SLACK_SKILLS_COMMAND: z
-      .string()
-      .regex(/^\/[a-z0-9_-]{1,31}$/, 'expected a slash command such as /skills')
-      .default('/skills'),
-    SLACK_SKILL_COMMAND: z
-      .string()
-      .regex(/^\/[a-z0-9_-]{1,31}$/, 'expected a slash command such as /skill')
-      .default('/skill'),
-    SLACK_COUNTERSIGN_COMMAND: z
-      .string()
-      .regex(/^\/[a-z0-9_-]{1,31}$/, 'expected a slash command such as /countersign')
-      .default('/countersign'),
-    /** `auto`: Slack agent sessions (status, title, native Stop) where the workspace allows them; `off`: never. */
-    SLACK_AGENT_SESSIONS: z.enum(['auto', 'off']).default('auto'),
-    /** After a workspace refuses agent sessions, how long before they are tried there again. */
-    SLACK_AGENT_SESSIONS_FALLBACK_MINUTES: int(1, 1440).default(30),
-    SLACK_UPDATES_PER_MINUTE: int(1, 600).default(45),
-    SLACK_STREAMING: z.enum(['auto', 'off']).default('auto'),
-    SLACK_STREAM_ROLLOVER_SECONDS: int(1, 295).default(270),
-    SLACK_STREAM_STARTS_PER_MINUTE: int(1, 600).default(18),
-
-    DISCORD_TOKEN: headerSecret,
-    DISCORD_APPLICATION_ID: snowflake,
-    DISCORD_GUILD_ID: snowflake,
-    DISCORD_API_URL: url.optional(),
+    ...SLACK_ENV,
+    ...DISCORD_ENV,
 
     /** Which platforms' inbound halves this process runs (ingress and all roles); unset: every configured one. */
     INGRESS_PLATFORMS: list
@@ -236,7 +154,8 @@ export const ConfigSchema = z
 
 export type Config = z.infer<typeof ConfigSchema>;
 
-type Env = Record<string, string | undefined>;
+/** The variable whose presence turns each platform on (INGRESS_PLATFORMS names platforms). */
+const PLATFORM_CREDENTIALS: Record<string, string> = { slack: SLACK_CREDENTIAL, discord: DISCORD_CREDENTIAL };
 
 /**
  * APPROVERS entries that would silently match nobody: a missing platform (`U123`), a stray space
@@ -280,8 +199,8 @@ function approverProblems(raw: string): string[] {
  * Problems that involve several variables. They are checked on the raw values, next to the schema,
  * so one run reports them together with every single-variable problem.
  */
-function crossFieldProblems(env: Env): Array<[string, string]> {
-  const problems: Array<[string, string]> = [];
+function crossFieldProblems(env: Env): EnvProblem[] {
+  const problems: EnvProblem[] = [];
   const need = (variable: string, message: string) => problems.push([variable, message]);
   const provider = env.AI_PROVIDER;
   const fallback = (env.AI_PROVIDER_FALLBACK ?? '')
@@ -302,73 +221,13 @@ function crossFieldProblems(env: Env): Array<[string, string]> {
       );
     }
   }
-  const slackMode = env.SLACK_MODE ?? 'socket';
-  if (env.SLACK_BOT_TOKEN && slackMode === 'socket' && !env.SLACK_APP_TOKEN) {
-    need(
-      'SLACK_APP_TOKEN',
-      'is missing: Socket Mode needs an app-level token with connections:write — or set SLACK_MODE=http',
-    );
-  }
-  if (env.SLACK_BOT_TOKEN && slackMode === 'http' && !env.SLACK_SIGNING_SECRET) {
-    need('SLACK_SIGNING_SECRET', "is missing: SLACK_MODE=http verifies every request with the app's signing secret");
-  }
-  if ((env.SLACK_APP_TOKEN || env.SLACK_SIGNING_SECRET) && !env.SLACK_BOT_TOKEN) {
-    need('SLACK_BOT_TOKEN', 'is missing: the Slack adapter needs the bot token (xoxb-…) to post replies');
-  }
+  problems.push(...slackEnvProblems(env));
   for (const platform of (env.INGRESS_PLATFORMS ?? '').split(',').map((s) => s.trim())) {
-    if (platform === 'slack' && !env.SLACK_BOT_TOKEN)
-      need('INGRESS_PLATFORMS', 'names slack, but SLACK_BOT_TOKEN is not set');
-    if (platform === 'discord' && !env.DISCORD_TOKEN)
-      need('INGRESS_PLATFORMS', 'names discord, but DISCORD_TOKEN is not set');
+    const credential = PLATFORM_CREDENTIALS[platform];
+    if (credential && !env[credential]) need('INGRESS_PLATFORMS', `names ${platform}, but ${credential} is not set`);
   }
   for (const problem of approverProblems(env.APPROVERS ?? '')) need('APPROVERS', problem);
-  problems.push(...slackTokenProblems(env.SLACK_BOT_TOKEN?.trim(), env.SLACK_APP_TOKEN?.trim()));
-  if (env.DISCORD_TOKEN && !env.DISCORD_APPLICATION_ID) {
-    need('DISCORD_APPLICATION_ID', 'is missing: slash commands are registered under the application id');
-  }
-  return problems;
-}
-
-/** Slack's token kinds by prefix, for saying which token was pasted where. */
-const SLACK_TOKEN_KINDS: Record<string, string> = {
-  'xoxb-': 'a bot token',
-  'xapp-': 'an app-level token',
-  'xoxp-': 'a user token',
-  'xoxe-': 'a token rotation or config token',
-};
-
-function slackTokenKind(token: string): string {
-  const prefix = token.slice(0, 5);
-  return SLACK_TOKEN_KINDS[prefix] ? `${SLACK_TOKEN_KINDS[prefix]} (${prefix}…)` : 'not a Slack token';
-}
-
-/**
- * The Slack tokens' shapes: the bot token starts `xoxb-`, the app-level token `xapp-`. Pasting one
- * into the other's variable is common (both are on the app's pages), and Slack's answer to it —
- * `not_allowed_token_type` or `invalid_auth` at connect — does not name the variable.
- */
-function slackTokenProblems(bot: string | undefined, app: string | undefined): Array<[string, string]> {
-  if (bot?.startsWith('xapp-') && app?.startsWith('xoxb-')) {
-    return [
-      [
-        'SLACK_BOT_TOKEN/SLACK_APP_TOKEN',
-        'the two tokens are swapped: the bot token (xoxb-…) goes in SLACK_BOT_TOKEN, the app-level token (xapp-…) in SLACK_APP_TOKEN',
-      ],
-    ];
-  }
-  const problems: Array<[string, string]> = [];
-  if (bot && !bot.startsWith('xoxb-')) {
-    problems.push([
-      'SLACK_BOT_TOKEN',
-      `is ${slackTokenKind(bot)}: expected the bot token, which starts with xoxb- (OAuth & Permissions → Bot User OAuth Token)`,
-    ]);
-  }
-  if (app && !app.startsWith('xapp-')) {
-    problems.push([
-      'SLACK_APP_TOKEN',
-      `is ${slackTokenKind(app)}: expected the app-level token, which starts with xapp- (Basic Information → App-Level Tokens)`,
-    ]);
-  }
+  problems.push(...discordEnvProblems(env));
   return problems;
 }
 

@@ -15,39 +15,6 @@ import type { ButtonSurface } from '../approval/press-button.ts';
 export type { AdmissionDraft, AdmissionRequest } from '../approval/admission.ts';
 export type { ButtonSurface } from '../approval/press-button.ts';
 
-/** What Slack's listening half needs of the configuration (picked from `Config` in app.ts). */
-interface SlackInboundSettings {
-  botToken: string;
-  /** `socket` (an outbound WebSocket, the default) or `http` (`POST /slack/events` on our port). */
-  mode: 'socket' | 'http';
-  /** Socket Mode's app-level token (xapp-…). */
-  appToken?: string;
-  /** HTTP mode's signing secret, checked on every request. */
-  signingSecret?: string;
-  /** Every Web API call goes here when set (tests, proxies). */
-  apiUrl?: string;
-  skillsCommand: string;
-  skillCommand: string;
-  /** `/countersign grants` and help; default `/countersign`. */
-  countersignCommand?: string;
-}
-
-/** What Discord's listening half needs of the configuration (picked from `Config` in app.ts). */
-export interface DiscordInboundSettings {
-  token: string;
-  applicationId: string;
-  /** Slash commands are registered in this guild only (they update at once) instead of globally. */
-  guildId?: string;
-  /** Every REST call goes here when set (tests, proxies). */
-  apiUrl?: string;
-}
-
-/** Each platform's section; an adapter reads its own and nothing else of the configuration. */
-export interface InboundSettings {
-  slack?: SlackInboundSettings;
-  discord?: DiscordInboundSettings;
-}
-
 /** A terminal-like session whose turns die with its process (see `AdapterContext.claimSession`). */
 interface SessionClaim {
   /** Turns of earlier sessions on this platform whose process is gone, now cancelled. */
@@ -61,7 +28,6 @@ interface SessionClaim {
  * outbound client.
  */
 export interface AdapterContext {
-  settings: InboundSettings;
   log: Logger;
   approvals: ApprovalService;
   skills: SkillRegistry;
@@ -93,16 +59,6 @@ export interface AdapterContext {
    * lives, and cancels the unfinished turns of its earlier sessions whose process is gone.
    */
   claimSession(platform: string, session: string, by: Requester): Promise<SessionClaim>;
-}
-
-/** The named platform's settings, or an error saying who should have supplied them. */
-export function settingsOf<P extends keyof InboundSettings>(
-  context: AdapterContext,
-  platform: P,
-): NonNullable<InboundSettings[P]> {
-  const settings = context.settings[platform];
-  if (!settings) throw new Error(`the adapter context has no ${platform} settings: app.ts picks them from Config`);
-  return settings;
 }
 
 /** A running inbound half (Socket Mode connection, gateway session, HTTP receiver, terminal session). */

@@ -1,5 +1,6 @@
 import { Client, GatewayIntentBits, Partials, type REST } from 'discord.js';
-import { settingsOf, type AdapterContext, type InboundHandle } from '../platform.ts';
+import type { AdapterContext, InboundHandle } from '../platform.ts';
+import type { DiscordInboundSettings } from './settings.ts';
 import type { DiscordOutbound } from './outbound.ts';
 import { registerCommands } from './commands.ts';
 import { createInteractionHandler } from './on-interaction.ts';
@@ -14,10 +15,10 @@ const BASE_INTENTS = [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages,
  */
 export async function startDiscordInbound(
   ctx: AdapterContext,
-  deps: { rest: REST; outbound: DiscordOutbound },
+  deps: { rest: REST; outbound: DiscordOutbound; settings: DiscordInboundSettings },
 ): Promise<InboundHandle> {
   const { log } = ctx;
-  const settings = settingsOf(ctx, 'discord');
+  const { settings } = deps;
   let readsContent = true;
   const onMessage = createMessageHandler(ctx, { outbound: deps.outbound, readsContent: () => readsContent });
   const onInteraction = createInteractionHandler(ctx, deps);

@@ -1,6 +1,14 @@
 import { App, LogLevel } from '@slack/bolt';
 import type { Logger } from 'pino';
-import { settingsOf, type AdapterContext, type InboundHandle } from '../platform.ts';
+import type { AdapterContext, InboundHandle } from '../platform.ts';
+import type { SlackInboundSettings } from './settings.ts';
+
+/** What the listening half is given by the adapter: its own settings and its speaking half. */
+interface SlackInboundDeps {
+  settings: SlackInboundSettings;
+  outbound: SlackOutbound;
+  sessions?: SlackAgentSessions;
+}
 import { CountersignHttpReceiver } from './http-receiver.ts';
 import { DurableSocketModeReceiver } from './socket-receiver.ts';
 import type { SlackOutbound } from './outbound.ts';
@@ -42,11 +50,8 @@ function boltLogger(log: Logger) {
  * dedupe mark, in one statement), so a delivery we could not take is redelivered by Slack and a
  * retried one is taken once.
  */
-export async function startSlackInbound(
-  ctx: AdapterContext,
-  deps: { outbound: SlackOutbound; sessions?: SlackAgentSessions },
-): Promise<InboundHandle> {
-  const settings = settingsOf(ctx, 'slack');
+export async function startSlackInbound(ctx: AdapterContext, deps: SlackInboundDeps): Promise<InboundHandle> {
+  const { settings } = deps;
   return connectWhenReachable({
     apiUrl: settings.apiUrl ?? DEFAULT_SLACK_API_URL,
     log: ctx.log,
@@ -56,12 +61,9 @@ export async function startSlackInbound(
 }
 
 /** Starts the Bolt app once Slack can be reached: the receiver, the bot's identity, the listeners. */
-async function connectSlack(
-  ctx: AdapterContext,
-  deps: { outbound: SlackOutbound; sessions?: SlackAgentSessions },
-): Promise<InboundHandle> {
+async function connectSlack(ctx: AdapterContext, deps: SlackInboundDeps): Promise<InboundHandle> {
   const { log } = ctx;
-  const settings = settingsOf(ctx, 'slack');
+  const { settings } = deps;
   const clientOptions = settings.apiUrl ? { slackApiUrl: settings.apiUrl } : {};
   const receiver =
     settings.mode === 'http'

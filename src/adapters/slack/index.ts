@@ -8,27 +8,19 @@ import { SlackNativeStreaming } from './streaming.ts';
 import { SlackAgentSessions } from './agent-sessions.ts';
 import type { TurnEvents } from '../../queue/turn-events.ts';
 import { SLACK_RULES } from './rules.ts';
+import type { SlackInboundSettings, SlackOutboundSettings } from './settings.ts';
 
-/** What Slack's outbound half needs of the configuration (the inbound half gets its own section). */
-export interface SlackOutboundSettings {
-  botToken: string;
-  apiUrl?: string;
-  /** Posts and edits per minute per workspace, shared by every worker (SLACK_UPDATES_PER_MINUTE). */
-  updatesPerMinute: number;
-  /** `auto`: native streaming where Slack allows it; `off`: edits only (SLACK_STREAMING). */
-  streaming: 'auto' | 'off';
-  streamRolloverSeconds: number;
-  streamStartsPerMinute: number;
-  /** SLACK_AGENT_SESSIONS; absent: `off` (an embedding app that built its own settings). */
-  agentSessions?: 'auto' | 'off';
-  agentSessionsFallbackMinutes?: number;
-}
+export type { SlackOutboundSettings } from './settings.ts';
 
-/** Slack: Web API outbound in every process, the Bolt app where the process listens. */
+/**
+ * Slack: Web API outbound in every process, the Bolt app where the process listens (given
+ * `inbound`, its listening half's settings; a process that only works turns has none).
+ */
 export function createSlackAdapter(
   settings: SlackOutboundSettings,
   buckets: RateBuckets,
   log: Logger,
+  inbound?: SlackInboundSettings,
 ): PlatformAdapter {
   const client = createWebClient(settings.botToken, settings.apiUrl);
   const streaming =
@@ -47,7 +39,10 @@ export function createSlackAdapter(
     rules: SLACK_RULES,
     outbound,
     cards: new SlackCardRenderer(outbound),
-    startInbound: (context) => startSlackInbound(context, { outbound, ...(sessions ? { sessions } : {}) }),
+    startInbound: (context) => {
+      if (!inbound) throw new Error('the Slack adapter was made without its inbound settings');
+      return startSlackInbound(context, { settings: inbound, outbound, ...(sessions ? { sessions } : {}) });
+    },
     ...(sessions ? { observeTurns: (events: TurnEvents) => sessions.observe(events) } : {}),
   };
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { headerValueProblem } from '../../../config.ts';
+import { headerValueProblem } from '../../../core/env-fields.ts';
 
 /**
  * Per-tool approval override, by the tool's name on its server: "always" asks a person, "never"
