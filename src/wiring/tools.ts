@@ -1,8 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { ToolRegistry } from '../agent/tools/registry.ts';
-import { currentTimeTool } from '../agent/tools/current-time.ts';
-import { requestHumanApprovalTool } from '../agent/tools/request-human-approval.ts';
 import type { AnyTool } from '../agent/tools/tool.ts';
 import { buildToolCatalog, type ToolCatalog } from '../agent/tools/catalog.ts';
 import type { ApprovalScope } from '../approval/envelope.ts';
@@ -50,15 +48,9 @@ export async function openTools(
   { skills, runsTurns, extra }: { skills: SkillRegistry; runsTurns: boolean; extra: AnyTool[] },
   cleanups: Cleanups,
 ): Promise<AgentTools> {
-  const catalog = await buildToolCatalog(config, log, { mcp: runsTurns });
+  const catalog = await buildToolCatalog(config, log, { mcp: runsTurns, skillTools: createSkillTools(skills), extra });
   cleanups.add(() => catalog.close());
-  const tools = new ToolRegistry([
-    currentTimeTool,
-    requestHumanApprovalTool,
-    ...createSkillTools(skills),
-    ...catalog.tools,
-    ...extra,
-  ]);
+  const tools = new ToolRegistry(catalog.tools);
   catalog.onMcpToolsChanged((mcpTools) => tools.replaceMcpTools(mcpTools));
   // An approval depends on the tools its calls use (and the skills, when a call reads them); an
   // unrelated MCP server reconnecting must not refuse it as drift.

@@ -17,10 +17,18 @@ export interface CatalogOptions {
   mcp?: boolean;
   /** How long start-up waits for slow MCP servers before going on without them (they keep trying). */
   mcpStartTimeoutMs?: number;
+  /** The skills' tools (src/skills builds them from its registry), offered after the built-in ones. */
+  skillTools?: AnyTool[];
+  /** Tools an embedding application (or a test) adds, offered last. */
+  extra?: AnyTool[];
 }
 
 export interface ToolCatalog {
-  /** Workspace tools, run_command when enabled, and the MCP tools known at start-up. */
+  /**
+   * Every tool the agent has, in the order the model is offered them: current_time and
+   * request_human_approval, the skills', the workspace tools, run_command when enabled, the MCP tools
+   * known at start-up, and the extra ones.
+   */
   tools: AnyTool[];
   /** Sentences for the system prompt (e.g. that run_command is off). */
   promptNotes: string[];
@@ -59,7 +67,8 @@ export function builtinToolKind(name: string): ToolKind | undefined {
 }
 
 /**
- * The file, command and MCP tools this deployment's configuration asks for. Relative paths
+ * The one catalog of the agent's tools: the built-in ones, the skills' and extra ones given, and the
+ * file, command and MCP tools this deployment's configuration asks for. Relative paths
  * (AGENT_WORKSPACE_ROOT, MCP_CONFIG) resolve against the current directory; the workspace is
  * created if missing. A broken MCP_CONFIG fails start-up with its problems named.
  */
@@ -84,7 +93,14 @@ export async function buildToolCatalog(
   }
   const connected = hub;
   return {
-    tools: [...local, ...(connected?.tools() ?? [])],
+    tools: [
+      currentTimeTool,
+      requestHumanApprovalTool,
+      ...(options.skillTools ?? []),
+      ...local,
+      ...(connected?.tools() ?? []),
+      ...(options.extra ?? []),
+    ],
     promptNotes,
     workspaceRoot,
     mcpTools: () => connected?.tools() ?? [],

@@ -1,3 +1,4 @@
+import { currentTimeTool } from '../../../src/agent/tools/current-time.ts';
 import { existsSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,16 +10,32 @@ import { createLogger } from '../../../src/log.ts';
 const STDIO_SERVER = path.resolve(import.meta.dirname, '../../fakes/mcp/stdio-server.ts');
 const log = createLogger('silent');
 const WORKSPACE_TOOLS = ['delete_file', 'edit_file', 'list_files', 'read_file', 'search_files', 'write_file'];
+/** Offered by every catalog, whatever the configuration. */
+const ALWAYS = ['current_time', 'request_human_approval'];
+const BUILT_IN = [...ALWAYS, ...WORKSPACE_TOOLS].sort();
 
 function tempDir(): string {
   return realpathSync(mkdtempSync(path.join(tmpdir(), 'cs-catalog-')));
 }
 
 describe('tool catalog', () => {
+  it("is the one list of tools: built-in first, then the skills' and the workspace, extra ones last", async () => {
+    const own = (name: string) => ({ ...currentTimeTool, name });
+    const catalog = await buildToolCatalog({ AGENT_WORKSPACE_ROOT: tempDir(), ENABLE_RUN_COMMAND: false }, log, {
+      skillTools: [own('use_skill')],
+      extra: [own('embedded_tool')],
+    });
+    const names = catalog.tools.map((t) => t.name);
+    expect(names.slice(0, 3)).toEqual([...ALWAYS, 'use_skill']);
+    expect(names.at(-1)).toBe('embedded_tool');
+    expect(names.filter((n) => WORKSPACE_TOOLS.includes(n)).sort()).toEqual(WORKSPACE_TOOLS);
+    await catalog.close();
+  });
+
   it('offers the workspace tools, creating the workspace, and leaves run_command out when it is off', async () => {
     const workspace = path.join(tempDir(), 'data', 'workspace');
     const catalog = await buildToolCatalog({ AGENT_WORKSPACE_ROOT: workspace, ENABLE_RUN_COMMAND: false }, log);
-    expect(catalog.tools.map((t) => t.name).sort()).toEqual(WORKSPACE_TOOLS);
+    expect(catalog.tools.map((t) => t.name).sort()).toEqual(BUILT_IN);
     expect(existsSync(workspace)).toBe(true);
     expect(catalog.workspaceRoot).toBe(workspace);
     expect(catalog.promptNotes).toEqual([expect.stringMatching(/^Running programs is switched off/)]);
@@ -67,7 +84,7 @@ describe('tool catalog', () => {
           .filter((t) => !t.name.includes('__'))
           .map((t) => t.name)
           .sort(),
-      ).toEqual(WORKSPACE_TOOLS);
+      ).toEqual(BUILT_IN);
     } finally {
       await catalog.close();
     }
