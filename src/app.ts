@@ -19,6 +19,7 @@ import { admit } from './approval/admission.ts';
 import { pressButton } from './approval/press-button.ts';
 import { RateBuckets } from './reply/rate-bucket.ts';
 import { platformDirectory } from './adapters/registry.ts';
+import type { PlatformRules } from './core/platform-rules.ts';
 import { slackInboundSettings, slackOutboundSettings } from './adapters/slack/settings.ts';
 import { discordSettings } from './adapters/discord/settings.ts';
 import { metrics } from './metrics.ts';
@@ -75,6 +76,16 @@ function usesConsole(config: Config): boolean {
 }
 
 type PlatformName = 'slack' | 'discord';
+
+/** An embedding application's adapter's rules, or a start-up error that says what is missing. */
+function rulesOf(adapter: PlatformAdapter, index: number): PlatformRules {
+  if (!adapter.rules?.name) {
+    throw new Error(
+      `StartOptions.platforms[${index}] has no rules: a PlatformAdapter names its platform and describes its people and places (PlatformRules, src/core/platform-rules.ts)`,
+    );
+  }
+  return adapter.rules;
+}
 
 /** A platform this process registers: its outbound always, its inbound half where `listens` says. */
 interface Platform {
@@ -174,7 +185,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
 
   try {
     // The policy first: a bad file stops the start with every problem at file:line, before anything connects.
-    const directory = platformDirectory(options.platforms?.map((adapter) => adapter.rules));
+    const directory = platformDirectory(options.platforms?.map(rulesOf));
     const policies = openPolicyFile(config, log, directory);
     cleanups.add(async () => policies.close());
     const { databaseUrl, pool } = await openDatabase(config, log, cleanups);
@@ -300,16 +311,15 @@ async function startInbounds(
   wiring: InboundWiring,
   cleanups: Cleanups,
 ): Promise<void> {
-  const context = adapterContext(wiring);
   for (const platform of platforms) {
     if (!listens(config, role, platform, wiring.hasTerminal)) continue;
-    const inbound = await platform.adapter.startInbound(context);
+    const inbound = await platform.adapter.startInbound(adapterContext(wiring, platform.adapter.rules));
     cleanups.add(() => inbound.stop());
   }
 }
 
-/** What every adapter is given: the core's verbs, none of its storage. */
-function adapterContext(wiring: InboundWiring): AdapterContext {
+/** What an adapter is given: the core's verbs, bound to its platform, and none of its storage. */
+function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterContext {
   const { pool, gate, approvals, log, stopTurn } = wiring;
   const recordFeedbackOf: AdapterContext['recordFeedback'] = (workItemId, by, vote) =>
     recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply));
@@ -319,13 +329,16 @@ function adapterContext(wiring: InboundWiring): AdapterContext {
     skills: wiring.skills,
     http: wiring.http,
     events: wiring.events,
-    admit: (request) => admit({ pool, approvals, log }, request),
+    admit: (request) => admit({ pool, approvals, log, platform: rules.name }, request),
     conversationExists: (id) => conversationExists(pool, id),
     activeTurnOf: (id) => activeWorkItemOf(pool, id),
     pressButton: (value, by, surface) =>
       pressButton({ approvals, recordFeedback: recordFeedbackOf, stopTurn }, value, by, surface),
     recordFeedback: recordFeedbackOf,
     stopTurn,
-    claimSession: (platform, session, by) => claimSession(pool, platform, { session, by }),
+    claimSession: async (session, by) => {
+      if (!rules.operatorTerminal) throw new Error(`${rules.name} has no process-bound sessions to claim`);
+      return claimSession(pool, rules.name, { session, by });
+    },
   };
 }

@@ -23,9 +23,9 @@ interface SessionClaim {
 }
 
 /**
- * What a platform adapter gets from the application. Adapters never run the agent and never touch
- * the database: they ask the core to admit work, hand it what was clicked, and speak through their
- * outbound client.
+ * What a platform adapter gets from the application, bound to that platform. Adapters never run the
+ * agent and never touch the database: they ask the core to admit work, hand it what was clicked,
+ * and speak through their outbound client.
  */
 export interface AdapterContext {
   log: Logger;
@@ -55,10 +55,11 @@ export interface AdapterContext {
   /** A Stop click: only the requester or an approver may stop a turn. */
   stopTurn(workItemId: string, by: Requester): Promise<StopResult>;
   /**
-   * Holds a process-bound session of `platform` (the console's terminal) for as long as this process
-   * lives, and cancels the unfinished turns of its earlier sessions whose process is gone.
+   * Holds a process-bound session of this platform (the console's terminal) for as long as this
+   * process lives, and cancels the unfinished turns of its earlier sessions whose process is gone.
+   * Only a platform whose rules say its sessions are the operator's terminal may; any other throws.
    */
-  claimSession(platform: string, session: string, by: Requester): Promise<SessionClaim>;
+  claimSession(session: string, by: Requester): Promise<SessionClaim>;
 }
 
 /** A running inbound half (Socket Mode connection, gateway session, HTTP receiver, terminal session). */

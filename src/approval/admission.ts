@@ -20,6 +20,11 @@ export interface AdmissionRequest {
    * that step failed and the platform told the person already: nothing is enqueued.
    */
   draft: AdmissionDraft | (() => Promise<AdmissionDraft | undefined>);
+  /**
+   * A run that waits its turn whatever the conversation's mode: a skill run or a console line. It
+   * never steers a running turn nor withdraws a card (the policy's mode is for messages in a thread).
+   */
+  queued?: boolean;
   /** The platform event's own id: a redelivered event makes no second work item. Absent: always new. */
   eventId?: string;
   /**
@@ -39,6 +44,8 @@ export interface AdmissionDeps {
   pool: Pool;
   approvals: ApprovalService;
   log: Logger;
+  /** The platform whose adapter asks: it may ask only for its own people and places. */
+  platform: string;
 }
 
 /**
@@ -49,6 +56,13 @@ export interface AdmissionDeps {
  */
 export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Promise<AdmissionResult> {
   const { requester, place, eventId, beforeCommit } = request;
+  if (requester.platform !== deps.platform || place.platform !== deps.platform) {
+    // An adapter speaks for its own platform: anything else is a bug that would borrow another
+    // platform's rules (the console's operator is admitted whatever the policy says).
+    throw new Error(
+      `the ${deps.platform} adapter asked to admit ${requester.platform}:${requester.userId} in ${place.platform}:${place.channel}`,
+    );
+  }
   const admission = deps.approvals.mayUse(requester, place);
   if (!admission.ok) {
     deps.log.info(
@@ -59,7 +73,9 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   }
   const draft = typeof request.draft === 'function' ? await request.draft() : request.draft;
   if (!draft) return { ok: true, item: undefined };
-  const full: WorkItemDraft = { ...draft, requester, mode: deps.approvals.conversationMode(draft.reply) };
+  const full: WorkItemDraft = request.queued
+    ? { ...draft, requester }
+    : { ...draft, requester, mode: deps.approvals.conversationMode(draft.reply) };
   const item =
     eventId === undefined
       ? await enqueueWorkItem(deps.pool, full)

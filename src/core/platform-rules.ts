@@ -64,9 +64,11 @@ interface PlatformCapabilities {
 }
 
 /**
- * The rules of a platform no adapter described (an embedding application's that gave none): ids are
- * global, there are no guests, no DMs and no optional UI. Fails closed: nothing is granted that
- * depends on the platform saying so.
+ * The rules of a platform no adapter described (rows of a platform this process does not run, or a
+ * test's outbound-only platform): no DMs, no guests, no optional UI, and ids taken as global, as
+ * every platform but Slack's were before platforms described themselves. Global ids are the one
+ * permissive default: a short id in APPROVERS matches that id from any workspace. A platform whose
+ * ids are scoped to a workspace must say so in its adapter's rules.
  */
 function unknownPlatformRules(name: string): PlatformRules {
   const any = /^\S{1,200}$/;

@@ -91,6 +91,26 @@ describe('superseding a card', () => {
     expect((await envelopeOf(first.id))?.status).toBe('pending');
   });
 
+  it('compares the whole account: the same user id vouched for by another workspace is someone else', async () => {
+    // Which platforms scope ids to a workspace is each adapter's rule; SQL compares the workspace
+    // always, as one account in one conversation always carries the same one.
+    const owner = { platform: 'test', userId: 'U1', workspace: 'W1' };
+    const lookalike = { platform: 'test', userId: 'U1', workspace: 'W2' };
+    const first = await h.say('lookalike', 'time then deploy', { mode: 'steer', requester: owner });
+    expect(await h.settled(first.id)).toMatchObject({ status: 'awaiting_approval' });
+    const other = await h.say('lookalike', 'never mind', { mode: 'steer', requester: lookalike });
+    await waitFor(
+      async () => {
+        const { rows } = await h.app.pool.query(`SELECT status FROM countersign.work_items WHERE id = $1`, [other.id]);
+        return rows[0]?.status === 'queued' ? true : undefined;
+      },
+      10_000,
+      'the other message to wait behind the parked turn',
+    );
+    expect((await envelopeOf(first.id))?.status).toBe('pending');
+    expect(await h.settled(first.id)).toMatchObject({ status: 'awaiting_approval' });
+  });
+
   it('keeps the calls that already ran, with their results, and names only the waiting ones as withdrawn', async () => {
     const first = await h.say('ran', 'time then deploy', { mode: 'steer' });
     expect(await h.settled(first.id)).toMatchObject({ status: 'awaiting_approval' });

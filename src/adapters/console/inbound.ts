@@ -319,7 +319,7 @@ async function sendLine(session: Session, line: string): Promise<WorkItem | unde
     ...(command && 'draft' in command ? command.draft : {}),
   };
   const requester = { platform: CONSOLE_RULES.name, userId: options.user, workspace: CONSOLE_RULES.unknownWorkspace };
-  const admitted = await options.admit({ requester, place, draft });
+  const admitted = await options.admit({ requester, place, draft, queued: true });
   if (!admitted.ok) {
     options.output.write(`${admitted.refusal}\n`);
     showPrompt(session);

@@ -39,7 +39,7 @@ export function createConsoleAdapter(streams: ConsoleStreams | undefined): Conso
         throw new Error('the console has no terminal to listen to: pass its streams to createConsoleAdapter');
       const user = userInfo().username || 'console';
       const session = randomBytes(4).toString('hex');
-      const claim = await context.claimSession(CONSOLE_RULES.name, session, {
+      const claim = await context.claimSession(session, {
         platform: CONSOLE_RULES.name,
         userId: user,
         workspace: CONSOLE_RULES.unknownWorkspace,

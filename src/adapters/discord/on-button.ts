@@ -11,8 +11,9 @@ export interface ButtonDeps {
 
 /**
  * A button click: the core decodes and does what the value asks; this answers the clicker the
- * Discord way. Every interaction is answered within Discord's 3 seconds: a modal or a private reply
- * at once, or a deferral before any database work.
+ * Discord way. Every interaction is answered within Discord's 3 seconds: a modal at once, a
+ * deferral before any work that may wait on others, or (full arguments) a private reply after one
+ * indexed read of the envelope.
  */
 export async function onButton(ctx: AdapterContext, deps: ButtonDeps, interaction: ButtonInteraction): Promise<void> {
   let acknowledged: 'private' | 'update' | undefined;

@@ -49,6 +49,7 @@ export async function onSkill(
     const admitted = await ctx.admit({
       requester: personOf(interaction),
       place: target,
+      queued: true,
       // Admitted first: the placeholder is posted only for a run that will be enqueued.
       draft: async () => {
         await interaction.deferReply();

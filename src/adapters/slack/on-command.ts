@@ -105,6 +105,7 @@ async function startSkillRun(
     const admitted = await ctx.admit({
       requester,
       place: target,
+      queued: true,
       // Admitted first: the header is posted only for a run that will be enqueued.
       draft: async () => {
         const header = await postRunHeader(ctx, deps, target, run.skill.name, respond);
