@@ -1,0 +1,122 @@
+import { execFile } from 'node:child_process';
+
+/**
+ * Git, run so that nothing in a repository can make it run a program. A repository the bot works
+ * on is data a person may not trust: its `.git/config` can name an fsmonitor, a hooks directory, a
+ * pager, a diff or merge driver, a filter or a credential helper, each a program git would start.
+ * So git runs through `execFile` (never a shell) with:
+ * - no system or global configuration (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`), no
+ *   terminal prompts, no pager, no editor;
+ * - the settings that run programs fixed on the command line (`-c`, which wins over every file);
+ * - every key of the repository's own configuration that names a filter, merge driver or remote
+ *   helper emptied (the drivers a `.gitattributes` selects are config keys), and diffs made with
+ *   `--no-ext-diff --no-textconv`, so no diff driver runs.
+ */
+
+/** Settings that run a program, fixed for every git call. `core.hooksPath` at /dev/null: no hooks. */
+const FIXED = [
+  'core.hooksPath=/dev/null',
+  'core.fsmonitor=false',
+  'core.pager=cat',
+  'core.editor=true',
+  'core.sshCommand=false',
+  'core.askPass=',
+  'core.gitProxy=',
+  'credential.helper=',
+  'gpg.program=false',
+  'uploadpack.packObjectsHook=',
+  'protocol.ext.allow=never',
+  'safe.bareRepository=explicit',
+] as const;
+
+/** Keys of a repository's own configuration that name a program (for the drivers it declares). */
+const PROGRAM_KEYS =
+  /^(filter\.[^.]+\.(clean|smudge|process)|merge\.[^.]+\.driver|remote\.[^.]+\.(uploadpack|receivepack|vcs))$/i;
+
+const ENV: NodeJS.ProcessEnv = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_PAGER: 'cat',
+  GIT_EDITOR: 'true',
+  GIT_OPTIONAL_LOCKS: '0',
+  LC_ALL: 'C',
+  // Commits the bot makes name it; the requester goes in a trailer.
+  GIT_AUTHOR_NAME: 'Countersign',
+  GIT_AUTHOR_EMAIL: 'countersign@localhost',
+  GIT_COMMITTER_NAME: 'Countersign',
+  GIT_COMMITTER_EMAIL: 'countersign@localhost',
+};
+
+class GitError extends Error {
+  readonly args: readonly string[];
+  readonly stderr: string;
+  constructor(args: readonly string[], stderr: string, cause?: unknown) {
+    super(`git ${args.join(' ')} failed: ${stderr.trim().split('\n').slice(-3).join(' ') || String(cause)}`);
+    this.name = 'GitError';
+    this.args = args;
+    this.stderr = stderr;
+  }
+}
+
+/** Output of one git call. */
+export interface GitOutput {
+  stdout: string;
+  stderr: string;
+}
+
+const TIMEOUT_MS = 60_000;
+const MAX_BUFFER = 64 * 1024 * 1024;
+
+function spawnGit(cwd: string, settings: readonly string[], args: readonly string[]): Promise<GitOutput> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'git',
+      [...settings, ...args],
+      { cwd, env: ENV, timeout: TIMEOUT_MS, maxBuffer: MAX_BUFFER, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (error)
+          reject(
+            new GitError(
+              args.filter((a) => !a.includes('=')),
+              stderr,
+              error,
+            ),
+          );
+        else resolve({ stdout, stderr });
+      },
+    );
+  });
+}
+
+const fixedArgs = FIXED.flatMap((setting) => ['-c', setting]);
+
+/**
+ * The program-naming keys of the repository's own configuration (includes followed), each as an
+ * override that empties it. Reading configuration runs nothing.
+ */
+async function neutralised(cwd: string): Promise<string[]> {
+  const { stdout } = await spawnGit(cwd, fixedArgs, ['config', '--includes', '--null', '--list']).catch(() => ({
+    stdout: '',
+  }));
+  const keys = new Set<string>();
+  for (const entry of stdout.split('\0')) {
+    const key = entry.split('\n', 1)[0] ?? '';
+    if (PROGRAM_KEYS.test(key)) keys.add(key);
+  }
+  return [...keys].flatMap((key) => ['-c', `${key}=`]);
+}
+
+/**
+ * Commands that can hand a diff to a program (`diff.external`, a driver's `command` or `textconv`):
+ * given flags that keep git's own diff. An empty override would not do: git tries to run "".
+ */
+const DIFFS = new Set(['diff', 'log', 'show', 'format-patch']);
+
+/** Runs git in `cwd` with nothing in the repository able to start a program. */
+export async function git(cwd: string, args: readonly string[]): Promise<GitOutput> {
+  const [command, ...rest] = args;
+  const safeArgs = command && DIFFS.has(command) ? [command, '--no-ext-diff', '--no-textconv', ...rest] : args;
+  return spawnGit(cwd, [...fixedArgs, ...(await neutralised(cwd))], safeArgs);
+}
