@@ -91,6 +91,9 @@ function unknownPlatformRules(name: string): PlatformRules {
   };
 }
 
+/** How a platform's name is written: the first word of a person or group in a policy. */
+const PLATFORM_NAME = /^[a-z][a-z0-9-]{0,31}$/;
+
 /** The platforms this process knows, by name; a name no adapter described gets `unknownPlatformRules`. */
 export class PlatformDirectory {
   readonly #rules = new Map<string, PlatformRules>();
@@ -99,8 +102,34 @@ export class PlatformDirectory {
     for (const r of rules) this.add(r);
   }
 
-  /** Adds a platform's rules; a later description of the same platform replaces the earlier one. */
+  /**
+   * Adds a platform's rules. Refused, with what to change: a name that cannot be written in a
+   * policy (`name:id`), a second, different description of a platform already known, and a name
+   * or group prefix that another platform's reads the same as — the policy tells people and groups
+   * apart by that first word, so a collision would change what existing policy lines mean.
+   */
   add(rules: PlatformRules): this {
+    const known = this.#rules.get(rules.name);
+    if (known === rules) return this;
+    if (!PLATFORM_NAME.test(rules.name)) {
+      throw new Error(
+        `"${rules.name}" cannot name a platform: use lower-case letters, digits and -, starting with a letter`,
+      );
+    }
+    if (known) throw new Error(`the platform "${rules.name}" is described twice, differently`);
+    const words = new Set(
+      [...this.#rules.values()].flatMap((r) => [r.name, ...(r.ids.groupPrefix ? [r.ids.groupPrefix] : [])]),
+    );
+    for (const word of [rules.name, ...(rules.ids.groupPrefix ? [rules.ids.groupPrefix] : [])]) {
+      if (words.has(word)) {
+        throw new Error(
+          `"${word}" (platform ${rules.name}) is already a platform name or group prefix: policies could not tell them apart`,
+        );
+      }
+    }
+    if (rules.ids.groupPrefix === rules.name) {
+      throw new Error(`the platform "${rules.name}" cannot use its own name as its group prefix`);
+    }
     this.#rules.set(rules.name, rules);
     return this;
   }

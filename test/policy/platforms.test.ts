@@ -183,8 +183,9 @@ describe('short ids of a workspace-scoped platform', () => {
 
 describe("the operator's own terminal", () => {
   it('is never turned away where the platform says it is one', () => {
-    const terminal = { ...TEAMS_GLOBAL, name: 'tty', operatorTerminal: true };
-    const chat = { ...TEAMS_GLOBAL, name: 'tty' };
+    const ids = { ...TEAMS_GLOBAL.ids, groupPrefix: 'tty-group' };
+    const terminal = { ...TEAMS_GLOBAL, name: 'tty', ids, operatorTerminal: true };
+    const chat = { ...TEAMS_GLOBAL, name: 'tty', ids };
     const operator: Person = { platform: 'tty', workspace: 'TENANT01', user: 'ABCDEF01' };
     const here: Where = { platform: 'tty', channel: 'DM0001', dm: true };
     const text = 'requesters:\n  allow:\n    - platforms: [teams]\n';
