@@ -1,7 +1,6 @@
 import type { SlackActionMiddlewareArgs, SlackViewMiddlewareArgs } from '@slack/bolt';
 import { z } from 'zod';
 import type { AdapterContext } from '../platform.ts';
-import { SLACK_RULES } from './rules.ts';
 import { denyReasonModal, fullArgumentsModal, type Block } from './blocks.ts';
 import type { ClickedMessage } from '../../core/approval-card.ts';
 import type { SlackOutbound } from './outbound.ts';
@@ -24,7 +23,7 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
     // block_actions name the clicker's own team (another org's for a Slack Connect user).
     const team = (body.user as { team_id?: string }).team_id ?? (body as { team?: { id?: string } }).team?.id;
     const home = (body as { team?: { id?: string } }).team?.id;
-    const person = await personOf(deps, user, team, home);
+    const person = await deps.groups.personOf(user, team, home);
     const channel = (body as { channel?: { id: string } }).channel?.id;
     const thread = (body as { message?: { thread_ts?: string } }).message?.thread_ts;
     const triggerId = (body as { trigger_id?: string }).trigger_id;
@@ -45,17 +44,6 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
       tellClicker: tell,
       ...(clicked ? { clicked } : {}),
     });
-  };
-}
-
-/** The clicker as a requester: their user groups are listed only for the home workspace's ids. */
-async function personOf(deps: ActionDeps, user: string, team: string | undefined, home: string | undefined) {
-  const groups = team && team === home ? await deps.groups.groupsOf(team, user) : [];
-  return {
-    platform: SLACK_RULES.name,
-    userId: user,
-    ...(team ? { workspace: team } : {}),
-    ...(groups.length ? { groups } : {}),
   };
 }
 
@@ -105,7 +93,7 @@ export function createDenyFormHandler(ctx: AdapterContext, deps: ActionDeps) {
     const metadata = DenyFormMetadata.safeParse(safeJson(view.private_metadata));
     const reason = view.state.values.reason?.reason?.value ?? '';
     const user = body.user.id;
-    const person = await personOf(deps, user, body.user.team_id ?? body.team?.id, body.team?.id);
+    const person = await deps.groups.personOf(user, body.user.team_id ?? body.team?.id, body.team?.id);
     const result = metadata.success
       ? await ctx.approvals.denyWithReason(metadata.data.nonce, reason, person)
       : { ok: false as const, reason: 'That form is not one of ours.' };

@@ -70,18 +70,6 @@ async function runSkill(
 /** The fields of a slash command that say who ran it, and where. */
 type CommandOrigin = { team_id: string; channel_id: string; user_id: string };
 
-/** The person who ran a command, with their user groups (the policy may name them). */
-async function commandRequester(deps: CommandDeps, command: CommandOrigin) {
-  const team = command.team_id;
-  const groups = await deps.groups.groupsOf(team, command.user_id);
-  return {
-    platform: SLACK_RULES.name,
-    userId: command.user_id,
-    workspace: team,
-    ...(groups.length ? { groups } : {}),
-  };
-}
-
 /** Where a command was run, as a reply target addressed to the person who ran it. */
 const commandPlace = (command: CommandOrigin) => ({
   platform: SLACK_RULES.name,
@@ -99,7 +87,7 @@ async function startSkillRun(
   respond: SlackCommandMiddlewareArgs['respond'],
 ): Promise<void> {
   const target = commandPlace(command);
-  const requester = await commandRequester(deps, command);
+  const requester = await deps.groups.personOf(command.user_id, command.team_id, command.team_id);
   let headerId: string | undefined;
   try {
     const admitted = await ctx.admit({
@@ -173,7 +161,7 @@ async function answerCountersign(
     });
     return;
   }
-  const person = await commandRequester(deps, command);
+  const person = await deps.groups.personOf(command.user_id, command.team_id, command.team_id);
   const place = commandPlace(command);
   const admitted = ctx.approvals.mayUse(person, place);
   if (!admitted.ok) {

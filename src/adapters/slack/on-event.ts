@@ -91,15 +91,7 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
     if (!prompt || !event.user) return;
     const isDm = event.channel_type === 'im';
     const thread = isDm ? event.thread_ts : (event.thread_ts ?? event.ts);
-    const issuer = event.user_team ?? event.team ?? team;
-    // User groups are listed for this workspace; an id another org issued is in none of them.
-    const groups = issuer === team ? await deps.groups.groupsOf(team, event.user) : [];
-    const requester = {
-      platform: SLACK_RULES.name,
-      userId: event.user,
-      workspace: issuer,
-      ...(groups.length ? { groups } : {}),
-    };
+    const requester = await deps.groups.personOf(event.user, event.user_team ?? event.team ?? team, team);
     const reply = {
       platform: SLACK_RULES.name,
       channel: event.channel,

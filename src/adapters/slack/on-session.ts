@@ -44,14 +44,7 @@ export function createSessionStoppedHandler(
       await deps.sessions?.set(reply, 'active');
       return;
     }
-    const groups = await deps.groups.groupsOf(team, event.user);
-    const person = {
-      platform: SLACK_RULES.name,
-      userId: event.user,
-      workspace: team,
-      ...(groups.length ? { groups } : {}),
-    };
-    const result = await ctx.stopTurn(running, person);
+    const result = await ctx.stopTurn(running, await deps.groups.personOf(event.user, team, team));
     if (!result.ok) await deps.outbound.ephemeral(event.channel, event.user, result.reason, event.thread_ts);
   };
 }

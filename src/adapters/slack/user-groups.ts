@@ -1,5 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
+import type { Requester } from '../../core/person.ts';
+import { SLACK_RULES } from './rules.ts';
 import { slackErrorOf } from './api-errors.ts';
 
 const USER_GROUP_LIMITS = {
@@ -33,6 +35,21 @@ export class SlackUserGroups {
     this.#client = client;
     this.#log = log;
     this.#ttlMs = ttlMs;
+  }
+
+  /**
+   * A Slack person as a requester: `issuer` is the team that issued their id (another org's for a
+   * Slack Connect user), `home` the workspace the bot speaks in. User groups are listed for the home
+   * workspace only; an id another org issued is in none of them.
+   */
+  async personOf(user: string, issuer: string | undefined, home: string | undefined): Promise<Requester> {
+    const groups = issuer && issuer === home ? await this.groupsOf(issuer, user) : [];
+    return {
+      platform: SLACK_RULES.name,
+      userId: user,
+      ...(issuer ? { workspace: issuer } : {}),
+      ...(groups.length ? { groups } : {}),
+    };
   }
 
   /** The groups of `user` in `team`; empty when unknown. Never throws. */
