@@ -32,6 +32,10 @@ import { openSkills, openTools } from './wiring/tools.ts';
 import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
+import { openCodeWork } from './wiring/repos.ts';
+import { readWorkCommand } from './repos/work-commands.ts';
+import type { RepoCatalog } from './repos/repos-config.ts';
+import { workStatusText } from './queue/work-status.ts';
 
 export { resolveFromCwd } from './wiring/database.ts';
 
@@ -197,8 +201,19 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const platforms = await platformsToRun(config, options, consoleAdapter, new RateBuckets(pool), log);
     const outbounds = registerOutbounds(platforms, options, events);
 
+    const codeWork = await openCodeWork(config, log, pool);
     const skills = await openSkills(config, log, { runsTurns }, cleanups);
-    const agentTools = await openTools(config, log, { skills, runsTurns, extra: options.tools ?? [] }, cleanups);
+    const agentTools = await openTools(
+      config,
+      log,
+      {
+        skills,
+        runsTurns,
+        extra: [...(codeWork?.tools ?? []), ...(options.tools ?? [])],
+        ...(codeWork ? { rootOf: codeWork.rootOf } : {}),
+      },
+      cleanups,
+    );
     const cardRenderers = platforms.flatMap(({ adapter }) => (adapter.cards ? [adapter.cards] : []));
     const { gate, approvals } = createApprovals({
       config,
@@ -209,6 +224,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       agentTools,
       cardRenderers,
       platformRules: directory,
+      ...(codeWork ? { changeDiff: codeWork.changeDiff } : {}),
     });
 
     let reportFailure: (error: unknown) => void = () => undefined;
@@ -225,6 +241,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       outbounds,
       approvals,
       platforms: directory,
+      ...(codeWork ? { codeWork } : {}),
     };
     const runner = runsTurns
       ? await startWorker({ ...worker, provider: options.provider, onFatal: (error) => reportFailure(error) }, cleanups)
@@ -234,7 +251,10 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const stopTurn = (workItemId: string, by: Requester) =>
       requestStop(pool, workItemId, by, (person, reply) => gate.isApprover(person, reply));
     const hasTerminal = consoleOptions !== undefined;
-    const inbound: InboundWiring = { pool, log, approvals, skills, http, events, gate, stopTurn, hasTerminal };
+    const inbound: InboundWiring = {
+      ...{ pool, log, approvals, skills, http, events, gate, stopTurn, hasTerminal },
+      ...(codeWork ? { catalog: codeWork.catalog } : {}),
+    };
     await startInbounds(config, options.role, platforms, inbound, cleanups);
     log.info({ port: http.port, role: options.role, installDir: INSTALL_DIR }, 'Countersign is running');
 
@@ -301,6 +321,8 @@ interface InboundWiring {
   stopTurn(workItemId: string, by: Requester): Promise<StopResult>;
   /** Whether the console was given streams to run on. */
   hasTerminal: boolean;
+  /** The repositories of code work, where configured. */
+  catalog?: RepoCatalog;
 }
 
 /** Starts the inbound half of each platform this process listens to (see `listens`). */
@@ -340,5 +362,8 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
       if (!rules.operatorTerminal) throw new Error(`${rules.name} has no process-bound sessions to claim`);
       return claimSession(pool, rules.name, { session, by });
     },
+    workCommand: (command, text) => readWorkCommand(wiring.catalog, command, text),
+    repoNames: wiring.catalog?.names() ?? [],
+    workStatus: (person) => workStatusText(pool, person),
   };
 }

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { parsePerson } from './policy/person.ts';
+import { parseReposVariable } from './repos/repos-config.ts';
 import { platformDirectory } from './adapters/registry.ts';
 import { bool, headerSecret, int, list, optionalString, url, type Env, type EnvProblem } from './core/env-fields.ts';
 import { SLACK_CREDENTIAL, SLACK_ENV, SLACK_SECRETS, slackEnvProblems } from './adapters/slack/settings.ts';
@@ -22,6 +23,14 @@ export const SECRET_VARIABLES = new Set([
   ...SLACK_SECRETS,
   ...DISCORD_SECRETS,
 ]);
+
+/**
+ * What an external coding agent (CODING_AGENT_COMMAND) never sees: every secret but the model API
+ * keys, which a coding CLI needs to run at all.
+ */
+export const CODING_AGENT_WITHHELD: ReadonlySet<string> = new Set(
+  [...SECRET_VARIABLES].filter((name) => !name.endsWith('_API_KEY')),
+);
 
 const PROVIDERS = ['anthropic', 'openai', 'openrouter', 'scripted'] as const;
 export const Provider = z.enum(PROVIDERS, { error: `expected one of ${PROVIDERS.join(', ')}` });
@@ -130,6 +139,17 @@ export const ConfigSchema = z
     /** A tool running longer than this is abandoned, recorded as failed, and never replayed. */
     TOOL_TIMEOUT_SECONDS: int(1, 3600).default(120),
 
+    /** Repositories people may ask to change (docs/code-work.md): `name=path` pairs, or REPOS_FILE. */
+    REPOS: optionalString,
+    /** YAML or JSON: per repository its path, base branch, test command and push remote. */
+    REPOS_FILE: optionalString,
+    /** Where each conversation's worktree of a repository lives. */
+    WORKTREES_DIR: z.string().default('.data/worktrees'),
+    /** Worktrees one repository may have at once; a new conversation past it is refused. */
+    REPO_WORKTREES_MAX: int(1, 1000).default(20),
+    /** An external coding CLI that does `/code` work instead of the built-in loop (argv, JSON or words). */
+    CODING_AGENT_COMMAND: optionalString,
+
     ...SLACK_ENV,
     ...DISCORD_ENV,
 
@@ -228,6 +248,11 @@ function crossFieldProblems(env: Env): EnvProblem[] {
   }
   for (const problem of approverProblems(env.APPROVERS ?? '')) need('APPROVERS', problem);
   problems.push(...discordEnvProblems(env));
+  if (env.REPOS && env.REPOS_FILE) need('REPOS_FILE', 'is set together with REPOS: set one of them');
+  if (env.REPOS) {
+    const repos = parseReposVariable(env.REPOS);
+    if (!repos.ok) for (const problem of repos.problems) need('REPOS', problem.replace(/^REPOS: /, ''));
+  }
   return problems;
 }
 

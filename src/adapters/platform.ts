@@ -11,6 +11,7 @@ import type { FeedbackResult } from '../audit/feedback.ts';
 import type { Requester } from '../core/person.ts';
 import type { AdmissionRequest, AdmissionResult } from '../approval/admission.ts';
 import type { ButtonSurface } from '../approval/press-button.ts';
+import type { WorkCommandName, WorkCommandResult } from '../core/work-commands.ts';
 
 export type { AdmissionDraft, AdmissionRequest } from '../approval/admission.ts';
 export type { ButtonSurface } from '../approval/press-button.ts';
@@ -60,6 +61,16 @@ export interface AdapterContext {
    * Only a platform whose rules say its sessions are the operator's terminal may; any other throws.
    */
   claimSession(session: string, by: Requester): Promise<SessionClaim>;
+  /**
+   * `/code`, `/review`, `/research` (src/core/work-commands.ts): the work item the command's text
+   * asks for, or the message for the person who ran it (an unknown repository lists the known ones).
+   * The adapter posts `header`, makes its thread the conversation and admits the draft.
+   */
+  workCommand(command: WorkCommandName, text: string): WorkCommandResult;
+  /** The repositories `/code` and `/review` accept (REPOS / REPOS_FILE), for a platform's command options. */
+  repoNames: readonly string[];
+  /** `status`: this person's running and queued work — type, priority, age — as text for them alone. */
+  workStatus(person: Requester): Promise<string>;
 }
 
 /** A running inbound half (Socket Mode connection, gateway session, HTTP receiver, terminal session). */

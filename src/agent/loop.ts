@@ -275,6 +275,27 @@ export function planTitle(text: string): string | undefined {
 const DENIED =
   'A person denied this call, so it was not run. Do not try it again unless they ask; tell them what you would have done instead.';
 
+/**
+ * What a tool does when a person denies its call (a change card's Discard), told to the model. It
+ * may run again after a crash before the checkpoint, so tools make it idempotent.
+ */
+async function afterDenial(ctx: TurnContext, call: ToolCall, deps: TurnDeps): Promise<string | undefined> {
+  const tool = deps.tools.get(call.name);
+  if (!tool?.onDenied) return undefined;
+  try {
+    return await tool.onDenied(call.args, {
+      workItemId: ctx.workItemId,
+      conversationId: ctx.conversationId,
+      requester: ctx.requester,
+      signal: deps.signal,
+      log: deps.log.child({ tool: call.name, toolCallId: call.id }),
+    });
+  } catch (error) {
+    deps.log.warn({ err: error, tool: call.name }, 'a denied call could not be cleaned up');
+    return `(Cleaning up after the denial failed: ${(error as Error).message})`;
+  }
+}
+
 /** Runs the calls a person approved, answers the denied ones, and checkpoints the result. */
 async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<void> {
   const decisions = new Map((state.approvalDecisions ?? []).map((d) => [d.toolCallId, d] as const));
@@ -292,7 +313,8 @@ async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps
     } else if (decision.approved) {
       result = { ...(await executeToolCall(ctx, call, deps)), decision: 'approved' };
     } else {
-      const content = decision.reason ? `This call was not run: ${decision.reason}` : DENIED;
+      const denied = decision.reason ? `This call was not run: ${decision.reason}` : DENIED;
+      const content = [denied, await afterDenial(ctx, call, deps)].filter(Boolean).join(' ');
       result = { toolCallId: call.id, name: call.name, content, isError: true, decision: 'denied' };
     }
     results.push(result);

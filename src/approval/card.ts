@@ -104,7 +104,7 @@ export function cardText(card: ApprovalCard): string {
       lines.push('', callHeading(call));
       if (call.who) lines.push(`_${call.who}_`);
       lines.push('```json', fenceSafe(call.argsPretty), '```');
-      if (call.grant && card.state === 'pending') lines.push(`_${call.grant}_`);
+      if (call.grant && card.state === 'pending' && !card.change) lines.push(`_${call.grant}_`);
       if (call.detail) lines.push('```diff', fenceSafe(call.detail), '```');
     }
   }
@@ -125,6 +125,33 @@ export function cardText(card: ApprovalCard): string {
   return lines.join('\n');
 }
 
+/**
+ * The shorter of the platforms' button labels: Slack's LIMITS.buttonText (75) and Discord's
+ * LIMITS.buttonLabel (80). A change card's labels name a branch, which can be long.
+ */
+const MAX_BUTTON_LABEL = 75;
+
+function buttonLabel(label: string): string {
+  if (label.length <= MAX_BUTTON_LABEL) return label;
+  const end = MAX_BUTTON_LABEL - 1;
+  const code = label.charCodeAt(end - 1);
+  return `${label.slice(0, code >= 0xd800 && code <= 0xdbff ? end - 1 : end)}…`;
+}
+
+/**
+ * A change card's buttons (docs/code-work.md): Approve and Deny in the change's own words ("Merge
+ * into main", "Discard"), Deny with reason, and "Full diff", which shares the diff as a file instead
+ * of putting it on the card. Never "Always allow here": a merge is decided one commit at a time.
+ */
+function changeButtons(card: ApprovalCard, change: NonNullable<ApprovalCard['change']>): ReplyButton[] {
+  return [
+    { label: buttonLabel(change.approveLabel), value: buttonValue(card.nonce, 'A'), style: 'primary' },
+    { label: buttonLabel(change.denyLabel), value: buttonValue(card.nonce, 'D'), style: 'danger' },
+    { label: 'Deny with reason…', value: buttonValue(card.nonce, 'R'), style: 'secondary' },
+    { label: 'Full diff', value: change.fullDiffValue, style: 'secondary' },
+  ];
+}
+
 /** The card's buttons while it is pending (none once decided or expired). */
 export function cardButtons(card: ApprovalCard): ReplyButton[] {
   if (card.state !== 'pending') return [];
@@ -136,9 +163,8 @@ export function cardButtons(card: ApprovalCard): ReplyButton[] {
 /** The answers to a question card, one button each. */
 export function questionButtons(card: ApprovalCard): ReplyButton[] {
   return (card.options ?? []).map((o, i) => ({
-    // The shorter of the platforms' button labels: Slack's LIMITS.buttonText (75; test/slack/limits.test.ts
-    // measures a question card against it) and Discord's LIMITS.buttonLabel (80).
-    label: o.slice(0, 75),
+    // test/slack/limits.test.ts measures a question card against Slack's limit.
+    label: o.slice(0, MAX_BUTTON_LABEL),
     value: buttonValue(card.nonce, `o${i}`),
     style: 'primary',
   }));
@@ -158,7 +184,7 @@ export function callButtons(card: ApprovalCard, index: number): ReplyButton[] {
 /** "Always allow here" for a call the policy lets become a standing grant (the card says what it covers). */
 function grantButton(card: ApprovalCard, index: number): ReplyButton[] {
   const call = card.calls[index];
-  if (card.state !== 'pending' || !call?.grant) return [];
+  if (card.state !== 'pending' || !call?.grant || card.change) return [];
   if ((card.decisions ?? []).some((d) => d.index === index)) return [];
   const label = card.calls.length === 1 ? 'Always allow here' : `Always allow ${index + 1} here`;
   return [{ label, value: buttonValue(card.nonce, `g${index}`), style: 'secondary' }];
@@ -167,6 +193,7 @@ function grantButton(card: ApprovalCard, index: number): ReplyButton[] {
 /** Approve / Deny for a single call, Approve all / Deny all for several (the undecided ones). */
 export function allCallsButtons(card: ApprovalCard): ReplyButton[] {
   if (card.state !== 'pending') return [];
+  if (card.change) return changeButtons(card, card.change);
   const all = card.calls.length === 1 ? '' : ' all';
   return [
     { label: `Approve${all}`, value: buttonValue(card.nonce, 'A'), style: 'primary' },

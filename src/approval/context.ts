@@ -6,6 +6,11 @@ import type { CardRenderers } from './card-renderers.ts';
 import type { PolicyGate } from './gate.ts';
 import type { ApprovalScope } from './envelope.ts';
 
+/** A change card's diff as a file, or why there is none (src/repos makes it; approvals only carry it). */
+export type ChangeDiffSource = (
+  args: Record<string, unknown>,
+) => Promise<{ filename: string; content: Buffer } | { problem: string }>;
+
 interface ApprovalSettings {
   ttlSeconds: number;
   approvers: string[];
@@ -30,7 +35,9 @@ export interface ApprovalContext {
   /** The policy in force: who may decide each call, and the re-check at resume. */
   gate: PolicyGate;
   settings: ApprovalSettings;
-  /** What calls of these tools would run against now; read at request and again at resume. */
-  scope: (toolNames: readonly string[]) => ApprovalScope;
+  /** What calls of these tools in this conversation would run against now; read at request and again at resume. */
+  scope: (toolNames: readonly string[], conversationId: string) => ApprovalScope;
   log: Logger;
+  /** A change card's diff as a file (src/repos), where repositories are configured. */
+  changeDiff?: ChangeDiffSource;
 }

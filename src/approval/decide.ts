@@ -109,7 +109,14 @@ export async function decideClick(
 async function grantable(ctx: ApprovalContext, envelope: EnvelopeRow, call: PlannedCall): Promise<GrantOffer | string> {
   const offer = call.policy?.grant;
   if (!offer) return 'This call cannot be always allowed: the policy does not offer a grant for it.';
-  const decision = await decideCall(ctx, ctx.pool, call, envelope.requester, ReplyTarget.parse(envelope.reply));
+  const decision = await decideCall(
+    ctx,
+    ctx.pool,
+    call,
+    envelope.requester,
+    ReplyTarget.parse(envelope.reply),
+    envelope.conversation_id,
+  );
   if (!policyStillAllows({ args: offer.args, rule: ruleName(call.policy!.rule) }, decision))
     return 'The policy no longer lets this call be always allowed; approve it once instead.';
   return offer;
@@ -266,9 +273,11 @@ async function consume(
     ...(grantId !== undefined ? { grantId } : {}),
   }));
   const reply = ReplyTarget.parse(envelope.reply);
+  // Landing a change is a MERGE (HIGH); every other continuation resumes a turn a person waits on.
+  const merges = calls.some((c) => ctx.tools.get(c.name)?.kind === 'merge');
   const continuation = newWorkItem({
-    type: 'CHAT',
-    priority: Priority.CRITICAL,
+    type: merges ? 'MERGE' : 'CHAT',
+    priority: merges ? Priority.HIGH : Priority.CRITICAL,
     conversationId: envelope.conversation_id,
     requester: envelope.requester,
     input: {

@@ -85,26 +85,27 @@ export class PolicyGate {
 
   readonly #defaultMode: ConversationMode | undefined;
 
-  readonly #paths: WorkspacePaths | undefined;
+  readonly #rootFor: ((conversationId: string | undefined) => string) | undefined;
 
   /**
    * `platforms`: what each platform says of its places and people (DMs, ids of people stored without
    * a workspace, whether a busy conversation steers).
    * `defaultMode`: CONVERSATION_MODE; unset, platforms that steer by default steer, the others queue.
-   * `workspaceRoot`: where path arguments are resolved to their real location (see real-paths.ts).
+   * `rootFor`: the workspace a conversation's calls work in (AGENT_WORKSPACE_ROOT, or its repository
+   * worktree), where path arguments are resolved to their real location (see real-paths.ts).
    */
   constructor(
     policies: PolicySource,
     tools: ToolRegistry,
     platforms: PlatformDirectory,
     defaultMode?: ConversationMode,
-    workspaceRoot?: string,
+    rootFor?: (conversationId: string | undefined) => string,
   ) {
     this.#policies = policies;
     this.#tools = tools;
     this.#platforms = platforms;
     this.#defaultMode = defaultMode;
-    this.#paths = workspaceRoot !== undefined ? new WorkspacePaths(workspaceRoot) : undefined;
+    this.#rootFor = rootFor;
   }
 
   /** What a message does here while its conversation is busy: the policy file's, else the default. */
@@ -169,14 +170,15 @@ export class PolicyGate {
    * not declare is refused before a call gets here, see `admitArgs`), path arguments at their real
    * location. The card shows the paths that moved.
    */
-  judge(call: { name: string; args: unknown }): JudgedCall {
+  judge(call: { name: string; args: unknown }, conversationId?: string): JudgedCall {
     const tool = this.#tools.get(call.name);
     const admitted = tool ? admitArgs(tool, call.args) : undefined;
     const args = admitted?.ok ? admitted.args : call.args;
     const descriptor: ToolDescriptor = tool
       ? describeTool(tool, args)
       : { name: call.name, kind: builtinToolKind(call.name) ?? (call.name.includes('__') ? 'mcp' : 'exec') };
-    const real = this.#paths?.resolve(args) ?? { args, moved: [], gitMetadata: false };
+    const root = this.#rootFor?.(conversationId);
+    const real = root !== undefined ? new WorkspacePaths(root).resolve(args) : { args, moved: [], gitMetadata: false };
     return { tool: descriptor, ...real };
   }
 

@@ -6,7 +6,7 @@ import type { ReplyTarget } from '../core/reply-target.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
 import { describeArgs, grantCovers, placeOf, policyStillAllows, ruleName, type Grant } from './grants.ts';
-import { judgeAndDecide, recordOnePersonChange } from './taint.ts';
+import { judgeAndDecide, recordOnePersonChange, turnOf } from './taint.ts';
 import { claimGrantUse, findGrant, listLiveGrants, liveGrantsFor, revokeGrant } from './grant-store.ts';
 import { audit } from './store.ts';
 import { makeVisible } from './card.ts';
@@ -29,7 +29,14 @@ function grantCreator(grant: Grant): string {
  */
 export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolCall): Promise<GrantUse | undefined> {
   if (!ctx.settings.grantTtlSeconds) return undefined;
-  const { decision, judged: real } = await judgeAndDecide(ctx, ctx.pool, call, item.requester, item.reply);
+  const { decision, judged: real } = await judgeAndDecide(
+    ctx,
+    ctx.pool,
+    call,
+    item.requester,
+    item.reply,
+    item.conversationId,
+  );
   if (!decision.grantable) return undefined;
   const where = ctx.gate.whereOf(item.reply);
   // Read without a transaction: most calls have no grant, and the claim below re-checks the row anyway.
@@ -41,7 +48,7 @@ export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolC
   return transaction(ctx.pool, async (client) => {
     const grant = await claimGrantUse(client, covering.id);
     if (!grant) return undefined;
-    await recordOnePersonChange(ctx, client, call, item.id, item.requester);
+    await recordOnePersonChange(ctx, client, call, turnOf(item), item.requester);
     await audit(client, {
       event: 'grant_used',
       actor: item.requester,

@@ -52,6 +52,11 @@ export async function pressButton(
       return surface.openDenyForm(button.nonce);
     case 'full-arguments':
       return surface.showFullArguments(await deps.approvals.fullArguments(button.nonce, button.call));
+    case 'full-diff': {
+      await surface.acknowledge?.('private');
+      const shared = await deps.approvals.shareFullDiff(button.nonce, by);
+      return surface.tellClicker(shared.ok ? shared.text : shared.reason);
+    }
     case 'feedback': {
       await surface.acknowledge?.('private');
       const recorded = await deps.recordFeedback(button.workItemId, by, button.vote);

@@ -47,7 +47,14 @@ async function planWithPolicy(
 ): Promise<PlannedCall[]> {
   const out: PlannedCall[] = [];
   for (const planned of planCalls(ctx, calls)) {
-    const { decision, judged } = await judgeAndDecide(ctx, db, planned, item.requester, item.reply);
+    const { decision, judged } = await judgeAndDecide(
+      ctx,
+      db,
+      planned,
+      item.requester,
+      item.reply,
+      item.conversationId,
+    );
     // A grant names the real paths, as the grant match later judges them.
     const grant = grantOffer(
       { name: planned.name, args: judged.args },
@@ -109,7 +116,10 @@ export async function requestApproval(
 ): Promise<void> {
   const calls = await planWithPolicy(ctx, client, item, state.pendingApproval);
   const callsCanonical = canonicalJson(calls);
-  const scope = ctx.scope(calls.map((c) => c.name));
+  const scope = ctx.scope(
+    calls.map((c) => c.name),
+    item.conversationId,
+  );
   const id = randomUUID();
   const nonce = newNonce();
   const kind = calls.length === 1 && calls[0]?.name === QUESTION_TOOL ? 'question' : 'tools';

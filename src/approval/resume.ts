@@ -54,7 +54,10 @@ export async function resumeApproved(
   ) {
     return refuse('the requested calls changed after they were shown for approval (plan hash mismatch).');
   }
-  const current = ctx.scope(parseCalls(envelope).map((c) => c.name));
+  const current = ctx.scope(
+    parseCalls(envelope).map((c) => c.name),
+    envelope.conversation_id,
+  );
   if (scopeHash(current) !== envelope.scope_hash) {
     const changed = (Object.keys(current) as Array<keyof ApprovalScope>).filter(
       (k) => canonicalJson(current[k]) !== canonicalJson(envelope.scope[k]),
@@ -90,7 +93,7 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
       out.push(decision);
       continue;
     }
-    const now = await decideCall(ctx, ctx.pool, call, envelope.requester, reply.data);
+    const now = await decideCall(ctx, ctx.pool, call, envelope.requester, reply.data, envelope.conversation_id);
     const by = deciders.get(call.id) ?? envelope.decided_by ?? envelope.requester;
     // A countersignature covers the changed files its card named; a change since is unseen content.
     const reason = unvouchedChanges(call.policy, now) ?? policyRefusal(ctx, now, by, envelope.requester);

@@ -18,9 +18,10 @@ import { NONCE_PATTERN } from '../core/buttons.ts';
 import { decideAll, decideClick, decideDenyWithReason, type SubmitResult } from './decide.ts';
 import { expireStale } from './expire.ts';
 import { requestApproval } from './request.ts';
-import { decideCall, recordOnePersonChange } from './taint.ts';
+import { decideCall, recordOnePersonChange, turnOf } from './taint.ts';
 import { recordOutcome, resumeApproved } from './resume.ts';
 import { refreshCard, showPendingCard } from './show.ts';
+import { requestFullDiff, shareChangeDiff } from './change-diff.ts';
 
 export { REJECTION_AUDITS_PER_MINUTE, type SubmitResult } from './decide.ts';
 export type { Grant } from './grants.ts';
@@ -66,6 +67,16 @@ export class ApprovalService {
     return call && { tool: makeVisible(call.name), text: fullArgs(call.args) };
   }
 
+  /** A change card's Full diff click: checked here, shared by a job (change-diff.ts). */
+  shareFullDiff(nonce: string, by: Requester): Promise<{ ok: true; text: string } | { ok: false; reason: string }> {
+    return requestFullDiff(this.#ctx, nonce, by);
+  }
+
+  /** The Full diff job: the diff uploaded into the card's thread (change-diff.ts). */
+  shareChangeDiff(envelopeId: string, by: Requester): Promise<void> {
+    return shareChangeDiff(this.#ctx, envelopeId, by);
+  }
+
   /** A Deny-with-reason form: denies the undecided calls, the reason going to the model: see decide.ts. */
   denyWithReason(nonce: string, reason: string, clicker: Requester): Promise<SubmitResult> {
     return decideDenyWithReason(this.#ctx, nonce, reason, clicker);
@@ -88,7 +99,7 @@ export class ApprovalService {
 
   /** The policy's outcome for one call of a turn (the loop asks before it runs or parks a call). */
   async rule(item: WorkItem, call: ToolCall): Promise<CallRuling> {
-    const decision = await decideCall(this.#ctx, this.#ctx.pool, call, item.requester, item.reply);
+    const decision = await decideCall(this.#ctx, this.#ctx.pool, call, item.requester, item.reply, item.conversationId);
     return {
       outcome: decision.outcome,
       rule: `${decision.rule.name}, ${decision.rule.source}`,
@@ -99,7 +110,7 @@ export class ApprovalService {
   /** Audits a call a rule let run, or refused, without a card; a change it makes taints the workspace. */
   async recordRuling(item: WorkItem, call: ToolCall, ruling: CallRuling): Promise<void> {
     if (ruling.outcome === 'allow')
-      await recordOnePersonChange(this.#ctx, this.#ctx.pool, call, item.id, item.requester);
+      await recordOnePersonChange(this.#ctx, this.#ctx.pool, call, turnOf(item), item.requester);
     await audit(this.#ctx.pool, {
       event: ruling.outcome === 'deny' ? 'policy_denied' : 'allowed',
       actor: item.requester,

@@ -1,5 +1,6 @@
 import type { ApprovalCard, ClickedMessage } from '../core/approval-card.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
+import { fullDiffValue } from '../core/buttons.ts';
 import type { PostedMessage } from '../reply/outbound.ts';
 import { fullArgs, makeVisible, prettyArgs } from './card.ts';
 import type { ApprovalContext } from './context.ts';
@@ -172,6 +173,28 @@ async function renderCard(
     })),
     ...(envelope.decided_at ? { decidedAt: envelope.decided_at } : {}),
     ...(routed ? { routedTo: routed } : {}),
+    ...changeCardOf(ctx, envelope.nonce, calls),
+  };
+}
+
+/**
+ * A card whose one call lands a change (a tool of kind `merge`) is a change card: its buttons say
+ * Merge into the base and Discard, and it offers the full diff as a file (docs/code-work.md).
+ */
+function changeCardOf(
+  ctx: ApprovalContext,
+  nonce: string,
+  calls: ReturnType<typeof parseCalls>,
+): Pick<ApprovalCard, 'change'> {
+  const [only, ...rest] = calls;
+  if (!only || rest.length > 0 || ctx.tools.get(only.name)?.kind !== 'merge') return {};
+  const base = typeof only.args.base === 'string' ? only.args.base : 'the base';
+  return {
+    change: {
+      approveLabel: `Merge into ${base}`.slice(0, 60),
+      denyLabel: 'Discard',
+      fullDiffValue: fullDiffValue(nonce),
+    },
   };
 }
 

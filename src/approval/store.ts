@@ -190,7 +190,11 @@ export type AuditEvent =
   /** A call ran under a grant, without a card (detail: work item, call, tool, grant). */
   | 'grant_used'
   /** A grant was revoked (detail: grant). */
-  | 'grant_revoked';
+  | 'grant_revoked'
+  | CodeAuditEvent;
+
+/** What happened to a change of code work (docs/code-work.md); detail: repo, branch, commit. */
+export type CodeAuditEvent = 'code_committed' | 'merge_requested' | 'merged' | 'merge_conflict' | 'discarded';
 
 export async function audit(
   db: Queryable,

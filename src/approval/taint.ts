@@ -42,8 +42,8 @@ function runsProgram(judged: JudgedCall): boolean {
  * read-only) names. A tool that names no path (an application's `deploy_service`) puts nothing in
  * the workspace that a program could read.
  */
-function pathsChangedBy(ctx: ApprovalContext, call: Call): string[] {
-  const judged = ctx.gate.judge(call);
+function pathsChangedBy(ctx: ApprovalContext, call: Call, conversationId: string): string[] {
+  const judged = ctx.gate.judge(call, conversationId);
   const kind = judged.tool.kind;
   const writes = kind === 'write' || kind === 'delete' || (kind === 'mcp' && judged.tool.mcp?.readOnlyHint !== true);
   return writes ? pathsOf(judged.args) : [];
@@ -59,8 +59,9 @@ export async function decideCall(
   call: Call,
   requester: Requester,
   reply: ReplyTarget,
+  conversationId: string,
 ): Promise<Decision> {
-  return (await judgeAndDecide(ctx, db, call, requester, reply)).decision;
+  return (await judgeAndDecide(ctx, db, call, requester, reply, conversationId)).decision;
 }
 
 /** `decideCall`, also returning the judged call (real paths, what moved) for a card: one disk read. */
@@ -70,8 +71,9 @@ export async function judgeAndDecide(
   call: Call,
   requester: Requester,
   reply: ReplyTarget,
+  conversationId: string,
 ): Promise<{ decision: Decision; judged: JudgedCall }> {
-  const judged = ctx.gate.judge(call);
+  const judged = ctx.gate.judge(call, conversationId);
   const changes = runsProgram(judged) ? await changedPaths(db, WORKSPACE) : undefined;
   const decision = ctx.gate.decideJudged(judged, requester, reply, {
     ...(changes ? { changedFiles: changes.paths, changeIds: changes.ids } : {}),
@@ -81,8 +83,15 @@ export async function judgeAndDecide(
 
 /** Whether a call runs a program that could read the workspace (see `runsProgram`). */
 export function callRunsProgram(ctx: Pick<ApprovalContext, 'gate'>, call: Call): boolean {
+  // Whether a call runs a program depends on its tool and argument names, not on where paths lead.
   return runsProgram(ctx.gate.judge(call));
 }
+
+/** The turn a work item is, as `recordOnePersonChange` records it. */
+export const turnOf = (item: { id: string; conversationId: string }) => ({
+  workItemId: item.id,
+  conversationId: item.conversationId,
+});
 
 /**
  * Records the files a call changes on one person's say: allowed by a rule, covered by a grant, or
@@ -93,11 +102,12 @@ export async function recordOnePersonChange(
   ctx: ApprovalContext,
   db: Queryable,
   call: Call,
-  workItemId: string,
+  turn: { workItemId: string; conversationId: string },
   by: Requester,
 ): Promise<void> {
   if (!ctx.gate.hasApprovers()) return;
-  const paths = pathsChangedBy(ctx, call);
+  const { workItemId, conversationId } = turn;
+  const paths = pathsChangedBy(ctx, call, conversationId);
   if (paths.length === 0) return;
   await insertWorkspaceChanges(
     db,
@@ -121,7 +131,8 @@ export async function recordApprovedChanges(
     const call = calls.find((c) => c.id === d.toolCallId);
     if (!call || !d.approved || d.answer !== undefined) continue;
     if (!mayBeSamePerson(d.by, envelope.requester)) continue;
-    await recordOnePersonChange(ctx, db, call, envelope.work_item_id, envelope.requester);
+    const turn = { workItemId: envelope.work_item_id, conversationId: envelope.conversation_id };
+    await recordOnePersonChange(ctx, db, call, turn, envelope.requester);
   }
 }
 

@@ -41,6 +41,12 @@ export interface ApprovalCard {
     by: string;
   }>;
   decidedAt?: Date;
+  /**
+   * Set on a change card (docs/code-work.md): a single `merge_change` call whose Approve merges and
+   * whose Deny discards. Renderers label those buttons with these words and add a "Full diff" button
+   * (`fullDiffValue`) that shares the change's diff as a file; the diff is never inlined.
+   */
+  change?: { approveLabel: string; denyLabel: string; fullDiffValue: string };
 }
 
 /**

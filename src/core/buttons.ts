@@ -20,6 +20,7 @@ const DecisionCode = z.union([
   z.literal('R'), // deny with a reason: opens a form, decides nothing itself
   z.string().regex(/^f\d{1,2}$/), // show call i's full arguments: a view, no decision
   z.string().regex(/^g\d{1,2}$/), // approve call i and grant it "always allow here"
+  z.literal('V'), // share a change card's full diff as a file: a view, no decision
 ]);
 
 /** What an Approve/Deny button carries: only the nonce and the decision, as `nonce.decision`. */
@@ -39,6 +40,11 @@ export type ButtonPayload = z.output<typeof ButtonPayload>;
 
 export function buttonValue(nonce: string, decision: string): string {
   return `${nonce}.${decision}`;
+}
+
+/** A change card's "Full diff" button. */
+export function fullDiffValue(nonce: string): string {
+  return buttonValue(nonce, 'V');
 }
 
 /** A Deny-with-reason form's id: the nonce it denies (Slack callback/private metadata, Discord modal custom_id). */
@@ -101,6 +107,8 @@ export type ButtonVerb =
   | { verb: 'deny-form'; nonce: string }
   /** Show one call's whole arguments to the clicker. */
   | { verb: 'full-arguments'; nonce: string; call: number }
+  /** Share a change card's whole diff as a file in its conversation. */
+  | { verb: 'full-diff'; nonce: string }
   | { verb: 'feedback'; workItemId: string; vote: 'up' | 'down' }
   | { verb: 'revoke-grant'; grantId: string }
   | { verb: 'stop'; workItemId: string }
@@ -110,6 +118,7 @@ export type ButtonVerb =
 export function decodeButton(value: string): ButtonVerb {
   const card = ButtonPayload.safeParse(value);
   if (card.success && card.data.decision === 'R') return { verb: 'deny-form', nonce: card.data.nonce };
+  if (card.success && card.data.decision === 'V') return { verb: 'full-diff', nonce: card.data.nonce };
   if (card.success && card.data.decision.startsWith('f'))
     return { verb: 'full-arguments', nonce: card.data.nonce, call: Number(card.data.decision.slice(1)) };
   const feedback = parseFeedback(value);

@@ -159,6 +159,13 @@ export function builtinRules(
     // No hints at all: per the MCP spec the tool may be destructive.
     builtin('mcp-unannotated', high, 'high', { ...kinds('mcp'), mcp: { destructive: true } }),
     builtin('mcp-write', 'ask', 'medium', kinds('mcp')),
+    // Landing a change on a repository's base branch (docs/code-work.md): whenever anyone can
+    // countersign, someone other than the requester must, whatever the two-person rule says of
+    // other calls; never a standing grant — every merge is its own decision.
+    {
+      ...builtin('merge', haveApprovers ? 'countersign' : 'ask', 'high', kinds('merge')),
+      grantable: false,
+    },
     builtin('exec', high, 'high', kinds('exec')),
     builtin('delete', high, 'high', kinds('delete')),
     builtin('write', 'ask', 'medium', kinds('write')),

@@ -139,6 +139,47 @@ export async function scheduleApprovalCard(db: Queryable, envelopeId: string): P
   await addShowCardJob(db, envelopeId);
 }
 
+/** One piece of a person's unfinished work, as `countersign status` lists it. */
+export interface ActiveWork {
+  id: string;
+  type: string;
+  priority: number;
+  status: 'queued' | 'running' | 'awaiting_approval';
+  ageSeconds: number;
+  prompt: string | null;
+  conversationId: string;
+}
+
+/** A person's running, parked and queued work, oldest first (at most `limit`). */
+export async function activeWorkOf(db: Queryable, person: Requester, limit = 20): Promise<ActiveWork[]> {
+  const { rows } = await db.query<ActiveWork>(
+    `SELECT id, type, priority, status, conversation_id AS "conversationId",
+            extract(epoch FROM now() - created_at)::int AS "ageSeconds",
+            left(item->'input'->>'prompt', 200) AS prompt
+       FROM countersign.work_items
+      WHERE status IN ('queued', 'running', 'awaiting_approval')
+        AND item->'requester'->>'platform' = $1 AND item->'requester'->>'userId' = $2
+        AND ($3::text IS NULL OR item->'requester'->>'workspace' IS NULL OR item->'requester'->>'workspace' = $3)
+      ORDER BY created_at
+      LIMIT $4`,
+    [person.platform, person.userId, person.workspace ?? null, limit],
+  );
+  return rows;
+}
+
+/**
+ * Schedules sharing a change card's full diff, asked for by `by`; one pending share per card, so a
+ * burst of clicks shares it once.
+ */
+export async function scheduleDiffShare(db: Queryable, envelopeId: string, by: Requester): Promise<void> {
+  const { name, options } = JOBS.shareChangeDiff;
+  await db.query(
+    `SELECT graphile_worker.add_job($1::text, json_build_object('envelopeId', $2::text, 'by', $3::json),
+       priority => $4::int, max_attempts => $5::int, job_key => $6::text, job_key_mode => 'preserve_run_at')`,
+    [name, envelopeId, JSON.stringify(by), options.priority, options.maxAttempts, `share-diff:${envelopeId}`],
+  );
+}
+
 /**
  * A decided card's turn carries on: the continuation joins the conversation and the parked turn is
  * done. Call inside the transaction that consumes the card's nonce.

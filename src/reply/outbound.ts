@@ -38,6 +38,21 @@ export interface Outbound {
    * is enabled; undefined (or absent): replies are shown by post and edit (EditDelivery).
    */
   createDelivery?(context: DeliveryContext): ReplyDelivery | undefined;
+  /**
+   * Shares a file in the target's conversation (Slack: an external upload completed into the thread;
+   * Discord: a message with an attachment; a terminal: printed). Absent: the platform takes no files,
+   * and callers post text instead.
+   */
+  upload?(target: ReplyTarget, file: OutboundFile): Promise<void>;
+}
+
+/** A file a reply shares: a diff, a report. */
+export interface OutboundFile {
+  /** The file's name as people see it, e.g. `countersign-1a2b3c4.diff`. */
+  filename: string;
+  content: Buffer;
+  /** A line posted with the file. */
+  comment?: string;
 }
 
 /** Looks up the outbound client for a reply target's platform. */

@@ -31,7 +31,13 @@ const FIXED = [
 
 /** Keys of a repository's own configuration that name a program (for the drivers it declares). */
 const PROGRAM_KEYS =
-  /^(filter\.[^.]+\.(clean|smudge|process)|merge\.[^.]+\.driver|remote\.[^.]+\.(uploadpack|receivepack|vcs))$/i;
+  /^(filter\.[^.]+\.(clean|smudge|process)|remote\.[^.]+\.(uploadpack|receivepack|vcs)|trailer\.[^.]+\.(command|cmd))$/i;
+
+/**
+ * A merge driver the repository declares becomes `false`, not empty: git runs the command `false`,
+ * which fails, so the file counts as a conflict (an empty driver fails the whole merge instead).
+ */
+const MERGE_DRIVER_KEY = /^merge\.[^.]+\.driver$/i;
 
 const ENV: NodeJS.ProcessEnv = {
   PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -49,14 +55,25 @@ const ENV: NodeJS.ProcessEnv = {
   GIT_COMMITTER_EMAIL: 'countersign@localhost',
 };
 
-class GitError extends Error {
+export class GitError extends Error {
   readonly args: readonly string[];
   readonly stderr: string;
-  constructor(args: readonly string[], stderr: string, cause?: unknown) {
+  /** What git printed before it failed (merge-tree lists conflicts there). */
+  readonly stdout: string;
+  /** git's exit code; null when it did not exit on its own (a timeout, a signal). */
+  readonly exitCode: number | null;
+  constructor(
+    args: readonly string[],
+    output: { stdout: string; stderr: string; exitCode: number | null },
+    cause?: unknown,
+  ) {
+    const { stderr } = output;
     super(`git ${args.join(' ')} failed: ${stderr.trim().split('\n').slice(-3).join(' ') || String(cause)}`);
     this.name = 'GitError';
     this.args = args;
     this.stderr = stderr;
+    this.stdout = output.stdout;
+    this.exitCode = output.exitCode;
   }
 }
 
@@ -69,22 +86,28 @@ export interface GitOutput {
 const TIMEOUT_MS = 60_000;
 const MAX_BUFFER = 64 * 1024 * 1024;
 
-function spawnGit(cwd: string, settings: readonly string[], args: readonly string[]): Promise<GitOutput> {
+function spawnGit(
+  cwd: string,
+  settings: readonly string[],
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = ENV,
+): Promise<GitOutput> {
   return new Promise((resolve, reject) => {
     execFile(
       'git',
       [...settings, ...args],
-      { cwd, env: ENV, timeout: TIMEOUT_MS, maxBuffer: MAX_BUFFER, encoding: 'utf8' },
+      { cwd, env, timeout: TIMEOUT_MS, maxBuffer: MAX_BUFFER, encoding: 'utf8' },
       (error, stdout, stderr) => {
-        if (error)
+        if (error) {
+          const exitCode = typeof error.code === 'number' ? error.code : null;
           reject(
             new GitError(
               args.filter((a) => !a.includes('=')),
-              stderr,
+              { stdout, stderr, exitCode },
               error,
             ),
           );
-        else resolve({ stdout, stderr });
+        } else resolve({ stdout, stderr });
       },
     );
   });
@@ -103,9 +126,9 @@ async function neutralised(cwd: string): Promise<string[]> {
   const keys = new Set<string>();
   for (const entry of stdout.split('\0')) {
     const key = entry.split('\n', 1)[0] ?? '';
-    if (PROGRAM_KEYS.test(key)) keys.add(key);
+    if (PROGRAM_KEYS.test(key) || MERGE_DRIVER_KEY.test(key)) keys.add(key);
   }
-  return [...keys].flatMap((key) => ['-c', `${key}=`]);
+  return [...keys].flatMap((key) => ['-c', MERGE_DRIVER_KEY.test(key) ? `${key}=false` : `${key}=`]);
 }
 
 /**
@@ -114,9 +137,16 @@ async function neutralised(cwd: string): Promise<string[]> {
  */
 const DIFFS = new Set(['diff', 'log', 'show', 'format-patch']);
 
-/** Runs git in `cwd` with nothing in the repository able to start a program. */
-export async function git(cwd: string, args: readonly string[]): Promise<GitOutput> {
+/**
+ * Runs git in `cwd` with nothing in the repository able to start a program. `operatorEnv`: variables
+ * the operator set for this call (a push's GIT_SSH_COMMAND) — the operator's, never the repository's.
+ */
+export async function git(
+  cwd: string,
+  args: readonly string[],
+  operatorEnv: NodeJS.ProcessEnv = {},
+): Promise<GitOutput> {
   const [command, ...rest] = args;
   const safeArgs = command && DIFFS.has(command) ? [command, '--no-ext-diff', '--no-textconv', ...rest] : args;
-  return spawnGit(cwd, [...fixedArgs, ...(await neutralised(cwd))], safeArgs);
+  return spawnGit(cwd, [...fixedArgs, ...(await neutralised(cwd))], safeArgs, { ...ENV, ...operatorEnv });
 }

@@ -15,7 +15,7 @@ const REPO_NAME = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 const NAME_HINT = 'lower-case letters, digits, - and _ (at most 40), e.g. api';
 
 /** A branch name git accepts and that cannot be read as an option. */
-const BRANCH = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._/-]{1,200}(?<![./])$/;
+export const BRANCH = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[A-Za-z0-9._/-]{1,200}(?<![./])$/;
 
 const RepoEntry = z.strictObject({
   path: z.string({ error: 'expected the path of a local git clone' }).trim().min(1),
@@ -132,6 +132,11 @@ export class RepoCatalog {
 
   constructor(repos: readonly RepoConfig[]) {
     this.#byName = new Map(repos.map((r) => [r.name, r]));
+  }
+
+  /** The names people type, sorted. */
+  names(): string[] {
+    return [...this.#byName.keys()].sort();
   }
 
   get(name: string): { ok: true; repo: RepoConfig } | { ok: false; reason: string } {

@@ -25,8 +25,13 @@ const Worktree = z.object({
   branch: z.string(),
   /** Absolute path of the worktree: the conversation's workspace while it works on the repo. */
   path: z.string(),
-  /** The commit of `base` the branch started from. */
+  /** The commit of `base` the branch started from (for a review: where the branch left `base`). */
   baseCommit: z.string(),
+  /**
+   * A review's worktree: `branch` is the person's branch, checked out detached at `head`. Removing
+   * it never deletes that branch, and nothing is committed there.
+   */
+  review: z.object({ head: z.string() }).optional(),
 });
 export type Worktree = z.infer<typeof Worktree>;
 
@@ -50,7 +55,17 @@ export class Worktrees {
   }
 
   #dir(repo: Repo, conversationId: string): string {
-    return path.join(this.#root, repo.name, shortConversationId(conversationId));
+    return this.pathFor(repo.name, conversationId);
+  }
+
+  /** Where the conversation's worktree of the repository named `repoName` is (or would be). */
+  pathFor(repoName: string, conversationId: string): string {
+    return path.join(this.#root, repoName, shortConversationId(conversationId));
+  }
+
+  /** The folder every worktree lives under (WORKTREES_DIR), absolute. */
+  get root(): string {
+    return this.#root;
   }
 
   /** The base branch: as configured, else the clone's current branch. */
@@ -68,12 +83,7 @@ export class Worktrees {
     const dir = this.#dir(repo, conversationId);
     const existing = await this.#readMarker(dir);
     if (existing) return existing;
-    const held = await this.list(repo);
-    if (held.length >= this.#maxPerRepo) {
-      throw new WorktreeLimitError(
-        `${repo.name} already has ${held.length} worktrees (REPO_WORKTREES_MAX=${this.#maxPerRepo}); merge or discard one first`,
-      );
-    }
+    await this.#checkRoom(repo);
     const base = await this.base(repo);
     const baseCommit = (await git(repo.path, ['rev-parse', '--verify', `${base}^{commit}`])).stdout.trim();
     const branch = `countersign/${shortConversationId(conversationId)}`;
@@ -83,6 +93,44 @@ export class Worktrees {
     // Outside the worktree: beside it, so a commit of the worktree never includes it.
     await writeFile(`${dir}${MARKER}`, JSON.stringify(worktree));
     return worktree;
+  }
+
+  /**
+   * The conversation's read-only worktree of `branch` (a review), detached at the branch's tip, made
+   * on first use. The branch must exist in the clone; it is never changed.
+   */
+  async openReview(repo: Repo, conversationId: string, branch: string): Promise<Worktree> {
+    const dir = this.#dir(repo, conversationId);
+    const existing = await this.#readMarker(dir);
+    if (existing) return existing;
+    await this.#checkRoom(repo);
+    const head = await git(repo.path, [
+      'rev-parse',
+      '--verify',
+      '--end-of-options',
+      `refs/heads/${branch}^{commit}`,
+    ]).then(
+      (out) => out.stdout.trim(),
+      () => {
+        throw new Error(`There is no branch "${branch.slice(0, 100)}" in ${repo.name}.`);
+      },
+    );
+    const base = await this.base(repo);
+    const baseCommit = (await git(repo.path, ['merge-base', base, head])).stdout.trim();
+    await mkdir(path.dirname(dir), { recursive: true });
+    await git(repo.path, ['worktree', 'add', '--detach', dir, head]);
+    const worktree: Worktree = { repo: repo.name, conversationId, branch, path: dir, baseCommit, review: { head } };
+    await writeFile(`${dir}${MARKER}`, JSON.stringify(worktree));
+    return worktree;
+  }
+
+  async #checkRoom(repo: Repo): Promise<void> {
+    const held = await this.list(repo);
+    if (held.length >= this.#maxPerRepo) {
+      throw new WorktreeLimitError(
+        `${repo.name} already has ${held.length} worktrees (REPO_WORKTREES_MAX=${this.#maxPerRepo}); merge or discard one first`,
+      );
+    }
   }
 
   /** The worktrees of `repo` this bot made (by their markers). */
@@ -97,12 +145,13 @@ export class Worktrees {
     return found;
   }
 
-  /** Removes the worktree and its branch; the base branch is untouched. */
+  /** Removes the worktree and the bot's branch (never a reviewed one); the base branch is untouched. */
   async remove(repo: Repo, worktree: Worktree): Promise<void> {
     await git(repo.path, ['worktree', 'remove', '--force', worktree.path]).catch(() => undefined);
     await rm(worktree.path, { recursive: true, force: true });
     await git(repo.path, ['worktree', 'prune']);
-    await git(repo.path, ['branch', '-D', worktree.branch]).catch(() => undefined);
+    // A review's branch is the person's own: only the bot's branches are deleted.
+    if (!worktree.review) await git(repo.path, ['branch', '-D', worktree.branch]).catch(() => undefined);
     await rm(`${worktree.path}${MARKER}`, { force: true });
   }
 

@@ -6,6 +6,7 @@ import type { CardRenderer } from '../core/approval-card.ts';
 import type { PlatformDirectory } from '../core/platform-rules.ts';
 import type { OutboundRegistry } from '../reply/outbound.ts';
 import { ApprovalService } from '../approval/service.ts';
+import type { ChangeDiffSource } from '../approval/change-diff.ts';
 import { CardRenderers } from '../approval/card-renderers.ts';
 import { PolicyGate } from '../approval/gate.ts';
 import { PolicyFile } from '../policy/index.ts';
@@ -49,6 +50,8 @@ interface ApprovalWiring {
   agentTools: AgentTools;
   /** The card renderers of the platforms that draw their own cards. */
   cardRenderers: CardRenderer[];
+  /** A change card's full diff (code work), where repositories are configured. */
+  changeDiff?: ChangeDiffSource;
 }
 
 /**
@@ -63,7 +66,7 @@ export function createApprovals(wiring: ApprovalWiring): { gate: PolicyGate; app
     tools,
     wiring.platformRules,
     config.CONVERSATION_MODE,
-    catalog.workspaceRoot,
+    (conversationId) => (conversationId === undefined ? catalog.workspaceRoot : catalog.rootFor(conversationId)),
   );
   const approvals = new ApprovalService({
     pool: wiring.pool,
@@ -73,6 +76,7 @@ export function createApprovals(wiring: ApprovalWiring): { gate: PolicyGate; app
     tools,
     scope,
     log: wiring.log,
+    ...(wiring.changeDiff ? { changeDiff: wiring.changeDiff } : {}),
     settings: {
       ttlSeconds: config.APPROVAL_TTL_SECONDS,
       approvers: config.APPROVERS,

@@ -6,6 +6,7 @@ import { workerPoolTasks, type PoolTasks } from '../queue/tasks/index.ts';
 import type { JobHandler, WorkerPool } from '../queue/tasks/job.ts';
 import type { WorkItemJobPayload } from '../queue/tasks/turn-job.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
+import type { CodeWork } from './repos.ts';
 
 /**
  * Every job's handler, given what it needs: turns, approval cards (approvals, which the queue does
@@ -18,6 +19,7 @@ export function jobTasks(deps: {
   log: Logger;
   events: TurnEvents;
   config: Config;
+  codeWork?: CodeWork;
 }): Record<WorkerPool, PoolTasks> {
   const { config, approvals } = deps;
   const turn = { runWorkItem: deps.runWorkItem };
@@ -25,11 +27,13 @@ export function jobTasks(deps: {
     interactiveTurn: turn,
     backgroundTurn: turn,
     showApprovalCard: { showPendingCard: (envelopeId) => approvals.showPendingCard(envelopeId) },
+    shareChangeDiff: { shareChangeDiff: (envelopeId, by) => approvals.shareChangeDiff(envelopeId, by) },
     housekeeping: {
       pool: deps.pool,
       approvals,
       log: deps.log,
       events: deps.events,
+      ...(deps.codeWork ? { sweepWorktrees: deps.codeWork.sweep } : {}),
       settings: {
         historyRetentionDays: config.HISTORY_RETENTION_DAYS,
         auditRetentionDays: config.AUDIT_RETENTION_DAYS,

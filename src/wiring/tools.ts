@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { ToolRegistry } from '../agent/tools/registry.ts';
 import type { AnyTool } from '../agent/tools/tool.ts';
+import type { WorkspaceRoots } from '../agent/tools/workspace/access.ts';
 import { buildToolCatalog, type ToolCatalog } from '../agent/tools/catalog.ts';
 import type { ApprovalScope } from '../approval/envelope.ts';
 import {
@@ -35,7 +36,7 @@ export interface AgentTools {
   tools: ToolRegistry;
   catalog: ToolCatalog;
   /** What an approval of calls to these tools depends on (`ApprovalService`'s drift check). */
-  scope(toolNames: readonly string[]): ApprovalScope;
+  scope(toolNames: readonly string[], conversationId: string): ApprovalScope;
 }
 
 /**
@@ -45,18 +46,30 @@ export interface AgentTools {
 export async function openTools(
   config: Config,
   log: Logger,
-  { skills, runsTurns, extra }: { skills: SkillRegistry; runsTurns: boolean; extra: AnyTool[] },
+  {
+    skills,
+    runsTurns,
+    extra,
+    rootOf,
+  }: { skills: SkillRegistry; runsTurns: boolean; extra: AnyTool[]; rootOf?: WorkspaceRoots },
   cleanups: Cleanups,
 ): Promise<AgentTools> {
-  const catalog = await buildToolCatalog(config, log, { mcp: runsTurns, skillTools: createSkillTools(skills), extra });
+  const catalog = await buildToolCatalog(config, log, {
+    mcp: runsTurns,
+    skillTools: createSkillTools(skills),
+    extra,
+    ...(rootOf ? { rootOf } : {}),
+  });
   cleanups.add(() => catalog.close());
   const tools = new ToolRegistry(catalog.tools);
   catalog.onMcpToolsChanged((mcpTools) => tools.replaceMcpTools(mcpTools));
   // An approval depends on the tools its calls use (and the skills, when a call reads them); an
   // unrelated MCP server reconnecting must not refuse it as drift.
-  const scope = (toolNames: readonly string[]): ApprovalScope => ({
+  // A conversation working on a repository runs its calls in its worktree: an approval given there
+  // never runs anywhere else (after a discard, the same calls would land in the deployment's workspace).
+  const scope = (toolNames: readonly string[], conversationId: string): ApprovalScope => ({
     agent: config.AGENT_NAME,
-    workspaceRoot: catalog.workspaceRoot,
+    workspaceRoot: catalog.rootFor(conversationId),
     tools: tools.fingerprint(toolNames),
     skills: toolNames.some((name) => SKILL_TOOL_NAMES.has(name)) ? skills.version() : 'not used',
   });

@@ -16,6 +16,7 @@ import { StopListener } from '../queue/stop-requests.ts';
 import type { Cleanups } from './cleanups.ts';
 import { jobTasks } from './jobs.ts';
 import type { AgentTools } from './tools.ts';
+import type { CodeWork } from './repos.ts';
 
 /** Characters of the system prompt given to the list of skills (names and descriptions only). */
 const SKILLS_PROMPT_BUDGET = 4000;
@@ -39,6 +40,8 @@ interface WorkerWiring {
   provider?: ModelProvider;
   /** Called when the worker pools die on their own: the process should stop and be restarted. */
   onFatal(error: unknown): void;
+  /** Code work, where repositories are configured: worktrees around turns, and their sweep. */
+  codeWork?: CodeWork;
 }
 
 /** What stops or redirects the turns this process runs. */
@@ -136,5 +139,6 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
         sections: [skillsSection(), ...catalog.promptNotes],
       }),
     platforms: wiring.platforms,
+    ...(wiring.codeWork ? { workspaces: wiring.codeWork.turns } : {}),
   });
 }

@@ -29,6 +29,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { parseReposFile } from '../../src/repos/repos-config.ts';
 import { platformDirectory } from '../../src/adapters/registry.ts';
 import { parseMcpConfig } from '../../src/agent/tools/mcp/config.ts';
 import { PriceTable } from '../../src/model-prices.ts';
@@ -202,6 +203,10 @@ function lintYaml(block: Block): string[] {
     return parsed.ok ? [] : parsed.problems.map((p) => formatPolicyProblem({ ...p, line: p.line + lineOffset }));
   };
   if (isMap(value) && POLICY_KEYS.some((k) => k in value)) return asPolicy(block.text, block.line);
+  if (isMap(value) && 'repos' in value) {
+    const repos = parseReposFile(block.text, `${block.page}:${block.line}`);
+    return repos.ok ? [] : repos.problems;
+  }
   if (Array.isArray(value) && value.every((rule) => isMap(rule) && 'outcome' in rule)) {
     // A fragment of `rules:`, linted under that key (one line more than the block).
     return asPolicy(`rules:\n${block.text.replace(/^(?=.)/gm, '  ')}`, block.line - 1);

@@ -26,10 +26,16 @@ export class ConsoleCardRenderer implements CardRenderer {
       ...card,
       calls: card.calls.map((c) => ({ ...c, argsPretty: c.argsFull ?? c.argsPretty })),
     });
+    const shown = card.change && card.state === 'pending' ? `${text}\n${changeAnswers(card.change)}` : text;
     const posted = messageId
-      ? (await this.#outbound.edit(target, messageId, text), { messageId })
-      : await this.#outbound.post(target, text);
+      ? (await this.#outbound.edit(target, messageId, shown), { messageId })
+      : await this.#outbound.post(target, shown);
     this.#listener?.(card, target);
     return posted;
   }
+}
+
+/** What the prompt's answers do on a change card: its buttons' words, since a terminal has no buttons. */
+function changeAnswers(change: NonNullable<ApprovalCard['change']>): string {
+  return `y: **${change.approveLabel}** · n: **${change.denyLabel}** · n <reason>: ${change.denyLabel.toLowerCase()} and say why`;
 }

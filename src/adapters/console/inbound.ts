@@ -13,9 +13,13 @@ import type { Requester } from '../../core/person.ts';
 import { cardPrompt, denialReason, parseCardAnswer, undecidedNotice, type PromptDecision } from './card-answers.ts';
 import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 
-/** A line the console handles itself instead of sending to the agent (e.g. `/skills`). */
+/**
+ * A line the console handles itself instead of sending to the agent (e.g. `/skills`), given the
+ * person typing: a reply printed for them, or what the line's work item is instead of a chat turn.
+ */
 export type ConsoleCommand = (
   line: string,
+  person: Requester,
 ) => Promise<{ reply: string } | { draft: Partial<AdmissionDraft> } | undefined>;
 
 /** The terminal a console session owns. */
@@ -146,7 +150,9 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
     else rl.close();
   });
   if (interactive) {
-    output.write(`Countersign console — type a message, /skills to list skills, Ctrl-D to quit.\n`);
+    output.write(
+      `Countersign console — type a message, /skills to list skills, /code, /review or /research to start work, /status to see yours, Ctrl-D to quit.\n`,
+    );
   }
   showPrompt(session);
 
@@ -302,7 +308,8 @@ async function answerCard(session: Session, card: ApprovalCard, line: string): P
  */
 async function sendLine(session: Session, line: string): Promise<WorkItem | undefined> {
   const { options } = session;
-  const command = await options.commands?.(line);
+  const requester = { platform: CONSOLE_RULES.name, userId: options.user, workspace: CONSOLE_RULES.unknownWorkspace };
+  const command = await options.commands?.(line, requester);
   if (command && 'reply' in command) {
     options.output.write(`${command.reply}\n`);
     showPrompt(session);
@@ -318,7 +325,6 @@ async function sendLine(session: Session, line: string): Promise<WorkItem | unde
     reply: place,
     ...(command && 'draft' in command ? command.draft : {}),
   };
-  const requester = { platform: CONSOLE_RULES.name, userId: options.user, workspace: CONSOLE_RULES.unknownWorkspace };
   const admitted = await options.admit({ requester, place, draft, queued: true });
   if (!admitted.ok) {
     options.output.write(`${admitted.refusal}\n`);

@@ -5,7 +5,7 @@ import { CONSOLE_RULES } from './rules.ts';
 import { ConsoleOutbound } from './outbound.ts';
 import { ConsoleCardRenderer } from './card-renderer.ts';
 import { runConsole, type ConsoleStreams } from './inbound.ts';
-import { skillConsoleCommands } from './skill-commands.ts';
+import { consoleCommands } from './work-commands.ts';
 
 export { type ConsoleStreams } from './inbound.ts';
 
@@ -60,7 +60,7 @@ export function createConsoleAdapter(streams: ConsoleStreams | undefined): Conso
         log: context.log,
         approvals: context.approvals,
         admit: context.admit,
-        commands: skillConsoleCommands(context.skills),
+        commands: consoleCommands(context),
         stopTurn: context.stopTurn,
       });
       const release = () => claim.release();

@@ -1,4 +1,4 @@
-import type { Outbound, PostedMessage } from '../../reply/outbound.ts';
+import type { Outbound, OutboundFile, PostedMessage } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 
 /** Control characters (ESC first: it could move the cursor and redraw a card) and direction overrides. */
@@ -42,6 +42,22 @@ export class ConsoleOutbound implements Outbound {
     const text = terminalSafe(raw);
     this.#messages.set(messageId, { target, text });
     this.#listener?.(messageId, text, target);
+  }
+
+  /**
+   * A shared file, printed whole as a message of its own: the comment, the file's name, then its
+   * content read as UTF-8. It is the operator's terminal, so nothing is cut; what could steer the
+   * terminal is shown, not sent, as in every other message.
+   */
+  async upload(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    const body = file.content.toString('utf8');
+    const lines = [
+      ...(file.comment ? [file.comment] : []),
+      `── ${file.filename} (${file.content.length} bytes) ──`,
+      body.endsWith('\n') ? body.slice(0, -1) : body,
+      `── end of ${file.filename} ──`,
+    ];
+    await this.post(target, lines.join('\n'));
   }
 
   text(messageId: string): string | undefined {

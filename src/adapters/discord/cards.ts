@@ -112,12 +112,14 @@ function renderCard(card: ApprovalCard): ApiMessagePayload[] {
       ...(c.detail ? { detail: c.detail } : {}),
       ...(c.who ? { who: c.who } : {}),
       ...(c.argsFull ? { argsFull: c.argsFull } : {}),
-      ...(c.grant && card.state === 'pending' ? { grant: c.grant } : {}),
+      // A change card offers no standing grant, so it does not describe one.
+      ...(c.grant && card.state === 'pending' && !card.change ? { grant: c.grant } : {}),
     })),
     planHashPrefix: card.planHashPrefix,
     expiresAt: card.expiresAt,
     requesterLabel: card.requesterLabel,
     ...(card.origin || card.routedTo ? { note: (card.origin ?? card.routedTo)! } : {}),
+    ...(card.change ? { change: card.change } : {}),
   };
   const outcomes = (card.decisions ?? []).map((d) => ({
     index: d.index,

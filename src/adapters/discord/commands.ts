@@ -1,9 +1,71 @@
 import { ApplicationCommandOptionType, Routes, type REST } from 'discord.js';
 import type { Logger } from 'pino';
 import { createHash } from 'node:crypto';
+import { WORK_COMMAND_USAGE } from '../../core/work-commands.ts';
+
+/**
+ * Discord's bounds on an option's choices (API v10, Application Commands: "Application Command
+ * Option Choice Structure"): at most 25 choices, names and values of 1 to 100 characters.
+ */
+const MAX_CHOICES = 25;
+const MAX_CHOICE_LENGTH = 100;
+/** Command and option descriptions: 1 to 100 characters. */
+const MAX_DESCRIPTION = 100;
+
+const description = (text: string) =>
+  text.length <= MAX_DESCRIPTION ? text : `${text.slice(0, MAX_DESCRIPTION - 1)}…`;
+
+/**
+ * The `repo` option of `/code` and `/review`: a pick list of the configured repositories when
+ * Discord can show them all, free text otherwise (the core then names the known ones).
+ */
+function repoOption(repoNames: readonly string[]) {
+  const listable =
+    repoNames.length > 0 &&
+    repoNames.length <= MAX_CHOICES &&
+    repoNames.every((name) => name.length >= 1 && name.length <= MAX_CHOICE_LENGTH);
+  return {
+    type: ApplicationCommandOptionType.String,
+    name: 'repo',
+    description: 'Which repository',
+    required: true,
+    ...(listable ? { choices: repoNames.map((name) => ({ name, value: name })) } : {}),
+  };
+}
+
+const stringOption = (name: string, text: string) => ({
+  type: ApplicationCommandOptionType.String,
+  name,
+  description: text,
+  required: true,
+});
+
+/** `/code`, `/review`, `/research` (src/core/work-commands.ts), with their options. */
+function workCommandDefinitions(repoNames: readonly string[]) {
+  return [
+    {
+      name: 'code',
+      description: description(`Code: ${WORK_COMMAND_USAGE.code.description}`),
+      type: 1,
+      options: [repoOption(repoNames), stringOption('task', 'What to change')],
+    },
+    {
+      name: 'review',
+      description: description(`Review: ${WORK_COMMAND_USAGE.review.description}`),
+      type: 1,
+      options: [repoOption(repoNames), stringOption('branch', 'The branch to review')],
+    },
+    {
+      name: 'research',
+      description: description(`Research: ${WORK_COMMAND_USAGE.research.description}`),
+      type: 1,
+      options: [stringOption('topic', 'What to find out')],
+    },
+  ];
+}
 
 /** The slash commands, as Discord's bulk-overwrite endpoint takes them. */
-function commandDefinitions() {
+export function commandDefinitions(repoNames: readonly string[] = []) {
   return [
     { name: 'skills', description: 'List the skills Countersign can run', type: 1 },
     {
@@ -37,8 +99,14 @@ function commandDefinitions() {
           description: 'Standing grants that apply here',
         },
         { type: ApplicationCommandOptionType.Subcommand, name: 'help', description: 'What Countersign can do' },
+        {
+          type: ApplicationCommandOptionType.Subcommand,
+          name: 'status',
+          description: 'Your running and queued work: type, priority, age',
+        },
       ],
     },
+    ...workCommandDefinitions(repoNames),
   ];
 }
 
@@ -58,6 +126,11 @@ function fingerprint(commands: Array<Record<string, unknown>>): string {
         description: o.description,
         required: Boolean(o.required),
         autocomplete: Boolean(o.autocomplete),
+        // A repository added to or removed from REPOS changes the pick list: register again.
+        choices: ((o.choices as Array<{ name: unknown; value: unknown }> | undefined) ?? []).map((c) => [
+          c.name,
+          c.value,
+        ]),
       })),
     }))
     .sort((a, b) => String(a.name).localeCompare(String(b.name)));
@@ -74,12 +147,13 @@ export async function registerCommands(
   applicationId: string,
   guildId: string | undefined,
   log: Logger,
+  repoNames: readonly string[] = [],
 ): Promise<boolean> {
   const route = guildId
     ? Routes.applicationGuildCommands(applicationId, guildId)
     : Routes.applicationCommands(applicationId);
   const existing = (await rest.get(route)) as Array<Record<string, unknown>>;
-  const desired = commandDefinitions();
+  const desired = commandDefinitions(repoNames);
   if (fingerprint(existing) === fingerprint(desired)) return false;
   await rest.put(route, { body: desired });
   log.info({ scope: guildId ? `guild ${guildId}` : 'global' }, 'registered Discord slash commands');

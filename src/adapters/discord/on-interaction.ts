@@ -2,7 +2,15 @@ import type { Interaction } from 'discord.js';
 import type { AdapterContext } from '../platform.ts';
 import { parseDenyFormId } from '../../core/buttons.ts';
 import { onButton, onDenyForm, type ButtonDeps } from './on-button.ts';
-import { onAutocomplete, onCountersign, onSkill, onSkills, type SlashCommandDeps } from './on-slash-command.ts';
+import {
+  isWorkCommand,
+  onAutocomplete,
+  onCountersign,
+  onSkill,
+  onSkills,
+  onWorkCommand,
+  type SlashCommandDeps,
+} from './on-slash-command.ts';
 
 export type InteractionDeps = ButtonDeps & SlashCommandDeps;
 
@@ -22,5 +30,6 @@ export function createInteractionHandler(ctx: AdapterContext, deps: InteractionD
     if (interaction.commandName === 'skills') return onSkills(ctx, interaction);
     if (interaction.commandName === 'skill') return onSkill(ctx, deps, interaction);
     if (interaction.commandName === 'countersign') return onCountersign(ctx, interaction);
+    if (isWorkCommand(interaction.commandName)) return onWorkCommand(ctx, deps, interaction.commandName, interaction);
   };
 }

@@ -5,8 +5,11 @@ import {
   type ChatInputCommandInteraction,
   type REST,
 } from 'discord.js';
-import type { AdapterContext } from '../platform.ts';
+import type { AdapterContext, AdmissionDraft } from '../platform.ts';
+import type { ReplyTarget } from '../../core/reply-target.ts';
+import { WORK_COMMAND_USAGE, WORK_COMMANDS, type WorkCommandName } from '../../core/work-commands.ts';
 import { discordConversationId } from './conversation-ids.ts';
+import { neutralizeMentions } from './format/index.ts';
 import { Priority } from '../../core/work-item.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
@@ -76,9 +79,134 @@ export async function onSkill(
   }
 }
 
-/** `/countersign grants`: the standing grants here, privately, with a Revoke button each; `help` otherwise. */
+/** The words of a work command, as the core reads them from a line: `REPO TASK`, `REPO BRANCH`, `TOPIC`. */
+function workCommandText(name: WorkCommandName, interaction: ChatInputCommandInteraction): string {
+  const option = (key: string) => interaction.options.getString(key) ?? '';
+  if (name === 'code') return `${option('repo')} ${option('task')}`;
+  if (name === 'review') return `${option('repo')} ${option('branch')}`;
+  return option('topic');
+}
+
+export const isWorkCommand = (name: string): name is WorkCommandName =>
+  (WORK_COMMANDS as readonly string[]).includes(name);
+
+const NO_THREAD =
+  'I could not start a thread for this work. Give me the Create Public Threads and Send Messages in Threads permissions in this channel, or run the command in a thread or a DM.';
+
+/** Where a run's header and its thread are: `headerId` is the interaction's response message. */
+function workPlace(interaction: ChatInputCommandInteraction, headerId: string) {
+  const place = placeOf(interaction);
+  const threaded = interaction.inGuild() && !interaction.channel?.isThread();
+  // Started on the header, a thread takes the header's id: the reply target is known before it exists.
+  const reply: ReplyTarget = threaded ? { ...place, channel: headerId, parent: interaction.channelId } : place;
+  return { threaded, reply, conversationId: discordConversationId(reply.channel, !interaction.inGuild()) };
+}
+
+/**
+ * `/code`, `/review`, `/research`: the core reads the options once the policy admitted the person (an
+ * unknown repository's answer lists the known ones, which is not for everyone). What it cannot read
+ * is answered privately; otherwise the core's header is the public reply, and in a channel the work
+ * runs in a thread started on it, a conversation of its own (in a thread or a DM: that one).
+ */
+export async function onWorkCommand(
+  ctx: AdapterContext,
+  deps: SlashCommandDeps,
+  name: WorkCommandName,
+  interaction: ChatInputCommandInteraction,
+): Promise<void> {
+  let headerId: string | undefined;
+  let threadError: unknown;
+  try {
+    const admitted = await ctx.admit({
+      requester: personOf(interaction),
+      place: placeOf(interaction),
+      queued: true,
+      // Snowflakes are unique across Discord: the interaction's id cannot collide with a message's.
+      // With it, the thread below is started inside the enqueue's transaction.
+      eventId: interaction.id,
+      draft: async (): Promise<AdmissionDraft | undefined> => {
+        const work = ctx.workCommand(name, workCommandText(name, interaction));
+        if (!work.ok) {
+          await interaction.reply({ content: clip(work.message), ...PRIVATE });
+          return undefined;
+        }
+        await interaction.deferReply();
+        // The header may quote what the person typed: shown, never a mention (and allowedMentions is empty).
+        const header = await interaction.editReply({ content: clip(neutralizeMentions(work.header)), ...PUBLIC_EDIT });
+        headerId = header.id;
+        const where = workPlace(interaction, header.id);
+        return {
+          type: work.type,
+          priority: work.priority,
+          conversationId: where.conversationId,
+          input: { prompt: work.prompt },
+          payload: { ...work.payload, interactionId: interaction.id },
+          reply: where.reply,
+          placeholder: '…',
+        };
+      },
+      // Inside the enqueue's transaction, as a mention's thread is: no thread, no work item.
+      beforeCommit: async () => {
+        if (headerId === undefined || !workPlace(interaction, headerId).threaded) return;
+        try {
+          await startHeaderThread(deps, interaction, headerId, threadName(name, interaction));
+        } catch (error) {
+          threadError = error;
+          throw error;
+        }
+      },
+    });
+    if (!admitted.ok) await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
+  } catch (error) {
+    const answer = threadError === undefined ? TEXTS.unavailable : NO_THREAD;
+    ctx.log.error(
+      { err: error, channel: interaction.channelId, command: name },
+      'could not enqueue a Discord work command',
+    );
+    if (interaction.deferred) await interaction.editReply({ content: answer, ...PUBLIC_EDIT }).catch(() => undefined);
+    else await interaction.reply({ content: answer, ...PRIVATE }).catch(() => undefined);
+  }
+}
+
+/** Starts the work's thread on its header message (the interaction's public response). */
+async function startHeaderThread(
+  deps: SlashCommandDeps,
+  interaction: ChatInputCommandInteraction,
+  headerId: string,
+  name: string,
+): Promise<void> {
+  const thread = (await deps.rest.post(Routes.threads(interaction.channelId, headerId), { body: { name } })) as {
+    id?: string;
+  };
+  if (thread.id !== headerId) throw new Error(`thread ${String(thread.id)} for header ${headerId}`);
+}
+
+/** A thread name Discord accepts: the command and what it works on, on one line. */
+function threadName(name: WorkCommandName, interaction: ChatInputCommandInteraction): string {
+  const line = neutralizeMentions(`${name} ${workCommandText(name, interaction)}`.replace(/\s+/g, ' ').trim());
+  return line.length <= LIMITS.threadName ? line : `${line.slice(0, LIMITS.threadName - 1)}…`;
+}
+
+/** `/countersign status`: the asker's own running and queued work, privately. */
+async function answerStatus(ctx: AdapterContext, interaction: ChatInputCommandInteraction): Promise<void> {
+  const person = personOf(interaction);
+  const admitted = ctx.approvals.mayUse(person, placeOf(interaction));
+  if (!admitted.ok) {
+    await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
+    return;
+  }
+  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+  await interaction.editReply({ content: clip(neutralizeMentions(await ctx.workStatus(person))), ...PUBLIC_EDIT });
+}
+
+/**
+ * `/countersign grants`: the standing grants here, privately, with a Revoke button each; `status`:
+ * the asker's work; `help` otherwise.
+ */
 export async function onCountersign(ctx: AdapterContext, interaction: ChatInputCommandInteraction): Promise<void> {
-  if (interaction.options.getSubcommand(false) !== 'grants') {
+  const subcommand = interaction.options.getSubcommand(false);
+  if (subcommand === 'status') return answerStatus(ctx, interaction);
+  if (subcommand !== 'grants') {
     const here = {
       platform: 'discord',
       channel: interaction.channelId,
@@ -150,6 +278,8 @@ const MAX_LISTED_GRANTS = LIMITS.listedGrants;
 
 const COUNTERSIGN_HELP = [
   '**/countersign grants** — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.',
+  '**/countersign status** — your running and queued work: type, priority, age.',
   '**/skills** — the skills I can run · **/skill** — run one.',
+  ...WORK_COMMANDS.map((w) => `**/${w}** ${WORK_COMMAND_USAGE[w].args} — ${WORK_COMMAND_USAGE[w].description}.`),
   'Mention me in a channel, or write to me in a DM, to ask for anything else. Risky actions always wait for an Approve.',
 ].join('\n');

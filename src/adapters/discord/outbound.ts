@@ -1,12 +1,29 @@
 import { REST, RateLimitError, Routes } from 'discord.js';
 import type { RateBuckets } from '../../reply/rate-bucket.ts';
-import type { Outbound, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
+import type { Outbound, OutboundFile, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { metrics } from '../../metrics.ts';
 import { MessageFlag, NO_MENTIONS, replyButtonRows, type ApiMessagePayload } from './components/index.ts';
 import { neutralizeMentions } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 import { channelEditBucketKey, DISCORD_BUCKETS, globalBucketKey } from './rate-limits.ts';
+
+/**
+ * Bytes one attachment may have: Discord's default upload limit (10 MiB) for a bot in a server
+ * without boosts; past it the API answers 413, error 40005 "Request entity too large".
+ */
+const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+/** Characters of an attachment's name Countersign keeps (its own cut; the extension is kept). */
+const MAX_FILENAME = 100;
+
+/**
+ * A name Discord shows and links as it is: letters, digits, dot, dash and underscore only (anything
+ * else becomes `_`), no leading dot, and cut from the front so the extension survives.
+ */
+export function attachmentName(filename: string): string {
+  const safe = filename.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '') || 'file';
+  return safe.length <= MAX_FILENAME ? safe : safe.slice(safe.length - MAX_FILENAME);
+}
 
 export function createRest(token: string, apiUrl: string | undefined): REST {
   // The stream decides what to do with a 429 (retry with the newest text), not the REST queue.
@@ -110,6 +127,32 @@ export class DiscordOutbound implements Outbound {
       } else metrics.platformErrors.inc({ platform: 'discord' });
       throw error;
     }
+  }
+
+  /**
+   * Shares a file as a message with one attachment (multipart: `payload_json` and `files[0]`), the
+   * comment as its text. A file over Discord's attachment limit is refused here, before its bytes
+   * are sent; Discord's own refusals (no access to the channel: 50001) reach the caller as thrown.
+   */
+  async upload(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    if (file.content.length > MAX_ATTACHMENT_BYTES) {
+      const mib = (file.content.length / (1024 * 1024)).toFixed(1);
+      throw new Error(`${file.filename} is ${mib} MiB; Discord takes attachments of at most 10 MiB`);
+    }
+    const name = attachmentName(file.filename);
+    const body = {
+      content: file.comment ? neutralizeMentions(file.comment).slice(0, LIMITS.messageContent) : '',
+      allowed_mentions: NO_MENTIONS,
+      attachments: [{ id: 0, filename: name }],
+      flags: MessageFlag.suppressEmbeds,
+    };
+    await this.#send(target.channel, () =>
+      this.#rest.post(Routes.channelMessages(target.channel), {
+        body,
+        // A diff is text; saying so keeps Discord from guessing a type from its first bytes.
+        files: [{ name, data: file.content, contentType: 'text/plain; charset=utf-8' }],
+      }),
+    );
   }
 
   /** The bot's DM channel with `user` (created on first use; Discord returns the same one after). */

@@ -189,7 +189,8 @@ export function approvalCardPages(card: ApprovalCard): Block[][] {
       for (const call of calls) {
         // Who may decide rides in the heading: a block of its own would push a full card past 50 blocks.
         let heading = call.who ? `${callHeading(call)}\n_${clipText(call.who, MAX_WHO_CHARS)}_` : callHeading(call);
-        if (call.grant && card.state === 'pending' && !decided.has(call.index))
+        // A change card offers no standing grant (approval/card.ts), so it does not describe one.
+        if (call.grant && card.state === 'pending' && !decided.has(call.index) && !card.change)
           heading += `\n_${clipText(call.grant, MAX_WHO_CHARS)}_`;
         blocks.push(codeSection(call.argsPretty, 'json', heading));
         if (call.detail) blocks.push(codeSection(call.detail, 'diff'));

@@ -14,6 +14,7 @@ import { DurableSocketModeReceiver } from './socket-receiver.ts';
 import type { SlackOutbound } from './outbound.ts';
 import { createEventHandlers, type SlackDelivery, type SlackMessageEvent } from './on-event.ts';
 import { createCommandHandlers } from './on-command.ts';
+import { WORK_COMMANDS } from '../../core/work-commands.ts';
 import { createActionHandler, createDenyFormHandler } from './on-action.ts';
 import { DENY_FORM_CALLBACK } from './blocks.ts';
 import { SlackUserGroups } from './user-groups.ts';
@@ -93,7 +94,18 @@ async function connectSlack(ctx: AdapterContext, deps: SlackInboundDeps): Promis
   const groups = new SlackUserGroups(app.client, log);
   const events = createEventHandlers(ctx, { botUserId, outbound: deps.outbound, groups });
   const memberships = new SlackMemberships(app.client, log);
-  const commands = createCommandHandlers(ctx, { outbound: deps.outbound, botName, groups, memberships });
+  const workCommandNames = {
+    code: settings.codeCommand ?? '/code',
+    review: settings.reviewCommand ?? '/review',
+    research: settings.researchCommand ?? '/research',
+  };
+  const commands = createCommandHandlers(ctx, {
+    outbound: deps.outbound,
+    botName,
+    groups,
+    memberships,
+    workCommandNames,
+  });
   const delivery = (
     event: unknown,
     body: { team_id?: unknown; event_id?: unknown },
@@ -122,6 +134,7 @@ async function connectSlack(ctx: AdapterContext, deps: SlackInboundDeps): Promis
   app.command(settings.skillsCommand, commands.onSkills);
   app.command(settings.skillCommand, commands.onSkill);
   app.command(settings.countersignCommand ?? '/countersign', commands.onCountersign);
+  for (const name of WORK_COMMANDS) app.command(workCommandNames[name], commands.onWork(name));
   app.action(/.*/, createActionHandler(ctx, { outbound: deps.outbound, groups }));
   app.view(DENY_FORM_CALLBACK, createDenyFormHandler(ctx, { outbound: deps.outbound, groups }));
 

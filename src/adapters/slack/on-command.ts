@@ -1,7 +1,8 @@
 import type { SlackCommandMiddlewareArgs } from '@slack/bolt';
-import type { AdapterContext } from '../platform.ts';
+import type { AdapterContext, AdmissionDraft } from '../platform.ts';
 import { Priority } from '../../core/work-item.ts';
 import { MODE_HELP, TEXTS } from '../../core/texts.ts';
+import { WORK_COMMAND_USAGE, WORK_COMMANDS, type WorkCommandName } from '../../core/work-commands.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { SlackOutbound } from './outbound.ts';
 import { slackErrorOf } from './api-errors.ts';
@@ -11,13 +12,21 @@ import { grantListBlocks } from './blocks.ts';
 import { grantsInTheirConversations, type SlackMemberships } from './memberships.ts';
 import { SLACK_RULES } from './rules.ts';
 import { slackConversationId } from './conversation-ids.ts';
+import { markdownToMrkdwn } from './format/index.ts';
 
-/** What `/countersign` (without `grants`) answers. */
-function countersignHelp(command: string, mode: keyof typeof MODE_HELP): string {
+/** The names this app's work commands are registered under (SLACK_CODE_COMMAND and its kin). */
+type WorkCommandNames = Record<WorkCommandName, string>;
+
+const DEFAULT_WORK_COMMAND_NAMES: WorkCommandNames = { code: '/code', review: '/review', research: '/research' };
+
+/** What `/countersign` (without `grants` or `status`) answers. */
+function countersignHelp(command: string, mode: keyof typeof MODE_HELP, names: WorkCommandNames): string {
   return [
     `Here, a message you send while I'm working ${MODE_HELP[mode]} (mode \`${mode}\`, docs/conversations.md).`,
     `*${command} grants* — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also the grants you made in conversations you are still in.`,
+    `*${command} status* — your running and queued work: type, priority, age.`,
     '*/skills* — the skills I can run · */skill <name> <input>* — run one.',
+    ...WORK_COMMANDS.map((w) => `*${names[w]} ${WORK_COMMAND_USAGE[w].args}* — ${WORK_COMMAND_USAGE[w].description}.`),
     'Mention me in a channel, or write to me in a DM, to ask for anything else. Risky actions always wait for an Approve.',
   ].join('\n');
 }
@@ -34,13 +43,19 @@ export interface CommandDeps {
   botName: string;
   groups: SlackUserGroups;
   memberships: Pick<SlackMemberships, 'isMember'>;
+  /** For the help text; default `/code`, `/review`, `/research`. */
+  workCommandNames?: WorkCommandNames;
 }
 
-/** The slash commands: the skills list, and a skill run that starts a conversation in the channel. */
+/**
+ * The slash commands: the skills list, and the runs — a skill, `/code`, `/review`, `/research` —
+ * that start a conversation in the channel, in the thread of the header they post.
+ */
 export function createCommandHandlers(ctx: AdapterContext, deps: CommandDeps) {
   return {
     onSkills: (args: SlackCommandMiddlewareArgs) => listSkills(ctx, args),
     onSkill: (args: SlackCommandMiddlewareArgs) => runSkill(ctx, deps, args),
+    onWork: (name: WorkCommandName) => (args: SlackCommandMiddlewareArgs) => runWorkCommand(ctx, deps, name, args),
     onCountersign: (args: SlackCommandMiddlewareArgs) => answerCountersign(ctx, deps, args),
   };
 }
@@ -64,11 +79,55 @@ async function runSkill(
   }
   // Acknowledged first: Slack gives a command 3 seconds, and what follows makes platform calls.
   await ack();
-  await startSkillRun(ctx, deps, command, run, respond);
+  const skillRun: CommandRun = {
+    header: `Running skill \`${run.skill.name}\`…`,
+    item: {
+      type: 'CHAT',
+      priority: Priority.CRITICAL,
+      input: { prompt: run.prompt, skill: run.skill.name },
+      payload: {},
+    },
+  };
+  await startRun(ctx, deps, command, async () => skillRun, respond);
+}
+
+/**
+ * `/code`, `/review`, `/research`: the core reads the text only once the policy admitted the person
+ * (an unknown repository's answer lists the known ones, which is not for everyone); what it cannot
+ * read is answered privately, anything else is posted and enqueued as a skill run is.
+ */
+async function runWorkCommand(
+  ctx: AdapterContext,
+  deps: CommandDeps,
+  name: WorkCommandName,
+  { command, ack, respond }: SlackCommandMiddlewareArgs,
+): Promise<void> {
+  await ack();
+  await startRun(
+    ctx,
+    deps,
+    command,
+    async () => {
+      const work = ctx.workCommand(name, command.text);
+      if (work.ok) {
+        const { header, type, priority, prompt, payload } = work;
+        return { header, item: { type, priority, input: { prompt }, payload } };
+      }
+      await respond({ response_type: 'ephemeral', text: markdownToMrkdwn(work.message) });
+      return undefined;
+    },
+    respond,
+  );
+}
+
+/** A run a command starts: the header posted in the channel, and its work item less where it lives. */
+interface CommandRun {
+  header: string;
+  item: Pick<AdmissionDraft, 'type' | 'priority' | 'input' | 'payload'>;
 }
 
 /** The fields of a slash command that say who ran it, and where. */
-type CommandOrigin = { team_id: string; channel_id: string; user_id: string };
+type CommandOrigin = { team_id: string; channel_id: string; user_id: string; command: string };
 
 /** Where a command was run, as a reply target addressed to the person who ran it. */
 const commandPlace = (command: CommandOrigin) => ({
@@ -78,12 +137,16 @@ const commandPlace = (command: CommandOrigin) => ({
   recipient: command.user_id,
 });
 
-/** Posts the run's header in the channel (its thread is the conversation) and enqueues the run. */
-async function startSkillRun(
+/**
+ * Posts the run's header in the channel (its thread is the conversation) and enqueues the run.
+ * `prepare` is asked only once the person is admitted; undefined from it means the person was told
+ * why there is no run, and nothing is posted.
+ */
+async function startRun(
   ctx: AdapterContext,
   deps: CommandDeps,
   command: CommandOrigin,
-  run: { prompt: string; skill: { name: string } },
+  prepare: () => Promise<CommandRun | undefined>,
   respond: SlackCommandMiddlewareArgs['respond'],
 ): Promise<void> {
   const target = commandPlace(command);
@@ -96,15 +159,14 @@ async function startSkillRun(
       queued: true,
       // Admitted first: the header is posted only for a run that will be enqueued.
       draft: async () => {
-        const header = await postRunHeader(ctx, deps, target, run.skill.name, respond);
+        const run = await prepare();
+        if (!run) return undefined;
+        const header = await postRunHeader(ctx, deps, target, run.header, respond);
         if (!header) return undefined;
         headerId = header.messageId;
         return {
-          type: 'CHAT',
-          priority: Priority.CRITICAL,
+          ...run.item,
           conversationId: slackConversationId(command.team_id, command.channel_id, header.messageId),
-          input: { prompt: run.prompt, skill: run.skill.name },
-          payload: {},
           reply: { ...target, thread: header.messageId },
           placeholder: '…',
         };
@@ -113,30 +175,35 @@ async function startSkillRun(
     if (!admitted.ok) await respond({ response_type: 'ephemeral', text: admitted.refusal });
   } catch (error) {
     // Slack does not retry slash commands: say so, to the person who ran it.
-    ctx.log.error({ err: error, channel: command.channel_id, user: command.user_id }, 'could not enqueue a skill run');
+    ctx.log.error(
+      { err: error, channel: command.channel_id, user: command.user_id, command: command.command },
+      'could not enqueue a command run',
+    );
     await respond({ response_type: 'ephemeral', text: TEXTS.unavailable }).catch(() => undefined);
     if (headerId) await deps.outbound.edit(target, headerId, TEXTS.unavailable).catch(() => undefined);
   }
 }
 
 /**
- * Posts "Running skill …" in the channel. Undefined when the bot is not a member there: the person
- * who ran the command has been told how to invite it.
+ * Posts the header ("Running skill …", or the core's for a work command) in the channel. It is
+ * Markdown that may quote what the person typed: the outbound's conversion shows a mention in it as
+ * text and never pings. Undefined when the bot is not a member there: the person who ran the
+ * command has been told how to invite it.
  */
 async function postRunHeader(
   ctx: AdapterContext,
   deps: CommandDeps,
   target: ReturnType<typeof commandPlace>,
-  skillName: string,
+  header: string,
   respond: SlackCommandMiddlewareArgs['respond'],
 ): Promise<{ messageId: string } | undefined> {
   try {
-    return await deps.outbound.post(target, `Running skill \`${skillName}\`…`);
+    return await deps.outbound.post(target, header);
   } catch (error) {
     const code = slackErrorOf(error);
     if (!code || !NOT_A_MEMBER.has(code)) throw error;
     // chat.postEphemeral needs the bot in the channel too; the command's response_url does not.
-    ctx.log.info({ channel: target.channel, error: code }, 'a skill was run in a channel the bot is not in');
+    ctx.log.info({ channel: target.channel, error: code }, 'a command was run in a channel the bot is not in');
     await respond({ response_type: 'ephemeral', text: inviteHint(deps.botName, target.channel) });
     return undefined;
   }
@@ -145,7 +212,8 @@ async function postRunHeader(
 /**
  * `/countersign grants` lists the standing grants with a Revoke button each, to people the policy
  * lets use the bot, and only grants of conversations the viewer is in (a DM lists the viewer's own
- * grants from elsewhere, less those of channels they have since left); anything else: help.
+ * grants from elsewhere, less those of channels they have since left); `/countersign status` the
+ * asker's own running and queued work; anything else: help.
  */
 async function answerCountersign(
   ctx: AdapterContext,
@@ -153,11 +221,15 @@ async function answerCountersign(
   { command, ack }: SlackCommandMiddlewareArgs,
 ): Promise<void> {
   const [verb = ''] = command.text.trim().toLowerCase().split(/\s+/);
-  if (verb !== 'grants') {
+  if (verb !== 'grants' && verb !== 'status') {
     const here = { platform: SLACK_RULES.name, channel: command.channel_id, workspace: command.team_id };
     await ack({
       response_type: 'ephemeral',
-      text: countersignHelp(command.command, ctx.approvals.conversationMode(here)),
+      text: countersignHelp(
+        command.command,
+        ctx.approvals.conversationMode(here),
+        deps.workCommandNames ?? DEFAULT_WORK_COMMAND_NAMES,
+      ),
     });
     return;
   }
@@ -166,6 +238,10 @@ async function answerCountersign(
   const admitted = ctx.approvals.mayUse(person, place);
   if (!admitted.ok) {
     await ack({ response_type: 'ephemeral', text: admitted.refusal });
+    return;
+  }
+  if (verb === 'status') {
+    await ack({ response_type: 'ephemeral', text: markdownToMrkdwn(await ctx.workStatus(person)) });
     return;
   }
   const grants = await grantsInTheirConversations(

@@ -1,6 +1,6 @@
 import { WebClient } from '@slack/web-api';
 import type { DeliveryContext, ReplyDelivery } from '../../reply/delivery.ts';
-import type { Outbound, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
+import type { Outbound, OutboundFile, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import type { RateBuckets } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
@@ -30,6 +30,12 @@ const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
 
 /** Where Slack's response_urls point: commercial Slack and GovSlack. */
 const SLACK_HOOK_ORIGINS = ['https://hooks.slack.com', 'https://hooks.slack-gov.com'];
+
+/** Hosts Slack's upload URLs (files.getUploadURLExternal) are on: files.slack.com and the like. */
+const SLACK_UPLOAD_HOST = /(^|\.)slack(-gov)?\.com$/;
+
+/** How long the bytes of one file may take to reach Slack's upload URL (Countersign's). */
+const UPLOAD_TIMEOUT_MS = 60_000;
 
 /**
  * Slack's speaking half: Web API calls any worker process can make. Edits draw from a
@@ -148,6 +154,49 @@ export class SlackOutbound implements Outbound {
       signal: AbortSignal.timeout(LIMITS.responseUrlTimeoutMs),
     });
     if (!answer.ok) throw new Error(`response_url answered ${answer.status} ${(await answer.text()).slice(0, 80)}`);
+  }
+
+  /**
+   * Shares a file in the target's conversation the way Slack asks for it: files.getUploadURLExternal
+   * (name and exact length), the bytes POSTed to the URL it gives, then files.completeUploadExternal
+   * into the channel and thread with the comment. Needs the `files:write` scope; Slack's refusals
+   * (`not_in_channel`, `missing_scope`) reach the caller as thrown.
+   */
+  async upload(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    const ticket = await this.#call(target, 'files.getUploadURLExternal', () =>
+      this.#client.files.getUploadURLExternal({ filename: file.filename, length: file.content.length }),
+    );
+    if (!ticket.upload_url || !ticket.file_id) throw new Error('files.getUploadURLExternal gave no upload URL');
+    await this.#sendBytes(ticket.upload_url, file.content);
+    await this.#call(target, 'files.completeUploadExternal', () =>
+      this.#client.files.completeUploadExternal({
+        files: [{ id: ticket.file_id!, title: file.filename }],
+        channel_id: target.channel,
+        ...(target.thread ? { thread_ts: target.thread } : {}),
+        ...(file.comment ? { initial_comment: markdownToMrkdwn(file.comment) } : {}),
+      }),
+    );
+  }
+
+  /**
+   * POSTs a file's bytes to its upload URL. The URL is pre-signed, so no token goes with it; it
+   * must be on Slack's own hosts over https (or where this client's API calls go: a test's fake).
+   */
+  async #sendBytes(uploadUrl: string, content: Buffer): Promise<void> {
+    const url = new URL(uploadUrl);
+    const slacks = url.protocol === 'https:' && SLACK_UPLOAD_HOST.test(url.hostname);
+    if (!slacks && url.origin !== new URL(this.#client.slackApiUrl).origin)
+      throw new Error(`an upload URL on ${url.host} is not Slack's`);
+    const answer = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: new Uint8Array(content),
+      signal: AbortSignal.timeout(UPLOAD_TIMEOUT_MS),
+    });
+    if (!answer.ok) {
+      metrics.platformErrors.inc({ platform: 'slack' });
+      throw new Error(`Slack's upload URL answered ${answer.status} ${(await answer.text()).slice(0, 80)}`);
+    }
   }
 
   /** The app's DM with `user` (conversations.open, scope im:write), where approval cards can be sent. */

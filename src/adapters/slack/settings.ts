@@ -22,6 +22,10 @@ export interface SlackInboundSettings {
   skillCommand: string;
   /** `/countersign grants` and help; default `/countersign`. */
   countersignCommand?: string;
+  /** The work commands (src/core/work-commands.ts); defaults `/code`, `/review`, `/research`. */
+  codeCommand?: string;
+  reviewCommand?: string;
+  researchCommand?: string;
 }
 
 /** What Slack's outbound half needs of the configuration (the inbound half gets its own section). */
@@ -49,6 +53,9 @@ export const SLACK_ENV = {
   SLACK_SKILLS_COMMAND: slashCommand('/skills'),
   SLACK_SKILL_COMMAND: slashCommand('/skill'),
   SLACK_COUNTERSIGN_COMMAND: slashCommand('/countersign'),
+  SLACK_CODE_COMMAND: slashCommand('/code'),
+  SLACK_REVIEW_COMMAND: slashCommand('/review'),
+  SLACK_RESEARCH_COMMAND: slashCommand('/research'),
   /** `auto`: Slack agent sessions (status, title, native Stop) where the workspace allows them; `off`: never. */
   SLACK_AGENT_SESSIONS: z.enum(['auto', 'off']).default('auto'),
   /** After a workspace refuses agent sessions, how long before they are tried there again. */
@@ -81,6 +88,9 @@ export function slackInboundSettings(env: SlackEnv & { SLACK_BOT_TOKEN: string }
     skillsCommand: env.SLACK_SKILLS_COMMAND,
     skillCommand: env.SLACK_SKILL_COMMAND,
     countersignCommand: env.SLACK_COUNTERSIGN_COMMAND,
+    codeCommand: env.SLACK_CODE_COMMAND,
+    reviewCommand: env.SLACK_REVIEW_COMMAND,
+    researchCommand: env.SLACK_RESEARCH_COMMAND,
   };
 }
 

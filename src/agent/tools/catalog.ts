@@ -9,6 +9,7 @@ import { requestHumanApprovalTool } from './request-human-approval.ts';
 import { createRunCommandTool, runCommandPromptNote } from './run-command.ts';
 import type { AnyBuiltinTool, AnyTool, ToolKind } from './tool.ts';
 import { createWorkspaceTools } from './workspace/tools.ts';
+import type { WorkspaceRoots } from './workspace/access.ts';
 
 export type CatalogConfig = Pick<Config, 'AGENT_WORKSPACE_ROOT' | 'MCP_CONFIG' | 'ENABLE_RUN_COMMAND'>;
 
@@ -21,6 +22,11 @@ export interface CatalogOptions {
   skillTools?: AnyTool[];
   /** Tools an embedding application (or a test) adds, offered last. */
   extra?: AnyTool[];
+  /**
+   * A conversation's own workspace, where it has one (a repository's worktree, src/repos): the
+   * workspace tools and run_command of its calls work there instead of AGENT_WORKSPACE_ROOT.
+   */
+  rootOf?: WorkspaceRoots;
 }
 
 export interface ToolCatalog {
@@ -34,6 +40,8 @@ export interface ToolCatalog {
   promptNotes: string[];
   /** The workspace root, absolute. */
   workspaceRoot: string;
+  /** The folder a conversation's calls work in: its own (`rootOf`), else `workspaceRoot`. */
+  rootFor(conversationId: string): string;
   /** The MCP tools as they are now; call again after `onMcpToolsChanged` fires. */
   mcpTools(): AnyTool[];
   /** Told when an MCP server's tool list changes (connect, reconnect, list_changed). */
@@ -80,8 +88,8 @@ export async function buildToolCatalog(
   const workspaceRoot = path.resolve(process.cwd(), config.AGENT_WORKSPACE_ROOT);
   await mkdir(workspaceRoot, { recursive: true });
   const local = [
-    ...createWorkspaceTools(workspaceRoot),
-    ...(config.ENABLE_RUN_COMMAND ? [createRunCommandTool(workspaceRoot)] : []),
+    ...createWorkspaceTools(workspaceRoot, options.rootOf),
+    ...(config.ENABLE_RUN_COMMAND ? [createRunCommandTool(workspaceRoot, options.rootOf)] : []),
   ];
   const promptNotes = [runCommandPromptNote(config.ENABLE_RUN_COMMAND)].filter(Boolean);
 
@@ -103,6 +111,7 @@ export async function buildToolCatalog(
     ],
     promptNotes,
     workspaceRoot,
+    rootFor: (conversationId) => options.rootOf?.(conversationId) ?? workspaceRoot,
     mcpTools: () => connected?.tools() ?? [],
     onMcpToolsChanged: (listener) => connected?.onToolsChanged(() => listener(connected.tools())) ?? (() => undefined),
     close: async () => {

@@ -53,9 +53,15 @@ export class ToolRegistry {
    */
   specs(): ToolSpec[] {
     this.#specs ??= this.list()
+      .filter((tool) => !tool.hidden)
       .map(toolSpec)
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return [...this.#specs];
+  }
+
+  /** A registry of the tools `keep` accepts (a review's turn gets no tool that writes). */
+  only(keep: (tool: AnyTool) => boolean): ToolRegistry {
+    return new ToolRegistry(this.list().filter(keep));
   }
 
   /** Name and version of every tool (or of those named), for an approval's scope hash. */

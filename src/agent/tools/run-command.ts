@@ -5,6 +5,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { defineBuiltinTool, type ToolContext, type ToolOutput } from './tool.ts';
 import { displayPath, resolveInWorkspace, WorkspacePathError } from './workspace/confine.ts';
+import type { WorkspaceRoots } from './workspace/access.ts';
 
 export const RUN_COMMAND_LIMITS = {
   /** Bytes kept of each of stdout and stderr. */
@@ -22,7 +23,7 @@ export const RUN_COMMAND_LIMITS = {
   argChars: 4096,
 } as const;
 
-const RUN_COMMAND = 'run_command';
+export const RUN_COMMAND = 'run_command';
 
 /** What the system prompt says when running commands is switched off. */
 const RUN_COMMAND_OFF_NOTE =
@@ -105,7 +106,8 @@ interface ProgramRun {
  * needs a person's approval. No shell: argv is executed as given, in its own process group (so a
  * timeout or a stop kills its children too), with a minimal environment and capped output.
  */
-export function createRunCommandTool(root: string) {
+export function createRunCommandTool(root: string, rootOf?: WorkspaceRoots) {
+  const rootFor = (ctx: { conversationId: string }) => rootOf?.(ctx.conversationId) ?? root;
   return defineBuiltinTool<RunCommandArgs>({
     name: RUN_COMMAND,
     kind: 'exec',
@@ -118,8 +120,8 @@ export function createRunCommandTool(root: string) {
     idempotent: false,
     timeLimitSeconds: ({ timeoutSeconds }, defaultSeconds) =>
       Math.max(defaultSeconds, timeoutSeconds + RUN_COMMAND_LIMITS.killGraceSeconds),
-    describeForApproval: (raw) => describeRunCommand(root, raw),
-    execute: (args, ctx) => runCommand(root, args, ctx),
+    describeForApproval: (raw, ctx) => describeRunCommand(rootFor(ctx), raw),
+    execute: (args, ctx) => runCommand(rootFor(ctx), args, ctx),
   });
 }
 

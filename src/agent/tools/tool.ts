@@ -23,7 +23,7 @@ export interface ToolOutput {
 }
 
 /** What a tool does, in the policy's words (src/policy): the built-in rules are written per kind. */
-export type ToolKind = 'read' | 'write' | 'delete' | 'exec' | 'mcp' | 'question';
+export type ToolKind = 'read' | 'write' | 'delete' | 'exec' | 'mcp' | 'question' | 'merge';
 
 /** What the policy weighs about an MCP tool: its server, whether the operator vouches for it, its hints. */
 export interface McpToolFacts {
@@ -46,6 +46,11 @@ export interface Tool<Args = Record<string, unknown>> {
    */
   kind?: ToolKind;
   mcp?: McpToolFacts;
+  /**
+   * Never offered to the model: the bot proposes this tool's calls itself (a change card's merge).
+   * A call the model makes anyway is ruled and approved like any other.
+   */
+  hidden?: boolean;
   /** Bumped when the tool's behaviour changes; part of an approval's scope hash. */
   version: string;
   input: z.ZodType<Args>;
@@ -65,6 +70,11 @@ export interface Tool<Args = Record<string, unknown>> {
   execute(args: Args, ctx: ToolContext): Promise<ToolOutput | string>;
   /** The JSON Schema the model sees, when the tool has its own (MCP tools); default: from `input`. */
   inputJsonSchema?: Record<string, unknown>;
+  /**
+   * Run when a person denies the call (a change card's Discard removes the change); what it returns
+   * is added to what the model is told. It may run twice after a crash: make it idempotent.
+   */
+  onDenied?(rawArgs: unknown, ctx: ToolContext): Promise<string | undefined>;
   /** Extra detail for the approval card, e.g. a unified diff of an edit. */
   describeForApproval?(args: Args, ctx: ToolContext): Promise<string | undefined>;
 }

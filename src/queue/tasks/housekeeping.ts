@@ -35,6 +35,8 @@ interface HousekeepingDeps {
   log: Logger;
   /** Told which conversations expired, so adapters can close them on the platform. */
   events?: TurnEvents;
+  /** Removes the repository worktrees of conversations that are gone (code work, src/repos). */
+  sweepWorktrees?: () => Promise<number>;
 }
 
 /**
@@ -68,8 +70,10 @@ function createHousekeepingHandler(deps: HousekeepingDeps): JobHandler<unknown> 
     const inboundEvents = await pruneInboundEvents(pool);
     const rateBuckets = await pruneIdleRateBuckets(pool);
     await cleanGraphileWorker(pool);
-    if (expired + checkpoints + history + audit + inboundEvents + rateBuckets > 0) {
-      deps.log.info({ expired, checkpoints, history, audit, inboundEvents, rateBuckets }, 'housekeeping');
+    // After the conversations expired above: their worktrees go in the same run.
+    const worktrees = (await deps.sweepWorktrees?.()) ?? 0;
+    if (expired + checkpoints + history + audit + inboundEvents + rateBuckets + worktrees > 0) {
+      deps.log.info({ expired, checkpoints, history, audit, inboundEvents, rateBuckets, worktrees }, 'housekeeping');
     }
   };
 }

@@ -5,6 +5,7 @@ import { housekeepingJob } from './housekeeping.ts';
 import { interactiveTurnJob } from './interactive-turn.ts';
 import { crontabLine, taskOf, type AnyJob, type WorkerPool } from './job.ts';
 import { showApprovalCardJob } from './show-approval-card.ts';
+import { shareChangeDiffJob } from './share-change-diff.ts';
 
 /**
  * Every graphile-worker task Countersign runs, one module each: the runner registers them from here
@@ -17,6 +18,7 @@ export const JOBS = {
   /** Also enqueued by countersign.enqueue_work_item and countersign.advance_conversation. */
   backgroundTurn: backgroundTurnJob,
   showApprovalCard: showApprovalCardJob,
+  shareChangeDiff: shareChangeDiffJob,
   housekeeping: housekeepingJob,
 } as const;
 

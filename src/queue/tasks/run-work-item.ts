@@ -2,7 +2,10 @@ import type { PlatformDirectory } from '../../core/platform-rules.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { Pool, PoolClient } from '../../db/pool.ts';
-import { runTurn, type TurnContext, type TurnDeps } from '../../agent/loop.ts';
+import { runTurn, type TurnContext, type TurnDeps, type TurnOutcome } from '../../agent/loop.ts';
+import { admitArgs } from '../../agent/tools/tool.ts';
+import { RUN_COMMAND } from '../../agent/tools/run-command.ts';
+import type { ExternalRun, TurnWorkspaces } from '../turn-workspaces.ts';
 import type { CallRuling, GrantUse } from '../../agent/call-ruling.ts';
 import { lockFollowUps, takeFollowUps } from '../follow-ups.ts';
 import type { ModelProvider } from '../../agent/model.ts';
@@ -59,6 +62,8 @@ export interface WorkerServices {
   stops: StopListener;
   /** Aborted when this process begins a graceful shutdown: turns hand over at their next checkpoint. */
   draining: AbortSignal;
+  /** Where a conversation that works on a repository works (src/repos); absent: no repositories. */
+  workspaces?: TurnWorkspaces;
 }
 
 export function initialTurnState(item: WorkItem): TurnState {
@@ -137,9 +142,21 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
   const sink = liveReply(services, item, state, log);
   let ending: TurnEnding;
   try {
-    const history = await historyOf(services.pool, services.config, item, row, log);
-    const deps = turnDeps(services, { item, log, sink, signal, checkStop });
-    ending = endingOfOutcome(await runTurn(turnContext(services, item, history), state, deps));
+    const workspace = (await services.workspaces?.prepare(item, log)) ?? { kind: 'none' };
+    if (workspace.kind === 'refused') {
+      ending = { kind: 'failure', error: new Error(workspace.text), reason: workspace.text };
+    } else {
+      const history = await historyOf(services.pool, services.config, item, row, log);
+      const tools =
+        workspace.kind === 'repository' && workspace.offers ? services.tools.only(workspace.offers) : undefined;
+      const deps = turnDeps(services, { item, log, sink, signal, checkStop, ...(tools ? { tools } : {}) });
+      const context = turnContext(services, item, history, workspace.kind === 'repository' ? workspace.systemNote : '');
+      const external = workspace.kind === 'repository' && state.round === 0 ? workspace.external : undefined;
+      const outcome = external
+        ? await runExternally(external, state, sink, signal)
+        : await runTurn(context, state, deps);
+      ending = endingOfOutcome(await withChangeCard(services, item, outcome, log));
+    }
   } catch (error) {
     ending = await endingOfError(error, signal, services.pool, log);
   }
@@ -217,18 +234,112 @@ function liveReply(services: WorkerServices, item: WorkItem, state: TurnState, l
   });
 }
 
-function turnContext(services: WorkerServices, item: WorkItem, history: Message[]): TurnContext {
+function turnContext(services: WorkerServices, item: WorkItem, history: Message[], workspaceNote: string): TurnContext {
+  const system = services.systemPrompt(item);
   return {
     workItemId: item.id,
     conversationId: item.conversationId,
     requester: item.requester,
-    system: services.systemPrompt(item),
+    system: workspaceNote ? `${system}\n\n${workspaceNote}` : system,
     history,
   };
 }
 
+/**
+ * An external coding CLI's run as a turn's outcome: its progress shown as the status line, its
+ * summary the answer. Not checkpointed: a retried job runs it again in the same worktree.
+ */
+async function runExternally(
+  run: ExternalRun,
+  state: TurnState,
+  sink: ReplyStream,
+  signal: AbortSignal,
+): Promise<TurnOutcome> {
+  const result = await run((markdown) => sink.setStatus(markdown.split('\n')[0]?.slice(0, 200)), signal);
+  sink.setStatus(undefined);
+  signal.throwIfAborted();
+  const text = result.text.trim() || (result.failed ? 'The coding agent failed without output.' : 'Done.');
+  return {
+    kind: 'final',
+    text,
+    state: { ...state, messages: [...state.messages, { role: 'assistant', text, toolCalls: [] }], text, final: true },
+  };
+}
+
+/**
+ * A turn of a conversation that works on a repository ends with its changes committed and, when its
+ * branch holds commits the base does not, parked on the change card's merge call: approving it
+ * merges, denying it discards (docs/code-work.md).
+ */
+async function withChangeCard(
+  services: WorkerServices,
+  item: WorkItem,
+  outcome: TurnOutcome,
+  log: Logger,
+): Promise<TurnOutcome> {
+  if (outcome.kind !== 'final' || !services.workspaces) return outcome;
+  const call = await services.workspaces.changeToPropose(
+    item,
+    outcome.text,
+    (argv) => testsUnderPolicy(services, item, argv, log),
+    log,
+  );
+  if (!call) return outcome;
+  // The same change was decided in this turn already (it conflicted, or could not land): the answer
+  // says why; asking again at once would show the same card for the same outcome.
+  const asked = outcome.state.messages.some((m) => m.role === 'assistant' && m.toolCalls.some((c) => c.id === call.id));
+  if (asked) return outcome;
+  const state = structuredClone(outcome.state);
+  const last = state.messages.at(-1);
+  if (last?.role === 'assistant') last.toolCalls = [...last.toolCalls, call];
+  else state.messages.push({ role: 'assistant', text: outcome.text, toolCalls: [call] });
+  return { kind: 'awaiting_approval', calls: [call], state: { ...state, final: false, pendingApproval: [call] } };
+}
+
+/** How much of a test run's output a change card shows. */
+const TEST_OUTPUT_CHARS = 600;
+
+/**
+ * The repository's test command, run as a `run_command` call under the policy: only when a rule lets
+ * it run without a card (the change card is the one card of a code turn); otherwise the card says why not.
+ */
+async function testsUnderPolicy(
+  services: WorkerServices,
+  item: WorkItem,
+  argv: string[],
+  log: Logger,
+): Promise<string> {
+  const shown = `\`${argv.join(' ')}\``;
+  const tool = services.tools.get(RUN_COMMAND);
+  if (!tool) return `${shown} not run: running programs is off here (ENABLE_RUN_COMMAND=false).`;
+  const call: ToolCall = { id: `tests-${item.id}`, name: RUN_COMMAND, args: { command: argv } };
+  const ruling = await services.approvals.rule(item, call);
+  if (ruling.outcome !== 'allow')
+    return `${shown} not run: the policy ${ruling.outcome === 'deny' ? 'refuses it' : 'asks before running it'} (a policy rule can allow it; docs/code-work.md).`;
+  await services.approvals.recordRuling(item, call, ruling);
+  const admitted = admitArgs(tool, call.args);
+  if (!admitted.ok) return `${shown} not run: ${admitted.problem}`;
+  try {
+    const output = await tool.execute(admitted.args, {
+      workItemId: item.id,
+      conversationId: item.conversationId,
+      requester: item.requester,
+      signal: AbortSignal.timeout(services.config.TOOL_TIMEOUT_SECONDS * 1000),
+      log,
+    });
+    const content = typeof output === 'string' ? output : output.content;
+    const failed = typeof output !== 'string' && output.isError === true;
+    const tail = content.length > TEST_OUTPUT_CHARS ? `…${content.slice(-TEST_OUTPUT_CHARS)}` : content;
+    return `${shown} ${failed ? 'FAILED' : 'passed'}:\n${tail}`;
+  } catch (error) {
+    return `${shown} could not run: ${(error as Error).message}`;
+  }
+}
+
 /** What one run of the loop is given besides the services. */
 interface RunningTurn {
+  /** The tools this turn is offered, when not all of them (a review's). */
+  tools?: ToolRegistry;
   item: WorkItem;
   log: Logger;
   sink: ReplyStream;
@@ -237,12 +348,12 @@ interface RunningTurn {
 }
 
 /** The loop's dependencies: the model and tools, and the hooks the queue and the approval gate answer. */
-function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop }: RunningTurn): TurnDeps {
+function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop, tools }: RunningTurn): TurnDeps {
   const { config, approvals } = services;
   return {
     db: services.pool,
     provider: services.provider,
-    tools: services.tools,
+    tools: tools ?? services.tools,
     sink,
     settings: {
       maxRounds: config.AGENT_MAX_ROUNDS,

@@ -27,6 +27,10 @@ export const alreadyAcknowledged = () =>
   new ApiError(400, { message: 'Interaction has already been acknowledged.', code: 40060 });
 export const cannotEditOthers = () =>
   new ApiError(403, { message: 'Cannot edit a message authored by another user', code: 50005 });
+/** The bot cannot see the channel (no VIEW_CHANNEL, or not in that guild or thread). */
+export const missingAccess = () => new ApiError(403, { message: 'Missing Access', code: 50001 });
+/** A request (an attachment) over the upload limit. */
+export const entityTooLarge = () => new ApiError(413, { message: 'Request entity too large', code: 40005 });
 export const emptyMessage = () => new ApiError(400, { message: 'Cannot send an empty message', code: 50006 });
 export const threadAlreadyExists = () =>
   new ApiError(400, { message: 'A thread has already been created for this message', code: 160004 });

@@ -22,7 +22,7 @@ import { ApiError, methodNotAllowed, notFound, unauthorized, unsupported } from 
 import { FakeGateway, waitUntil } from './gateway.ts';
 import { FakeRateLimiter, type BucketRule, type RouteKey } from './rate-limiter.ts';
 import { matchRoute, type RestContext } from './rest.ts';
-import { FakeWorld, type InteractionState, type StoredMessage } from './world.ts';
+import { FakeWorld, type InteractionState, type StoredMessage, type StoredUpload, type UploadedFile } from './world.ts';
 
 export interface FakeDiscordOptions {
   /** The bot token clients must present (`Authorization: Bot <token>`, IDENTIFY `token`). */
@@ -48,7 +48,10 @@ export interface RestRequest {
   route: string;
   params: Record<string, string>;
   query: URLSearchParams;
+  /** The JSON body, or a multipart request's payload_json. */
   body: unknown;
+  /** A multipart request's `files[n]` parts: names and sizes (the bytes are in `world.uploads`). */
+  files: Array<{ index: number; filename: string; size: number }>;
   status: number;
   response: unknown;
   at: number;
@@ -197,6 +200,11 @@ export class FakeDiscord {
       .map((m) => m.message.content as string);
   }
 
+  /** Attachments the bot posted, oldest first, with every byte. */
+  get uploads(): StoredUpload[] {
+    return this.world.uploads;
+  }
+
   interaction(id: string): InteractionState | undefined {
     return this.world.interactions.get(id);
   }
@@ -257,7 +265,7 @@ export class FakeDiscord {
   async #onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', `http://${this.#origin}`);
     const method = (req.method ?? 'GET').toUpperCase();
-    const raw = await readBody(req);
+    const raw = await readBytes(req);
     const record: RestRequest = {
       index: this.requests.length,
       method,
@@ -266,6 +274,7 @@ export class FakeDiscord {
       params: {},
       query: url.searchParams,
       body: undefined,
+      files: [],
       status: 0,
       response: undefined,
       at: Date.now(),
@@ -278,7 +287,10 @@ export class FakeDiscord {
       if (!('route' in matched)) throw matched.pathExists ? methodNotAllowed() : notFound();
       record.route = matched.key;
       record.params = matched.params;
-      record.body = parseBody(raw, req.headers['content-type']);
+      const parsed = await parseBody(raw, req.headers['content-type']);
+      record.body = parsed.body;
+      record.files = parsed.files.map((f) => ({ index: f.index, filename: f.filename, size: f.bytes.length }));
+      if (parsed.files.length && !FILE_ROUTES.has(matched.key)) throw unsupported(`file uploads on ${matched.key}`);
       await this.#waitIfHeld(matched.key, record.body);
       if (matched.route.auth && req.headers.authorization !== `Bot ${this.token}`) throw unauthorized();
       const exempt = !matched.route.auth;
@@ -293,6 +305,7 @@ export class FakeDiscord {
         params: matched.params,
         query: url.searchParams,
         body: record.body,
+        files: parsed.files,
         notify: (t, d) => {
           if (this.gateway.sessions.length) this.gateway.dispatch(t, d);
         },
@@ -350,23 +363,59 @@ export class FakeDiscord {
   }
 }
 
-function readBody(req: http.IncomingMessage): Promise<string> {
+/** Routes whose multipart bodies the fake reads; files sent anywhere else get a 400 that says so. */
+const FILE_ROUTES = new Set(['POST /channels/:channel_id/messages']);
+
+function readBytes(req: http.IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
 
-function parseBody(raw: string, contentType: string | undefined): unknown {
-  if (!raw) return undefined;
-  if (contentType?.startsWith('multipart/form-data')) throw unsupported('file uploads (multipart bodies)');
+const badRequest = () => new ApiError(400, { message: '400: Bad Request', code: 50109 });
+
+function parseJson(text: string): unknown {
   try {
-    return JSON.parse(raw) as unknown;
+    return JSON.parse(text) as unknown;
   } catch {
-    throw new ApiError(400, { message: '400: Bad Request', code: 50109 });
+    throw badRequest();
   }
+}
+
+/**
+ * A request body: JSON, or multipart/form-data as "Uploading Files" describes it — the message as a
+ * `payload_json` field and each file as a `files[n]` part with its filename.
+ */
+async function parseBody(
+  raw: Buffer,
+  contentType: string | undefined,
+): Promise<{ body: unknown; files: UploadedFile[] }> {
+  if (!raw.length) return { body: undefined, files: [] };
+  if (!contentType?.startsWith('multipart/form-data')) return { body: parseJson(raw.toString('utf8')), files: [] };
+  let form: FormData;
+  try {
+    form = await new Response(new Uint8Array(raw), { headers: { 'content-type': contentType } }).formData();
+  } catch {
+    throw badRequest();
+  }
+  const files: UploadedFile[] = [];
+  let body: unknown;
+  for (const [name, value] of form.entries()) {
+    if (name === 'payload_json' && typeof value === 'string') body = parseJson(value);
+    const index = /^files\[(\d+)\]$/.exec(name)?.[1];
+    if (index !== undefined && typeof value !== 'string') {
+      files.push({
+        index: Number(index),
+        filename: value.name,
+        contentType: value.type || 'application/octet-stream',
+        bytes: Buffer.from(await value.arrayBuffer()),
+      });
+    }
+  }
+  return { body, files };
 }
 
 function toPredicate(match: RequestMatch): (r: RestRequest) => boolean {

@@ -10,6 +10,8 @@ import {
   invalidFormBody,
   maxLength,
   badLength,
+  entityTooLarge,
+  missingAccess,
   required,
   threadAlreadyExists,
   unknownApplication,
@@ -24,13 +26,15 @@ import {
   type FieldProblem,
 } from './api-errors.ts';
 import { checkMessageBody, SETTABLE_FLAGS } from './message-rules.ts';
-import { MessageFlag, type FakeWorld, type InteractionState, type StoredMessage } from './world.ts';
+import { MessageFlag, type FakeWorld, type InteractionState, type StoredMessage, type UploadedFile } from './world.ts';
 
 export interface RestContext {
   world: FakeWorld;
   params: Record<string, string>;
   query: URLSearchParams;
   body: unknown;
+  /** The `files[n]` parts of a multipart request (empty for a JSON one). */
+  files: UploadedFile[];
   /** Sends a gateway event if a client is connected (REST-only tests have none). */
   notify(t: string, d: Json): void;
   gatewayUrl: string;
@@ -108,6 +112,109 @@ function deleteMessage(ctx: RestContext, stored: StoredMessage): RestReply {
     ...(channel?.guild_id ? { guild_id: channel.guild_id } : {}),
   });
   return noContent();
+}
+
+// --- attachments ----------------------------------------------------------------------------
+
+/** Bytes one attachment may have: the default upload limit (10 MiB) of a server without boosts. */
+const ATTACHMENT_MAX_BYTES = 10 * 1024 * 1024;
+/**
+ * Names the fake refuses: empty, or holding a path separator or a control character. Stricter than
+ * Discord documents (it rewrites odd names rather than refusing them), so an adapter that sends
+ * such a name is caught here instead of trusted to a rewrite.
+ */
+// Matching control characters is the point here.
+// eslint-disable-next-line no-control-regex
+const UNSAFE_FILENAME = /^$|[/\\\u0000-\u001f\u007f]/;
+
+interface PayloadAttachment {
+  id: number;
+  filename?: string;
+  description?: string;
+}
+
+/** The `attachments` of a multipart body's payload_json: each names a `files[n]` part by `id` n. */
+function payloadAttachments(body: unknown): PayloadAttachment[] {
+  const list = (body as Json | undefined)?.attachments;
+  if (!Array.isArray(list)) return [];
+  return list.map((a, i) => {
+    const entry = (a ?? {}) as Json;
+    const id = Number(entry.id);
+    if (!Number.isInteger(id) || id < 0) throw invalidFormBody([required(['attachments', i, 'id'])]);
+    return {
+      id,
+      ...(typeof entry.filename === 'string' ? { filename: entry.filename } : {}),
+      ...(typeof entry.description === 'string' ? { description: entry.description } : {}),
+    };
+  });
+}
+
+/**
+ * A message's uploaded files (API v10 "Uploading Files"): each `files[n]` part at most 10 MiB (else
+ * 413, 40005), a safe name, and every `attachments[]` entry of payload_json naming a part that came.
+ * Returns the attachment objects the message will carry.
+ */
+function attachmentsOf(ctx: RestContext, channelId: string): Array<{ json: Json; file: UploadedFile }> {
+  if (!ctx.files.length) return [];
+  if (ctx.files.some((f) => f.bytes.length > ATTACHMENT_MAX_BYTES)) throw entityTooLarge();
+  const declared = payloadAttachments(ctx.body);
+  const problems: FieldProblem[] = [];
+  declared.forEach((a, i) => {
+    if (!ctx.files.some((f) => f.index === a.id))
+      problems.push({ path: ['attachments', i, 'id'], code: 'ATTACHMENT_NOT_FOUND', message: 'Unknown attachment' });
+  });
+  const named = ctx.files.map((file) => {
+    const entry = declared.find((a) => a.id === file.index);
+    return { file, filename: entry?.filename ?? file.filename, description: entry?.description };
+  });
+  named.forEach(({ file, filename }) => {
+    if (UNSAFE_FILENAME.test(filename))
+      problems.push({ path: [`files[${file.index}]`], code: 'FILENAME_INVALID', message: 'Invalid file name' });
+  });
+  if (problems.length) throw invalidFormBody(problems);
+  return named.map(({ file, filename, description }) => {
+    const id = snowflake();
+    const url = `https://cdn.discordapp.invalid/attachments/${channelId}/${id}/${encodeURIComponent(filename)}`;
+    return {
+      file,
+      json: {
+        id,
+        filename,
+        ...(description ? { description } : {}),
+        size: file.bytes.length,
+        url,
+        proxy_url: url.replace('cdn.', 'media.'),
+        content_type: file.contentType,
+      },
+    };
+  });
+}
+
+/** POST /channels/{id}/messages, JSON or multipart with attachments; the bot must see the channel. */
+function createChannelMessage(ctx: RestContext): RestReply {
+  const channelId = channelOr404(ctx).id as string;
+  if (ctx.world.botLacksAccess.has(channelId)) throw missingAccess();
+  const attachments = attachmentsOf(ctx, channelId);
+  const body = (ctx.body ?? {}) as Json;
+  // Files alone make a message: they count as its content.
+  const raw = attachments.length && !Array.isArray(body.attachments) ? { ...body, attachments: [{}] } : body;
+  const stored = postMessage(
+    ctx,
+    channelId,
+    raw,
+    'rest',
+    attachments.length ? { attachments: attachments.map((a) => a.json) } : {},
+  );
+  for (const a of attachments) {
+    ctx.world.uploads.push({
+      messageId: stored.message.id as string,
+      channelId,
+      filename: a.json.filename as string,
+      contentType: a.file.contentType,
+      bytes: a.file.bytes,
+    });
+  }
+  return ok(stored.message);
 }
 
 // --- interactions ---------------------------------------------------------------------------
@@ -416,7 +523,7 @@ const ROUTES: Route[] = [
     method: 'POST',
     template: '/channels/:channel_id/messages',
     auth: true,
-    handle: (ctx) => ok(postMessage(ctx, channelOr404(ctx).id as string, ctx.body, 'rest').message),
+    handle: createChannelMessage,
   },
   {
     method: 'GET',

@@ -52,6 +52,26 @@ export interface StoredMessage {
   source: 'rest' | 'interaction' | 'user';
 }
 
+/** A file sent as `files[n]` of a multipart request, as the fake received it. */
+export interface UploadedFile {
+  /** `n` of the part's name `files[n]`. */
+  index: number;
+  /** The part's filename (Content-Disposition). */
+  filename: string;
+  contentType: string;
+  bytes: Buffer;
+}
+
+/** An attachment the bot posted: the message it is on and every byte of it. */
+export interface StoredUpload {
+  messageId: string;
+  channelId: string;
+  /** The attachment's name as shown (the `attachments[]` entry's, else the part's). */
+  filename: string;
+  contentType: string;
+  bytes: Buffer;
+}
+
 export interface InteractionState {
   payload: Json;
   id: string;
@@ -96,6 +116,13 @@ export class FakeWorld {
   readonly otherMembers = new Map<string, ApiUser>();
   /** Who is in each thread (thread id → user id → join time), as Get Thread Member answers. */
   readonly threadMembers = new Map<string, Map<string, string>>();
+  /**
+   * Channels the bot cannot see (kicked from a private thread, a channel it lost VIEW_CHANNEL in):
+   * posting there answers 403 Missing Access (50001), as Discord does.
+   */
+  readonly botLacksAccess = new Set<string>();
+  /** Attachments the bot posted, oldest first, with their bytes. */
+  readonly uploads: StoredUpload[] = [];
 
   constructor(token: string) {
     this.token = token;

@@ -12,12 +12,36 @@ export interface ParsedCall {
   encoding: 'form' | 'json' | 'query';
 }
 
-const JSON_FIELDS = ['blocks', 'attachments', 'chunks', 'metadata'];
+const JSON_FIELDS = ['blocks', 'attachments', 'chunks', 'metadata', 'files'];
 
 export async function readBody(req: http.IncomingMessage): Promise<string> {
+  return (await readBytes(req)).toString('utf8');
+}
+
+/** A request body as bytes (an upload's content, which UTF-8 decoding would change). */
+export async function readBytes(req: http.IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The file in an upload URL's body. Slack takes the bytes raw or as multipart/form-data (the file
+ * in the first file part, whatever its field name); the content type says which.
+ */
+export async function uploadedBytes(headers: http.IncomingHttpHeaders, raw: Buffer): Promise<Buffer | undefined> {
+  const type = String(headers['content-type'] ?? '');
+  if (!type.startsWith('multipart/form-data')) return raw;
+  let form: FormData;
+  try {
+    form = await new Response(new Uint8Array(raw), { headers: { 'content-type': type } }).formData();
+  } catch {
+    return undefined;
+  }
+  for (const value of form.values()) {
+    if (typeof value !== 'string') return Buffer.from(await value.arrayBuffer());
+  }
+  return undefined;
 }
 
 export function parseCall(

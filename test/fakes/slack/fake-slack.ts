@@ -7,7 +7,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseCall, readBody } from './body.ts';
+import { randomBytes } from 'node:crypto';
+import { parseCall, readBody, readBytes, uploadedBytes } from './body.ts';
 import {
   deliverWithRetries,
   postToApp,
@@ -20,13 +21,13 @@ import {
 import { SlackRateLimiter, type CallRecord } from './rate-limiter.ts';
 import { SocketModeServer, type DeliverOptions, type SocketAck, type SocketEnvelope } from './socket-mode.ts';
 import { METHODS, type CallContext, type Workspace } from './web-api.ts';
-import { SlackWorld, type StoredMessage } from './world.ts';
+import { SlackWorld, type SharedFile, type StoredMessage } from './world.ts';
 import { checkMessage } from './message-rules.ts';
 
 export type { CallRecord } from './rate-limiter.ts';
 export type { DeliveryAttempt, RetryPolicy } from './http-delivery.ts';
 export type { SocketAck, SocketEnvelope } from './socket-mode.ts';
-export type { StoredMessage } from './world.ts';
+export type { SharedFile, StoredMessage } from './world.ts';
 export type { Workspace } from './web-api.ts';
 
 /**
@@ -56,6 +57,11 @@ export interface FakeSlackOptions {
   agent?: boolean;
   /** How often the Socket Mode server pings clients, as Slack does; 0 turns pings off. Default 10 s. */
   pingIntervalMs?: number;
+  /**
+   * The bot token's scopes. When given, the methods that check them (files.*: `files:write`) answer
+   * `missing_scope` without it; when omitted, no scope is checked.
+   */
+  scopes?: string[];
 }
 
 export class FakeSlack {
@@ -71,6 +77,8 @@ export class FakeSlack {
   streaming: boolean;
   /** Whether the app is declared as an agent: otherwise agents.sessions.* refuse (flip it to test fallbacks). */
   agent: boolean;
+  /** The bot token's scopes, when checked (see `FakeSlackOptions.scopes`). */
+  scopes: Set<string> | undefined;
   url = '';
   /** Every response_url post, in order: what a person saw in answer to their command. */
   readonly responses: Array<{ path: string; body: Record<string, unknown> }> = [];
@@ -89,6 +97,7 @@ export class FakeSlack {
     this.rateLimits = new SlackRateLimiter(options.perMinute);
     this.streaming = options.streaming ?? true;
     this.agent = options.agent ?? true;
+    this.scopes = options.scopes ? new Set(options.scopes) : undefined;
     this.socketMode = new SocketModeServer({ appId: this.appId, pingIntervalMs: options.pingIntervalMs ?? 10_000 });
     this.#server = http.createServer((req, res) => {
       this.#onRequest(req, res).catch((error: unknown) => {
@@ -141,6 +150,11 @@ export class FakeSlack {
   /** Every stored message, ephemerals and deleted ones included. */
   get messages(): StoredMessage[] {
     return this.world.messages;
+  }
+
+  /** Files shared with files.completeUploadExternal, oldest first, with the bytes uploaded. */
+  get uploads(): SharedFile[] {
+    return this.world.uploads;
   }
 
   /** Open Socket Mode connections. */
@@ -331,6 +345,7 @@ export class FakeSlack {
       }
       return text(200, 'ok');
     }
+    if (path.startsWith('/upload/') && req.method === 'POST') return this.#onUpload(req, res, path);
     const method = /^\/api\/([A-Za-z.]+)$/.exec(path)?.[1];
     if (!method) return answer(404, { ok: false, error: 'not_found' });
     const raw = await readBody(req);
@@ -396,10 +411,35 @@ export class FakeSlack {
       streaming: this.streaming,
       agent: this.agent,
       openConnection: () => this.socketMode.issueUrl(),
+      uploadUrl: () => {
+        const path = `/upload/v1/${randomBytes(12).toString('base64url')}`;
+        return { url: `${this.url}${path}`, path };
+      },
+      scopes: this.scopes,
     };
     const result = handler(parsed.args, context);
     record(200, team, result.ok ? undefined : String(result.error));
     return answer(200, result.ok || result.error !== 'unknown_method' ? result : { ...result, req_method: method });
+  }
+
+  /**
+   * An upload URL from files.getUploadURLExternal: it takes the file's bytes (raw or multipart) once,
+   * and exactly the `length` declared for it. Slack answers `200 OK - <bytes>`; what it answers to a
+   * wrong length is not documented, so the fake refuses it here (400) rather than let it through.
+   */
+  async #onUpload(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<void> {
+    const text = (status: number, body: string) =>
+      void res.writeHead(status, { 'content-type': 'text/plain' }).end(body);
+    const raw = await readBytes(req);
+    const file = [...this.world.pendingFiles.values()].find((f) => f.uploadPath === path);
+    if (!file || file.completed) return text(404, 'not_found');
+    if (file.bytes) return text(400, 'already_uploaded');
+    const bytes = await uploadedBytes(req.headers, raw);
+    if (!bytes) return text(400, 'no_file_data');
+    if (bytes.length !== file.length)
+      return text(400, `length_mismatch: declared ${file.length} bytes, received ${bytes.length}`);
+    file.bytes = bytes;
+    return text(200, `OK - ${bytes.length}`);
   }
 
   async close(): Promise<void> {

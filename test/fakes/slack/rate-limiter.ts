@@ -23,6 +23,8 @@ export const DOCUMENTED_PER_MINUTE: Readonly<Record<string, number>> = {
   'users.info': 100,
   'reactions.add': 50,
   'apps.connections.open': 20,
+  'files.getUploadURLExternal': 100,
+  'files.completeUploadExternal': 100,
 };
 
 export interface CallRecord {

@@ -24,6 +24,10 @@ export interface CallContext {
   agent: boolean;
   /** Issues a one-time Socket Mode URL (apps.connections.open). */
   openConnection(): string;
+  /** A fresh upload URL on the fake (files.getUploadURLExternal): the full URL and its path. */
+  uploadUrl(): { url: string; path: string };
+  /** The bot token's scopes, when the test gave them; undefined: every method is allowed. */
+  scopes: ReadonlySet<string> | undefined;
 }
 
 type Answer = { ok: true } & Record<string, unknown>;
@@ -164,6 +168,118 @@ function streamArgsProblem(args: Record<string, unknown>, required: boolean): Fa
   return undefined;
 }
 
+/**
+ * Slack's answer to a token without the scope a method needs (`missing_scope`, with `needed` and
+ * `provided`), when the test declared the token's scopes.
+ */
+function requireScope(scope: string, ctx: CallContext): Failure | undefined {
+  if (!ctx.scopes || ctx.scopes.has(scope)) return undefined;
+  return fail('missing_scope', { needed: scope, provided: [...ctx.scopes].join(',') });
+}
+
+let fileCounter = 0;
+/** A file id as Slack writes them: F and ten more characters. */
+const nextFileId = () => `F0${String(++fileCounter).padStart(9, '0')}`;
+
+const fileToComplete = (v: unknown): { id: string; title?: string } | undefined => {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const { id, title } = v as { id?: unknown; title?: unknown };
+  if (typeof id !== 'string' || !id) return undefined;
+  return typeof title === 'string' ? { id, title } : { id };
+};
+
+/**
+ * files.getUploadURLExternal (files:write): `filename` and `length` (the exact byte count) are
+ * required; the answer is a single-use upload URL and the file's id.
+ */
+const getUploadUrlExternal: Handler = (args, ctx) => {
+  const missing = requireScope('files:write', ctx);
+  if (missing) return missing;
+  const filename = str(args.filename);
+  const length = Number(args.length);
+  if (!filename || args.length === undefined || !Number.isInteger(length) || length < 0)
+    return fail('invalid_arguments', {
+      response_metadata: { messages: ['[ERROR] filename and a whole-number length are required'] },
+    });
+  const id = nextFileId();
+  const { url, path } = ctx.uploadUrl();
+  ctx.world.pendingFiles.set(id, {
+    id,
+    team: ctx.workspace.team,
+    filename,
+    length,
+    uploadPath: path,
+    completed: false,
+  });
+  return { ok: true, upload_url: url, file_id: id };
+};
+
+/**
+ * files.completeUploadExternal (files:write): shares uploaded files in `channel_id` (a thread with
+ * `thread_ts`), with `initial_comment` as the message text. The app must be in the channel, as for
+ * posting; each file id completes once, and only after its bytes were uploaded.
+ */
+const completeUploadExternal: Handler = (args, ctx) => {
+  const missing = requireScope('files:write', ctx);
+  if (missing) return missing;
+  const files = Array.isArray(args.files) ? args.files.map(fileToComplete) : [];
+  if (!files.length || files.some((f) => f === undefined))
+    return fail('invalid_arguments', { response_metadata: { messages: ['[ERROR] files must be [{id, title?}]'] } });
+  const threadTs = str(args.thread_ts);
+  let channel: string | undefined;
+  if (args.channel_id !== undefined) {
+    const found = requireChannel({ channel: args.channel_id }, ctx);
+    if (typeof found !== 'string') return found;
+    const notMember = requireMembership(found, ctx);
+    if (notMember) return notMember;
+    channel = found;
+  } else if (threadTs) {
+    return fail('invalid_arguments', { response_metadata: { messages: ['[ERROR] thread_ts needs channel_id'] } });
+  }
+  const pending = files.map((f) => ctx.world.pendingFiles.get(f!.id));
+  for (const file of pending) {
+    if (!file || file.team !== ctx.workspace.team || file.completed || !file.bytes) return fail('file_not_found');
+  }
+  const comment = str(args.initial_comment);
+  const shared = files.map((f, i) => {
+    const file = pending[i]!;
+    file.completed = true;
+    return { id: file.id, name: file.filename, title: f!.title ?? file.filename, size: file.bytes!.length };
+  });
+  const message = channel
+    ? ctx.world.add(
+        {
+          team: ctx.workspace.team,
+          channel,
+          ...(threadTs ? { thread_ts: threadTs } : {}),
+          user: ctx.botUserId,
+          bot_id: ctx.botId,
+          text: comment ?? '',
+          blocks: [],
+          files: shared,
+        },
+        'files.completeUploadExternal',
+      )
+    : undefined;
+  for (const [i, f] of shared.entries()) {
+    ctx.world.uploads.push({
+      id: f.id,
+      team: ctx.workspace.team,
+      filename: f.name,
+      title: f.title,
+      bytes: pending[i]!.bytes!,
+      ...(channel ? { channel } : {}),
+      ...(threadTs ? { thread_ts: threadTs } : {}),
+      ...(comment ? { initial_comment: comment } : {}),
+      ...(message ? { ts: message.ts } : {}),
+    });
+  }
+  return {
+    ok: true,
+    files: shared.map((f) => ({ id: f.id, name: f.name, title: f.title, size: f.size, mode: 'hosted' })),
+  };
+};
+
 const streamingOnly =
   (handler: Handler): Handler =>
   (args, ctx) =>
@@ -182,6 +298,9 @@ export const METHODS: Record<string, Handler> = {
   }),
 
   'apps.connections.open': (_args, ctx) => ({ ok: true, url: ctx.openConnection() }),
+
+  'files.getUploadURLExternal': getUploadUrlExternal,
+  'files.completeUploadExternal': completeUploadExternal,
 
   'chat.postMessage': (args, ctx) => {
     const channel = requireChannel(args, ctx);

@@ -39,6 +39,38 @@ export interface StoredMessage {
   chunks?: Array<Record<string, unknown>>;
   /** Reaction name → users who reacted. */
   reactions: Record<string, string[]>;
+  /** Files shared with the message (files.completeUploadExternal): ids, names and sizes. */
+  files?: Array<{ id: string; name: string; title: string; size: number }>;
+}
+
+/** A file from files.getUploadURLExternal until files.completeUploadExternal shares it. */
+export interface PendingFile {
+  id: string;
+  team: string;
+  filename: string;
+  /** The `length` the app declared; the upload must be exactly this many bytes. */
+  length: number;
+  /** The path of its upload URL on the fake. */
+  uploadPath: string;
+  /** The bytes POSTed to the upload URL, once they were. */
+  bytes?: Buffer;
+  /** Set once completed: a file id is good for one completion. */
+  completed: boolean;
+}
+
+/** A file shared into a conversation: what a person in it would see and download. */
+export interface SharedFile {
+  id: string;
+  team: string;
+  filename: string;
+  title: string;
+  bytes: Buffer;
+  /** Absent when completed without a channel (a private file). */
+  channel?: string;
+  thread_ts?: string;
+  initial_comment?: string;
+  /** The message that shows it in the channel. */
+  ts?: string;
 }
 
 export interface SlackUser {
@@ -109,6 +141,11 @@ export class SlackWorld {
     members.delete(user);
     this.memberships.set(channel, members);
   }
+
+  /** Files given an upload URL and not yet shared, by id. */
+  readonly pendingFiles = new Map<string, PendingFile>();
+  /** Files shared (files.completeUploadExternal), oldest first, with their bytes. */
+  readonly uploads: SharedFile[] = [];
 
   /** Modals opened with views.open, oldest first. */
   readonly views: Array<Record<string, unknown> & { id: string; trigger_id: string }> = [];

@@ -50,6 +50,17 @@ export const ApprovalCardInput = z.object({
   requesterLabel: z.string().min(1),
   /** A line under the title: who asked and where (a copy sent to approvers), or where copies went. */
   note: z.string().max(1000).optional(),
+  /**
+   * A change card (docs/code-work.md): Approve and Deny carry these labels ("Merge into main",
+   * "Discard"), "Full diff" sends `fullDiffValue`, and no standing grant is offered.
+   */
+  change: z
+    .object({
+      approveLabel: z.string().min(1),
+      denyLabel: z.string().min(1),
+      fullDiffValue: z.string().min(1).max(LIMITS.customId),
+    })
+    .optional(),
 });
 export type ApprovalCardInput = z.infer<typeof ApprovalCardInput>;
 
@@ -235,6 +246,16 @@ function approvalButtons(
 ): ApiActionRow[] {
   const { nonce } = input;
   const decide = (call: number | 'all', decision: ApprovalDecision) => approvalCustomId({ nonce, decision, call });
+  if (input.calls.length === 1 && input.change) {
+    const { change } = input;
+    return actionRows([
+      button(change.approveLabel, decide('all', 'approve'), ButtonStyle.success),
+      button(change.denyLabel, decide('all', 'deny'), ButtonStyle.danger),
+      button('Deny with reason…', buttonValue(nonce, 'R'), ButtonStyle.secondary),
+      button('Full diff', change.fullDiffValue, ButtonStyle.secondary),
+      ...fullArgsButton(nonce, input.calls[0]!),
+    ]);
+  }
   if (input.calls.length === 1) {
     // One call: deciding it is deciding the whole plan, the same `A` / `D` every platform sends.
     return actionRows([

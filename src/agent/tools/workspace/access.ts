@@ -17,6 +17,26 @@ export interface WorkspaceAccess {
   show(absolute: string): Promise<string>;
 }
 
+/** The workspace a call works in, by its conversation (see `WorkspaceRoots`). */
+export type WorkspaceOf = (ctx: { conversationId: string }) => WorkspaceAccess;
+
+/**
+ * Where a conversation's tools work: the deployment's workspace, or a folder of the conversation's
+ * own (a repository's worktree, src/repos). Asked on every call, so a conversation that starts
+ * working on a repository mid-turn works there from its next call.
+ */
+export type WorkspaceRoots = (conversationId: string) => string | undefined;
+
+/** The workspace of each call: its conversation's own root when `rootOf` names one, else `root`. */
+export function workspaceOf(root: string, rootOf?: WorkspaceRoots): WorkspaceOf {
+  const fixed = workspaceAccess(root);
+  if (!rootOf) return () => fixed;
+  return ({ conversationId }) => {
+    const own = rootOf(conversationId);
+    return own ? workspaceAccess(own) : fixed;
+  };
+}
+
 export function workspaceAccess(root: string): WorkspaceAccess {
   return {
     root,

@@ -1,7 +1,7 @@
 import { rm, stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineBuiltinTool, type ToolContext, type ToolOutput } from '../tool.ts';
-import { PathArg, type WorkspaceAccess } from './access.ts';
+import { PathArg, type WorkspaceAccess, type WorkspaceOf } from './access.ts';
 import { describeFailure, readText, requireRegularFile } from './files.ts';
 import { INVALID_FOR_CARD, previewWithin } from './preview.ts';
 
@@ -10,7 +10,7 @@ type DeleteArgs = z.infer<typeof DeleteArgs>;
 
 const DELETE_PREVIEW_LINES = 10;
 
-export function deleteFileTool(ws: WorkspaceAccess) {
+export function deleteFileTool(ws: WorkspaceOf) {
   return defineBuiltinTool({
     name: 'delete_file',
     kind: 'delete',
@@ -20,8 +20,8 @@ export function deleteFileTool(ws: WorkspaceAccess) {
     approval: 'always',
     risk: 'high',
     idempotent: false,
-    describeForApproval: (raw, ctx) => describeDelete(ws, raw, ctx),
-    execute: (args) => deleteFile(ws, args),
+    describeForApproval: (raw, ctx) => describeDelete(ws(ctx), raw, ctx),
+    execute: (args, ctx) => deleteFile(ws(ctx), args),
   });
 }
 

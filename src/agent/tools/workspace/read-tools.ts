@@ -1,7 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineBuiltinTool, type ToolOutput } from '../tool.ts';
-import { PathArg, type WorkspaceAccess } from './access.ts';
+import { PathArg, type WorkspaceAccess, type WorkspaceOf } from './access.ts';
 import { displayPath, WORKSPACE_LIMITS } from './confine.ts';
 import { describeFailure, readText, requireFolder, walk } from './files.ts';
 
@@ -20,7 +20,7 @@ const ReadArgs = z.object({
 });
 type ReadArgs = z.infer<typeof ReadArgs>;
 
-export function listFilesTool(ws: WorkspaceAccess) {
+export function listFilesTool(ws: WorkspaceOf) {
   return defineBuiltinTool({
     name: 'list_files',
     kind: 'read',
@@ -30,7 +30,7 @@ export function listFilesTool(ws: WorkspaceAccess) {
     approval: 'never',
     risk: 'low',
     idempotent: true,
-    execute: (args) => listFiles(ws, args),
+    execute: (args, ctx) => listFiles(ws(ctx), args),
   });
 }
 
@@ -52,7 +52,7 @@ async function listFiles(ws: WorkspaceAccess, { path: p, recursive }: ListArgs):
   }
 }
 
-export function readFileTool(ws: WorkspaceAccess) {
+export function readFileTool(ws: WorkspaceOf) {
   return defineBuiltinTool({
     name: 'read_file',
     kind: 'read',
@@ -62,7 +62,7 @@ export function readFileTool(ws: WorkspaceAccess) {
     approval: 'never',
     risk: 'low',
     idempotent: true,
-    execute: (args) => readFile(ws, args),
+    execute: (args, ctx) => readFile(ws(ctx), args),
   });
 }
 

@@ -1,7 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineBuiltinTool, type ToolOutput } from '../tool.ts';
-import { PathArg, type WorkspaceAccess } from './access.ts';
+import { PathArg, type WorkspaceAccess, type WorkspaceOf } from './access.ts';
 import { displayPath, looksBinary, WORKSPACE_LIMITS } from './confine.ts';
 import { describeFailure, NotRegularFileError, openRegularFile, requireFolder, walk } from './files.ts';
 import { compileLinePattern, SearchPatternError, type LinePattern } from './pattern.ts';
@@ -21,7 +21,7 @@ type SearchArgs = z.infer<typeof SearchArgs>;
 const SEARCH_LINE_CHARS = 10_000;
 const SHOWN_LINE_CHARS = 300;
 
-export function searchFilesTool(ws: WorkspaceAccess) {
+export function searchFilesTool(ws: WorkspaceOf) {
   return defineBuiltinTool({
     name: 'search_files',
     kind: 'read',
@@ -31,7 +31,7 @@ export function searchFilesTool(ws: WorkspaceAccess) {
     approval: 'never',
     risk: 'low',
     idempotent: true,
-    execute: (args) => searchFiles(ws, args),
+    execute: (args, ctx) => searchFiles(ws(ctx), args),
   });
 }
 

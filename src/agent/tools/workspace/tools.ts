@@ -1,16 +1,16 @@
 import type { AnyBuiltinTool } from '../tool.ts';
-import { workspaceAccess } from './access.ts';
+import { workspaceOf, type WorkspaceRoots } from './access.ts';
 import { deleteFileTool } from './delete-file.ts';
 import { listFilesTool, readFileTool } from './read-tools.ts';
 import { searchFilesTool } from './search-files.ts';
 import { editFileTool, writeFileTool } from './write-tools.ts';
 
 /**
- * The workspace tools, confined to `root`: listing, reading and searching run at once; writing,
+ * The workspace tools, confined to `root` (or the conversation's own root, `rootOf`): listing, reading and searching run at once; writing,
  * editing and deleting ask a person first, showing a unified diff (or the file) on the card.
  */
-export function createWorkspaceTools(root: string): AnyBuiltinTool[] {
-  const ws = workspaceAccess(root);
+export function createWorkspaceTools(root: string, rootOf?: WorkspaceRoots): AnyBuiltinTool[] {
+  const ws = workspaceOf(root, rootOf);
   return [
     listFilesTool(ws),
     readFileTool(ws),

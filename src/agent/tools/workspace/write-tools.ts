@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineBuiltinTool, type ToolContext, type ToolOutput } from '../tool.ts';
-import { PathArg, type WorkspaceAccess } from './access.ts';
+import { PathArg, type WorkspaceAccess, type WorkspaceOf } from './access.ts';
 import { WORKSPACE_LIMITS } from './confine.ts';
 import { unifiedDiff } from './diff.ts';
 import { describeFailure, readText, requireRegularFile, writeAtomically } from './files.ts';
@@ -48,7 +48,7 @@ function applyEdit(text: string, { old_text, new_text, replace_all }: Omit<EditA
   return replace_all ? text.split(old_text).join(new_text) : text.replace(old_text, () => new_text);
 }
 
-export function writeFileTool(ws: WorkspaceAccess) {
+export function writeFileTool(ws: WorkspaceOf) {
   return defineBuiltinTool({
     name: 'write_file',
     kind: 'write',
@@ -59,8 +59,8 @@ export function writeFileTool(ws: WorkspaceAccess) {
     approval: 'always',
     risk: 'medium',
     idempotent: false,
-    describeForApproval: (raw, ctx) => describeWrite(ws, raw, ctx),
-    execute: (args) => writeFile(ws, args),
+    describeForApproval: (raw, ctx) => describeWrite(ws(ctx), raw, ctx),
+    execute: (args, ctx) => writeFile(ws(ctx), args),
   });
 }
 
@@ -101,7 +101,7 @@ async function writeFile(ws: WorkspaceAccess, { path: p, content }: WriteArgs): 
   }
 }
 
-export function editFileTool(ws: WorkspaceAccess) {
+export function editFileTool(ws: WorkspaceOf) {
   return defineBuiltinTool({
     name: 'edit_file',
     kind: 'write',
@@ -112,8 +112,8 @@ export function editFileTool(ws: WorkspaceAccess) {
     approval: 'always',
     risk: 'medium',
     idempotent: false,
-    describeForApproval: (raw, ctx) => describeEdit(ws, raw, ctx),
-    execute: (args) => editFile(ws, args),
+    describeForApproval: (raw, ctx) => describeEdit(ws(ctx), raw, ctx),
+    execute: (args, ctx) => editFile(ws(ctx), args),
   });
 }
 

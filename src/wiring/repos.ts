@@ -1,0 +1,104 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { CODING_AGENT_WITHHELD, ConfigError, type Config } from '../config.ts';
+import type { Pool } from '../db/pool.ts';
+import type { AnyBuiltinTool } from '../agent/tools/tool.ts';
+import type { ChangeDiffSource } from '../approval/change-diff.ts';
+import { audit } from '../approval/store.ts';
+import { conversationExists } from '../queue/turn-lifecycle.ts';
+import { changeDiff } from '../repos/changes.ts';
+import { CodeTurns } from '../repos/code-turns.ts';
+import { CodeWorkspaces } from '../repos/code-workspaces.ts';
+import { parseCodingAgentCommand } from '../repos/coding-agent.ts';
+import { git } from '../repos/git.ts';
+import { loadReposFile, parseReposVariable, RepoCatalog, type RepoConfig } from '../repos/repos-config.ts';
+import { createCodeTools, MergeChangeArgs, type RecordCodeEvent } from '../repos/tools.ts';
+import { Worktrees } from '../repos/worktrees.ts';
+
+/** Code work as the rest of the app is given it (docs/code-work.md). */
+export interface CodeWork {
+  catalog: RepoCatalog;
+  repos: readonly RepoConfig[];
+  /** use_repository and merge_change. */
+  tools: AnyBuiltinTool[];
+  /** A conversation's worktree, when it works on a repository: where its tools work. */
+  rootOf(conversationId: string): string | undefined;
+  /** Before and after each turn (the worker). */
+  turns: CodeTurns;
+  /** A change card's full diff. */
+  changeDiff: ChangeDiffSource;
+  /** Removes the worktrees and bindings of conversations that are gone (housekeeping). */
+  sweep(): Promise<number>;
+}
+
+/**
+ * REPOS or REPOS_FILE read and checked — every repository must be a git clone — with the worktrees
+ * under WORKTREES_DIR and CODING_AGENT_COMMAND parsed. Undefined when no repositories are configured.
+ * Any problem stops the start, all of them named at once.
+ */
+export async function openCodeWork(config: Config, log: Logger, pool: Pool): Promise<CodeWork | undefined> {
+  if (!config.REPOS && !config.REPOS_FILE) return undefined;
+  const read = config.REPOS
+    ? parseReposVariable(config.REPOS)
+    : loadReposFile(path.resolve(process.cwd(), config.REPOS_FILE ?? ''));
+  const problems = read.ok ? await unusableRepos(read.repos) : read.problems;
+  let codingAgent: string[] | undefined;
+  try {
+    codingAgent = config.CODING_AGENT_COMMAND ? parseCodingAgentCommand(config.CODING_AGENT_COMMAND) : undefined;
+  } catch (error) {
+    problems.push(`CODING_AGENT_COMMAND: ${(error as Error).message}`);
+  }
+  if (!read.ok || problems.length > 0) throw new ConfigError(problems);
+  const repos = read.repos;
+  const catalog = new RepoCatalog(repos);
+  const worktrees = new Worktrees({
+    root: path.resolve(process.cwd(), config.WORKTREES_DIR),
+    maxPerRepo: config.REPO_WORKTREES_MAX,
+  });
+  const workspaces = new CodeWorkspaces(catalog, worktrees);
+  const record: RecordCodeEvent = (event, detail, actor) => audit(pool, { event, ...(actor ? { actor } : {}), detail });
+  log.info({ repos: repos.map((r) => r.name), codingAgent: Boolean(codingAgent) }, 'repositories for code work');
+  return {
+    catalog,
+    repos,
+    tools: createCodeTools(workspaces, record),
+    rootOf: (conversationId) => workspaces.rootOf(conversationId),
+    turns: new CodeTurns(
+      workspaces,
+      record,
+      codingAgent ? { argv: codingAgent, withheld: CODING_AGENT_WITHHELD } : undefined,
+    ),
+    changeDiff: (args) => diffFile(catalog, args),
+    sweep: () => workspaces.sweep(repos, (id) => conversationExists(pool, id)),
+  };
+}
+
+/** Repositories whose path is not a git clone, each as a problem. */
+async function unusableRepos(repos: readonly RepoConfig[]): Promise<string[]> {
+  const problems: string[] = [];
+  for (const repo of repos) {
+    const ok = await git(repo.path, ['rev-parse', '--git-dir']).then(
+      () => true,
+      () => false,
+    );
+    if (!ok) problems.push(`REPOS: ${repo.name}: ${repo.path} is not a git clone (or cannot be read)`);
+  }
+  return problems;
+}
+
+/** The change a card names, as a `.diff` file. */
+async function diffFile(
+  catalog: RepoCatalog,
+  raw: Record<string, unknown>,
+): Promise<{ filename: string; content: Buffer } | { problem: string }> {
+  const args = MergeChangeArgs.safeParse(raw);
+  if (!args.success) return { problem: 'the card does not name a change' };
+  const found = catalog.get(args.data.repo);
+  if (!found.ok) return { problem: found.reason };
+  try {
+    const text = await changeDiff(found.repo.path, args.data.from, args.data.sha);
+    return { filename: `${found.repo.name}-${args.data.sha.slice(0, 12)}.diff`, content: Buffer.from(text, 'utf8') };
+  } catch (error) {
+    return { problem: `the commit is no longer in ${found.repo.name} (${(error as Error).message.slice(0, 200)})` };
+  }
+}

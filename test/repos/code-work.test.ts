@@ -1,0 +1,367 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
+import { ScriptedProvider, type Script } from '../../src/agent/providers/scripted.ts';
+import type { ModelProvider, ModelRequest } from '../../src/agent/model.ts';
+import { Priority, type WorkItem } from '../../src/core/work-item.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+
+/** Setup git: plain, with no configuration of this machine. */
+const sh = (cwd: string, ...args: string[]) =>
+  execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: {
+      PATH: process.env.PATH,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_AUTHOR_NAME: 'Test',
+      GIT_AUTHOR_EMAIL: 'test@localhost',
+      GIT_COMMITTER_NAME: 'Test',
+      GIT_COMMITTER_EMAIL: 'test@localhost',
+    },
+  }).trim();
+
+/** Git as a person's own commands in the hostile clone: none of its programs run. */
+const safe = (cwd: string, ...args: string[]) =>
+  sh(
+    cwd,
+    ...['core.hooksPath=/dev/null', 'core.fsmonitor=false', 'filter.evil.clean=cat', 'filter.evil.smudge=cat'].flatMap(
+      (c) => ['-c', c],
+    ),
+    ...args,
+  );
+
+/** A throw-away clone on `main`, one commit; `hostile` adds config and hooks that would leave marks. */
+function makeRepo(hostile = false): { dir: string; clone: string; marks: string } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'cs-code-'));
+  const clone = path.join(dir, 'clone');
+  const marks = path.join(dir, 'marks');
+  mkdirSync(clone);
+  mkdirSync(marks);
+  sh(clone, 'init', '-q', '-b', 'main');
+  writeFileSync(path.join(clone, 'README.md'), '# demo\n');
+  writeFileSync(path.join(clone, 'app.txt'), 'one\ntwo\nthree\n');
+  sh(clone, 'add', '.');
+  sh(clone, 'commit', '-q', '-m', 'first');
+  if (hostile) {
+    // Set last, after the setup's own commits: from here on only the app's git runs in this clone.
+    const mark = (name: string) => `#!/bin/sh\ntouch ${path.join(marks, name)}\n`;
+    writeFileSync(path.join(clone, '.gitattributes'), '*.txt filter=evil\n');
+    sh(clone, 'add', '.gitattributes');
+    sh(clone, 'commit', '-q', '-m', 'attributes');
+    const hooks = path.join(clone, '.git', 'hooks');
+    for (const hook of [
+      'pre-commit',
+      'post-commit',
+      'commit-msg',
+      'post-checkout',
+      'reference-transaction',
+      'post-merge',
+    ]) {
+      writeFileSync(path.join(hooks, hook), mark(hook), { mode: 0o755 });
+    }
+    writeFileSync(path.join(dir, 'fsmonitor.sh'), mark('fsmonitor'), { mode: 0o755 });
+    writeFileSync(path.join(dir, 'filter.sh'), mark('filter') + 'cat\n', { mode: 0o755 });
+    sh(clone, 'config', 'core.fsmonitor', path.join(dir, 'fsmonitor.sh'));
+    sh(clone, 'config', 'filter.evil.clean', path.join(dir, 'filter.sh'));
+    sh(clone, 'config', 'filter.evil.smudge', path.join(dir, 'filter.sh'));
+  }
+  return { dir, clone, marks };
+}
+
+/** A scripted model that also keeps what each round was offered and told. */
+class RecordingProvider implements ModelProvider {
+  readonly name = 'scripted';
+  readonly model = 'script';
+  readonly requests: ModelRequest[] = [];
+  readonly #inner: ScriptedProvider;
+  constructor(script: Script) {
+    this.#inner = new ScriptedProvider(script);
+  }
+  streamRound(...args: Parameters<ModelProvider['streamRound']>) {
+    this.requests.push(args[0]);
+    return this.#inner.streamRound(...args);
+  }
+}
+
+const script: Script = {
+  rules: [
+    {
+      match: '^add a greeting in (?<file>\\S+)',
+      rounds: [
+        { text: 'Adding it.', toolCalls: [{ name: 'write_file', args: { path: '{{file}}', content: 'hello\n' } }] },
+        { text: 'Add a greeting file\n\nIt says hello.' },
+        { text: 'Done: {{lastToolResult}}' },
+      ],
+    },
+    {
+      match: '^change line two',
+      rounds: [
+        {
+          text: 'Editing.',
+          toolCalls: [{ name: 'write_file', args: { path: 'app.txt', content: 'one\nTWO (branch)\nthree\n' } }],
+        },
+        { text: 'Change line two' },
+        { text: 'Result: {{lastToolResult}}' },
+      ],
+    },
+    {
+      match: '^Review the branch',
+      rounds: [
+        { text: 'Trying to write.', toolCalls: [{ name: 'write_file', args: { path: 'x.txt', content: 'x' } }] },
+        { text: 'Review: app.txt:2 changes line two. {{lastToolResult}}' },
+      ],
+    },
+    { rounds: [{ text: 'ok' }] },
+  ],
+};
+
+const alice = { platform: 'test', userId: 'U1' }; // every harness turn's requester
+const bob = { platform: 'test', userId: 'U2' }; // the approver
+const mallory = { platform: 'test', userId: 'U666' };
+
+interface Envelope {
+  id: string;
+  nonce: string;
+  calls: Array<{ id: string; name: string; args: Record<string, string> }>;
+}
+
+describe('code work: /code, the change card, merge', () => {
+  let db: TestDatabase;
+  let h: Harness;
+  let repo: ReturnType<typeof makeRepo>;
+  let provider: RecordingProvider;
+  let worktrees: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    repo = makeRepo(true);
+    worktrees = path.join(repo.dir, 'worktrees');
+    provider = new RecordingProvider(script);
+    h = await startHarness({
+      db,
+      provider,
+      env: { APPROVERS: 'test:U2', REPOS: `demo=${repo.clone}`, WORKTREES_DIR: worktrees },
+    });
+  });
+  afterAll(async () => {
+    await h.stop();
+    await db.drop();
+  });
+
+  const code = (conversation: string, task: string) =>
+    h.say(conversation, task, { type: 'CODE', priority: Priority.NORMAL, payload: { repo: 'demo' } });
+
+  async function envelopeOf(itemId: string): Promise<Envelope> {
+    return waitFor(
+      async () => {
+        const { rows } = await h.app.pool.query<{ id: string; nonce: string; calls: string }>(
+          `SELECT id, nonce, calls FROM countersign.approval_envelopes
+            WHERE work_item_id = $1 AND card_message_id IS NOT NULL`,
+          [itemId],
+        );
+        const row = rows[0];
+        return (
+          row && {
+            ...row,
+            calls: (typeof row.calls === 'string' ? JSON.parse(row.calls) : row.calls) as Envelope['calls'],
+          }
+        );
+      },
+      30_000,
+      'the card',
+    );
+  }
+
+  /** The newest work item of a conversation (a continuation after a click). */
+  async function latestItem(conversation: string): Promise<string> {
+    const { rows } = await h.app.pool.query<{ id: string }>(
+      `SELECT id FROM countersign.work_items WHERE conversation_id = $1 ORDER BY seq DESC LIMIT 1`,
+      [conversation],
+    );
+    return rows[0]!.id;
+  }
+
+  /** Approves the write, and returns the change card's envelope. */
+  async function throughWrite(item: WorkItem): Promise<Envelope> {
+    const write = await envelopeOf(item.id);
+    expect(write.calls[0]?.name).toBe('write_file');
+    const ok = await h.app.approvals.submit(write.nonce, [{ toolCallId: write.calls[0]!.id, approved: true }], alice);
+    expect(ok.ok).toBe(true);
+    const continuation = await waitFor(
+      async () => {
+        const id = await latestItem(item.conversationId);
+        return id !== item.id ? id : undefined;
+      },
+      10_000,
+      'the continuation',
+    );
+    expect((await h.settled(continuation)).status).toBe('awaiting_approval');
+    return envelopeOf(continuation);
+  }
+
+  const head = (ref = 'main') => safe(repo.clone, 'rev-parse', ref);
+
+  it('commits the turn’s edits in a worktree, shows a change card, and only an approver merges exactly that commit', async () => {
+    const before = head();
+    const item = await code('code-1', 'add a greeting in hello.txt');
+    const card = await throughWrite(item);
+    const [call] = card.calls;
+    expect(call?.name).toBe('merge_change');
+    const { branch, sha, base } = call!.args as { branch: string; sha: string; base: string };
+    expect(base).toBe('main');
+    expect(branch).toMatch(/^countersign\/[0-9a-f]{12}$/);
+    expect(safe(repo.clone, 'rev-parse', branch)).toBe(sha);
+    // The commit: the bot as author, the requester in a trailer, the model's first line as subject.
+    expect(safe(repo.clone, 'log', '-1', '--format=%an|%s', sha)).toBe('Countersign|Add a greeting file');
+    expect(safe(repo.clone, 'log', '-1', '--format=%B', sha)).toContain('Requested-by: <test:U1>');
+    expect(safe(repo.clone, 'show', `${sha}:hello.txt`)).toBe('hello');
+    expect(head()).toBe(before);
+    // The card's text names the change and its file.
+    const cardText = [...h.outbound.messages.values()].map((m) => m.text).join('\n');
+    expect(cardText).toContain('hello.txt');
+
+    // The requester alone cannot land it; nor can a stranger.
+    const own = await h.app.approvals.submit(card.nonce, [{ toolCallId: call!.id, approved: true }], alice);
+    expect(own.ok).toBe(false);
+    const stranger = await h.app.approvals.submit(card.nonce, [{ toolCallId: call!.id, approved: true }], mallory);
+    expect(stranger.ok).toBe(false);
+    expect(head()).toBe(before);
+
+    const approved = await h.app.approvals.submit(card.nonce, [{ toolCallId: call!.id, approved: true }], bob);
+    expect(approved.ok).toBe(true);
+    const merge = await latestItem('code-1');
+    const settled = await h.settled(merge);
+    expect(settled.status).toBe('done');
+    expect(settled.result?.text).toContain('Merged');
+    expect(head()).toBe(sha);
+    const { rows } = await h.app.pool.query<{ type: string; priority: number }>(
+      `SELECT type, priority FROM countersign.work_items WHERE id = $1`,
+      [merge],
+    );
+    expect(rows[0]).toEqual({ type: 'MERGE', priority: Priority.HIGH });
+    // The worktree and the bot's branch are gone; a second click is stale.
+    expect(safe(repo.clone, 'branch', '--list', branch)).toBe('');
+    const again = await h.app.approvals.submit(card.nonce, [{ toolCallId: call!.id, approved: true }], bob);
+    expect(again.ok).toBe(false);
+    expect(head()).toBe(sha);
+    const audit = await h.app.pool.query<{ event: string }>(
+      `SELECT event FROM countersign.approval_audit WHERE event IN ('code_committed', 'merge_requested', 'merged') ORDER BY id`,
+    );
+    expect(audit.rows.map((r) => r.event)).toEqual(['code_committed', 'merge_requested', 'merged']);
+    // The repository's hooks, fsmonitor and filters never ran.
+    expect(existsSync(path.join(repo.marks))).toBe(true);
+    expect(readdir(repo.marks)).toEqual([]);
+  });
+
+  it('refuses a merge when the branch moved after the card, and shows a new card for the new commit', async () => {
+    const before = head();
+    const item = await code('code-2', 'add a greeting in moved.txt');
+    const card = await throughWrite(item);
+    const { branch, sha } = card.calls[0]!.args as { branch: string; sha: string };
+    const tree = safe(repo.clone, 'worktree', 'list', '--porcelain')
+      .split('\n')
+      .find((l) => l.startsWith('worktree ') && l.includes(path.basename(worktrees)) && !l.endsWith('clone'))!
+      .slice('worktree '.length);
+    writeFileSync(path.join(tree, 'later.txt'), 'later\n');
+    safe(tree, 'add', 'later.txt');
+    safe(tree, 'commit', '-q', '-m', 'later');
+    const moved = safe(repo.clone, 'rev-parse', branch);
+    expect(moved).not.toBe(sha);
+
+    expect(
+      (await h.app.approvals.submit(card.nonce, [{ toolCallId: card.calls[0]!.id, approved: true }], bob)).ok,
+    ).toBe(true);
+    const continuation = await latestItem('code-2');
+    expect((await h.settled(continuation)).status).toBe('awaiting_approval');
+    expect(head()).toBe(before);
+    const fresh = await envelopeOf(continuation);
+    expect(fresh.calls[0]?.args.sha).toBe(moved);
+  });
+
+  it('reports a conflict by file and leaves the base untouched', async () => {
+    const item = await code('code-3', 'change line two');
+    const card = await throughWrite(item);
+    // Meanwhile someone changes the same line on main.
+    writeFileSync(path.join(repo.clone, 'app.txt'), 'one\nTWO (main)\nthree\n');
+    safe(repo.clone, 'commit', '-q', '-am', 'main edit');
+    const before = head();
+    expect(
+      (await h.app.approvals.submit(card.nonce, [{ toolCallId: card.calls[0]!.id, approved: true }], bob)).ok,
+    ).toBe(true);
+    const continuation = await latestItem('code-3');
+    const settled = await h.settled(continuation);
+    expect(JSON.stringify(settled)).toContain('app.txt');
+    expect(head()).toBe(before);
+    expect(readFileSync(path.join(repo.clone, 'app.txt'), 'utf8')).toBe('one\nTWO (main)\nthree\n');
+    const audit = await h.app.pool.query(`SELECT 1 FROM countersign.approval_audit WHERE event = 'merge_conflict'`);
+    expect(audit.rowCount).toBe(1);
+  });
+
+  it('discards on Deny: the worktree and branch go, the base does not change', async () => {
+    const before = head();
+    const item = await code('code-4', 'add a greeting in discarded.txt');
+    const card = await throughWrite(item);
+    const { branch } = card.calls[0]!.args as { branch: string };
+    // The requester may withdraw their own change.
+    const denied = await h.app.approvals.submit(
+      card.nonce,
+      [{ toolCallId: card.calls[0]!.id, approved: false }],
+      alice,
+    );
+    expect(denied.ok).toBe(true);
+    expect((await h.settled(await latestItem('code-4'))).status).toBe('done');
+    expect(safe(repo.clone, 'branch', '--list', branch)).toBe('');
+    expect(head()).toBe(before);
+    const audit = await h.app.pool.query(`SELECT 1 FROM countersign.approval_audit WHERE event = 'discarded'`);
+    expect(audit.rowCount).toBe(1);
+  });
+
+  it('reviews a branch read-only: the diff in the prompt, no tool that writes, file:line in the answer', async () => {
+    safe(repo.clone, 'branch', 'feature', 'main');
+    const tree = path.join(repo.dir, 'feature-tree');
+    safe(repo.clone, 'worktree', 'add', '-q', tree, 'feature');
+    writeFileSync(path.join(tree, 'app.txt'), 'one\nTWO (feature)\nthree\n');
+    safe(tree, 'commit', '-q', '-am', 'feature edit');
+    const featureHead = safe(repo.clone, 'rev-parse', 'feature');
+    provider.requests.length = 0;
+    const item = await h.say('review-1', 'Review the branch feature of demo against its base.', {
+      type: 'REVIEW',
+      priority: Priority.HIGH,
+      payload: { repo: 'demo', branch: 'feature' },
+    });
+    const settled = await h.settled(item.id);
+    expect(settled.status).toBe('done');
+    expect(settled.result?.text).toContain('app.txt:2');
+    const first = provider.requests[0]!;
+    expect(first.system).toContain('TWO (feature)');
+    const offered = first.tools.map((t) => t.name);
+    expect(offered).toContain('read_file');
+    expect(offered).not.toContain('write_file');
+    expect(offered).not.toContain('merge_change');
+    // The write the model tried anyway was never run, and the branch is as it was.
+    expect(settled.result?.text).toMatch(/unknown|not available|no tool/i);
+    expect(safe(repo.clone, 'rev-parse', 'feature')).toBe(featureHead);
+    expect(safe(repo.clone, 'branch', '--list', 'feature')).not.toBe('');
+  });
+
+  it('refuses an unknown repository by listing the known ones', async () => {
+    const item = await h.say('code-5', 'add a greeting', {
+      type: 'CODE',
+      priority: Priority.NORMAL,
+      payload: { repo: 'nope' },
+    });
+    const settled = await h.settled(item.id);
+    expect(settled.status).toBe('failed');
+    const text = [...h.outbound.messages.values()].map((m) => m.text).join('\n');
+    expect(text).toContain('Known: demo');
+  });
+});
+
+function readdir(dir: string): string[] {
+  return execFileSync('ls', ['-A', dir], { encoding: 'utf8' }).split('\n').filter(Boolean);
+}
