@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
+import { safeGitEnvironment } from './git.ts';
 
 /**
  * An external coding agent (CODING_AGENT_COMMAND, e.g. a coding CLI run non-interactively) run in a
@@ -109,9 +110,10 @@ function withTask(argv: readonly string[], task: string): { argv: string[]; stdi
  * chat platforms' tokens among them): a coding agent works in a repository a person may not trust.
  */
 function agentEnvironment(env: NodeJS.ProcessEnv, withheld: ReadonlySet<string>): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(env).filter(([name, value]) => value !== undefined && !withheld.has(name.toUpperCase())),
-  ) as NodeJS.ProcessEnv;
+  const kept = Object.entries(env).filter(
+    ([name, value]) => value !== undefined && !withheld.has(name.toUpperCase()) && !name.startsWith('GIT_CONFIG_'),
+  );
+  return Object.fromEntries(kept) as NodeJS.ProcessEnv;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,7 +461,11 @@ export async function runCodingAgent(options: CodingAgentOptions): Promise<Codin
   const ending = await runProcess({
     ...withTask(options.argv, options.task),
     cwd: options.cwd,
-    env: agentEnvironment(options.env ?? process.env, options.withheld),
+    // Any git the agent runs in the worktree runs none of the repository's programs either.
+    env: {
+      ...agentEnvironment(options.env ?? process.env, options.withheld),
+      ...(await safeGitEnvironment(options.cwd)),
+    },
     timeoutMs,
     signal: options.signal,
     output,

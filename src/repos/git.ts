@@ -120,6 +120,11 @@ const fixedArgs = FIXED.flatMap((setting) => ['-c', setting]);
  * override that empties it. Reading configuration runs nothing.
  */
 async function neutralised(cwd: string): Promise<string[]> {
+  return (await repositoryOverrides(cwd)).flatMap(([key, value]) => ['-c', `${key}=${value}`]);
+}
+
+/** The overrides of the repository's own program-naming keys, as key/value pairs. */
+async function repositoryOverrides(cwd: string): Promise<Array<[string, string]>> {
   const { stdout } = await spawnGit(cwd, fixedArgs, ['config', '--includes', '--null', '--list']).catch(() => ({
     stdout: '',
   }));
@@ -128,7 +133,28 @@ async function neutralised(cwd: string): Promise<string[]> {
     const key = entry.split('\n', 1)[0] ?? '';
     if (PROGRAM_KEYS.test(key) || MERGE_DRIVER_KEY.test(key)) keys.add(key);
   }
-  return [...keys].flatMap((key) => ['-c', MERGE_DRIVER_KEY.test(key) ? `${key}=false` : `${key}=`]);
+  return [...keys].map((key) => [key, MERGE_DRIVER_KEY.test(key) ? 'false' : '']);
+}
+
+/**
+ * The same settings as environment variables (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_n`, …), for a
+ * program that runs git itself in the repository (an external coding agent): git reads them as if
+ * given with `-c`, above the repository's own configuration.
+ */
+export async function safeGitEnvironment(cwd: string): Promise<NodeJS.ProcessEnv> {
+  const pairs: Array<[string, string]> = [
+    ...FIXED.map((setting): [string, string] => {
+      const at = setting.indexOf('=');
+      return [setting.slice(0, at), setting.slice(at + 1)];
+    }),
+    ...(await repositoryOverrides(cwd)),
+  ];
+  const env: NodeJS.ProcessEnv = { GIT_CONFIG_COUNT: String(pairs.length) };
+  pairs.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return env;
 }
 
 /**

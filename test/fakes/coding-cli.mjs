@@ -14,7 +14,9 @@
 //   --mode=fail         one stdout line, two stderr lines, exit code 3
 //   --mode=env          prints "NAME: set" or "NAME: unset" for the variables in ENV_NAMES below
 //   --ignore-term       (hang) it and its grandchild ignore SIGTERM: only SIGKILL ends them
-import { spawn } from 'node:child_process';
+//   --git-commit        after the task, commits everything with the `git` on PATH, as a coding CLI
+//                       does (the repository's hooks and fsmonitor must not run)
+import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 
 const ENV_NAMES = [
@@ -108,6 +110,22 @@ function env() {
   for (const name of ENV_NAMES) line(`${name}: ${process.env[name] === undefined ? 'unset' : 'set'}`);
 }
 
+function gitCommit() {
+  const identity = {
+    GIT_AUTHOR_NAME: 'cli',
+    GIT_AUTHOR_EMAIL: 'cli@localhost',
+    GIT_COMMITTER_NAME: 'cli',
+    GIT_COMMITTER_EMAIL: 'cli@localhost',
+  };
+  for (const args of [
+    ['add', '-A'],
+    ['commit', '-q', '-m', 'by the cli'],
+  ]) {
+    const run = spawnSync('git', args, { env: { ...process.env, ...identity }, encoding: 'utf8' });
+    if (run.status !== 0) process.stderr.write(`git ${args[0]} failed: ${run.stderr}\n`);
+  }
+}
+
 const { task, source } = await readTask();
 if (mode === 'stream-json') await streamJson(task);
 else if (mode === 'plain') plain(task, source);
@@ -118,3 +136,4 @@ else {
   process.stderr.write(`unknown mode ${mode}\n`);
   process.exit(2);
 }
+if (options.includes('--git-commit')) gitCommit();

@@ -1,4 +1,4 @@
-import type { Outbound, OutboundLimits, PostedMessage, ReplyOptions } from '../../src/reply/outbound.ts';
+import type { Outbound, OutboundFile, OutboundLimits, PostedMessage, ReplyOptions } from '../../src/reply/outbound.ts';
 import type { ReplyTarget } from '../../src/core/reply-target.ts';
 
 export interface RecordedMessage {
@@ -14,6 +14,8 @@ export class RecordingOutbound implements Outbound {
   readonly platform: string;
   readonly limits: OutboundLimits;
   readonly messages = new Map<string, RecordedMessage>();
+  /** Files shared, in order. */
+  readonly uploads: Array<OutboundFile & { channel: string; thread?: string }> = [];
   calls = 0;
   #next = 1;
   /** Make the next N calls fail (a platform outage or 429). */
@@ -49,6 +51,11 @@ export class RecordingOutbound implements Outbound {
     message.text = text;
     message.edits += 1;
     message.buttons = options?.buttons;
+  }
+
+  async upload(target: ReplyTarget, file: OutboundFile): Promise<void> {
+    this.#maybeFail();
+    this.uploads.push({ ...file, channel: target.channel, ...(target.thread ? { thread: target.thread } : {}) });
   }
 
   /** Visible text of a channel's messages in posting order. */

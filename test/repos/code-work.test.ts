@@ -116,6 +116,10 @@ const script: Script = {
         { text: 'Review: app.txt:2 changes line two. {{lastToolResult}}' },
       ],
     },
+    {
+      match: '^take your time',
+      rounds: [{ text: 'Working on it slowly, nothing to change.', chunkSize: 2, delayMs: 60 }],
+    },
     { rounds: [{ text: 'ok' }] },
   ],
 };
@@ -349,6 +353,56 @@ describe('code work: /code, the change card, merge', () => {
     expect(safe(repo.clone, 'branch', '--list', 'feature')).not.toBe('');
   });
 
+  it('shares the full diff as a file in the thread when Full diff is pressed, and refuses a forged card', async () => {
+    const item = await code('code-6', 'add a greeting in shared.txt');
+    const card = await throughWrite(item);
+    const { sha } = card.calls[0]!.args as { sha: string };
+    const shared = await h.app.approvals.shareFullDiff(card.nonce, mallory);
+    expect(shared).toMatchObject({ ok: true });
+    const file = await waitFor(
+      async () => h.outbound.uploads.find((u) => u.filename === `demo-${sha.slice(0, 12)}.diff`),
+      20_000,
+      'the diff to be shared',
+    );
+    expect(file.content.toString('utf8')).toContain('+hello');
+    expect(file.content.toString('utf8')).toContain('b/shared.txt');
+    expect(file.channel).toBe('code-6');
+    const forged = await h.app.approvals.shareFullDiff('A'.repeat(32), mallory);
+    expect(forged.ok).toBe(false);
+    // Not a change card: a write's card has no diff to share.
+    const other = await code('code-7', 'add a greeting in other.txt');
+    const write = await envelopeOf(other.id);
+    expect((await h.app.approvals.shareFullDiff(write.nonce, alice)).ok).toBe(false);
+  });
+
+  it('keeps interactive chat moving while a CODE turn runs, and runs RESEARCH at LOW', async () => {
+    const slow = await h.say('code-slow', 'take your time', {
+      type: 'CODE',
+      priority: Priority.NORMAL,
+      payload: { repo: 'demo' },
+    });
+    await waitFor(
+      async () => {
+        const { rows } = await h.app.pool.query(`SELECT status FROM countersign.work_items WHERE id = $1`, [slow.id]);
+        return rows[0]?.status === 'running' ? true : undefined;
+      },
+      20_000,
+      'the CODE turn to run',
+    );
+    const chat = await h.say('chat-1', 'hello there');
+    expect((await h.settled(chat.id)).status).toBe('done');
+    const { rows } = await h.app.pool.query(`SELECT status FROM countersign.work_items WHERE id = $1`, [slow.id]);
+    expect(rows[0]?.status).toBe('running');
+    const research = await h.say('research-1', 'what is new', { type: 'RESEARCH', priority: Priority.LOW });
+    expect((await h.settled(research.id)).status).toBe('done');
+    const job = await h.app.pool.query<{ priority: number }>(
+      `SELECT priority FROM countersign.work_items WHERE id = $1`,
+      [research.id],
+    );
+    expect(job.rows[0]?.priority).toBe(Priority.LOW);
+    expect((await h.settled(slow.id)).status).toBe('done');
+  });
+
   it('refuses an unknown repository by listing the known ones', async () => {
     const item = await h.say('code-5', 'add a greeting', {
       type: 'CODE',
@@ -365,3 +419,48 @@ describe('code work: /code, the change card, merge', () => {
 function readdir(dir: string): string[] {
   return execFileSync('ls', ['-A', dir], { encoding: 'utf8' }).split('\n').filter(Boolean);
 }
+
+describe('code work with an external coding CLI (CODING_AGENT_COMMAND)', () => {
+  let h: Harness;
+  let repo: ReturnType<typeof makeRepo>;
+
+  beforeAll(async () => {
+    repo = makeRepo(true);
+    const cli = path.resolve(import.meta.dirname, '../fakes/coding-cli.mjs');
+    h = await startHarness({
+      script,
+      env: {
+        APPROVERS: 'test:U2',
+        REPOS: `demo=${repo.clone}`,
+        WORKTREES_DIR: path.join(repo.dir, 'worktrees'),
+        CODING_AGENT_COMMAND: JSON.stringify([process.execPath, cli, '--mode=stream-json', '--git-commit', '{task}']),
+      },
+    });
+  });
+  afterAll(() => h.stop());
+
+  it('runs the CLI in the worktree instead of the loop, and its change gets the same card', async () => {
+    const before = safe(repo.clone, 'rev-parse', 'main');
+    const item = await h.say('cli-1', 'write notes.txt: from the cli', {
+      type: 'CODE',
+      priority: Priority.NORMAL,
+      payload: { repo: 'demo' },
+    });
+    const settled = await h.settled(item.id);
+    expect(settled.status).toBe('awaiting_approval');
+    const { rows } = await h.app.pool.query<{ calls: string }>(
+      `SELECT calls FROM countersign.approval_envelopes WHERE work_item_id = $1`,
+      [item.id],
+    );
+    const [call] = JSON.parse(rows[0]!.calls) as Array<{ name: string; args: { sha: string } }>;
+    expect(call?.name).toBe('merge_change');
+    expect(safe(repo.clone, 'show', `${call!.args.sha}:notes.txt`)).toBe('from the cli');
+    // The CLI committed with git itself: the repository's hooks and fsmonitor stayed quiet.
+    expect(safe(repo.clone, 'log', '-1', '--format=%an', call!.args.sha)).toBe('cli');
+    expect(safe(repo.clone, 'rev-parse', 'main')).toBe(before);
+    // The CLI's progress was shown as text, never as a JSON object.
+    const shown = [...h.outbound.messages.values()].map((m) => m.text).join('\n');
+    expect(shown).not.toMatch(/\{"type":/);
+    expect(readdir(repo.marks)).toEqual([]);
+  });
+});

@@ -48,9 +48,16 @@ export function denialReason(card: ApprovalCard, answer: string): string | undef
   return match?.[1]?.trim() || undefined;
 }
 
+/** `diff` at a change card's prompt: its Full diff button. */
+export function asksFullDiff(card: ApprovalCard, answer: string): boolean {
+  return card.change !== undefined && /^(diff|full diff)$/i.test(answer.trim());
+}
+
 /** What the prompt asks for while a card waits. */
 export function cardPrompt(card: ApprovalCard): string {
   if (card.kind === 'question') return `answer with a number 1-${card.options?.length ?? 0}`;
+  if (card.change)
+    return `${card.change.approveLabel.toLowerCase()}? [y]es / [n]o: ${card.change.denyLabel.toLowerCase()} / n <reason> / diff: the full diff`;
   if (card.calls.length === 1) {
     return grantable(card, 0)
       ? 'approve? [y]es / [a]lways allow here / [n]o / n <reason>'

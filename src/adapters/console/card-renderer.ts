@@ -37,5 +37,5 @@ export class ConsoleCardRenderer implements CardRenderer {
 
 /** What the prompt's answers do on a change card: its buttons' words, since a terminal has no buttons. */
 function changeAnswers(change: NonNullable<ApprovalCard['change']>): string {
-  return `y: **${change.approveLabel}** · n: **${change.denyLabel}** · n <reason>: ${change.denyLabel.toLowerCase()} and say why`;
+  return `y: **${change.approveLabel}** · n: **${change.denyLabel}** · n <reason>: ${change.denyLabel.toLowerCase()} and say why · diff: **Full diff**`;
 }

@@ -10,7 +10,14 @@ import type { ConsoleOutbound } from './outbound.ts';
 import type { ConsoleCardRenderer } from './card-renderer.ts';
 import { buttonValue } from '../../core/buttons.ts';
 import type { Requester } from '../../core/person.ts';
-import { cardPrompt, denialReason, parseCardAnswer, undecidedNotice, type PromptDecision } from './card-answers.ts';
+import {
+  asksFullDiff,
+  cardPrompt,
+  denialReason,
+  parseCardAnswer,
+  undecidedNotice,
+  type PromptDecision,
+} from './card-answers.ts';
 import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
 
 /**
@@ -274,6 +281,12 @@ async function afterTurn(session: Session, end: TurnEnd): Promise<void> {
  */
 async function answerCard(session: Session, card: ApprovalCard, line: string): Promise<WorkItem | undefined> {
   const { options, state, me } = session;
+  if (asksFullDiff(card, line)) {
+    const shared = await options.approvals.shareFullDiff(card.nonce, me);
+    options.output.write(`${shared.ok ? shared.text : shared.reason}\n`);
+    showPrompt(session);
+    return undefined;
+  }
   const reason = denialReason(card, line);
   const decisions = reason === undefined ? parseCardAnswer(card, line) : [];
   if (!decisions) {

@@ -109,3 +109,67 @@ describe('/code, /research and /status in the console with piped stdin', () => {
     }
   });
 });
+
+describe('/code in the console: the change card, its full diff, and the merge', () => {
+  let db: TestDatabase;
+  let dir: string;
+  let clone: string;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    ({ dir, clone } = makeRepo());
+  });
+  afterAll(async () => {
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prints the card with its words, prints the diff on `diff`, and merges on `y`', async () => {
+    const script = path.join(mkdtempSync(path.join(dir, 'script-')), 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        rules: [
+          {
+            match: '^add a greeting',
+            rounds: [
+              { toolCalls: [{ name: 'write_file', args: { path: 'hello.txt', content: 'hello from the console\n' } }] },
+              { text: 'Add a greeting' },
+              { text: 'Result: {{lastToolResult}}' },
+            ],
+          },
+        ],
+      }),
+    );
+    const run = runCli(
+      ['start'],
+      {
+        DATABASE_URL: db.url,
+        AI_PROVIDER: 'scripted',
+        SCRIPTED_MODEL_SCRIPT: script,
+        HTTP_PORT: '0',
+        HTTP_HOST: '127.0.0.1',
+        LOG_LEVEL: 'silent',
+        AGENT_WORKSPACE_ROOT: path.join(dir, 'workspace'),
+        REPOS: `api=${clone}`,
+        WORKTREES_DIR: path.join(dir, 'worktrees'),
+      },
+      // Approve the write, ask for the diff, then merge (no approvers: the operator's click is enough).
+      '/code api add a greeting\ny\ndiff\ny\n',
+    );
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(0);
+    const out = run.stdout();
+    expect(out).toContain('Merge into main');
+    // The shared file, printed whole: its name, and the change's diff in it.
+    const file = out.slice(out.search(/api-[0-9a-f]{12}\.diff/));
+    expect(file).toContain('+hello from the console');
+    expect(out).toMatch(/Merged [0-9a-f]{12} into main/);
+    const { execFileSync } = await import('node:child_process');
+    const shown = execFileSync('git', ['show', 'main:hello.txt'], {
+      cwd: clone,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+    });
+    expect(shown).toBe('hello from the console\n');
+  });
+});
