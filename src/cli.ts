@@ -15,6 +15,7 @@ import { platformDirectory } from './adapters/registry.ts';
 import { builtinTools, kindsByName } from './agent/tools/catalog.ts';
 import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
 import { listLiveGrants } from './approval/grant-store.ts';
+import { operatorStatusText } from './queue/work-status.ts';
 import type { Grant } from './approval/grants.ts';
 import { describeGrant, revoke as revokeGrant } from './approval/grant-verbs.ts';
 
@@ -32,6 +33,7 @@ Commands:
   policy lint [FILE]                  every problem of a policy file (default: POLICY_FILE)
   audit [--since=7d|ISO] [--until=ISO] [--person=ID] [--tool=NAME] [--outcome=EVENT] [--limit=N]
                                       the audit log as JSON lines, oldest first
+  status [--person=PLATFORM:USER]     running, parked and queued work: type, priority, state, age
   grants list [--json]                the standing grants ("Always allow here") that still apply
   grants revoke ID                    revoke one (its id, or the 8 characters lists show)
 `;
@@ -224,6 +226,27 @@ const plainGrant = (grant: Grant) =>
     .replace(/^\*\*([0-9a-f]{8})\*\*/, '$1')
     .replace(/`/g, '');
 
+/** `countersign status`: what is running, parked and queued, for the operator. */
+async function printStatus(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { person: { type: 'string' } } });
+  const person = values.person ? /^([a-z][a-z0-9-]*):(\S+)$/.exec(values.person) : undefined;
+  if (values.person !== undefined && !person) {
+    process.stderr.write('--person is platform:user, e.g. slack:U123ABC\n');
+    return 2;
+  }
+  return withDatabase(async (url) => {
+    await migrate(url, createLogger('silent'));
+    const pool = createPool(url, 2);
+    try {
+      const who = person ? { platform: person[1]!, userId: person[2]! } : undefined;
+      process.stdout.write(`${await operatorStatusText(pool, who)}\n`);
+      return 0;
+    } finally {
+      await pool.end();
+    }
+  });
+}
+
 async function runGrants(args: string[]): Promise<number> {
   const [verb, ...rest] = args;
   const { values, positionals } = parseArgs({
@@ -302,6 +325,8 @@ async function main(argv: string[]): Promise<number> {
       return exportAudit(rest);
     case 'grants':
       return runGrants(rest);
+    case 'status':
+      return printStatus(rest);
     case 'skills':
       return skillsCommand(rest, {
         out: (line) => process.stdout.write(`${line}\n`),

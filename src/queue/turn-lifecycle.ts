@@ -148,21 +148,28 @@ export interface ActiveWork {
   ageSeconds: number;
   prompt: string | null;
   conversationId: string;
+  /** Who asked, as `platform:user`. */
+  requester: string;
 }
 
-/** A person's running, parked and queued work, oldest first (at most `limit`). */
-export async function activeWorkOf(db: Queryable, person: Requester, limit = 20): Promise<ActiveWork[]> {
+/**
+ * Running, parked and queued work, oldest first (at most `limit`): a person's, or with no person
+ * everyone's (`countersign status`, for the operator).
+ */
+export async function activeWorkOf(db: Queryable, person: Requester | undefined, limit = 20): Promise<ActiveWork[]> {
   const { rows } = await db.query<ActiveWork>(
     `SELECT id, type, priority, status, conversation_id AS "conversationId",
             extract(epoch FROM now() - created_at)::int AS "ageSeconds",
-            left(item->'input'->>'prompt', 200) AS prompt
+            left(item->'input'->>'prompt', 200) AS prompt,
+            (item->'requester'->>'platform') || ':' || (item->'requester'->>'userId') AS requester
        FROM countersign.work_items
       WHERE status IN ('queued', 'running', 'awaiting_approval')
-        AND item->'requester'->>'platform' = $1 AND item->'requester'->>'userId' = $2
+        AND ($1::text IS NULL OR item->'requester'->>'platform' = $1)
+        AND ($2::text IS NULL OR item->'requester'->>'userId' = $2)
         AND ($3::text IS NULL OR item->'requester'->>'workspace' IS NULL OR item->'requester'->>'workspace' = $3)
       ORDER BY created_at
       LIMIT $4`,
-    [person.platform, person.userId, person.workspace ?? null, limit],
+    [person?.platform ?? null, person?.userId ?? null, person?.workspace ?? null, limit],
   );
   return rows;
 }

@@ -15,6 +15,13 @@ export async function workStatusText(db: Queryable, person: Requester): Promise<
   );
 }
 
+/** `countersign status`: everyone's unfinished work (or one person's), each line naming who asked. */
+export async function operatorStatusText(db: Queryable, person?: Requester): Promise<string> {
+  const work = await activeWorkOf(db, person, 200);
+  if (work.length === 0) return 'No running or queued work.';
+  return work.map((w) => `${workLine(w)} (${w.requester}, ${w.conversationId})`).join('\n');
+}
+
 const PRIORITY_NAMES = new Map<number, string>(Object.entries(Priority).map(([name, value]) => [value, name]));
 
 const STATUS_WORDS: Record<ActiveWork['status'], string> = {
