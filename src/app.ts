@@ -201,7 +201,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const platforms = await platformsToRun(config, options, consoleAdapter, new RateBuckets(pool), log);
     const outbounds = registerOutbounds(platforms, options, events);
 
-    const codeWork = await openCodeWork(config, log, pool);
+    const codeWork = await openCodeWork(config, log, pool, { runsTurns });
     const skills = await openSkills(config, log, { runsTurns }, cleanups);
     const agentTools = await openTools(
       config,

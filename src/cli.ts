@@ -231,7 +231,7 @@ async function printStatus(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { person: { type: 'string' } } });
   const person = values.person ? /^([a-z][a-z0-9-]*):(\S+)$/.exec(values.person) : undefined;
   if (values.person !== undefined && !person) {
-    process.stderr.write('--person is platform:user, e.g. slack:U123ABC\n');
+    process.stderr.write('--person is platform:user, as the audit names people\n');
     return 2;
   }
   return withDatabase(async (url) => {

@@ -44,6 +44,15 @@ function ownRuling(tool: AnyTool, args: unknown): CallRuling {
   return needsApproval(tool, args) ? { outcome: 'ask', rule: 'tool' } : { outcome: 'allow', rule: 'tool' };
 }
 
+function hiddenToolRefusal(call: ToolCall): ToolResult {
+  return {
+    toolCallId: call.id,
+    name: call.name,
+    content: `There is no tool named "${call.name}" you can call.`,
+    isError: true,
+  };
+}
+
 /** The tool result of a call the policy refused: the model hears which rule, and why. */
 function policyDenial(call: ToolCall, ruling: CallRuling): ToolResult {
   const why = ruling.message ? ` ${ruling.message}` : '';
@@ -62,6 +71,9 @@ function policyDenial(call: ToolCall, ruling: CallRuling): ToolResult {
  */
 export async function ruleCall(call: ToolCall, deps: RulingDeps): Promise<CallVerdict> {
   const tool = deps.tools.get(call.name);
+  // A hidden tool's calls are the bot's own (a change card's merge): one the model makes is refused
+  // as if the tool did not exist, so its arguments can never be the model's.
+  if (tool?.hidden) return { kind: 'denied', result: hiddenToolRefusal(call) };
   // Unknown tools and bad arguments are answered by executeToolCall with an error, never run.
   if (!tool || call.argsError || !admitArgs(tool, call.args).ok) return { kind: 'run' };
   const ruling = await (deps.rule?.(call) ?? ownRuling(tool, call.args));

@@ -90,6 +90,7 @@ function admitCall(call: ToolCall, tools: ToolRegistry): AdmittedCall | ToolOutp
   if (!tool) {
     const known = tools
       .list()
+      .filter((t) => !t.hidden)
       .map((t) => t.name)
       .join(', ');
     return { content: `There is no tool named "${call.name}". Available tools: ${known}.`, isError: true };

@@ -46,7 +46,9 @@ export async function shareChangeDiff(ctx: ApprovalContext, envelopeId: string, 
   if (!envelope || !call) return;
   const target: ReplyTarget = { ...ReplyTarget.parse(envelope.reply), messageId: undefined };
   const outbound = ctx.outbounds.for(target);
-  const file = ctx.changeDiff ? await ctx.changeDiff(call.args) : { problem: 'no repositories are configured here' };
+  const file = ctx.changeDiff
+    ? await ctx.changeDiff(call.args, envelope.conversation_id)
+    : { problem: 'no repositories are configured here' };
   if ('problem' in file) {
     await outbound.post(target, `I could not share the full diff: ${file.problem}.`);
     return;

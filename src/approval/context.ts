@@ -9,6 +9,7 @@ import type { ApprovalScope } from './envelope.ts';
 /** A change card's diff as a file, or why there is none (src/repos makes it; approvals only carry it). */
 export type ChangeDiffSource = (
   args: Record<string, unknown>,
+  conversationId: string,
 ) => Promise<{ filename: string; content: Buffer } | { problem: string }>;
 
 interface ApprovalSettings {

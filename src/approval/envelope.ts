@@ -35,6 +35,11 @@ export const CallPolicy = z.object({
   why: z.string().optional(),
   /** The workspace changes (ids) the card named, which a countersignature vouches for (taint.ts). */
   vouchesFor: z.array(z.number().int()).optional(),
+  /**
+   * Others who count as the requester for the second signature (a change's other authors, each
+   * `platform:user`): none of them may countersign it.
+   */
+  coRequesters: z.array(z.string()).optional(),
 });
 export type CallPolicy = z.infer<typeof CallPolicy>;
 

@@ -76,10 +76,19 @@ async function planWithPolicy(
             ...(grant ? { grant } : {}),
             ...(why ? { why } : {}),
             ...(decision.vouchesFor ? { vouchesFor: decision.vouchesFor } : {}),
+            ...coRequestersOf(ctx, planned),
           };
     out.push({ ...planned, risk: decision.risk, policy });
   }
   return out;
+}
+
+/** The call's other requesters, as its tool names them (a change's authors). */
+function coRequestersOf(ctx: ApprovalContext, call: PlannedCall): Pick<CallPolicy, 'coRequesters'> {
+  const tool = ctx.tools.get(call.name);
+  const admitted = tool?.coRequesters ? admitArgs(tool, call.args) : undefined;
+  const people = admitted?.ok ? tool!.coRequesters!(admitted.args) : [];
+  return people.length ? { coRequesters: [...new Set(people)] } : {};
 }
 
 const WITHDRAWN = (names: string) =>

@@ -1,5 +1,5 @@
 import { personKey, type Requester } from '../core/person.ts';
-import { parseCalls, type EnvelopeRow, type PlannedCall } from './envelope.ts';
+import { parseCalls, type CallPolicy, type EnvelopeRow, type PlannedCall } from './envelope.ts';
 import type { PolicyGate } from './gate.ts';
 import type { CallDecision } from '../core/work-item.ts';
 
@@ -84,6 +84,14 @@ export function alreadyDecided(calls: PlannedCall[], recorded: RecordedDecision)
   return `Call ${index + 1} was already ${what} by ${recorded.by.displayName ?? personKey(recorded.by)}`;
 }
 
+/** A call's other requesters (`platform:user`) as people the policy can compare. */
+function coRequesters(policy: CallPolicy): Requester[] {
+  return (policy.coRequesters ?? []).flatMap((key) => {
+    const at = key.indexOf(':');
+    return at > 0 ? [{ platform: key.slice(0, at), userId: key.slice(at + 1) }] : [];
+  });
+}
+
 /**
  * Checks the decisions a clicker adds now, against the envelope as read: each names a requested,
  * still undecided call; a question's answer is one of its options; and under the two-person rule the
@@ -119,7 +127,11 @@ export function verifyAdded(
   for (const d of added) {
     const policy = byId.get(d.toolCallId)?.policy;
     if (!policy) continue;
-    const verdict = gate.mayDecideStored(policy, clicker, envelope.requester, d.approved ? 'approve' : 'deny');
+    const action = d.approved ? 'approve' : 'deny';
+    const verdict = [envelope.requester, ...coRequesters(policy)].reduce<Verdict>(
+      (so, requester) => (so.ok ? gate.mayDecideStored(policy, clicker, requester, action) : so),
+      { ok: true },
+    );
     if (!verdict.ok) {
       const index = calls.findIndex((c) => c.id === d.toolCallId);
       return { ok: false, reason: calls.length > 1 ? `Call ${index + 1}: ${verdict.reason}` : verdict.reason };

@@ -62,7 +62,7 @@ export class CodeTurns implements TurnWorkspaces {
     if (open.binding.mode === 'review') return await this.#review(open.repo, open.worktree);
     const external =
       this.#codingAgent && item.type === 'CODE' && !item.input.approval && item.input.prompt
-        ? this.#external(open.worktree, item.input.prompt)
+        ? this.#external(open.repo, open.worktree, item.input.prompt, log)
         : undefined;
     return {
       kind: 'repository',
@@ -104,12 +104,27 @@ export class CodeTurns implements TurnWorkspaces {
   }
 
   #external(
+    repo: RepoConfig,
     worktree: Worktree,
     task: string,
+    log: Logger,
   ): NonNullable<Extract<PreparedWorkspace, { kind: 'repository' }>['external']> {
     const { argv, withheld } = this.#codingAgent ?? { argv: [], withheld: new Set<string>() };
     return async (onProgress, signal) => {
+      // The CLI runs as the bot, unsandboxed, with the clone's refs in reach: a base it moved itself
+      // (a prompt-injected `git push` or `update-ref`) is reported loudly, never passed off as done.
+      const base = await this.#workspaces.worktrees.base(repo);
+      const before = await branchTip(repo.path, base);
       const result = await runCodingAgent({ argv, withheld, cwd: worktree.path, task, signal, onProgress });
+      const after = await branchTip(repo.path, base);
+      if (before !== after) {
+        log.error({ repo: repo.name, base, before, after }, 'the coding agent moved the base branch itself');
+        await this.#record('merged', { repo: repo.name, base, before, after, by: 'coding agent, without a card' });
+        return {
+          text: `${result.summary}\n\n⚠️ The coding agent moved ${base} of ${repo.name} itself (from ${before?.slice(0, 12) ?? 'nothing'} to ${after?.slice(0, 12) ?? 'nothing'}), outside the change card. An operator should check it.`,
+          failed: true,
+        };
+      }
       return { text: result.summary, failed: result.exitCode !== 0 || result.timedOut };
     };
   }
@@ -142,8 +157,9 @@ export class CodeTurns implements TurnWorkspaces {
     const testResult = repo.test ? await tests(repo.test) : undefined;
     await this.#record('merge_requested', { repo: repo.name, branch: worktree.branch, sha: tip }, item.requester);
     return {
-      // The same change gets the same call on a replay: a crash before the card shows it once.
-      id: `merge-${tip.slice(0, 20)}`,
+      // The same change gets the same call on a replay of this item (a crash before the card shows
+      // it once); another turn's card for the same commit gets an id of its own.
+      id: `merge-${tip.slice(0, 12)}-${item.id.slice(0, 8)}`,
       name: MERGE_CHANGE,
       args: {
         repo: repo.name,
@@ -152,9 +168,21 @@ export class CodeTurns implements TurnWorkspaces {
         sha: tip,
         from,
         ...(testResult ? { tests: testResult } : {}),
+        authors: await authorsOf(repo, from, tip),
       },
     };
   }
+}
+
+/** The accounts named by the Requested-by trailers of `from..tip`: every person whose turn committed. */
+async function authorsOf(repo: RepoConfig, from: string, tip: string): Promise<string[]> {
+  const { stdout } = await git(repo.path, [
+    'log',
+    '--format=%(trailers:key=Requested-by,valueonly,separator=%x00)',
+    `${from}..${tip}`,
+  ]);
+  const accounts = [...stdout.matchAll(/<([a-z][a-z0-9-]*:[^\s<>]+)>/g)].map((m) => m[1]!);
+  return [...new Set(accounts)].sort();
 }
 
 /** Whether `tip` holds commits `base` does not. */

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -52,14 +52,13 @@ export class CodeWorkspaces {
   }
 
   /**
-   * The folder the conversation's tools work in when it works on a repository: its worktree, when
-   * that exists on disk. Undefined: the deployment's workspace.
+   * The folder the conversation's tools work in when it works on a repository: its worktree — also
+   * while it does not exist (after a merge or discard, until the next turn opens a fresh one), so
+   * tools fail there instead of falling back to the deployment's workspace. Undefined: not bound.
    */
   rootOf(conversationId: string): string | undefined {
     const binding = this.bindingOf(conversationId);
-    if (!binding) return undefined;
-    const dir = this.worktrees.pathFor(binding.repo, conversationId);
-    return existsSync(dir) ? dir : undefined;
+    return binding ? this.worktrees.pathFor(binding.repo, conversationId) : undefined;
   }
 
   /**

@@ -3,6 +3,12 @@ import type { Requester } from '../core/person.ts';
 import { defineBuiltinTool, type AnyBuiltinTool, type ToolContext, type ToolOutput } from '../agent/tools/tool.ts';
 import { changedFiles, type ChangedFile } from './changes.ts';
 import type { CodeWorkspaces } from './code-workspaces.ts';
+import { git } from './git.ts';
+import type { RepoConfig } from './repos-config.ts';
+import { shortConversationId } from './worktrees.ts';
+
+/** The branch a conversation's change lives on. */
+export const branchOf = (conversationId: string) => `countersign/${shortConversationId(conversationId)}`;
 import { mergeExactly, pushBase } from './merge.ts';
 
 /**
@@ -40,6 +46,14 @@ export const MergeChangeArgs = z.object({
   from: CommitId,
   /** The repository's test command and its result, as the card showed them. */
   tests: z.string().max(4000).optional(),
+  /**
+   * Everyone whose turns committed to the change (`platform:user`, from its Requested-by trailers):
+   * none of them may give its second signature.
+   */
+  authors: z
+    .array(z.string().regex(/^[a-z][a-z0-9-]*:[^\s<>]+$/))
+    .max(100)
+    .default([]),
 });
 export type MergeChangeArgs = z.infer<typeof MergeChangeArgs>;
 
@@ -80,18 +94,34 @@ function mergeChangeTool(workspaces: CodeWorkspaces, record: RecordCodeEvent) {
     risk: 'high',
     // Safe to run again: a merge that already happened is found in the base and reported as done.
     idempotent: true,
-    describeForApproval: (raw) => describeChange(workspaces, raw),
+    describeForApproval: (raw, ctx) => describeChange(workspaces, raw, ctx.conversationId),
     execute: (args, ctx) => merge(workspaces, record, args, ctx),
     onDenied: (raw, ctx) => discard(workspaces, record, raw, ctx),
+    coRequesters: (args) => args.authors,
   });
 }
 
-/** The change a card's call names, if it is still this conversation's. */
-async function changeOf(workspaces: CodeWorkspaces, args: MergeChangeArgs, conversationId: string) {
+/**
+ * The repository of a card's change, when the call names this conversation's own change: its
+ * repository, its own branch (`countersign/<short id>`, whether or not the worktree still exists — a
+ * retried merge runs after the worktree went), and a `from` the change grew out of. The bot makes
+ * these calls itself (the model cannot call a hidden tool); this is the check that keeps it so.
+ */
+export async function changeOf(
+  workspaces: CodeWorkspaces,
+  args: Pick<MergeChangeArgs, 'repo' | 'branch' | 'sha' | 'from'>,
+  conversationId: string,
+): Promise<RepoConfig | undefined> {
   const binding = workspaces.bindingOf(conversationId);
   if (!binding || binding.mode !== 'code' || binding.repo !== args.repo) return undefined;
+  if (args.branch !== branchOf(conversationId)) return undefined;
   const found = workspaces.catalog.get(args.repo);
-  return found.ok ? found.repo : undefined;
+  if (!found.ok) return undefined;
+  const descends = await git(found.repo.path, ['merge-base', '--is-ancestor', args.from, args.sha]).then(
+    () => true,
+    () => false,
+  );
+  return descends ? found.repo : undefined;
 }
 
 async function merge(
@@ -169,14 +199,18 @@ async function discard(
 const FILES_SHOWN = 30;
 
 /** The card's account of a change: what merges where, and every file with its counts and modes. */
-async function describeChange(workspaces: CodeWorkspaces, raw: unknown): Promise<string | undefined> {
+async function describeChange(
+  workspaces: CodeWorkspaces,
+  raw: unknown,
+  conversationId: string,
+): Promise<string | undefined> {
   const parsed = MergeChangeArgs.safeParse(raw);
   if (!parsed.success) return undefined;
   const args = parsed.data;
-  const found = workspaces.catalog.get(args.repo);
-  if (!found.ok) return found.reason;
+  const repo = await changeOf(workspaces, args, conversationId);
+  if (!repo) return 'This is not a change of this conversation: it cannot be merged.';
   const base = args.base;
-  const files = await changedFiles(found.repo.path, args.from, args.sha);
+  const files = await changedFiles(repo.path, args.from, args.sha);
   const plus = files.reduce((n, f) => n + (f.added ?? 0), 0);
   const minus = files.reduce((n, f) => n + (f.removed ?? 0), 0);
   const lines = [

@@ -85,10 +85,18 @@ export class Worktrees {
     if (existing) return existing;
     await this.#checkRoom(repo);
     const base = await this.base(repo);
-    const baseCommit = (await git(repo.path, ['rev-parse', '--verify', `${base}^{commit}`])).stdout.trim();
     const branch = `countersign/${shortConversationId(conversationId)}`;
+    await this.#clearUnmarked(repo, dir);
     await mkdir(path.dirname(dir), { recursive: true });
-    await git(repo.path, ['worktree', 'add', '-b', branch, dir, baseCommit]);
+    // A crash after `worktree add` and before the marker leaves the branch behind: it is picked up
+    // again, with its commits, rather than failing every later turn with "already exists".
+    const kept = await git(repo.path, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).then(
+      (out) => out.stdout.trim(),
+      () => '',
+    );
+    if (kept) await git(repo.path, ['worktree', 'add', dir, branch]);
+    else await git(repo.path, ['worktree', 'add', '-b', branch, dir, `${base}^{commit}`]);
+    const baseCommit = (await git(repo.path, ['merge-base', base, branch])).stdout.trim();
     const worktree: Worktree = { repo: repo.name, conversationId, branch, path: dir, baseCommit };
     // Outside the worktree: beside it, so a commit of the worktree never includes it.
     await writeFile(`${dir}${MARKER}`, JSON.stringify(worktree));
@@ -104,6 +112,7 @@ export class Worktrees {
     const existing = await this.#readMarker(dir);
     if (existing) return existing;
     await this.#checkRoom(repo);
+    await this.#clearUnmarked(repo, dir);
     const head = await git(repo.path, [
       'rev-parse',
       '--verify',
@@ -122,6 +131,13 @@ export class Worktrees {
     const worktree: Worktree = { repo: repo.name, conversationId, branch, path: dir, baseCommit, review: { head } };
     await writeFile(`${dir}${MARKER}`, JSON.stringify(worktree));
     return worktree;
+  }
+
+  /** A folder where the worktree goes but no marker names it (a crash midway): removed first. */
+  async #clearUnmarked(repo: Repo, dir: string): Promise<void> {
+    await git(repo.path, ['worktree', 'remove', '--force', dir]).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+    await git(repo.path, ['worktree', 'prune']);
   }
 
   async #checkRoom(repo: Repo): Promise<void> {

@@ -12,7 +12,7 @@ import { CodeWorkspaces } from '../repos/code-workspaces.ts';
 import { parseCodingAgentCommand } from '../repos/coding-agent.ts';
 import { git } from '../repos/git.ts';
 import { loadReposFile, parseReposVariable, RepoCatalog, type RepoConfig } from '../repos/repos-config.ts';
-import { createCodeTools, MergeChangeArgs, type RecordCodeEvent } from '../repos/tools.ts';
+import { changeOf, createCodeTools, MergeChangeArgs, type RecordCodeEvent } from '../repos/tools.ts';
 import { Worktrees } from '../repos/worktrees.ts';
 
 /** Code work as the rest of the app is given it (docs/code-work.md). */
@@ -32,16 +32,22 @@ export interface CodeWork {
 }
 
 /**
- * REPOS or REPOS_FILE read and checked — every repository must be a git clone — with the worktrees
+ * REPOS or REPOS_FILE read and checked — where turns run, every repository must be a git clone — with the worktrees
  * under WORKTREES_DIR and CODING_AGENT_COMMAND parsed. Undefined when no repositories are configured.
  * Any problem stops the start, all of them named at once.
  */
-export async function openCodeWork(config: Config, log: Logger, pool: Pool): Promise<CodeWork | undefined> {
+export async function openCodeWork(
+  config: Config,
+  log: Logger,
+  pool: Pool,
+  { runsTurns }: { runsTurns: boolean },
+): Promise<CodeWork | undefined> {
   if (!config.REPOS && !config.REPOS_FILE) return undefined;
   const read = config.REPOS
     ? parseReposVariable(config.REPOS)
     : loadReposFile(path.resolve(process.cwd(), config.REPOS_FILE ?? ''));
-  const problems = read.ok ? await unusableRepos(read.repos) : read.problems;
+  // An ingress process only reads the commands: the clones need to be on the hosts that run turns.
+  const problems = !read.ok ? read.problems : runsTurns ? await unusableRepos(read.repos) : [];
   let codingAgent: string[] | undefined;
   try {
     codingAgent = config.CODING_AGENT_COMMAND ? parseCodingAgentCommand(config.CODING_AGENT_COMMAND) : undefined;
@@ -68,7 +74,7 @@ export async function openCodeWork(config: Config, log: Logger, pool: Pool): Pro
       record,
       codingAgent ? { argv: codingAgent, withheld: CODING_AGENT_WITHHELD } : undefined,
     ),
-    changeDiff: (args) => diffFile(catalog, args),
+    changeDiff: (args, conversationId) => diffFile(workspaces, args, conversationId),
     sweep: () => workspaces.sweep(repos, (id) => conversationExists(pool, id)),
   };
 }
@@ -88,17 +94,18 @@ async function unusableRepos(repos: readonly RepoConfig[]): Promise<string[]> {
 
 /** The change a card names, as a `.diff` file. */
 async function diffFile(
-  catalog: RepoCatalog,
+  workspaces: CodeWorkspaces,
   raw: Record<string, unknown>,
+  conversationId: string,
 ): Promise<{ filename: string; content: Buffer } | { problem: string }> {
   const args = MergeChangeArgs.safeParse(raw);
   if (!args.success) return { problem: 'the card does not name a change' };
-  const found = catalog.get(args.data.repo);
-  if (!found.ok) return { problem: found.reason };
+  const repo = await changeOf(workspaces, args.data, conversationId);
+  if (!repo) return { problem: 'the card does not name a change of this conversation' };
   try {
-    const text = await changeDiff(found.repo.path, args.data.from, args.data.sha);
-    return { filename: `${found.repo.name}-${args.data.sha.slice(0, 12)}.diff`, content: Buffer.from(text, 'utf8') };
+    const text = await changeDiff(repo.path, args.data.from, args.data.sha);
+    return { filename: `${repo.name}-${args.data.sha.slice(0, 12)}.diff`, content: Buffer.from(text, 'utf8') };
   } catch (error) {
-    return { problem: `the commit is no longer in ${found.repo.name} (${(error as Error).message.slice(0, 200)})` };
+    return { problem: `the commit is no longer in ${repo.name} (${(error as Error).message.slice(0, 200)})` };
   }
 }

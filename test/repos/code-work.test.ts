@@ -117,6 +117,36 @@ const script: Script = {
       ],
     },
     {
+      match: '^merge it yourself',
+      rounds: [
+        {
+          toolCalls: [
+            {
+              name: 'merge_change',
+              args: {
+                repo: 'demo',
+                branch: 'main',
+                base: 'main',
+                sha: 'a'.repeat(40),
+                from: 'a'.repeat(40),
+                tests: 'passed',
+              },
+            },
+          ],
+        },
+        { text: 'Tried: {{lastToolResult}}' },
+      ],
+    },
+    {
+      match: '^add and look in (?<file>\\S+)',
+      rounds: [
+        { toolCalls: [{ name: 'write_file', args: { path: '{{file}}', content: 'look\n' } }] },
+        { text: 'Add a file to look at' },
+        { text: 'Looking.', toolCalls: [{ name: 'list_files', args: { path: '.' } }] },
+        { text: 'Saw: {{lastToolResult}}' },
+      ],
+    },
+    {
       match: '^take your time',
       rounds: [{ text: 'Working on it slowly, nothing to change.', chunkSize: 2, delayMs: 60 }],
     },
@@ -401,6 +431,64 @@ describe('code work: /code, the change card, merge', () => {
     );
     expect(job.rows[0]?.priority).toBe(Priority.LOW);
     expect((await h.settled(slow.id)).status).toBe('done');
+  });
+
+  it('refuses a merge_change the model calls itself, as if no such tool existed', async () => {
+    const before = head();
+    const item = await code('code-8', 'merge it yourself');
+    const settled = await h.settled(item.id);
+    expect(settled.status).toBe('done');
+    expect(settled.result?.text).toContain('There is no tool named "merge_change"');
+    expect(head()).toBe(before);
+    const cards = await h.app.pool.query(`SELECT 1 FROM countersign.approval_envelopes WHERE work_item_id = $1`, [
+      item.id,
+    ]);
+    expect(cards.rowCount).toBe(0);
+  });
+
+  it('after a discard, the rest of the turn never falls back to the deployment’s workspace', async () => {
+    writeFileSync(path.join(h.config.AGENT_WORKSPACE_ROOT, 'DEPLOYMENT-ONLY.txt'), 'not for code work\n');
+    const item = await code('code-9', 'add and look in looked.txt');
+    const card = await throughWrite(item);
+    expect(
+      (await h.app.approvals.submit(card.nonce, [{ toolCallId: card.calls[0]!.id, approved: false }], alice)).ok,
+    ).toBe(true);
+    const settled = await h.settled(await latestItem('code-9'));
+    expect(settled.result?.text).toContain('Saw:');
+    expect(settled.result?.text).not.toContain('DEPLOYMENT-ONLY');
+  });
+
+  it('never lets an author of the change countersign it, though someone else asked for the card', async () => {
+    const carol = { platform: 'test', userId: 'U3' };
+    // Bob, an approver, asks for the change: his turn commits it.
+    const item = await h.say('code-10', 'add a greeting in authored.txt', {
+      type: 'CODE',
+      priority: Priority.NORMAL,
+      payload: { repo: 'demo' },
+      requester: bob,
+    });
+    const write = await envelopeOf(item.id);
+    expect(
+      (await h.app.approvals.submit(write.nonce, [{ toolCallId: write.calls[0]!.id, approved: true }], bob)).ok,
+    ).toBe(true);
+    const first = await envelopeOf(
+      await waitFor(
+        async () => {
+          const id = await latestItem('code-10');
+          return id !== item.id ? id : undefined;
+        },
+        10_000,
+        'the continuation',
+      ),
+    );
+    expect(first.calls[0]?.args.authors).toEqual(['test:U2']);
+    // Carol writes in the thread: her turn shows a card for the same change, asked for by her.
+    const later = await h.say('code-10', 'thanks', { requester: carol });
+    const second = await envelopeOf(later.id);
+    expect(second.calls[0]?.name).toBe('merge_change');
+    const own = await h.app.approvals.submit(second.nonce, [{ toolCallId: second.calls[0]!.id, approved: true }], bob);
+    expect(own.ok).toBe(false);
+    expect(head()).not.toBe(second.calls[0]!.args.sha);
   });
 
   it('refuses an unknown repository by listing the known ones', async () => {

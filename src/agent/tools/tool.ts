@@ -71,6 +71,12 @@ export interface Tool<Args = Record<string, unknown>> {
   /** The JSON Schema the model sees, when the tool has its own (MCP tools); default: from `input`. */
   inputJsonSchema?: Record<string, unknown>;
   /**
+   * People who count as the requester of a call besides the one who asked (`platform:user`, e.g. the
+   * authors of a change a card asks to merge): where a second signature is needed, none of them may
+   * give it.
+   */
+  coRequesters?(args: Args): string[];
+  /**
    * Run when a person denies the call (a change card's Discard removes the change); what it returns
    * is added to what the model is told. It may run twice after a crash: make it idempotent.
    */

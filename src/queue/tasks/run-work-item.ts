@@ -287,7 +287,8 @@ async function withChangeCard(
   if (!call) return outcome;
   // The same change was decided in this turn already (it conflicted, or could not land): the answer
   // says why; asking again at once would show the same card for the same outcome.
-  const asked = outcome.state.messages.some((m) => m.role === 'assistant' && m.toolCalls.some((c) => c.id === call.id));
+  const sameChange = (c: ToolCall) => c.name === call.name && c.args.sha === call.args.sha;
+  const asked = outcome.state.messages.some((m) => m.role === 'assistant' && m.toolCalls.some(sameChange));
   if (asked) return outcome;
   const state = structuredClone(outcome.state);
   const last = state.messages.at(-1);

@@ -113,7 +113,7 @@ export function approvalCard(raw: ApprovalCardInput, decided: CallOutcome[] = []
     const range = `#${page.first + 1}–#${page.first + page.count}`;
     let content =
       p === 0
-        ? `🔐 **Approval needed** — ${clip(input.requesterLabel, 100)} asked for ${what} that need a person's OK. ` +
+        ? `🔐 **Approval needed** — ${clip(input.requesterLabel, 100)} asked for ${what} that ${n === 1 ? 'needs' : 'need'} a person's OK. ` +
           `Expires ${relativeTime(input.expiresAt)}.`
         : `🔐 **Approval needed** (continued, ${p + 1} of ${pages.length}) — calls ${range}.`;
     if (pages.length > 1 && p === 0) content += ` The calls are listed over ${pages.length} messages.`;
