@@ -45,6 +45,9 @@ export const TABLE_OWNERS = {
   grants: { owner: 'src/approval/grant-store.ts' },
   turn_feedback: { owner: 'src/audit/feedback-store.ts' },
   workspace_changes: { owner: 'src/approval/taint-store.ts' },
+  connections: { owner: 'src/connections/store.ts' },
+  oauth_clients: { owner: 'src/connections/store.ts' },
+  oauth_states: { owner: 'src/connections/store.ts' },
   schema_migrations: { owner: 'src/db/migrate.ts' },
 } as const satisfies Record<string, TableOwner>;
 

@@ -1,0 +1,326 @@
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  OAuthClientInformationFullSchema,
+  OAuthClientInformationSchema,
+  OAuthTokensSchema,
+  type OAuthClientInformationMixed,
+  type OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { Requester } from '../core/person.ts';
+import type { Queryable } from '../db/pool.ts';
+import type { TokenSealer } from './token-crypto.ts';
+
+/**
+ * SQL of per-person connections (countersign.connections, oauth_clients, oauth_states; migration
+ * 020). One statement per function. Secrets go in and come out in the clear here and are sealed
+ * in between, so no caller can store a token unsealed; each is sealed for its own row, so a sealed
+ * value copied to another row does not open there.
+ */
+
+/** Whose connection: a user id means a person only within the workspace that vouches for it. */
+export type ConnectionPerson = Pick<Requester, 'platform' | 'userId' | 'workspace'>;
+
+/** A connection as listed to people and operators: never a token. */
+export interface ConnectionListing {
+  platform: string;
+  userId: string;
+  /** '' where the platform has no workspace. */
+  workspace: string;
+  server: string;
+  accountName?: string;
+  connectedAt: Date;
+  lastUsedAt?: Date;
+  /** When the access token expires, when the server said. */
+  expiresAt?: Date;
+}
+
+export interface Connection extends ConnectionListing {
+  tokens: OAuthTokens;
+}
+
+const personKey = (person: ConnectionPerson) => [person.platform, person.userId, person.workspace ?? ''] as const;
+
+const tokensContext = (person: ConnectionPerson, server: string) =>
+  JSON.stringify(['connection', ...personKey(person), server]);
+const clientContext = (server: string) => JSON.stringify(['oauth_client', server]);
+const verifierContext = (stateHash: string) => JSON.stringify(['oauth_state', stateHash]);
+
+interface ListingRow {
+  platform: string;
+  user_id: string;
+  workspace: string;
+  server: string;
+  account_name: string | null;
+  connected_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+}
+
+const LISTING_COLUMNS = 'platform, user_id, workspace, server, account_name, connected_at, last_used_at, expires_at';
+
+function toListing(row: ListingRow): ConnectionListing {
+  return {
+    platform: row.platform,
+    userId: row.user_id,
+    workspace: row.workspace,
+    server: row.server,
+    ...(row.account_name !== null ? { accountName: row.account_name } : {}),
+    connectedAt: row.connected_at,
+    ...(row.last_used_at ? { lastUsedAt: row.last_used_at } : {}),
+    ...(row.expires_at ? { expiresAt: row.expires_at } : {}),
+  };
+}
+
+export interface SaveConnection {
+  tokens: OAuthTokens;
+  /** The account at the server; when absent, the one already stored stays. */
+  accountName?: string;
+  /** A new authorization (not a refresh): the connection counts as made now. */
+  reconnected?: boolean;
+}
+
+/** Stores the person's tokens for the server: a new connection, a reconnection or a refresh. */
+export async function saveConnection(
+  db: Queryable,
+  sealer: TokenSealer,
+  person: ConnectionPerson,
+  server: string,
+  { tokens, accountName, reconnected = false }: SaveConnection,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO countersign.connections (platform, user_id, workspace, server, sealed_tokens, account_name, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, now() + $7::double precision * interval '1 second')
+     ON CONFLICT (platform, user_id, workspace, server) DO UPDATE SET
+       sealed_tokens = EXCLUDED.sealed_tokens,
+       account_name = COALESCE(EXCLUDED.account_name, connections.account_name),
+       expires_at = EXCLUDED.expires_at,
+       connected_at = CASE WHEN $8::boolean THEN now() ELSE connections.connected_at END`,
+    [
+      ...personKey(person),
+      server,
+      sealer.seal(tokens, tokensContext(person, server)),
+      accountName ?? null,
+      tokens.expires_in ?? null,
+      reconnected,
+    ],
+  );
+}
+
+/** The person's connection to the server with its tokens, or undefined when they have none. */
+export async function connectionOf(
+  db: Queryable,
+  sealer: TokenSealer,
+  person: ConnectionPerson,
+  server: string,
+): Promise<Connection | undefined> {
+  const { rows } = await db.query<ListingRow & { sealed_tokens: string }>(
+    `SELECT ${LISTING_COLUMNS}, sealed_tokens FROM countersign.connections
+     WHERE platform = $1 AND user_id = $2 AND workspace = $3 AND server = $4`,
+    [...personKey(person), server],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const tokens = OAuthTokensSchema.parse(sealer.open(row.sealed_tokens, tokensContext(person, server)));
+  return { ...toListing(row), tokens };
+}
+
+/** Records a use of the connection (a tool call that ran with it). False when there is none. */
+export async function touchConnection(db: Queryable, person: ConnectionPerson, server: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE countersign.connections SET last_used_at = now()
+     WHERE platform = $1 AND user_id = $2 AND workspace = $3 AND server = $4`,
+    [...personKey(person), server],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Removes the person's connection to the server. False when there was none. */
+export async function deleteConnection(db: Queryable, person: ConnectionPerson, server: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM countersign.connections
+     WHERE platform = $1 AND user_id = $2 AND workspace = $3 AND server = $4`,
+    [...personKey(person), server],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** One person's connections, or everyone's (for operators); no tokens either way. */
+export async function listConnections(db: Queryable, person?: ConnectionPerson): Promise<ConnectionListing[]> {
+  const { rows } = await db.query<ListingRow>(
+    `SELECT ${LISTING_COLUMNS} FROM countersign.connections
+     WHERE $1::text IS NULL OR (platform = $1 AND user_id = $2 AND workspace = $3)
+     ORDER BY platform, workspace, user_id, server`,
+    person ? [...personKey(person)] : [null, null, null],
+  );
+  return rows.map(toListing);
+}
+
+/**
+ * Keeps the client registration at the server's authorization server. Compare-and-set: it replaces
+ * the stored one only if that is still `replacing` (the client id its writer read; null: none was
+ * stored), so of two first registrations at once only one is kept. False when another won.
+ */
+export async function saveClient(
+  db: Queryable,
+  sealer: TokenSealer,
+  server: string,
+  client: OAuthClientInformationMixed,
+  replacing: string | null = null,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `INSERT INTO countersign.oauth_clients (server, client_id, sealed_client) VALUES ($1, $2, $3)
+     ON CONFLICT (server) DO UPDATE SET
+       client_id = EXCLUDED.client_id, sealed_client = EXCLUDED.sealed_client, created_at = now()
+     WHERE oauth_clients.client_id IS NOT DISTINCT FROM $4::text`,
+    [server, client.client_id, sealer.seal(client, clientContext(server)), replacing],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** The stored client registration for the server, or undefined when it has none. */
+export async function clientOf(
+  db: Queryable,
+  sealer: TokenSealer,
+  server: string,
+): Promise<OAuthClientInformationMixed | undefined> {
+  const { rows } = await db.query<{ sealed_client: string }>(
+    `SELECT sealed_client FROM countersign.oauth_clients WHERE server = $1`,
+    [server],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const value = sealer.open(row.sealed_client, clientContext(server));
+  const full = OAuthClientInformationFullSchema.safeParse(value);
+  return full.success ? full.data : OAuthClientInformationSchema.parse(value);
+}
+
+/** Forgets the server's client registration (the authorization server no longer knows it). */
+export async function deleteClient(db: Queryable, server: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM countersign.oauth_clients WHERE server = $1`, [server]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** What is stored of a state: its SHA-256, so a leaked table cannot answer a callback. */
+export function stateHash(rawState: string): string {
+  return createHash('sha256').update(rawState, 'utf8').digest('hex');
+}
+
+export interface NewState {
+  person: ConnectionPerson;
+  server: string;
+  /** The parked turn the callback continues, if any. */
+  workItemId?: string;
+  /** CONNECT_TTL_SECONDS: how long the Connect link works. */
+  ttlSeconds: number;
+}
+
+/** Starts an authorization: a fresh single-use state bound to the person, server and turn. Returns it raw. */
+export async function createState(
+  db: Queryable,
+  { person, server, workItemId, ttlSeconds }: NewState,
+): Promise<string> {
+  const raw = randomBytes(32).toString('base64url');
+  await db.query(
+    `INSERT INTO countersign.oauth_states (state_hash, platform, user_id, workspace, server, work_item_id, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6::uuid, now() + $7::double precision * interval '1 second')`,
+    [stateHash(raw), ...personKey(person), server, workItemId ?? null, ttlSeconds],
+  );
+  return raw;
+}
+
+/** Keeps the PKCE verifier of the authorization the state started. False when the state is unknown or used. */
+export async function saveStateVerifier(
+  db: Queryable,
+  sealer: TokenSealer,
+  rawState: string,
+  codeVerifier: string,
+): Promise<boolean> {
+  const hash = stateHash(rawState);
+  const { rowCount } = await db.query(
+    `UPDATE countersign.oauth_states SET sealed_code_verifier = $2 WHERE state_hash = $1 AND used_at IS NULL`,
+    [hash, sealer.seal(codeVerifier, verifierContext(hash))],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Why a callback's state was refused. */
+type StateRefusal = 'forged' | 'replayed' | 'expired';
+
+export interface ConsumedState {
+  person: { platform: string; userId: string; workspace: string };
+  server: string;
+  workItemId?: string;
+  codeVerifier: string;
+}
+
+export type ConsumeStateResult = { ok: true; state: ConsumedState } | { ok: false; reason: StateRefusal };
+
+interface ConsumeRow {
+  replayed: boolean;
+  expired: boolean;
+  unfinished: boolean;
+  platform: string | null;
+  user_id: string | null;
+  workspace: string | null;
+  server: string | null;
+  work_item_id: string | null;
+  sealed_code_verifier: string | null;
+}
+
+/**
+ * Uses a callback's state, once: compare-and-set on used_at, so of two callbacks with one state
+ * exactly one gets it. An unknown state is forged — as is one whose authorization never got its
+ * verifier, which no person was sent out with. Expiry is judged by the database's clock.
+ */
+export async function consumeState(db: Queryable, sealer: TokenSealer, rawState: string): Promise<ConsumeStateResult> {
+  const hash = stateHash(rawState);
+  // Both CTEs see the rows as they were before the UPDATE, so `found` tells why `taken` is empty.
+  const { rows } = await db.query<ConsumeRow>(
+    `WITH found AS (
+       SELECT used_at IS NOT NULL AS replayed, expires_at <= now() AS expired, sealed_code_verifier IS NULL AS unfinished
+       FROM countersign.oauth_states WHERE state_hash = $1
+     ), taken AS (
+       UPDATE countersign.oauth_states SET used_at = now()
+       WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now() AND sealed_code_verifier IS NOT NULL
+       RETURNING platform, user_id, workspace, server, work_item_id, sealed_code_verifier
+     )
+     SELECT found.replayed, found.expired, found.unfinished, taken.*
+     FROM found LEFT JOIN taken ON true`,
+    [hash],
+  );
+  return stateOutcome(rows[0], sealer, hash);
+}
+
+function stateOutcome(row: ConsumeRow | undefined, sealer: TokenSealer, hash: string): ConsumeStateResult {
+  if (!row) return { ok: false, reason: 'forged' };
+  if (row.sealed_code_verifier === null || row.platform === null || row.user_id === null || row.server === null) {
+    if (row.replayed) return { ok: false, reason: 'replayed' };
+    if (row.expired) return { ok: false, reason: 'expired' };
+    if (row.unfinished) return { ok: false, reason: 'forged' };
+    // Neither used nor expired as this statement began, yet not taken: a concurrent callback took it.
+    return { ok: false, reason: 'replayed' };
+  }
+  const codeVerifier = sealer.open(row.sealed_code_verifier, verifierContext(hash));
+  if (typeof codeVerifier !== 'string') throw new Error('Stored PKCE verifier is not a string');
+  return {
+    ok: true,
+    state: {
+      person: { platform: row.platform, userId: row.user_id, workspace: row.workspace ?? '' },
+      server: row.server,
+      ...(row.work_item_id ? { workItemId: row.work_item_id } : {}),
+      codeVerifier,
+    },
+  };
+}
+
+/**
+ * Deletes states that expired more than `graceSeconds` ago. The grace keeps a used or expired state
+ * long enough for a late callback to be told "expired" or "already used" rather than "forged".
+ */
+export async function sweepExpiredStates(db: Queryable, graceSeconds = 86_400): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM countersign.oauth_states WHERE expires_at < now() - $1::double precision * interval '1 second'`,
+    [graceSeconds],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,208 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
+import { InvalidGrantError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
+import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
+import { mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+
+/**
+ * A real OAuth 2.1 authorization server on 127.0.0.1, built from the MCP SDK's server-side auth
+ * (metadata, dynamic registration, authorize with PKCE, token, revocation), in front of a protected
+ * resource at `/mcp` (its protected-resource metadata points here) and `/whoami` (bearer-protected:
+ * answers whose token it was). Sign-in is simulated: the "browser" says who it is with the
+ * `x-fake-user` header, and the server approves at once. Refresh tokens rotate.
+ */
+
+export interface FakeOAuthServer {
+  url: string;
+  /** The MCP server URL the SDK's `auth()` is given. */
+  resourceUrl: string;
+  /** Dynamic registrations received. */
+  registrations: OAuthClientInformationFull[];
+  /** Token requests answered (or refused), in order. */
+  tokenRequests: { grant: 'authorization_code' | 'refresh_token'; clientId: string; ok: boolean }[];
+  /** Follows an authorization URL as the signed-in `user`'s browser would; returns where it was sent back. */
+  approve(authorizationUrl: URL, user?: string): Promise<{ code: string; state: string | null; redirect: URL }>;
+  /** Revokes every refresh token (of one user): their next refresh is answered invalid_grant. */
+  revokeRefreshTokens(user?: string): void;
+  /** Whose access token this is, by asking the protected endpoint; undefined when it is refused. */
+  whoami(accessToken: string): Promise<string | undefined>;
+  close(): Promise<void>;
+}
+
+export interface FakeOAuthOptions {
+  accessTokenSeconds?: number;
+  /** Pre-registered clients (GitHub style), by id. */
+  clients?: OAuthClientInformationFull[];
+}
+
+// Express's types, reached through the SDK, which depends on it (Countersign does not).
+type Response = Parameters<OAuthServerProvider['authorize']>[2];
+type App = ReturnType<typeof createMcpExpressApp>;
+
+interface Grant {
+  clientId: string;
+  user: string;
+  resource?: string;
+}
+
+class FakeAuthority implements OAuthServerProvider {
+  readonly clients = new Map<string, OAuthClientInformationFull>();
+  readonly codes = new Map<string, Grant & { challenge: string; redirectUri: string }>();
+  readonly accessTokens = new Map<string, Grant & { expiresAt: number }>();
+  readonly refreshTokens = new Map<string, Grant>();
+  readonly registrations: OAuthClientInformationFull[] = [];
+  readonly tokenRequests: FakeOAuthServer['tokenRequests'] = [];
+  readonly accessTokenSeconds: number;
+  constructor(accessTokenSeconds: number) {
+    this.accessTokenSeconds = accessTokenSeconds;
+  }
+
+  get clientsStore(): OAuthRegisteredClientsStore {
+    return {
+      getClient: (id) => this.clients.get(id),
+      registerClient: (client) => {
+        const full = { ...client, client_id: randomUUID() } as OAuthClientInformationFull;
+        this.clients.set(full.client_id, full);
+        this.registrations.push(full);
+        return full;
+      },
+    };
+  }
+
+  async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: Response): Promise<void> {
+    const user = res.req.header('x-fake-user') ?? 'alice';
+    const code = randomBytes(16).toString('hex');
+    this.codes.set(code, {
+      clientId: client.client_id,
+      user,
+      challenge: params.codeChallenge,
+      redirectUri: params.redirectUri,
+      ...(params.resource ? { resource: params.resource.href } : {}),
+    });
+    const back = new URL(params.redirectUri);
+    back.searchParams.set('code', code);
+    if (params.state !== undefined) back.searchParams.set('state', params.state);
+    res.redirect(302, back.href);
+  }
+
+  async challengeForAuthorizationCode(client: OAuthClientInformationFull, code: string): Promise<string> {
+    const grant = this.codes.get(code);
+    if (!grant || grant.clientId !== client.client_id) throw new InvalidGrantError('Unknown authorization code');
+    return grant.challenge;
+  }
+
+  async exchangeAuthorizationCode(client: OAuthClientInformationFull, code: string): Promise<OAuthTokens> {
+    const grant = this.codes.get(code);
+    this.codes.delete(code); // single use
+    const ok = grant !== undefined && grant.clientId === client.client_id;
+    this.tokenRequests.push({ grant: 'authorization_code', clientId: client.client_id, ok });
+    if (!ok) throw new InvalidGrantError('Unknown authorization code');
+    return this.issue(grant);
+  }
+
+  async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string): Promise<OAuthTokens> {
+    const grant = this.refreshTokens.get(refreshToken);
+    this.refreshTokens.delete(refreshToken); // rotation: a refresh token works once
+    const ok = grant !== undefined && grant.clientId === client.client_id;
+    this.tokenRequests.push({ grant: 'refresh_token', clientId: client.client_id, ok });
+    if (!ok) throw new InvalidGrantError('Refresh token is invalid or revoked');
+    return this.issue(grant);
+  }
+
+  issue(grant: Grant): OAuthTokens {
+    const { clientId, user, resource } = grant;
+    const access = `at_${user}_${randomBytes(12).toString('hex')}`;
+    const refresh = `rt_${user}_${randomBytes(12).toString('hex')}`;
+    const expiresAt = Math.floor(Date.now() / 1000) + this.accessTokenSeconds;
+    this.accessTokens.set(access, { clientId, user, expiresAt, ...(resource ? { resource } : {}) });
+    this.refreshTokens.set(refresh, { clientId, user, ...(resource ? { resource } : {}) });
+    return { access_token: access, token_type: 'Bearer', expires_in: this.accessTokenSeconds, refresh_token: refresh };
+  }
+
+  async verifyAccessToken(token: string): Promise<AuthInfo> {
+    const found = this.accessTokens.get(token);
+    if (!found) throw new InvalidTokenError('Unknown access token');
+    return {
+      token,
+      clientId: found.clientId,
+      scopes: [],
+      expiresAt: found.expiresAt,
+      ...(found.resource ? { resource: new URL(found.resource) } : {}),
+      extra: { user: found.user },
+    };
+  }
+
+  async revokeToken(_client: OAuthClientInformationFull, request: { token: string }): Promise<void> {
+    this.accessTokens.delete(request.token);
+    this.refreshTokens.delete(request.token);
+  }
+}
+
+async function listen(app: App): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(0, '127.0.0.1', () => resolve(server));
+    server.once('error', reject);
+  });
+}
+
+export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Promise<FakeOAuthServer> {
+  const authority = new FakeAuthority(options.accessTokenSeconds ?? 3600);
+  for (const client of options.clients ?? []) authority.clients.set(client.client_id, client);
+  const app = createMcpExpressApp({ host: '127.0.0.1' });
+  // The issuer needs the port, known only once listening: mount the router then.
+  const server = await listen(app);
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const resourceUrl = `${url}/mcp`;
+  const noLimit = { rateLimit: false } as const;
+  app.use(
+    mcpAuthRouter({
+      provider: authority,
+      issuerUrl: new URL(url),
+      resourceServerUrl: new URL(resourceUrl),
+      authorizationOptions: noLimit,
+      clientRegistrationOptions: noLimit,
+      tokenOptions: noLimit,
+      revocationOptions: noLimit,
+    }),
+  );
+  app.get('/whoami', requireBearerAuth({ verifier: authority }), (req, res) => {
+    res.json({ user: req.auth?.extra?.user });
+  });
+
+  return {
+    url,
+    resourceUrl,
+    registrations: authority.registrations,
+    tokenRequests: authority.tokenRequests,
+    async approve(authorizationUrl, user = 'alice') {
+      const res = await fetch(authorizationUrl, { redirect: 'manual', headers: { 'x-fake-user': user } });
+      const location = res.headers.get('location');
+      if (res.status !== 302 || !location) throw new Error(`Authorization refused: ${res.status} ${await res.text()}`);
+      const redirect = new URL(location);
+      const code = redirect.searchParams.get('code');
+      if (!code) throw new Error(`Authorization answered without a code: ${location}`);
+      return { code, state: redirect.searchParams.get('state'), redirect };
+    },
+    revokeRefreshTokens(user) {
+      for (const [token, grant] of authority.refreshTokens) {
+        if (user === undefined || grant.user === user) authority.refreshTokens.delete(token);
+      }
+    },
+    async whoami(accessToken) {
+      const res = await fetch(`${url}/whoami`, { headers: { authorization: `Bearer ${accessToken}` } });
+      if (!res.ok) return undefined;
+      return ((await res.json()) as { user?: string }).user;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
