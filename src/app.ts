@@ -33,9 +33,11 @@ import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
 import { openCodeWork } from './wiring/repos.ts';
+import { openConnections, personalAuthOf, routeCallback } from './wiring/connections.ts';
 import { readWorkCommand } from './repos/work-commands.ts';
 import type { RepoCatalog } from './repos/repos-config.ts';
 import { workStatusText } from './queue/work-status.ts';
+import type { PersonalConnections } from './connections/service.ts';
 
 export { resolveFromCwd } from './wiring/database.ts';
 
@@ -62,6 +64,8 @@ export interface Countersign {
   pool: Pool;
   events: TurnEvents;
   approvals: ApprovalService;
+  /** Per-person MCP connections, where any server says `"auth": "oauth"` (docs/connections.md). */
+  connections?: PersonalConnections;
   tools: ToolRegistry;
   skills: SkillRegistry;
   databaseUrl: string;
@@ -202,6 +206,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const outbounds = registerOutbounds(platforms, options, events);
 
     const codeWork = await openCodeWork(config, log, pool, { runsTurns });
+    const connections = openConnections(config, log, pool);
     const skills = await openSkills(config, log, { runsTurns }, cleanups);
     const agentTools = await openTools(
       config,
@@ -211,6 +216,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
         runsTurns,
         extra: [...(codeWork?.tools ?? []), ...(options.tools ?? [])],
         ...(codeWork ? { rootOf: codeWork.rootOf } : {}),
+        ...(connections ? { personalAuth: personalAuthOf(connections, pool) } : {}),
       },
       cleanups,
     );
@@ -242,18 +248,21 @@ export async function startCountersign(config: Config, options: StartOptions): P
       approvals,
       platforms: directory,
       ...(codeWork ? { codeWork } : {}),
+      ...(connections ? { connections } : {}),
     };
     const runner = runsTurns
       ? await startWorker({ ...worker, provider: options.provider, onFatal: (error) => reportFailure(error) }, cleanups)
       : undefined;
 
     const http = await startHttp(config, log, { pool, runner }, cleanups);
+    if (connections) routeCallback(http, connections, directory, log);
     const stopTurn = (workItemId: string, by: Requester) =>
       requestStop(pool, workItemId, by, (person, reply) => gate.isApprover(person, reply));
     const hasTerminal = consoleOptions !== undefined;
     const inbound: InboundWiring = {
       ...{ pool, log, approvals, skills, http, events, gate, stopTurn, hasTerminal },
       ...(codeWork ? { catalog: codeWork.catalog } : {}),
+      ...(connections ? { connections } : {}),
     };
     await startInbounds(config, options.role, platforms, inbound, cleanups);
     log.info({ port: http.port, role: options.role, installDir: INSTALL_DIR }, 'Countersign is running');
@@ -265,6 +274,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       pool,
       events,
       approvals,
+      ...(connections ? { connections } : {}),
       tools: agentTools.tools,
       skills,
       databaseUrl,
@@ -323,6 +333,8 @@ interface InboundWiring {
   hasTerminal: boolean;
   /** The repositories of code work, where configured. */
   catalog?: RepoCatalog;
+  /** Per-person connections to MCP servers, where any is configured. */
+  connections?: PersonalConnections;
 }
 
 /** Starts the inbound half of each platform this process listens to (see `listens`). */
@@ -365,5 +377,12 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     workCommand: (command, text) => readWorkCommand(wiring.catalog, command, text),
     repoNames: wiring.catalog?.names() ?? [],
     workStatus: (person) => workStatusText(pool, person),
+    connect: async (person, server) =>
+      wiring.connections
+        ? wiring.connections.start(person, server)
+        : { ok: false, message: 'No per-person MCP servers are configured here.' },
+    connections: async (person) =>
+      wiring.connections ? wiring.connections.describe(person) : 'No per-person MCP servers are configured here.',
+    connectableServers: wiring.connections?.servers ?? [],
   };
 }

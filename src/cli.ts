@@ -16,6 +16,8 @@ import { builtinTools, kindsByName } from './agent/tools/catalog.ts';
 import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
 import { listLiveGrants } from './approval/grant-store.ts';
 import { operatorStatusText } from './queue/work-status.ts';
+import { deleteConnection, listConnections } from './connections/store.ts';
+import { audit } from './approval/store.ts';
 import type { Grant } from './approval/grants.ts';
 import { describeGrant, revoke as revokeGrant } from './approval/grant-verbs.ts';
 
@@ -34,6 +36,9 @@ Commands:
   audit [--since=7d|ISO] [--until=ISO] [--person=ID] [--tool=NAME] [--outcome=EVENT] [--limit=N]
                                       the audit log as JSON lines, oldest first
   status [--person=PLATFORM:USER]     running, parked and queued work: type, priority, state, age
+  connections list [--json]           who connected which per-person MCP server (never a token)
+  connections revoke PLATFORM:USER SERVER
+                                      forget one person's connection to a server
   grants list [--json]                the standing grants ("Always allow here") that still apply
   grants revoke ID                    revoke one (its id, or the 8 characters lists show)
 `;
@@ -226,6 +231,59 @@ const plainGrant = (grant: Grant) =>
     .replace(/^\*\*([0-9a-f]{8})\*\*/, '$1')
     .replace(/`/g, '');
 
+/** `countersign connections list|revoke`: who is connected to which per-person server; never a token. */
+async function runConnections(args: string[]): Promise<number> {
+  const [verb, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { json: { type: 'boolean' } },
+    allowPositionals: true,
+  });
+  const person = /^([a-z][a-z0-9-]*):(\S+)$/.exec(positionals[0] ?? '');
+  if (verb !== 'list' && !(verb === 'revoke' && person && positionals[1])) {
+    process.stderr.write(
+      'Usage: countersign connections list [--json] | countersign connections revoke PLATFORM:USER SERVER\n',
+    );
+    return 2;
+  }
+  return withDatabase(async (url) => {
+    await migrate(url, createLogger('silent'));
+    const pool = createPool(url, 2);
+    try {
+      if (verb === 'list') {
+        const all = await listConnections(pool);
+        if (values.json) process.stdout.write(`${JSON.stringify(all)}\n`);
+        else if (all.length === 0) process.stdout.write('No one is connected to a per-person server.\n');
+        else
+          for (const c of all)
+            process.stdout.write(
+              `${c.platform}:${c.userId}${c.workspace ? ` (${c.workspace})` : ''}  ${c.server}  since ${c.connectedAt.toISOString()}${c.lastUsedAt ? `  last used ${c.lastUsedAt.toISOString()}` : ''}\n`,
+            );
+        return 0;
+      }
+      const [, platform = '', userId = ''] = person!;
+      const server = positionals[1]!;
+      const mine = (await listConnections(pool)).filter(
+        (c) => c.platform === platform && c.userId === userId && c.server === server,
+      );
+      if (mine.length === 0) {
+        process.stderr.write(`${platform}:${userId} has no connection to ${server}.\n`);
+        return 1;
+      }
+      for (const c of mine) await deleteConnection(pool, c, server);
+      await audit(pool, {
+        event: 'disconnected',
+        actor: { platform: 'cli', userId: userInfo().username },
+        detail: { server, person: `${platform}:${userId}` },
+      });
+      process.stdout.write(`Forgot ${platform}:${userId}'s connection to ${server}.\n`);
+      return 0;
+    } finally {
+      await pool.end();
+    }
+  });
+}
+
 /** `countersign status`: what is running, parked and queued, for the operator. */
 async function printStatus(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { person: { type: 'string' } } });
@@ -327,6 +385,8 @@ async function main(argv: string[]): Promise<number> {
       return runGrants(rest);
     case 'status':
       return printStatus(rest);
+    case 'connections':
+      return runConnections(rest);
     case 'skills':
       return skillsCommand(rest, {
         out: (line) => process.stdout.write(`${line}\n`),

@@ -5,6 +5,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { parsePerson } from './policy/person.ts';
 import { parseReposVariable } from './repos/repos-config.ts';
+import { parseEncryptionKey } from './connections/token-crypto.ts';
 import { platformDirectory } from './adapters/registry.ts';
 import { bool, headerSecret, int, list, optionalString, url, type Env, type EnvProblem } from './core/env-fields.ts';
 import { SLACK_CREDENTIAL, SLACK_ENV, SLACK_SECRETS, slackEnvProblems } from './adapters/slack/settings.ts';
@@ -20,6 +21,8 @@ export const SECRET_VARIABLES = new Set([
   'OPENAI_API_KEY',
   'OPENROUTER_API_KEY',
   'METRICS_TOKEN',
+  'TOKEN_ENCRYPTION_KEY',
+  'TOKEN_ENCRYPTION_KEY_PREVIOUS',
   ...SLACK_SECRETS,
   ...DISCORD_SECRETS,
 ]);
@@ -150,6 +153,15 @@ export const ConfigSchema = z
     /** An external coding CLI that does `/code` work instead of the built-in loop (argv, JSON or words). */
     CODING_AGENT_COMMAND: optionalString,
 
+    /** Where this bot's HTTP server is reachable from people's browsers (the OAuth callback: docs/connections.md). */
+    PUBLIC_URL: url.optional(),
+    /** 32 bytes, base64: seals per-person OAuth tokens at rest (AES-256-GCM). */
+    TOKEN_ENCRYPTION_KEY: optionalString,
+    /** The key before the current one, while tokens are re-sealed (read with either, written with the current). */
+    TOKEN_ENCRYPTION_KEY_PREVIOUS: optionalString,
+    /** How long a Connect link works. */
+    CONNECT_TTL_SECONDS: int(30, 86_400).default(600),
+
     ...SLACK_ENV,
     ...DISCORD_ENV,
 
@@ -249,6 +261,17 @@ function crossFieldProblems(env: Env): EnvProblem[] {
   for (const problem of approverProblems(env.APPROVERS ?? '')) need('APPROVERS', problem);
   problems.push(...discordEnvProblems(env));
   if (env.REPOS && env.REPOS_FILE) need('REPOS_FILE', 'is set together with REPOS: set one of them');
+  for (const name of ['TOKEN_ENCRYPTION_KEY', 'TOKEN_ENCRYPTION_KEY_PREVIOUS'] as const) {
+    const value = env[name];
+    if (!value) continue;
+    try {
+      parseEncryptionKey(value, name);
+    } catch (error) {
+      need(name, (error as Error).message.replace(new RegExp(`^${name}:? ?`), ''));
+    }
+  }
+  if (env.TOKEN_ENCRYPTION_KEY_PREVIOUS && !env.TOKEN_ENCRYPTION_KEY)
+    need('TOKEN_ENCRYPTION_KEY', 'is missing: TOKEN_ENCRYPTION_KEY_PREVIOUS is only read beside a current key');
   if (env.REPOS) {
     const repos = parseReposVariable(env.REPOS);
     if (!repos.ok) for (const problem of repos.problems) need('REPOS', problem.replace(/^REPOS: /, ''));

@@ -71,7 +71,20 @@ export interface AdapterContext {
   repoNames: readonly string[];
   /** `status`: this person's running and queued work — type, priority, age — as text for them alone. */
   workStatus(person: Requester): Promise<string>;
+  /**
+   * `connect SERVER` (docs/connections.md): the authorization link that connects this person's own
+   * account to a per-person MCP server — shown to them alone (an ephemeral message, a DM, the
+   * terminal), never in the channel — or why not (an unknown server lists the per-person ones).
+   */
+  connect(person: Requester, server: string): Promise<ConnectResult>;
+  /** `connections`: this person's connections (server, account, connected, last used) as text for them alone. */
+  connections(person: Requester): Promise<string>;
+  /** The per-person MCP servers a person can connect to, for a platform's command options. */
+  connectableServers: readonly string[];
 }
+
+/** What `connect` answers: a link for the person alone, or a message. */
+export type ConnectResult = { ok: true; server: string; url: string } | { ok: false; message: string };
 
 /** A running inbound half (Socket Mode connection, gateway session, HTTP receiver, terminal session). */
 export interface InboundHandle {

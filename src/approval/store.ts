@@ -191,7 +191,11 @@ export type AuditEvent =
   | 'grant_used'
   /** A grant was revoked (detail: grant). */
   | 'grant_revoked'
-  | CodeAuditEvent;
+  | CodeAuditEvent
+  | ConnectionAuditEvent;
+
+/** What happened to a person's connection to a per-person MCP server (docs/connections.md). */
+export type ConnectionAuditEvent = 'connected' | 'connection_used' | 'disconnected' | 'connection_refused';
 
 /** What happened to a change of code work (docs/code-work.md); detail: repo, branch, commit. */
 export type CodeAuditEvent = 'code_committed' | 'merge_requested' | 'merged' | 'merge_conflict' | 'discarded';

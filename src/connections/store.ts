@@ -155,6 +155,16 @@ export async function listConnections(db: Queryable, person?: ConnectionPerson):
   return rows.map(toListing);
 }
 
+/** Someone connected to `server` (the most recently used), whose connection may list its tools. */
+export async function anyConnectionTo(db: Queryable, server: string): Promise<ConnectionListing | undefined> {
+  const { rows } = await db.query<ListingRow>(
+    `SELECT ${LISTING_COLUMNS} FROM countersign.connections WHERE server = $1
+     ORDER BY last_used_at DESC NULLS LAST, connected_at DESC LIMIT 1`,
+    [server],
+  );
+  return rows[0] && toListing(rows[0]);
+}
+
 /**
  * Keeps the client registration at the server's authorization server. Compare-and-set: it replaces
  * the stored one only if that is still `replacing` (the client id its writer read; null: none was

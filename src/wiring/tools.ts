@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import { ToolRegistry } from '../agent/tools/registry.ts';
 import type { AnyTool } from '../agent/tools/tool.ts';
 import type { WorkspaceRoots } from '../agent/tools/workspace/access.ts';
+import type { PersonalAuth } from '../agent/tools/mcp/hub.ts';
 import { buildToolCatalog, type ToolCatalog } from '../agent/tools/catalog.ts';
 import type { ApprovalScope } from '../approval/envelope.ts';
 import {
@@ -51,7 +52,14 @@ export async function openTools(
     runsTurns,
     extra,
     rootOf,
-  }: { skills: SkillRegistry; runsTurns: boolean; extra: AnyTool[]; rootOf?: WorkspaceRoots },
+    personalAuth,
+  }: {
+    skills: SkillRegistry;
+    runsTurns: boolean;
+    extra: AnyTool[];
+    rootOf?: WorkspaceRoots;
+    personalAuth?: PersonalAuth;
+  },
   cleanups: Cleanups,
 ): Promise<AgentTools> {
   const catalog = await buildToolCatalog(config, log, {
@@ -59,6 +67,7 @@ export async function openTools(
     skillTools: createSkillTools(skills),
     extra,
     ...(rootOf ? { rootOf } : {}),
+    ...(personalAuth ? { personalAuth } : {}),
   });
   cleanups.add(() => catalog.close());
   const tools = new ToolRegistry(catalog.tools);

@@ -17,6 +17,8 @@ import type { Cleanups } from './cleanups.ts';
 import { jobTasks } from './jobs.ts';
 import type { AgentTools } from './tools.ts';
 import type { CodeWork } from './repos.ts';
+import { connectionsNoteOf } from './connections.ts';
+import type { PersonalConnections } from '../connections/service.ts';
 
 /** Characters of the system prompt given to the list of skills (names and descriptions only). */
 const SKILLS_PROMPT_BUDGET = 4000;
@@ -42,6 +44,8 @@ interface WorkerWiring {
   onFatal(error: unknown): void;
   /** Code work, where repositories are configured: worktrees around turns, and their sweep. */
   codeWork?: CodeWork;
+  /** Per-person MCP servers' connections, where any is configured. */
+  connections?: PersonalConnections;
 }
 
 /** What stops or redirects the turns this process runs. */
@@ -140,5 +144,6 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
       }),
     platforms: wiring.platforms,
     ...(wiring.codeWork ? { workspaces: wiring.codeWork.turns } : {}),
+    ...(wiring.connections ? { connectionsNote: connectionsNoteOf(wiring.connections, catalog) } : {}),
   });
 }

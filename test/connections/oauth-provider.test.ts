@@ -22,7 +22,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startFakeOAuthServer, type FakeOAuthServer } from './fake-oauth-server.ts';
+import { startFakeOAuthServer, type FakeOAuthServer } from '../fakes/oauth/server.ts';
 
 // Never fetched: the fake "browser" stops at the redirect and hands its code to the test.
 const CALLBACK = 'https://countersign.example.com/oauth/callback';

@@ -25,9 +25,51 @@ function workConsoleCommands(ctx: Pick<AdapterContext, 'workCommand' | 'workStat
   };
 }
 
-/** Every line the console answers itself: the skills' commands, then the work commands. */
-export function consoleCommands(ctx: Pick<AdapterContext, 'skills' | 'workCommand' | 'workStatus'>): ConsoleCommand {
-  const handlers = [skillConsoleCommands(ctx.skills), workConsoleCommands(ctx)];
+/** `/connect SERVER` (with or without the server; the core answers a name it does not know). */
+const CONNECT_LINE = /^\/connect(?:\s+([\s\S]*))?$/;
+
+/**
+ * `/connect SERVER` prints the authorization URL for the operator to open (the terminal is theirs
+ * alone); `/connections` prints their connections.
+ */
+function connectionConsoleCommands(
+  ctx: Pick<AdapterContext, 'connect' | 'connections' | 'connectableServers'>,
+): ConsoleCommand {
+  return async (line, person) => {
+    if (line === '/connections') return { reply: await ctx.connections(person) };
+    const typed = CONNECT_LINE.exec(line);
+    if (!typed) return undefined;
+    const server = (typed[1] ?? '').trim();
+    if (!server) return { reply: connectUsage(ctx.connectableServers) };
+    const result = await ctx.connect(person, server);
+    if (!result.ok) return { reply: result.message };
+    return {
+      reply: `Open this link in your browser to connect your own ${result.server} account (it works once, and not for long):\n${result.url}`,
+    };
+  };
+}
+
+function connectUsage(servers: readonly string[]): string {
+  if (servers.length === 0) return 'Usage: /connect SERVER. No per-person servers are configured here.';
+  return `Usage: /connect SERVER. Per-person servers: ${servers.join(', ')}.`;
+}
+
+/** What the commands use of the adapter context; without the connection verbs, `/connect` is not a command. */
+type CommandContext = Pick<AdapterContext, 'skills' | 'workCommand' | 'workStatus'> &
+  Partial<Pick<AdapterContext, 'connect' | 'connections' | 'connectableServers'>>;
+
+const hasConnections = (
+  ctx: CommandContext,
+): ctx is CommandContext & Pick<AdapterContext, 'connect' | 'connections' | 'connectableServers'> =>
+  ctx.connect !== undefined && ctx.connections !== undefined && ctx.connectableServers !== undefined;
+
+/** Every line the console answers itself: the skills' commands, the work commands, the connections. */
+export function consoleCommands(ctx: CommandContext): ConsoleCommand {
+  const handlers = [
+    skillConsoleCommands(ctx.skills),
+    workConsoleCommands(ctx),
+    ...(hasConnections(ctx) ? [connectionConsoleCommands(ctx)] : []),
+  ];
   return async (line, person) => {
     for (const handle of handlers) {
       const answer = await handle(line, person);

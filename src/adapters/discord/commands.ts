@@ -16,22 +16,25 @@ const description = (text: string) =>
   text.length <= MAX_DESCRIPTION ? text : `${text.slice(0, MAX_DESCRIPTION - 1)}…`;
 
 /**
- * The `repo` option of `/code` and `/review`: a pick list of the configured repositories when
- * Discord can show them all, free text otherwise (the core then names the known ones).
+ * A required string option that is a pick list of `names` when Discord can show them all, free text
+ * otherwise (the core then names the known ones).
  */
-function repoOption(repoNames: readonly string[]) {
+function pickOption(name: string, text: string, names: readonly string[]) {
   const listable =
-    repoNames.length > 0 &&
-    repoNames.length <= MAX_CHOICES &&
-    repoNames.every((name) => name.length >= 1 && name.length <= MAX_CHOICE_LENGTH);
+    names.length > 0 &&
+    names.length <= MAX_CHOICES &&
+    names.every((n) => n.length >= 1 && n.length <= MAX_CHOICE_LENGTH);
   return {
     type: ApplicationCommandOptionType.String,
-    name: 'repo',
-    description: 'Which repository',
+    name,
+    description: text,
     required: true,
-    ...(listable ? { choices: repoNames.map((name) => ({ name, value: name })) } : {}),
+    ...(listable ? { choices: names.map((n) => ({ name: n, value: n })) } : {}),
   };
 }
+
+/** The `repo` option of `/code` and `/review`: the configured repositories. */
+const repoOption = (repoNames: readonly string[]) => pickOption('repo', 'Which repository', repoNames);
 
 const stringOption = (name: string, text: string) => ({
   type: ApplicationCommandOptionType.String,
@@ -65,7 +68,7 @@ function workCommandDefinitions(repoNames: readonly string[]) {
 }
 
 /** The slash commands, as Discord's bulk-overwrite endpoint takes them. */
-export function commandDefinitions(repoNames: readonly string[] = []) {
+export function commandDefinitions(repoNames: readonly string[] = [], connectableServers: readonly string[] = []) {
   return [
     { name: 'skills', description: 'List the skills Countersign can run', type: 1 },
     {
@@ -90,7 +93,7 @@ export function commandDefinitions(repoNames: readonly string[] = []) {
     },
     {
       name: 'countersign',
-      description: 'Standing grants (with Revoke) and help',
+      description: 'Standing grants, your work, your connections, and help',
       type: 1,
       options: [
         {
@@ -103,6 +106,17 @@ export function commandDefinitions(repoNames: readonly string[] = []) {
           type: ApplicationCommandOptionType.Subcommand,
           name: 'status',
           description: 'Your running and queued work: type, priority, age',
+        },
+        {
+          type: ApplicationCommandOptionType.Subcommand,
+          name: 'connect',
+          description: 'Connect your own account to a per-person server (the link is shown to you alone)',
+          options: [pickOption('server', 'Which server', connectableServers)],
+        },
+        {
+          type: ApplicationCommandOptionType.Subcommand,
+          name: 'connections',
+          description: 'Your connections: server, account, connected, last used',
         },
       ],
     },
@@ -120,21 +134,24 @@ function fingerprint(commands: Array<Record<string, unknown>>): string {
       name: c.name,
       description: c.description,
       type: c.type ?? 1,
-      options: ((c.options as Array<Record<string, unknown>> | undefined) ?? []).map((o) => ({
-        type: o.type,
-        name: o.name,
-        description: o.description,
-        required: Boolean(o.required),
-        autocomplete: Boolean(o.autocomplete),
-        // A repository added to or removed from REPOS changes the pick list: register again.
-        choices: ((o.choices as Array<{ name: unknown; value: unknown }> | undefined) ?? []).map((c) => [
-          c.name,
-          c.value,
-        ]),
-      })),
+      options: normalOptions(c.options),
     }))
     .sort((a, b) => String(a.name).localeCompare(String(b.name)));
   return createHash('sha256').update(JSON.stringify(normal)).digest('hex');
+}
+
+/** Options as compared, a subcommand's own options included (`/countersign connect server:`). */
+function normalOptions(options: unknown): unknown[] {
+  return ((options as Array<Record<string, unknown>> | undefined) ?? []).map((o) => ({
+    type: o.type,
+    name: o.name,
+    description: o.description,
+    required: Boolean(o.required),
+    autocomplete: Boolean(o.autocomplete),
+    // A repository or per-person server added or removed changes a pick list: register again.
+    choices: ((o.choices as Array<{ name: unknown; value: unknown }> | undefined) ?? []).map((c) => [c.name, c.value]),
+    options: normalOptions(o.options),
+  }));
 }
 
 /**
@@ -148,12 +165,13 @@ export async function registerCommands(
   guildId: string | undefined,
   log: Logger,
   repoNames: readonly string[] = [],
+  connectableServers: readonly string[] = [],
 ): Promise<boolean> {
   const route = guildId
     ? Routes.applicationGuildCommands(applicationId, guildId)
     : Routes.applicationCommands(applicationId);
   const existing = (await rest.get(route)) as Array<Record<string, unknown>>;
-  const desired = commandDefinitions(repoNames);
+  const desired = commandDefinitions(repoNames, connectableServers);
   if (fingerprint(existing) === fingerprint(desired)) return false;
   await rest.put(route, { body: desired });
   log.info({ scope: guildId ? `guild ${guildId}` : 'global' }, 'registered Discord slash commands');

@@ -73,7 +73,14 @@ export async function startDiscordInbound(
     client = await connect(false);
   }
   try {
-    await registerCommands(deps.rest, settings.applicationId, settings.guildId, log, ctx.repoNames);
+    await registerCommands(
+      deps.rest,
+      settings.applicationId,
+      settings.guildId,
+      log,
+      ctx.repoNames,
+      ctx.connectableServers,
+    );
   } catch (error) {
     // Mentions and DMs work without commands; the next start tries again.
     log.error({ err: error }, 'could not register Discord slash commands; /skills and /skill may be missing or stale');

@@ -5,7 +5,7 @@ import {
   type ChatInputCommandInteraction,
   type REST,
 } from 'discord.js';
-import type { AdapterContext, AdmissionDraft } from '../platform.ts';
+import type { AdapterContext, AdmissionDraft, ConnectResult } from '../platform.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { WORK_COMMAND_USAGE, WORK_COMMANDS, type WorkCommandName } from '../../core/work-commands.ts';
 import { discordConversationId } from './conversation-ids.ts';
@@ -199,13 +199,68 @@ async function answerStatus(ctx: AdapterContext, interaction: ChatInputCommandIn
   await interaction.editReply({ content: clip(neutralizeMentions(await ctx.workStatus(person))), ...PUBLIC_EDIT });
 }
 
+/** Discord's bound on a link button's `url` (Message Components, Button Object): longer links are text only. */
+const MAX_LINK_BUTTON_URL = 512;
+/** Characters in a button's label. */
+const MAX_BUTTON_LABEL = 80;
+
+/**
+ * `/countersign connect server:` and `connections`: the person's own connections, answered only to
+ * them (an ephemeral reply, deferred first: starting a connection asks the server's sign-in, which
+ * can take longer than Discord's 3 seconds). A refused person gets the refusal and nothing else.
+ */
+async function answerConnections(
+  ctx: AdapterContext,
+  interaction: ChatInputCommandInteraction,
+  subcommand: 'connect' | 'connections',
+): Promise<void> {
+  const person = personOf(interaction);
+  const admitted = ctx.approvals.mayUse(person, placeOf(interaction));
+  if (!admitted.ok) {
+    await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
+    return;
+  }
+  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+  try {
+    const answer =
+      subcommand === 'connections'
+        ? { content: clip(neutralizeMentions(await ctx.connections(person))) }
+        : connectReply(await ctx.connect(person, interaction.options.getString('server', true).trim()));
+    await interaction.editReply({ ...answer, ...PUBLIC_EDIT });
+  } catch (error) {
+    // Deferred already: without this the person's reply would say "thinking…" until it expires.
+    ctx.log.error({ err: error, user: interaction.user.id, subcommand }, 'could not answer a connections command');
+    await interaction.editReply({ content: TEXTS.unavailable, ...PUBLIC_EDIT }).catch(() => undefined);
+  }
+}
+
+/** The answer to `connect`: the link as a Link button (where Discord takes its length) and as text; or why not. */
+function connectReply(result: ConnectResult) {
+  // What the person typed may be quoted in the core's message: shown, never a mention.
+  if (!result.ok) return { content: clip(neutralizeMentions(result.message)), components: [] };
+  const server = neutralizeMentions(result.server);
+  const text = `Sign in to connect **your own** ${server} account. This link is for you alone: do not share it. It works once, and not for long.\n<${result.url}>`;
+  const label = `Connect ${server}`;
+  const button = {
+    type: 2,
+    style: 5,
+    label: label.length <= MAX_BUTTON_LABEL ? label : `${label.slice(0, MAX_BUTTON_LABEL - 1)}…`,
+    url: result.url,
+  };
+  return {
+    content: clip(text),
+    components: result.url.length <= MAX_LINK_BUTTON_URL ? [{ type: 1, components: [button] }] : [],
+  };
+}
+
 /**
  * `/countersign grants`: the standing grants here, privately, with a Revoke button each; `status`:
- * the asker's work; `help` otherwise.
+ * the asker's work; `connect` and `connections`: their per-person connections; `help` otherwise.
  */
 export async function onCountersign(ctx: AdapterContext, interaction: ChatInputCommandInteraction): Promise<void> {
   const subcommand = interaction.options.getSubcommand(false);
   if (subcommand === 'status') return answerStatus(ctx, interaction);
+  if (subcommand === 'connect' || subcommand === 'connections') return answerConnections(ctx, interaction, subcommand);
   if (subcommand !== 'grants') {
     const here = {
       platform: 'discord',
@@ -279,6 +334,8 @@ const MAX_LISTED_GRANTS = LIMITS.listedGrants;
 const COUNTERSIGN_HELP = [
   '**/countersign grants** — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.',
   '**/countersign status** — your running and queued work: type, priority, age.',
+  '**/countersign connect** server — connect your own account to a per-person server; the link is shown to you alone.',
+  '**/countersign connections** — your connections: server, account, connected, last used.',
   '**/skills** — the skills I can run · **/skill** — run one.',
   ...WORK_COMMANDS.map((w) => `**/${w}** ${WORK_COMMAND_USAGE[w].args} — ${WORK_COMMAND_USAGE[w].description}.`),
   'Mention me in a channel, or write to me in a DM, to ask for anything else. Risky actions always wait for an Approve.',

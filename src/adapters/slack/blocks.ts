@@ -66,6 +66,49 @@ export function grantListBlocks(lines: Array<{ id: string; text: string }>, tota
   return blocks;
 }
 
+/** The action_id of a Connect link button: Slack sends a click on it too, and there is nothing to do. */
+export const CONNECT_LINK_ACTION = 'countersign_connect_link';
+
+/** Slack's bound on a button's `url` (Block Kit, button element): a longer link is shown as text only. */
+const MAX_BUTTON_URL = 3000;
+
+/**
+ * A Connect link for one person (`/countersign connect`), to be sent only where they alone see it: a
+ * link button to the authorization URL, and the URL itself as text for clients without buttons (and
+ * for notifications). The server name is shown as text: Markdown conversion keeps a mention in it
+ * from pinging.
+ */
+export function connectLinkMessage(server: string, url: string): { text: string; blocks: Block[] } {
+  const link = `<${slackUrl(url)}>`;
+  const blocks: Block[] = [
+    markdownSection(
+      `Sign in to connect **your own** ${server} account. This link is for you alone: do not share it. It works once, and not for long.`,
+    ),
+  ];
+  if (url.length <= MAX_BUTTON_URL) {
+    blocks.push({
+      type: 'actions',
+      elements: [
+        {
+          type: 'button',
+          action_id: CONNECT_LINK_ACTION,
+          text: { type: 'plain_text', text: `Connect ${server}`.slice(0, LIMITS.buttonText), emoji: false },
+          url,
+          style: 'primary',
+        },
+      ],
+    });
+  }
+  // An explicit <link>: a bare URL's `_` and `*` could otherwise be read as formatting.
+  const line = `Or open: ${link}`;
+  if (line.length <= LIMITS.contextText) blocks.push(context(line));
+  return { text: `${markdownToMrkdwn(`Connect your own ${server} account (for you alone):`)} ${link}`, blocks };
+}
+
+/** A URL inside mrkdwn's `<…>`: `&` escaped as Slack asks, and what would end the link percent-encoded. */
+const slackUrl = (url: string) =>
+  url.replace(/&/g, '&amp;').replace(/</g, '%3C').replace(/>/g, '%3E').replace(/\|/g, '%7C');
+
 /** A reply's blocks: its text as mrkdwn sections (each ≤ 3000 characters) and its buttons. */
 export function replyBlocks(markdown: string, buttons: ReplyButton[] = []): Block[] {
   const sections = mrkdwnPieces(markdown, LIMITS.sectionText).map((piece) => section(piece || ' '));

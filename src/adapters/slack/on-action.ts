@@ -1,7 +1,7 @@
 import type { SlackActionMiddlewareArgs, SlackViewMiddlewareArgs } from '@slack/bolt';
 import { z } from 'zod';
 import type { AdapterContext } from '../platform.ts';
-import { denyReasonModal, fullArgumentsModal, type Block } from './blocks.ts';
+import { CONNECT_LINK_ACTION, denyReasonModal, fullArgumentsModal, type Block } from './blocks.ts';
 import type { ClickedMessage } from '../../core/approval-card.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
@@ -18,6 +18,8 @@ export interface ActionDeps {
 export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
   return async function onAction({ ack, body, action }: SlackActionMiddlewareArgs): Promise<void> {
     await ack();
+    // A link button opens its URL in the browser, and Slack sends the click as well: nothing to do.
+    if (isLinkClick(action)) return;
     const value = (action as { value?: string }).value ?? '';
     const user = body.user.id;
     // block_actions name the clicker's own team (another org's for a Slack Connect user).
@@ -45,6 +47,12 @@ export function createActionHandler(ctx: AdapterContext, deps: ActionDeps) {
       ...(clicked ? { clicked } : {}),
     });
   };
+}
+
+/** A click on a button that only opens a link (a Connect button): it has a `url`, and no value of ours. */
+function isLinkClick(action: unknown): boolean {
+  const clicked = action as { action_id?: unknown; url?: unknown };
+  return clicked.action_id === CONNECT_LINK_ACTION || typeof clicked.url === 'string';
 }
 
 /** Where a block_actions click came from, and the URL that answers it (Slack's payload, loosely). */

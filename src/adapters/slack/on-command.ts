@@ -1,5 +1,5 @@
 import type { SlackCommandMiddlewareArgs } from '@slack/bolt';
-import type { AdapterContext, AdmissionDraft } from '../platform.ts';
+import type { AdapterContext, AdmissionDraft, ConnectResult } from '../platform.ts';
 import { Priority } from '../../core/work-item.ts';
 import { MODE_HELP, TEXTS } from '../../core/texts.ts';
 import { WORK_COMMAND_USAGE, WORK_COMMANDS, type WorkCommandName } from '../../core/work-commands.ts';
@@ -8,23 +8,26 @@ import type { SlackOutbound } from './outbound.ts';
 import { slackErrorOf } from './api-errors.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
-import { grantListBlocks } from './blocks.ts';
+import { connectLinkMessage, grantListBlocks, type Block } from './blocks.ts';
 import { grantsInTheirConversations, type SlackMemberships } from './memberships.ts';
 import { SLACK_RULES } from './rules.ts';
 import { slackConversationId } from './conversation-ids.ts';
 import { markdownToMrkdwn } from './format/index.ts';
+import type { Requester } from '../../core/person.ts';
 
 /** The names this app's work commands are registered under (SLACK_CODE_COMMAND and its kin). */
 type WorkCommandNames = Record<WorkCommandName, string>;
 
 const DEFAULT_WORK_COMMAND_NAMES: WorkCommandNames = { code: '/code', review: '/review', research: '/research' };
 
-/** What `/countersign` (without `grants` or `status`) answers. */
+/** What `/countersign` (without `grants`, `status`, `connect` or `connections`) answers. */
 function countersignHelp(command: string, mode: keyof typeof MODE_HELP, names: WorkCommandNames): string {
   return [
     `Here, a message you send while I'm working ${MODE_HELP[mode]} (mode \`${mode}\`, docs/conversations.md).`,
     `*${command} grants* — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also the grants you made in conversations you are still in.`,
     `*${command} status* — your running and queued work: type, priority, age.`,
+    `*${command} connect SERVER* — connect your own account to a per-person server; the link is shown to you alone.`,
+    `*${command} connections* — your connections: server, account, connected, last used.`,
     '*/skills* — the skills I can run · */skill <name> <input>* — run one.',
     ...WORK_COMMANDS.map((w) => `*${names[w]} ${WORK_COMMAND_USAGE[w].args}* — ${WORK_COMMAND_USAGE[w].description}.`),
     'Mention me in a channel, or write to me in a DM, to ask for anything else. Risky actions always wait for an Approve.',
@@ -209,19 +212,24 @@ async function postRunHeader(
   }
 }
 
+/** The `/countersign` verbs that answer the person who ran it about their own things. */
+const PERSONAL_VERBS = new Set(['grants', 'status', 'connect', 'connections']);
+
 /**
  * `/countersign grants` lists the standing grants with a Revoke button each, to people the policy
  * lets use the bot, and only grants of conversations the viewer is in (a DM lists the viewer's own
  * grants from elsewhere, less those of channels they have since left); `/countersign status` the
- * asker's own running and queued work; anything else: help.
+ * asker's own running and queued work; `connect SERVER` and `connections` their per-person
+ * connections; anything else: help. Every answer is ephemeral: a Connect link is never in the channel.
  */
 async function answerCountersign(
   ctx: AdapterContext,
   deps: CommandDeps,
-  { command, ack }: SlackCommandMiddlewareArgs,
+  { command, ack, respond }: SlackCommandMiddlewareArgs,
 ): Promise<void> {
-  const [verb = ''] = command.text.trim().toLowerCase().split(/\s+/);
-  if (verb !== 'grants' && verb !== 'status') {
+  const [verb = '', argument = ''] = command.text.trim().split(/\s+/);
+  const asked = verb.toLowerCase();
+  if (!PERSONAL_VERBS.has(asked)) {
     const here = { platform: SLACK_RULES.name, channel: command.channel_id, workspace: command.team_id };
     await ack({
       response_type: 'ephemeral',
@@ -240,24 +248,71 @@ async function answerCountersign(
     await ack({ response_type: 'ephemeral', text: admitted.refusal });
     return;
   }
-  if (verb === 'status') {
+  if (asked === 'status') {
     await ack({ response_type: 'ephemeral', text: markdownToMrkdwn(await ctx.workStatus(person)) });
     return;
   }
+  if (asked === 'connect' || asked === 'connections') {
+    // Acknowledged first: starting a connection asks the server's sign-in, which can take longer than
+    // the 3 seconds Slack gives a command; the answer goes through the command's response_url.
+    await ack();
+    try {
+      const answer =
+        asked === 'connect'
+          ? await connectAnswer(ctx, command.command, person, argument)
+          : { text: markdownToMrkdwn(await ctx.connections(person)) };
+      await respond({ response_type: 'ephemeral', ...answer });
+    } catch (error) {
+      // Acknowledged already: without this the person would see nothing at all.
+      ctx.log.error({ err: error, user: command.user_id, verb: asked }, 'could not answer a connections command');
+      await respond({ response_type: 'ephemeral', text: TEXTS.unavailable }).catch(() => undefined);
+    }
+    return;
+  }
+  await ack({ response_type: 'ephemeral', ...(await grantsAnswer(ctx, deps, command, person)) });
+}
+
+/**
+ * `/countersign connect SERVER`: a link button for this person alone, with the URL as text where
+ * buttons are not shown; or the core's reason why not. What the person typed is shown only through
+ * Markdown conversion, so a mention in it never pings.
+ */
+async function connectAnswer(
+  ctx: AdapterContext,
+  commandName: string,
+  person: Requester,
+  server: string,
+): Promise<{ text: string; blocks?: Block[] }> {
+  if (!server) return { text: markdownToMrkdwn(connectUsage(commandName, ctx.connectableServers)) };
+  const result: ConnectResult = await ctx.connect(person, server);
+  if (!result.ok) return { text: markdownToMrkdwn(result.message) };
+  return connectLinkMessage(result.server, result.url);
+}
+
+/** `connect` without a server: how to use it, and the servers there are. */
+function connectUsage(commandName: string, servers: readonly string[]): string {
+  const usage = `Usage: \`${commandName} connect SERVER\`.`;
+  if (servers.length === 0) return `${usage} No per-person servers are configured here.`;
+  return `${usage} Per-person servers: ${servers.map((s) => `\`${s}\``).join(', ')}.`;
+}
+
+/** `/countersign grants`: the grants of conversations the viewer is in, a Revoke button each. */
+async function grantsAnswer(
+  ctx: AdapterContext,
+  deps: CommandDeps,
+  command: CommandOrigin,
+  person: Requester,
+): Promise<{ text: string; blocks?: Block[] }> {
   const grants = await grantsInTheirConversations(
-    await ctx.approvals.grantsSeenFrom(person, place),
+    await ctx.approvals.grantsSeenFrom(person, commandPlace(command)),
     command.user_id,
     command.channel_id,
     deps.memberships,
   );
-  if (grants.length === 0) {
-    await ack({ response_type: 'ephemeral', text: NO_GRANTS });
-    return;
-  }
+  if (grants.length === 0) return { text: NO_GRANTS };
   const lines = grants.map((g) => ({ id: g.id, text: describeGrant(g) }));
-  await ack({
-    response_type: 'ephemeral',
+  return {
     text: `${grants.length} standing grant${grants.length === 1 ? '' : 's'} apply here.`,
     blocks: grantListBlocks(lines, grants.length),
-  });
+  };
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import { loadMcpConfig } from './mcp/config.ts';
-import { McpHub } from './mcp/hub.ts';
+import { McpHub, type PersonalAuth } from './mcp/hub.ts';
 import { currentTimeTool } from './current-time.ts';
 import { requestHumanApprovalTool } from './request-human-approval.ts';
 import { createRunCommandTool, runCommandPromptNote } from './run-command.ts';
@@ -22,6 +22,8 @@ export interface CatalogOptions {
   skillTools?: AnyTool[];
   /** Tools an embedding application (or a test) adds, offered last. */
   extra?: AnyTool[];
+  /** Per-person MCP servers' connections (src/connections), where any server says `"auth": "oauth"`. */
+  personalAuth?: PersonalAuth;
   /**
    * A conversation's own workspace, where it has one (a repository's worktree, src/repos): the
    * workspace tools and run_command of its calls work there instead of AGENT_WORKSPACE_ROOT.
@@ -44,6 +46,8 @@ export interface ToolCatalog {
   rootFor(conversationId: string): string;
   /** The MCP tools as they are now; call again after `onMcpToolsChanged` fires. */
   mcpTools(): AnyTool[];
+  /** Lists per-person servers' tools not known yet (someone may have connected since). */
+  discoverPersonalTools(): Promise<void>;
   /** Told when an MCP server's tool list changes (connect, reconnect, list_changed). */
   onMcpToolsChanged(listener: (tools: AnyTool[]) => void): () => void;
   close(): Promise<void>;
@@ -95,8 +99,13 @@ export async function buildToolCatalog(
 
   let hub: McpHub | undefined;
   if (config.MCP_CONFIG && options.mcp !== false) {
-    hub = new McpHub(loadMcpConfig(path.resolve(process.cwd(), config.MCP_CONFIG)), log);
+    hub = new McpHub(loadMcpConfig(path.resolve(process.cwd(), config.MCP_CONFIG)), log, options.personalAuth);
     await hub.start(options.mcpStartTimeoutMs);
+    // Through anyone's stored connection; later, before each turn (someone may connect meanwhile).
+    if (options.personalAuth)
+      await hub
+        .discoverPersonalTools()
+        .catch((error: unknown) => log.warn({ err: error }, 'could not list per-person tools'));
     // MCP names always contain "__" (server__tool) and built-in ones never do, so they can't clash.
   }
   const connected = hub;
@@ -113,6 +122,9 @@ export async function buildToolCatalog(
     workspaceRoot,
     rootFor: (conversationId) => options.rootOf?.(conversationId) ?? workspaceRoot,
     mcpTools: () => connected?.tools() ?? [],
+    discoverPersonalTools: async () => {
+      if (options.personalAuth) await connected?.discoverPersonalTools();
+    },
     onMcpToolsChanged: (listener) => connected?.onToolsChanged(() => listener(connected.tools())) ?? (() => undefined),
     close: async () => {
       await connected?.close();

@@ -64,6 +64,11 @@ export interface WorkerServices {
   draining: AbortSignal;
   /** Where a conversation that works on a repository works (src/repos); absent: no repositories. */
   workspaces?: TurnWorkspaces;
+  /**
+   * Before each turn: what the model should know of the requester's own connections (per-person MCP
+   * servers, src/connections), once their tools are listed; absent: none configured.
+   */
+  connectionsNote?(item: WorkItem): Promise<string | undefined>;
 }
 
 export function initialTurnState(item: WorkItem): TurnState {
@@ -150,7 +155,11 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
       const tools =
         workspace.kind === 'repository' && workspace.offers ? services.tools.only(workspace.offers) : undefined;
       const deps = turnDeps(services, { item, log, sink, signal, checkStop, ...(tools ? { tools } : {}) });
-      const context = turnContext(services, item, history, workspace.kind === 'repository' ? workspace.systemNote : '');
+      const notes = [
+        workspace.kind === 'repository' ? workspace.systemNote : '',
+        (await services.connectionsNote?.(item).catch(() => undefined)) ?? '',
+      ];
+      const context = turnContext(services, item, history, notes.filter(Boolean).join('\n\n'));
       const external = workspace.kind === 'repository' && state.round === 0 ? workspace.external : undefined;
       const outcome = external
         ? await runExternally(external, state, sink, signal)

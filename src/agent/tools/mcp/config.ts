@@ -66,6 +66,16 @@ const HttpServer = z.strictObject({
   type: z.enum(HTTP_TYPES).optional(),
   url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }),
   headers: z.record(z.string(), z.string()).default({}),
+  /**
+   * "oauth": a per-person server (docs/connections.md) — every call runs with the requester's own
+   * OAuth connection, never a shared credential.
+   */
+  auth: z.literal('oauth', { error: 'expected "oauth" (per-person connections) or no auth' }).optional(),
+  /** A client registered with the server ahead of time (GitHub style); else dynamic registration. */
+  clientId: z.string().min(1).optional(),
+  clientSecret: z.string().min(1).optional(),
+  /** The OAuth scope to ask for. */
+  scope: z.string().min(1).optional(),
   ...common,
 });
 
@@ -220,6 +230,10 @@ export function parseMcpConfig(raw: unknown, env: Record<string, string | undefi
       values[k] = expandEnv(value, env, `MCP server "${name}": ${'url' in server ? 'header' : 'env'} ${k}`);
     }
     if ('url' in server) problems.push(...headerProblems(name, server.headers));
+    if ('url' in server && server.clientSecret)
+      server.clientSecret = expandEnv(server.clientSecret, env, `MCP server "${name}": clientSecret`);
+    if ('url' in server && server.auth === 'oauth' && transportOf(server) === 'sse')
+      problems.push(`MCP server "${name}": "auth": "oauth" needs Streamable HTTP, not "type": "sse"`);
   }
   if (problems.length) throw new McpConfigError(problems.join('; '));
   return { mcpServers: parsed, warnings };

@@ -3,6 +3,7 @@ import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/s
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import {
   ErrorCode,
   McpError,
@@ -84,11 +85,21 @@ export class McpConnection {
   #lastAttempt = 0;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(name: string, config: McpServerConfig, log: Logger, onTools: () => void) {
+  readonly #authProvider: OAuthClientProvider | undefined;
+
+  /** `authProvider`: for a per-person server, the person's OAuth connection (src/connections). */
+  constructor(
+    name: string,
+    config: McpServerConfig,
+    log: Logger,
+    onTools: () => void,
+    authProvider?: OAuthClientProvider,
+  ) {
     this.name = name;
     this.#config = config;
     this.#log = log.child({ mcpServer: name });
     this.#onTools = onTools;
+    this.#authProvider = authProvider;
   }
 
   get state(): ConnectionState {
@@ -125,7 +136,10 @@ export class McpConnection {
       });
       return transport;
     }
-    const options = { requestInit: { headers: config.headers } };
+    const options = {
+      requestInit: { headers: config.headers },
+      ...(this.#authProvider ? { authProvider: this.#authProvider } : {}),
+    };
     return transportOf(config) === 'sse'
       ? new SSEClientTransport(new URL(config.url), options)
       : new StreamableHTTPClientTransport(new URL(config.url), options);

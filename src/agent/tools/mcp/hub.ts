@@ -3,7 +3,8 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { unknownArgsProblem, type AnyTool, type RiskLevel } from '../tool.ts';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { unknownArgsProblem, type AnyTool, type RiskLevel, type ToolContext, type ToolOutput } from '../tool.ts';
 import { transportOf, type McpConfig, type McpServerConfig } from './config.ts';
 import { McpConnection, type ConnectionState, type RemoteTool } from './connection.ts';
 
@@ -51,6 +52,22 @@ function isTrusted(server: McpServerConfig | undefined): boolean {
   return server.trusted ?? transportOf(server) === 'stdio';
 }
 
+/** A person as their connections are keyed (src/connections). */
+type ConnectionPerson = { platform: string; userId: string; workspace?: string };
+
+/**
+ * How per-person servers (`"auth": "oauth"`) authenticate: each person's own connection, kept by
+ * src/connections (the agent does not import it; the wiring hands it in).
+ */
+export interface PersonalAuth {
+  authProvider(person: ConnectionPerson, server: string): OAuthClientProvider;
+  isConnected(person: ConnectionPerson, server: string): Promise<boolean>;
+  /** Someone connected to `server`, whose connection may list its tools. */
+  anyoneConnected(server: string): Promise<ConnectionPerson | undefined>;
+  /** A call ran with the person's connection, or was refused for want of one (audit). */
+  used(person: ConnectionPerson, server: string, tool: string, outcome: 'used' | 'refused'): Promise<void>;
+}
+
 /**
  * The configured MCP servers and their tools, namespaced `server__tool`. Servers connect at
  * `start()` and reconnect by themselves; a server that is down keeps its last tool list, and calls
@@ -63,18 +80,100 @@ export class McpHub {
   readonly #validators = new AjvJsonSchemaValidator();
   readonly #inputs = new Map<string, z.ZodType<Record<string, unknown>>>();
   readonly #log: Logger;
+  readonly #personalAuth: PersonalAuth | undefined;
+  /** Per-person servers' connections, one per person and server, made on a person's first call. */
+  readonly #personal = new Map<string, McpConnection>();
+  /** Per-person servers' tool lists, as someone's connection last listed them. */
+  readonly #personalTools = new Map<string, RemoteTool[]>();
 
-  constructor(config: McpConfig, log: Logger) {
+  constructor(config: McpConfig, log: Logger, personalAuth?: PersonalAuth) {
     this.#config = config;
     this.#log = log;
+    this.#personalAuth = personalAuth;
     for (const warning of config.warnings) log.warn(warning);
     const servers = Object.entries(config.mcpServers);
     for (const [name] of servers.filter(([, server]) => server.disabled)) {
       log.info({ mcpServer: name }, `MCP server "${name}" is disabled in the config ("disabled": true); not started`);
     }
+    // A per-person server is never connected with a shared credential: each person's calls use theirs.
     this.#connections = servers
-      .filter(([, server]) => !server.disabled)
-      .map(([name, server]) => new McpConnection(name, server, log, () => this.#listeners.forEach((l) => l())));
+      .filter(([, server]) => !server.disabled && !isPersonal(server))
+      .map(([name, server]) => new McpConnection(name, server, log, () => this.#notify()));
+  }
+
+  #notify(): void {
+    this.#listeners.forEach((l) => l());
+  }
+
+  /** The per-person servers (`"auth": "oauth"`) that are not disabled. */
+  personalServers(): string[] {
+    return Object.entries(this.#config.mcpServers)
+      .filter(([, server]) => !server.disabled && isPersonal(server))
+      .map(([name]) => name);
+  }
+
+  /**
+   * Lists the tools of per-person servers not known yet, through anyone's connection: a server's
+   * tools are the same for everyone; whose account runs them is each caller's own. Cheap once every
+   * server's tools are known (nothing to do); until then one lookup per unknown server.
+   */
+  async discoverPersonalTools(): Promise<void> {
+    const auth = this.#personalAuth;
+    if (!auth) return;
+    for (const server of this.personalServers().filter((s) => !this.#personalTools.has(s))) {
+      const person = await auth.anyoneConnected(server).catch(() => undefined);
+      if (!person) continue;
+      const connection = this.#personalConnection(person, server);
+      await connection.connect();
+      if (connection.tools.length) this.#setPersonalTools(server, connection.tools);
+    }
+  }
+
+  #setPersonalTools(server: string, tools: RemoteTool[]): void {
+    this.#personalTools.set(server, tools);
+    this.#notify();
+  }
+
+  #personalConnection(person: ConnectionPerson, server: string): McpConnection {
+    const key = JSON.stringify([person.platform, person.userId, person.workspace ?? '', server]);
+    let connection = this.#personal.get(key);
+    if (!connection) {
+      const config = this.#config.mcpServers[server]!;
+      connection = new McpConnection(
+        server,
+        config,
+        this.#log.child({ person: `${person.platform}:${person.userId}` }),
+        () => {
+          if (connection?.tools.length) this.#setPersonalTools(server, connection.tools);
+        },
+        this.#personalAuth!.authProvider(person, server),
+      );
+      this.#personal.set(key, connection);
+    }
+    return connection;
+  }
+
+  /** A per-person server's call: with the requester's own connection, or refused saying how to connect. */
+  async #callAsPerson(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    person: ConnectionPerson,
+    signal: AbortSignal,
+  ): Promise<ToolOutput> {
+    const auth = this.#personalAuth!;
+    if (!(await auth.isConnected(person, server))) {
+      await auth.used(person, server, tool, 'refused');
+      return {
+        content: `The person who asked has not connected their ${server} account, so ${tool} cannot run as them. Tell them to connect it with \`/countersign connect ${server}\` (only they see the link), then ask again.`,
+        isError: true,
+      };
+    }
+    const connection = this.#personalConnection(person, server);
+    await connection.connect();
+    const output = await connection.call(tool, args, signal);
+    await auth.used(person, server, tool, 'used');
+    return output;
   }
 
   /** Connects every server, waiting up to `timeoutMs` for slow ones (they keep trying in the background). */
@@ -102,10 +201,30 @@ export class McpHub {
   }
 
   tools(): AnyTool[] {
-    return this.#connections.flatMap((connection) => connection.tools.map((remote) => this.#wrap(connection, remote)));
+    const shared = this.#connections.flatMap((connection) =>
+      connection.tools.map((remote) =>
+        this.#wrap(connection.name, remote, (args, ctx) => connection.call(remote.name, args, ctx.signal)),
+      ),
+    );
+    const personal = [...this.#personalTools].flatMap(([server, remotes]) =>
+      remotes.map((remote) => ({
+        ...this.#wrap(server, remote, (args, ctx) =>
+          this.#callAsPerson(server, remote.name, args, ctx.requester, ctx.signal),
+        ),
+        // The card says whose account the call runs as: the requester's, whoever approves it.
+        describeForApproval: async (_args: unknown, ctx: ToolContext) =>
+          `Runs as ${ctx.requester.displayName ?? `${ctx.requester.platform}:${ctx.requester.userId}`}'s own ${server} connection.`,
+      })),
+    );
+    return [...shared, ...personal];
   }
 
-  #wrap(connection: McpConnection, remote: RemoteTool): AnyTool {
+  #wrap(
+    server: string,
+    remote: RemoteTool,
+    run: (args: Record<string, unknown>, ctx: ToolContext) => Promise<ToolOutput>,
+  ): AnyTool {
+    const connection = { name: server };
     const override = this.#config.mcpServers[connection.name]?.approval[remote.name];
     const policy = policyFor(remote, override);
     const schema = remote.inputSchema as Record<string, unknown>;
@@ -132,7 +251,7 @@ export class McpHub {
         ...(override ? { override } : {}),
       },
       idempotent: policy.idempotent,
-      execute: (args: Record<string, unknown>, ctx) => connection.call(remote.name, args, ctx.signal),
+      execute: (args: Record<string, unknown>, ctx) => run(args, ctx),
     };
   }
 
@@ -174,8 +293,13 @@ export class McpHub {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.#connections.map((c) => c.close()));
+    await Promise.all([...this.#connections, ...this.#personal.values()].map((c) => c.close()));
   }
+}
+
+/** A server every person connects to with their own account. */
+function isPersonal(server: McpServerConfig): boolean {
+  return 'url' in server && server.auth === 'oauth';
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,0 +1,131 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { ConfigError, type Config } from '../config.ts';
+import type { Pool } from '../db/pool.ts';
+import { loadMcpConfig } from '../agent/tools/mcp/config.ts';
+import type { PersonalAuth } from '../agent/tools/mcp/hub.ts';
+import { audit } from '../approval/store.ts';
+import { CALLBACK_PATH, PersonalConnections, type PersonalServer } from '../connections/service.ts';
+import { anyConnectionTo, touchConnection } from '../connections/store.ts';
+import { TokenSealer } from '../connections/token-crypto.ts';
+import type { HttpServer } from '../http/server.ts';
+import { callbackPage } from '../connections/callback-page.ts';
+import type { WorkItem } from '../core/work-item.ts';
+import type { PlatformDirectory } from '../core/platform-rules.ts';
+
+/**
+ * Per-person MCP servers (`"auth": "oauth"` in MCP_CONFIG, docs/connections.md): undefined when
+ * there are none. With any, TOKEN_ENCRYPTION_KEY and PUBLIC_URL must be set: start-up stops
+ * naming what is missing.
+ */
+export function openConnections(config: Config, log: Logger, pool: Pool): PersonalConnections | undefined {
+  if (!config.MCP_CONFIG) return undefined;
+  const mcp = loadMcpConfig(path.resolve(process.cwd(), config.MCP_CONFIG));
+  const servers: PersonalServer[] = Object.entries(mcp.mcpServers).flatMap(([name, server]) =>
+    'url' in server && server.auth === 'oauth' && !server.disabled
+      ? [
+          {
+            name,
+            url: server.url,
+            ...(server.clientId ? { clientId: server.clientId } : {}),
+            ...(server.clientSecret ? { clientSecret: server.clientSecret } : {}),
+            ...(server.scope ? { scope: server.scope } : {}),
+          },
+        ]
+      : [],
+  );
+  if (servers.length === 0) return undefined;
+  const names = servers.map((s) => s.name).join(', ');
+  const problems = [
+    ...(config.TOKEN_ENCRYPTION_KEY
+      ? []
+      : [
+          `TOKEN_ENCRYPTION_KEY: is missing: MCP_CONFIG has per-person servers ("auth": "oauth": ${names}), whose tokens are sealed with it`,
+        ]),
+    ...(config.PUBLIC_URL
+      ? []
+      : [`PUBLIC_URL: is missing: per-person servers (${names}) send people back to \${PUBLIC_URL}${CALLBACK_PATH}`]),
+  ];
+  if (problems.length) throw new ConfigError(problems);
+  return new PersonalConnections({
+    db: pool,
+    sealer: new TokenSealer(config.TOKEN_ENCRYPTION_KEY!, config.TOKEN_ENCRYPTION_KEY_PREVIOUS),
+    publicUrl: config.PUBLIC_URL!,
+    ttlSeconds: config.CONNECT_TTL_SECONDS,
+    servers,
+    log,
+    record: (event, person, detail) => audit(pool, { event, actor: person, detail }),
+  });
+}
+
+/** How the agent's per-person servers authenticate: each requester's own connection. */
+export function personalAuthOf(connections: PersonalConnections, pool: Pool): PersonalAuth {
+  return {
+    authProvider: (person, server) => connections.authProvider(person, server),
+    isConnected: (person, server) => connections.isConnected(person, server),
+    anyoneConnected: (server) => anyConnectionTo(pool, server),
+    used: async (person, server, tool, outcome) => {
+      if (outcome === 'used') await touchConnection(pool, person, server);
+      await audit(pool, {
+        event: outcome === 'used' ? 'connection_used' : 'connection_refused',
+        actor: {
+          platform: person.platform,
+          userId: person.userId,
+          ...(person.workspace ? { workspace: person.workspace } : {}),
+        },
+        detail: { server, tool },
+      });
+    },
+  };
+}
+
+/** `GET /oauth/callback`: the person's browser back from the authorization server. */
+export function routeCallback(
+  http: HttpServer,
+  connections: PersonalConnections,
+  platforms: PlatformDirectory,
+  log: Logger,
+): void {
+  const chatName = (platform: string) =>
+    platforms.has(platform) ? platforms.rulesOf(platform).displayName : 'the chat';
+  http.route(CALLBACK_PATH, async (req, res) => {
+    const query = new URL(req.url ?? '/', 'http://localhost').searchParams;
+    const state = query.get('state') ?? '';
+    const code = query.get('code') ?? '';
+    const denied = query.get('error');
+    let result;
+    if (denied)
+      result = { ok: false as const, message: 'The sign-in was cancelled or refused. Nothing was connected.' };
+    else if (!state || !code) result = { ok: false as const, message: 'This is not a Connect link I made.' };
+    else result = await connections.complete(state, code);
+    if (!result.ok) log.info({ reason: result.message }, 'a connection callback was refused');
+    const page = callbackPage(result, chatName);
+    res.writeHead(page.status, {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+      'referrer-policy': 'no-referrer',
+      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+    });
+    res.end(page.html);
+  });
+}
+
+/**
+ * The system prompt's line on per-person servers, for this turn's requester: which of their own
+ * accounts are connected. Lists the servers' tools first if someone has connected since.
+ */
+export function connectionsNoteOf(
+  connections: PersonalConnections,
+  catalog: { discoverPersonalTools(): Promise<void> },
+): (item: WorkItem) => Promise<string | undefined> {
+  return async (item) => {
+    await catalog.discoverPersonalTools();
+    const states = await Promise.all(
+      connections.servers.map(async (server) => {
+        const connected = await connections.isConnected(item.requester, server);
+        return `${server} (${connected ? 'connected' : `not connected: they can connect with \`/countersign connect ${server}\``})`;
+      }),
+    );
+    return `Tools of these MCP servers run as the person who asked, with their own account: ${states.join('; ')}.`;
+  };
+}
