@@ -33,7 +33,7 @@ import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
 import { openCodeWork } from './wiring/repos.ts';
-import { openConnections, personalAuthOf, routeCallback } from './wiring/connections.ts';
+import { connectionGateOf, openConnections, personalAuthOf, routeCallback } from './wiring/connections.ts';
 import { readWorkCommand } from './repos/work-commands.ts';
 import type { RepoCatalog } from './repos/repos-config.ts';
 import { workStatusText } from './queue/work-status.ts';
@@ -231,6 +231,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       cardRenderers,
       platformRules: directory,
       ...(codeWork ? { changeDiff: codeWork.changeDiff } : {}),
+      ...(connections ? { connections: connectionGateOf(connections, agentTools.tools, outbounds, directory) } : {}),
     });
 
     let reportFailure: (error: unknown) => void = () => undefined;
@@ -255,7 +256,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       : undefined;
 
     const http = await startHttp(config, log, { pool, runner }, cleanups);
-    if (connections) routeCallback(http, connections, directory, log);
+    if (connections) routeCallback(http, connections, approvals, directory, log);
     const stopTurn = (workItemId: string, by: Requester) =>
       requestStop(pool, workItemId, by, (person, reply) => gate.isApprover(person, reply));
     const hasTerminal = consoleOptions !== undefined;

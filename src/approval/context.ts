@@ -5,6 +5,8 @@ import type { OutboundRegistry } from '../reply/outbound.ts';
 import type { CardRenderers } from './card-renderers.ts';
 import type { PolicyGate } from './gate.ts';
 import type { ApprovalScope } from './envelope.ts';
+import type { Requester } from '../core/person.ts';
+import type { ReplyTarget } from '../core/reply-target.ts';
 
 /** A change card's diff as a file, or why there is none (src/repos makes it; approvals only carry it). */
 export type ChangeDiffSource = (
@@ -41,4 +43,20 @@ export interface ApprovalContext {
   log: Logger;
   /** A change card's diff as a file (src/repos), where repositories are configured. */
   changeDiff?: ChangeDiffSource;
+  /** Per-person MCP servers' connections (docs/connections.md), where any is configured. */
+  connections?: ConnectionGate;
+}
+
+/**
+ * Per-person MCP servers as approvals see them (docs/connections.md; src/connections keeps the tokens,
+ * the wiring hands this in).
+ */
+export interface ConnectionGate {
+  /** The per-person server a call needs that its requester has not connected, if any. */
+  missing(requester: Requester, call: { name: string }): Promise<string | undefined>;
+  /**
+   * Sends the requester alone a Connect link for `server`, bound to the parked turn (a DM; the
+   * operator's terminal). False where the platform has no private way: the card names the command.
+   */
+  sendLink(requester: Requester, reply: ReplyTarget, server: string, workItemId: string): Promise<boolean>;
 }

@@ -40,6 +40,11 @@ export const CallPolicy = z.object({
    * `platform:user`): none of them may countersign it.
    */
   coRequesters: z.array(z.string()).optional(),
+  /**
+   * The call waits only for its requester to connect a per-person server (the policy lets it run):
+   * connecting lets it go on. A call the policy asks about anyway still waits for a click.
+   */
+  onlyForConnection: z.boolean().optional(),
 });
 export type CallPolicy = z.infer<typeof CallPolicy>;
 

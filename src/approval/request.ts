@@ -14,6 +14,8 @@ import type { ApprovalContext } from './context.ts';
 import { newNonce, planHash, scopeHash, type CallPolicy, type PlannedCall } from './envelope.ts';
 import { formatPattern } from '../policy/index.ts';
 import { grantOffer } from './grants.ts';
+import { waitsForConnection } from './connections.ts';
+import { personKey } from '../core/person.ts';
 import { audit, insertEnvelope } from './store.ts';
 
 /**
@@ -62,7 +64,12 @@ async function planWithPolicy(
       ctx.gate.whereOf(item.reply),
       ctx.settings.grantTtlSeconds ?? 0,
     );
-    const why = [decision.outcome === 'countersign' ? decision.message : undefined, movedPathsNote(judged.moved)]
+    const missing = decision.outcome === 'deny' ? undefined : await ctx.connections?.missing(item.requester, planned);
+    const why = [
+      decision.outcome === 'countersign' ? decision.message : undefined,
+      movedPathsNote(judged.moved),
+      missing ? waitsForConnection(item.requester.displayName ?? personKey(item.requester), missing) : undefined,
+    ]
       .filter(Boolean)
       .join(' · ');
     const policy: CallPolicy =
@@ -77,6 +84,7 @@ async function planWithPolicy(
             ...(why ? { why } : {}),
             ...(decision.vouchesFor ? { vouchesFor: decision.vouchesFor } : {}),
             ...coRequestersOf(ctx, planned),
+            ...(missing && decision.outcome === 'allow' ? { onlyForConnection: true } : {}),
           };
     out.push({ ...planned, risk: decision.risk, policy });
   }

@@ -22,6 +22,7 @@ import { decideCall, recordOnePersonChange, turnOf } from './taint.ts';
 import { recordOutcome, resumeApproved } from './resume.ts';
 import { refreshCard, showPendingCard } from './show.ts';
 import { requestFullDiff, shareChangeDiff } from './change-diff.ts';
+import { continueAfterConnect } from './connections.ts';
 
 export { REJECTION_AUDITS_PER_MINUTE, type SubmitResult } from './decide.ts';
 export type { Grant } from './grants.ts';
@@ -67,6 +68,11 @@ export class ApprovalService {
     return call && { tool: makeVisible(call.name), text: fullArgs(call.args) };
   }
 
+  /** After a person connected `server`: their cards waiting only for it go on (connections.ts). */
+  continueAfterConnect(person: Requester, server: string): Promise<number> {
+    return continueAfterConnect(this.#ctx, person, server);
+  }
+
   /** A change card's Full diff click: checked here, shared by a job (change-diff.ts). */
   shareFullDiff(nonce: string, by: Requester): Promise<{ ok: true; text: string } | { ok: false; reason: string }> {
     return requestFullDiff(this.#ctx, nonce, by);
@@ -100,6 +106,11 @@ export class ApprovalService {
   /** The policy's outcome for one call of a turn (the loop asks before it runs or parks a call). */
   async rule(item: WorkItem, call: ToolCall): Promise<CallRuling> {
     const decision = await decideCall(this.#ctx, this.#ctx.pool, call, item.requester, item.reply, item.conversationId);
+    // A call that would run as the requester's own account they have not connected waits on a card:
+    // they get a private Connect link, and connecting lets the turn go on (connections.ts).
+    const missing =
+      decision.outcome === 'deny' ? undefined : await this.#ctx.connections?.missing(item.requester, call);
+    if (missing) return { outcome: 'ask', rule: `connection ${missing}, built-in` };
     return {
       outcome: decision.outcome,
       rule: `${decision.rule.name}, ${decision.rule.source}`,

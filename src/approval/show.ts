@@ -44,9 +44,28 @@ export async function showPendingCard(ctx: ApprovalContext, envelopeId: string):
     const shown = await waitingOutRateLimits(ctx, envelopeId, () => showCard(ctx, envelope, card));
     await setCardMessage(ctx.pool, envelopeId, shown.messageId);
     envelope.card_message_id = shown.messageId;
+    // Once, with the card: the requester's private Connect links for the accounts its calls need.
+    await sendConnectLinks(ctx, envelope);
   }
   await sendCopies(ctx, envelope, card);
   await redrawIfChangedSince(ctx, envelope);
+}
+
+/** Private Connect links to the requester, one per per-person server the card's calls wait for. */
+async function sendConnectLinks(ctx: ApprovalContext, envelope: EnvelopeRow): Promise<void> {
+  const gate = ctx.connections;
+  if (!gate) return;
+  const servers = new Set<string>();
+  for (const call of parseCalls(envelope)) {
+    const server = await gate.missing(envelope.requester, call);
+    if (server) servers.add(server);
+  }
+  const reply = ReplyTarget.parse(envelope.reply);
+  for (const server of servers) {
+    await gate
+      .sendLink(envelope.requester, reply, server, envelope.work_item_id)
+      .catch((error: unknown) => ctx.log.warn({ err: error, server }, 'could not send a Connect link'));
+  }
 }
 
 /** The card state an envelope's status is drawn in. */

@@ -81,6 +81,16 @@ export async function findEnvelopeById(db: Queryable, id: string): Promise<Envel
   return rows[0] ? EnvelopeRow.parse(rows[0]) : undefined;
 }
 
+/** A person's cards still waiting, oldest first (a connection they just made may let them go on). */
+export async function findPendingEnvelopesOf(db: Queryable, person: Requester): Promise<EnvelopeRow[]> {
+  const { rows } = await db.query(
+    `${SELECT_ENVELOPE} WHERE status = 'pending' AND expires_at > now()
+       AND requester->>'platform' = $1 AND requester->>'userId' = $2 ORDER BY created_at LIMIT 20`,
+    [person.platform, person.userId],
+  );
+  return rows.map((r) => EnvelopeRow.parse(r));
+}
+
 /** The envelopes a newer message superseded (migration 012's trigger audits each with the message's id). */
 export async function findSupersededBy(db: Queryable, workItemId: string): Promise<EnvelopeRow[]> {
   const { rows } = await db.query(
@@ -195,10 +205,10 @@ export type AuditEvent =
   | ConnectionAuditEvent;
 
 /** What happened to a person's connection to a per-person MCP server (docs/connections.md). */
-export type ConnectionAuditEvent = 'connected' | 'connection_used' | 'disconnected' | 'connection_refused';
+type ConnectionAuditEvent = 'connected' | 'connection_used' | 'disconnected' | 'connection_refused';
 
 /** What happened to a change of code work (docs/code-work.md); detail: repo, branch, commit. */
-export type CodeAuditEvent = 'code_committed' | 'merge_requested' | 'merged' | 'merge_conflict' | 'discarded';
+type CodeAuditEvent = 'code_committed' | 'merge_requested' | 'merged' | 'merge_conflict' | 'discarded';
 
 export async function audit(
   db: Queryable,

@@ -17,7 +17,7 @@ export interface PersonalServer {
 }
 
 /** What happened to a connection, for the audit log. */
-export type ConnectionEvent = 'connected' | 'connection_used' | 'disconnected' | 'connection_refused';
+type ConnectionEvent = 'connected' | 'connection_used' | 'disconnected' | 'connection_refused';
 
 export interface PersonalConnectionsOptions {
   db: Queryable;

@@ -31,7 +31,7 @@ const STATUS_WORDS: Record<ActiveWork['status'], string> = {
 };
 
 /** One line of the list: type · priority · status · age — what was asked. */
-export function workLine(work: ActiveWork): string {
+function workLine(work: ActiveWork): string {
   const priority = PRIORITY_NAMES.get(work.priority) ?? String(work.priority);
   const asked = work.prompt ? ` — ${oneLine(work.prompt)}` : '';
   return `• ${work.type} · ${priority} · ${STATUS_WORDS[work.status]} · ${age(work.ageSeconds)}${asked}`;

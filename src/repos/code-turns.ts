@@ -13,7 +13,7 @@ import { MERGE_CHANGE, USE_REPOSITORY, type RecordCodeEvent } from './tools.ts';
 import type { Worktree } from './worktrees.ts';
 
 /** What a `/code` or `/review` command puts in its work item's payload (src/repos/work-commands.ts). */
-export const CodePayload = z.object({
+const CodePayload = z.object({
   repo: z.string().min(1),
   /** A review's branch. */
   branch: z.string().min(1).optional(),
@@ -199,7 +199,7 @@ function requesterLine(item: WorkItem): string {
 }
 
 /** The commit message: the answer's first line as the subject (plain text), the rest as the body. */
-export function commitMessage(summary: string): string {
+function commitMessage(summary: string): string {
   const lines = summary
     .replace(/\r/g, '')
     .split('\n')

@@ -8,7 +8,7 @@ import type { RepoConfig } from './repos-config.ts';
 import { shortConversationId } from './worktrees.ts';
 
 /** The branch a conversation's change lives on. */
-export const branchOf = (conversationId: string) => `countersign/${shortConversationId(conversationId)}`;
+const branchOf = (conversationId: string) => `countersign/${shortConversationId(conversationId)}`;
 import { mergeExactly, pushBase } from './merge.ts';
 
 /**
@@ -21,7 +21,7 @@ export const USE_REPOSITORY = 'use_repository';
 export const MERGE_CHANGE = 'merge_change';
 
 /** What happened to a change, for the audit log (approval_audit). */
-export type CodeEvent = 'code_committed' | 'merge_requested' | 'merged' | 'merge_conflict' | 'discarded';
+type CodeEvent = 'code_committed' | 'merge_requested' | 'merged' | 'merge_conflict' | 'discarded';
 
 /** Writes one audit entry of code work. */
 export type RecordCodeEvent = (event: CodeEvent, detail: Record<string, unknown>, actor?: Requester) => Promise<void>;
@@ -224,7 +224,7 @@ async function describeChange(
 }
 
 /** One changed file as a card line: counts, then what a reviewer must not miss. */
-export function describeFile(file: ChangedFile): string {
+function describeFile(file: ChangedFile): string {
   const counts = file.binary ? 'binary' : `+${file.added ?? 0} −${file.removed ?? 0}`;
   const notes = [
     file.status === 'added' ? 'new' : undefined,

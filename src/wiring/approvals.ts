@@ -7,6 +7,7 @@ import type { PlatformDirectory } from '../core/platform-rules.ts';
 import type { OutboundRegistry } from '../reply/outbound.ts';
 import { ApprovalService } from '../approval/service.ts';
 import type { ChangeDiffSource } from '../approval/change-diff.ts';
+import type { ConnectionGate } from '../approval/connections.ts';
 import { CardRenderers } from '../approval/card-renderers.ts';
 import { PolicyGate } from '../approval/gate.ts';
 import { PolicyFile } from '../policy/index.ts';
@@ -52,6 +53,8 @@ interface ApprovalWiring {
   cardRenderers: CardRenderer[];
   /** A change card's full diff (code work), where repositories are configured. */
   changeDiff?: ChangeDiffSource;
+  /** Per-person MCP servers' connections, where any is configured. */
+  connections?: ConnectionGate;
 }
 
 /**
@@ -77,6 +80,7 @@ export function createApprovals(wiring: ApprovalWiring): { gate: PolicyGate; app
     scope,
     log: wiring.log,
     ...(wiring.changeDiff ? { changeDiff: wiring.changeDiff } : {}),
+    ...(wiring.connections ? { connections: wiring.connections } : {}),
     settings: {
       ttlSeconds: config.APPROVAL_TTL_SECONDS,
       approvers: config.APPROVERS,

@@ -12,6 +12,10 @@ import type { HttpServer } from '../http/server.ts';
 import { callbackPage } from '../connections/callback-page.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { PlatformDirectory } from '../core/platform-rules.ts';
+import type { ToolRegistry } from '../agent/tools/registry.ts';
+import type { OutboundRegistry } from '../reply/outbound.ts';
+import type { ConnectionGate } from '../approval/connections.ts';
+import type { ApprovalService } from '../approval/service.ts';
 
 /**
  * Per-person MCP servers (`"auth": "oauth"` in MCP_CONFIG, docs/connections.md): undefined when
@@ -83,6 +87,7 @@ export function personalAuthOf(connections: PersonalConnections, pool: Pool): Pe
 export function routeCallback(
   http: HttpServer,
   connections: PersonalConnections,
+  approvals: ApprovalService,
   platforms: PlatformDirectory,
   log: Logger,
 ): void {
@@ -99,6 +104,11 @@ export function routeCallback(
     else if (!state || !code) result = { ok: false as const, message: 'This is not a Connect link I made.' };
     else result = await connections.complete(state, code);
     if (!result.ok) log.info({ reason: result.message }, 'a connection callback was refused');
+    // The person's requests that waited only for this connection go on now (once each).
+    else
+      await approvals.continueAfterConnect(result.person, result.server).catch((error: unknown) => {
+        log.warn({ err: error }, 'could not continue the requests waiting for a connection');
+      });
     const page = callbackPage(result, chatName);
     res.writeHead(page.status, {
       'content-type': 'text/html; charset=utf-8',
@@ -127,5 +137,40 @@ export function connectionsNoteOf(
       }),
     );
     return `Tools of these MCP servers run as the person who asked, with their own account: ${states.join('; ')}.`;
+  };
+}
+
+/**
+ * Per-person servers as the approval service sees them: which server a call still needs the
+ * requester to connect, and the private Connect link (a DM; the operator's own terminal), never in
+ * the channel.
+ */
+export function connectionGateOf(
+  connections: PersonalConnections,
+  tools: ToolRegistry,
+  outbounds: OutboundRegistry,
+  platforms: PlatformDirectory,
+): ConnectionGate {
+  return {
+    async missing(requester, call) {
+      const server = tools.get(call.name)?.mcp?.server;
+      if (!server || !connections.isPersonal(server)) return undefined;
+      return (await connections.isConnected(requester, server)) ? undefined : server;
+    },
+    async sendLink(requester, reply, server, workItemId) {
+      const outbound = outbounds.for(reply);
+      const terminal = platforms.has(reply.platform) && platforms.rulesOf(reply.platform).operatorTerminal;
+      if (!outbound.directChannel && !terminal) return false;
+      const started = await connections.start(requester, server, workItemId);
+      if (!started.ok) return false;
+      const target = outbound.directChannel
+        ? await outbound.directChannel(requester.userId, requester.workspace)
+        : { ...reply, messageId: undefined };
+      await outbound.post(
+        target,
+        `To run ${server} as you, connect your own ${server} account — this link is for you alone and works once: ${started.url}\nThe waiting request goes on by itself once you are connected.`,
+      );
+      return true;
+    },
   };
 }

@@ -3,17 +3,25 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../helpers/harness.ts';
+import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { startFakeOAuthServer, type FakeOAuthServer } from '../fakes/oauth/server.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
 import { loadConfig } from '../../src/config.ts';
 import { runCli } from '../helpers/processes.ts';
+import { createTestDatabase } from '../helpers/db.ts';
 
 const script: Script = {
   rules: [
     {
       match: '^who am i',
       rounds: [{ toolCalls: [{ name: 'tracker__whoami', args: {} }] }, { text: 'You are {{lastToolResult}}' }],
+    },
+    {
+      match: '^file an issue',
+      rounds: [
+        { toolCalls: [{ name: 'tracker__create_issue', args: { title: 'bug' } }] },
+        { text: 'Filed: {{lastToolResult}}' },
+      ],
     },
     { rounds: [{ text: 'ok' }] },
   ],
@@ -83,24 +91,83 @@ describe('per-person connections to an MCP server', () => {
     expect(fake.calls.at(-1)).toMatchObject({ user: 'alice', tool: 'whoami' });
   });
 
-  it('runs each person’s call with their own account, and refuses one without a connection', async () => {
+  it('parks a call that needs the requester’s own connection, and goes on by itself once they connect', async () => {
     const before = fake.calls.length;
     const unconnected = await h.say('conv-bob', 'who am i', { requester: bob });
-    const refused = await h.settled(unconnected.id);
-    expect(refused.result?.text).toContain('/countersign connect tracker');
+    expect((await h.settled(unconnected.id)).status).toBe('awaiting_approval');
     expect(fake.calls.length).toBe(before);
+    const card = [...h.outbound.messages.values()].map((m) => m.text).join('\n');
+    expect(card).toContain('own tracker account, which is not connected yet');
 
     await connect(bob, 'bob');
-    const mine = await h.say('conv-bob-2', 'who am i', { requester: bob });
-    expect((await h.settled(mine.id)).result?.text).toBe('You are bob');
+    const continuation = await waitFor(
+      async () => {
+        const { rows } = await h.app.pool.query<{ id: string }>(
+          `SELECT id FROM countersign.work_items WHERE conversation_id = 'conv-bob' AND id <> $1`,
+          [unconnected.id],
+        );
+        return rows[0]?.id;
+      },
+      10_000,
+      'the parked turn to go on',
+    );
+    expect((await h.settled(continuation)).result?.text).toBe('You are bob');
     const theirs = await h.say('conv-alice-2', 'who am i');
     expect((await h.settled(theirs.id)).result?.text).toBe('You are alice');
     expect(fake.calls.slice(before).map((c) => c.user)).toEqual(['bob', 'alice']);
     const audit = await h.app.pool.query<{ event: string }>(
-      `SELECT event FROM countersign.approval_audit WHERE event IN ('connected', 'connection_used', 'connection_refused')`,
+      `SELECT event FROM countersign.approval_audit WHERE event IN ('connected', 'connection_used')`,
     );
-    expect(new Set(audit.rows.map((r) => r.event))).toEqual(
-      new Set(['connected', 'connection_used', 'connection_refused']),
+    expect(new Set(audit.rows.map((r) => r.event))).toEqual(new Set(['connected', 'connection_used']));
+  });
+
+  it('“continue without it”: denying the waiting card tells the model the tool is unavailable', async () => {
+    const erin = { platform: 'test', userId: 'U5' };
+    const item = await h.say('conv-erin', 'who am i', { requester: erin });
+    expect((await h.settled(item.id)).status).toBe('awaiting_approval');
+    const { rows } = await h.app.pool.query<{ nonce: string; calls: string }>(
+      `SELECT nonce, calls FROM countersign.approval_envelopes WHERE work_item_id = $1`,
+      [item.id],
+    );
+    const [call] = JSON.parse(rows[0]!.calls) as Array<{ id: string }>;
+    const denied = await h.app.approvals.submit(rows[0]!.nonce, [{ toolCallId: call!.id, approved: false }], erin);
+    expect(denied.ok).toBe(true);
+    const next = await waitFor(
+      async () => {
+        const found = await h.app.pool.query<{ id: string }>(
+          `SELECT id FROM countersign.work_items WHERE conversation_id = 'conv-erin' AND id <> $1`,
+          [item.id],
+        );
+        return found.rows[0]?.id;
+      },
+      10_000,
+      'the continuation',
+    );
+    expect((await h.settled(next)).result?.text).toMatch(/denied|not run/);
+    expect(await h.app.connections!.isConnected(erin, 'tracker')).toBe(false);
+  });
+
+  it('connecting is not approving: a write the policy asks about still waits for its click', async () => {
+    const henry = { platform: 'test', userId: 'U8' };
+    const item = await h.say('conv-henry', 'file an issue', { requester: henry });
+    expect((await h.settled(item.id)).status).toBe('awaiting_approval');
+    await connect(henry, 'henry');
+    // The card stays: nothing ran.
+    await new Promise((r) => setTimeout(r, 300));
+    const { rows } = await h.app.pool.query<{ status: string; nonce: string; calls: string }>(
+      `SELECT status, nonce, calls FROM countersign.approval_envelopes WHERE work_item_id = $1`,
+      [item.id],
+    );
+    expect(rows[0]?.status).toBe('pending');
+    expect(fake.calls.some((c) => c.user === 'henry')).toBe(false);
+    const [call] = JSON.parse(rows[0]!.calls) as Array<{ id: string }>;
+    expect((await h.app.approvals.submit(rows[0]!.nonce, [{ toolCallId: call!.id, approved: true }], henry)).ok).toBe(
+      true,
+    );
+    await waitFor(
+      async () => (fake.calls.some((c) => c.user === 'henry' && c.tool === 'create_issue') ? true : undefined),
+      10_000,
+      'the issue filed as henry',
     );
   });
 
@@ -145,8 +212,9 @@ describe('per-person connections to an MCP server', () => {
     });
     expect((await revoke.exited).code, revoke.stderr()).toBe(0);
     expect(await h.app.connections!.isConnected(bob, 'tracker')).toBe(false);
+    // Without the connection, the call waits for bob to connect again.
     const after = await h.say('conv-bob-3', 'who am i', { requester: bob });
-    expect((await h.settled(after.id)).result?.text).toContain('/countersign connect tracker');
+    expect((await h.settled(after.id)).status).toBe('awaiting_approval');
   });
 });
 
@@ -158,5 +226,63 @@ describe('per-person server configuration', () => {
     expect(() => loadConfig({ TOKEN_ENCRYPTION_KEY_PREVIOUS: randomBytes(32).toString('base64') })).toThrow(
       /TOKEN_ENCRYPTION_KEY: is missing/,
     );
+  });
+});
+
+describe('a turn waiting for a connection across a restart', () => {
+  it('loses nothing: the new process takes the callback and the turn goes on', async () => {
+    const fake = await startFakeOAuthServer();
+    const db = await createTestDatabase();
+    const dir = mkdtempSync(path.join(tmpdir(), 'cs-connections-restart-'));
+    const mcp = path.join(dir, 'mcp.json');
+    writeFileSync(mcp, JSON.stringify({ mcpServers: { tracker: { url: fake.mcpUrl, auth: 'oauth', trusted: true } } }));
+    const env = {
+      MCP_CONFIG: mcp,
+      TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      PUBLIC_URL: 'https://countersign.example.com',
+      // A restarted deployment keeps its workspace: an approval's scope names it.
+      AGENT_WORKSPACE_ROOT: path.join(dir, 'workspace'),
+    };
+    const frank = { platform: 'test', userId: 'U6' };
+    const grace = { platform: 'test', userId: 'U7' };
+    try {
+      const first = await startHarness({ script, env, db });
+      // Grace connected earlier, so the server's tools are known.
+      const started = await first.app.connections!.start(grace, 'tracker');
+      if (!started.ok) throw new Error(started.message);
+      const graceCode = await fake.approve(new URL(started.url), 'grace');
+      expect((await first.app.connections!.complete(graceCode.state!, graceCode.code)).ok).toBe(true);
+      const waiting = await first.say('conv-frank', 'who am i', { requester: frank });
+      expect((await first.settled(waiting.id)).status).toBe('awaiting_approval');
+      const link = await first.app.connections!.start(frank, 'tracker');
+      await first.stop();
+
+      const second = await startHarness({ script, env, db });
+      try {
+        if (!link.ok) throw new Error(link.message);
+        const { code, state } = await fake.approve(new URL(link.url), 'frank');
+        const res = await fetch(
+          `http://127.0.0.1:${second.app.http.port}/oauth/callback?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state!)}`,
+        );
+        expect(res.status).toBe(200);
+        const next = await waitFor(
+          async () => {
+            const { rows } = await second.app.pool.query<{ id: string }>(
+              `SELECT id FROM countersign.work_items WHERE conversation_id = 'conv-frank' AND id <> $1`,
+              [waiting.id],
+            );
+            return rows[0]?.id;
+          },
+          10_000,
+          'the turn to go on',
+        );
+        expect((await second.settled(next)).result?.text).toBe('You are frank');
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await db.drop();
+      await fake.close();
+    }
   });
 });

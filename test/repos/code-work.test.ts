@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setupGit } from './git-fixture.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { ScriptedProvider, type Script } from '../../src/agent/providers/scripted.ts';
@@ -9,21 +10,8 @@ import type { ModelProvider, ModelRequest } from '../../src/agent/model.ts';
 import { Priority, type WorkItem } from '../../src/core/work-item.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
-/** Setup git: plain, with no configuration of this machine. */
-const sh = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, {
-    cwd,
-    encoding: 'utf8',
-    env: {
-      PATH: process.env.PATH,
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_CONFIG_GLOBAL: '/dev/null',
-      GIT_AUTHOR_NAME: 'Test',
-      GIT_AUTHOR_EMAIL: 'test@localhost',
-      GIT_COMMITTER_NAME: 'Test',
-      GIT_COMMITTER_EMAIL: 'test@localhost',
-    },
-  }).trim();
+/** Setup git (test/repos/git-fixture.ts), its output trimmed. */
+const sh = (cwd: string, ...args: string[]) => setupGit(cwd, ...args).trim();
 
 /** Git as a person's own commands in the hostile clone: none of its programs run. */
 const safe = (cwd: string, ...args: string[]) =>

@@ -1,7 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setupGit } from './git-fixture.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { runCli, type CliProcess } from '../helpers/processes.ts';
@@ -10,20 +10,8 @@ import { Priority } from '../../src/core/work-item.ts';
 import { recordToolStart } from '../../src/agent/turn-store.ts';
 import { mergeExactly } from '../../src/repos/merge.ts';
 
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, {
-    cwd,
-    encoding: 'utf8',
-    env: {
-      PATH: process.env.PATH,
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_CONFIG_GLOBAL: '/dev/null',
-      GIT_AUTHOR_NAME: 'Test',
-      GIT_AUTHOR_EMAIL: 'test@localhost',
-      GIT_COMMITTER_NAME: 'Test',
-      GIT_COMMITTER_EMAIL: 'test@localhost',
-    },
-  }).trim();
+/** Setup git (test/repos/git-fixture.ts), its output trimmed. */
+const git = (cwd: string, ...args: string[]) => setupGit(cwd, ...args).trim();
 
 const script: Script = {
   rules: [

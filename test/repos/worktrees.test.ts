@@ -1,26 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { git } from '../../src/repos/git.ts';
+import { setupGit } from './git-fixture.ts';
 import { shortConversationId, WorktreeLimitError, Worktrees, type Repo } from '../../src/repos/worktrees.ts';
-
-/** Setup git: plain, but with no system or global configuration of this machine. */
-const setupGit = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, {
-    cwd,
-    encoding: 'utf8',
-    env: {
-      PATH: process.env.PATH,
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_CONFIG_GLOBAL: '/dev/null',
-      GIT_AUTHOR_NAME: 'Test',
-      GIT_AUTHOR_EMAIL: 'test@localhost',
-      GIT_COMMITTER_NAME: 'Test',
-      GIT_COMMITTER_EMAIL: 'test@localhost',
-    },
-  });
 
 /** A throw-away repository with one commit on `main`. */
 function makeRepo(): { dir: string; repo: Repo; root: string } {

@@ -27,7 +27,7 @@ import { z } from 'zod';
 type Grant = 'authorization_code' | 'refresh_token';
 type TokenFault = 'hang' | 'garbage';
 
-export interface TokenRequest {
+interface TokenRequest {
   grant: Grant;
   clientId: string;
   ok: boolean;
@@ -35,7 +35,7 @@ export interface TokenRequest {
   fault?: TokenFault;
 }
 
-export interface ToolCall {
+interface ToolCall {
   /** Whose token the call came with. */
   user: string;
   tool: 'whoami' | 'create_issue';

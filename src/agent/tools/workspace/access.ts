@@ -37,7 +37,7 @@ export function workspaceOf(root: string, rootOf?: WorkspaceRoots): WorkspaceOf 
   };
 }
 
-export function workspaceAccess(root: string): WorkspaceAccess {
+function workspaceAccess(root: string): WorkspaceAccess {
   return {
     root,
     resolve: (userPath) => resolveInWorkspace(root, userPath),
