@@ -33,7 +33,7 @@ import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
 import { openCodeWork } from './wiring/repos.ts';
-import { connectionGateOf, openConnections, personalAuthOf, routeCallback } from './wiring/connections.ts';
+import { connectionGateOf, openConnections, personalAuthOf, routeConnectPages } from './wiring/connections.ts';
 import { readWorkCommand } from './repos/work-commands.ts';
 import type { RepoCatalog } from './repos/repos-config.ts';
 import { workStatusText } from './queue/work-status.ts';
@@ -206,7 +206,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const outbounds = registerOutbounds(platforms, options, events);
 
     const codeWork = await openCodeWork(config, log, pool, { runsTurns });
-    const connections = openConnections(config, log, pool);
+    const connections = openConnections(config, log, pool, directory);
     const skills = await openSkills(config, log, { runsTurns }, cleanups);
     const agentTools = await openTools(
       config,
@@ -256,7 +256,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       : undefined;
 
     const http = await startHttp(config, log, { pool, runner }, cleanups);
-    if (connections) routeCallback(http, connections, approvals, directory, log);
+    if (connections) routeConnectPages(http, connections, approvals, directory, log);
     const stopTurn = (workItemId: string, by: Requester) =>
       requestStop(pool, workItemId, by, (person, reply) => gate.isApprover(person, reply));
     const hasTerminal = consoleOptions !== undefined;

@@ -85,8 +85,9 @@ export async function findEnvelopeById(db: Queryable, id: string): Promise<Envel
 export async function findPendingEnvelopesOf(db: Queryable, person: Requester): Promise<EnvelopeRow[]> {
   const { rows } = await db.query(
     `${SELECT_ENVELOPE} WHERE status = 'pending' AND expires_at > now()
-       AND requester->>'platform' = $1 AND requester->>'userId' = $2 ORDER BY created_at LIMIT 20`,
-    [person.platform, person.userId],
+       AND requester->>'platform' = $1 AND requester->>'userId' = $2
+       AND coalesce(requester->>'workspace', '') = $3 ORDER BY created_at LIMIT 20`,
+    [person.platform, person.userId, person.workspace ?? ''],
   );
   return rows.map((r) => EnvelopeRow.parse(r));
 }

@@ -19,3 +19,34 @@ export function callbackPage(
 function escape(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
+
+/**
+ * The Connect page: whose chat account the sign-in is for, and a button that goes on to it. A link
+ * that is used, expired or not ours says so instead.
+ */
+export function startPage(
+  link: { server: string; personLabel: string } | undefined,
+  state: string,
+): { status: number; html: string } {
+  if (!link) {
+    return page(
+      400,
+      'Not a Connect link',
+      'This Connect link was used already, has expired, or is not one I made. Ask for a new one in the chat.',
+    );
+  }
+  const body = [
+    `<p>This connects <b>${escape(link.server)}</b> for <b>${escape(link.personLabel)}</b>: what the bot does there for that chat account will run as the account you sign in with.</p>`,
+    '<p>If you did not ask for this link in the chat yourself, close this page: someone else would act as you.</p>',
+    `<form method="post"><input type="hidden" name="s" value="${escape(state)}"><button type="submit">Continue to sign in</button></form>`,
+  ].join('');
+  return { status: 200, html: shell(`Connect ${link.server}`, body) };
+}
+
+function page(status: number, title: string, line: string): { status: number; html: string } {
+  return { status, html: shell(title, `<p>${escape(line)}</p>`) };
+}
+
+function shell(title: string, body: string): string {
+  return `<!doctype html><html><head><meta charset="utf-8"><title>${escape(title)}</title></head><body style="font-family:sans-serif;margin:3em">${body}</body></html>`;
+}

@@ -3,7 +3,15 @@ import type { Logger } from 'pino';
 import type { Requester } from '../core/person.ts';
 import type { Queryable } from '../db/pool.ts';
 import { ConnectionAuthProvider } from './oauth-provider.ts';
-import { connectionOf, consumeState, deleteConnection, listConnections, type ConnectionPerson } from './store.ts';
+import {
+  connectionOf,
+  consumeState,
+  deleteConnection,
+  listConnections,
+  saveStateLink,
+  stateLink,
+  type ConnectionPerson,
+} from './store.ts';
 import type { TokenSealer } from './token-crypto.ts';
 
 /** A per-person MCP server (an MCP config entry with `"auth": "oauth"`). */
@@ -29,12 +37,17 @@ export interface PersonalConnectionsOptions {
   servers: readonly PersonalServer[];
   log: Logger;
   record(event: ConnectionEvent, person: Requester, detail: Record<string, unknown>): Promise<void>;
+  /** A person as their Connect page names them: their chat's name, their name there, their account. */
+  labelOf(person: Requester): string;
   /** How long the token endpoint may take at the callback before the person is told it failed. */
   exchangeTimeoutMs?: number;
 }
 
 /** The path the authorization server sends the person's browser back to. */
 export const CALLBACK_PATH = '/oauth/callback';
+
+/** The bot's own Connect page, where a Connect link leads first. */
+export const START_PATH = '/oauth/start';
 
 /** What the callback page says. */
 export type CallbackResult = { ok: true; server: string; person: ConnectionPerson } | { ok: false; message: string };
@@ -74,6 +87,22 @@ export class PersonalConnections {
     });
   }
 
+  /**
+   * A provider that only reads the person's tokens: for listing a server's tools through someone's
+   * connection, it never starts a sign-in, never registers, and never deletes their connection.
+   */
+  readOnlyProvider(person: ConnectionPerson, server: string): ConnectionAuthProvider {
+    const provider = this.authProvider(person, server);
+    provider.invalidateCredentials = async () => undefined;
+    provider.state = async () => {
+      throw new Error('listing tools never starts a sign-in');
+    };
+    provider.redirectToAuthorization = async () => {
+      throw new Error('listing tools never starts a sign-in');
+    };
+    return provider;
+  }
+
   /** Whether the person has a stored connection to `server`. */
   async isConnected(person: ConnectionPerson, server: string): Promise<boolean> {
     return (await connectionOf(this.#options.db, this.#options.sealer, personOf(person), server)) !== undefined;
@@ -98,9 +127,15 @@ export class PersonalConnections {
         this.#exchangeTimeoutMs,
         `${server} did not answer`,
       );
-      if (result !== 'REDIRECT' || !provider.authorizationUrl)
+      const authorizationUrl = provider.authorizationUrl;
+      const state = authorizationUrl?.searchParams.get('state');
+      if (result !== 'REDIRECT' || !authorizationUrl || !state)
         return { ok: false, message: `You are already connected to ${server}.` };
-      return { ok: true, server, url: provider.authorizationUrl.toString() };
+      // The link leads to our own page first, which names whose chat account the sign-in is for.
+      await saveStateLink(this.#options.db, state, authorizationUrl.toString(), this.#options.labelOf(person));
+      const link = new URL(START_PATH, this.#options.publicUrl);
+      link.searchParams.set('s', state);
+      return { ok: true, server, url: link.toString() };
     } catch (error) {
       this.#options.log.warn({ err: error, server }, 'could not start a connection');
       return { ok: false, message: `I could not reach ${server}'s sign-in: ${reasonOf(error)}. Try again later.` };
@@ -140,6 +175,11 @@ export class PersonalConnections {
       );
       if (result !== 'AUTHORIZED') return { ok: false, message: `${server} did not finish the sign-in.` };
     } catch (error) {
+      // The overall time limit can fire while the token answer is being saved: the tokens decide.
+      if (await this.isConnected(person, server)) {
+        await this.#options.record('connected', person, { server });
+        return { ok: true, server, person };
+      }
       this.#options.log.warn({ err: error, server }, 'a connection could not be completed');
       await this.#options.record('connection_refused', person, { server, reason: reasonOf(error) });
       return {
@@ -149,6 +189,11 @@ export class PersonalConnections {
     }
     await this.#options.record('connected', person, { server });
     return { ok: true, server, person };
+  }
+
+  /** A Connect link's page: still usable, for whom, and where its sign-in goes. */
+  linkOf(rawState: string): Promise<{ server: string; personLabel: string; authorizationUrl: string } | undefined> {
+    return stateLink(this.#options.db, rawState);
   }
 
   /** The person's connections, for them alone: never a token. */

@@ -253,6 +253,41 @@ export async function saveStateVerifier(
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * Keeps where a Connect link's sign-in goes and whose chat account it is for, for the bot's own
+ * Connect page (`/oauth/start`). The authorization URL carries no secret (PKCE sends only the
+ * challenge); it is stored in the clear.
+ */
+export async function saveStateLink(
+  db: Queryable,
+  rawState: string,
+  authorizationUrl: string,
+  personLabel: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE countersign.oauth_states SET authorization_url = $2, person_label = $3
+      WHERE state_hash = $1 AND used_at IS NULL`,
+    [stateHash(rawState), authorizationUrl, personLabel],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** A Connect link still usable (unused, unexpired by the database clock), read without using it. */
+export async function stateLink(
+  db: Queryable,
+  rawState: string,
+): Promise<{ server: string; personLabel: string; authorizationUrl: string } | undefined> {
+  const { rows } = await db.query<{ server: string; person_label: string | null; authorization_url: string | null }>(
+    `SELECT server, person_label, authorization_url FROM countersign.oauth_states
+      WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now()`,
+    [stateHash(rawState)],
+  );
+  const row = rows[0];
+  return row?.authorization_url
+    ? { server: row.server, personLabel: row.person_label ?? 'someone', authorizationUrl: row.authorization_url }
+    : undefined;
+}
+
 /** Why a callback's state was refused. */
 type StateRefusal = 'forged' | 'replayed' | 'expired';
 

@@ -5,11 +5,12 @@ import type { Pool } from '../db/pool.ts';
 import { loadMcpConfig } from '../agent/tools/mcp/config.ts';
 import type { PersonalAuth } from '../agent/tools/mcp/hub.ts';
 import { audit } from '../approval/store.ts';
-import { CALLBACK_PATH, PersonalConnections, type PersonalServer } from '../connections/service.ts';
+import { CALLBACK_PATH, PersonalConnections, START_PATH, type PersonalServer } from '../connections/service.ts';
+import type { IncomingMessage } from 'node:http';
 import { anyConnectionTo, touchConnection } from '../connections/store.ts';
 import { TokenSealer } from '../connections/token-crypto.ts';
 import type { HttpServer } from '../http/server.ts';
-import { callbackPage } from '../connections/callback-page.ts';
+import { callbackPage, startPage } from '../connections/callback-page.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { PlatformDirectory } from '../core/platform-rules.ts';
 import type { ToolRegistry } from '../agent/tools/registry.ts';
@@ -22,7 +23,12 @@ import type { ApprovalService } from '../approval/service.ts';
  * there are none. With any, TOKEN_ENCRYPTION_KEY and PUBLIC_URL must be set: start-up stops
  * naming what is missing.
  */
-export function openConnections(config: Config, log: Logger, pool: Pool): PersonalConnections | undefined {
+export function openConnections(
+  config: Config,
+  log: Logger,
+  pool: Pool,
+  platforms: PlatformDirectory,
+): PersonalConnections | undefined {
   if (!config.MCP_CONFIG) return undefined;
   const mcp = loadMcpConfig(path.resolve(process.cwd(), config.MCP_CONFIG));
   const servers: PersonalServer[] = Object.entries(mcp.mcpServers).flatMap(([name, server]) =>
@@ -59,6 +65,61 @@ export function openConnections(config: Config, log: Logger, pool: Pool): Person
     servers,
     log,
     record: (event, person, detail) => audit(pool, { event, actor: person, detail }),
+    labelOf: (person) => {
+      const chat = platforms.has(person.platform) ? platforms.rulesOf(person.platform).displayName : person.platform;
+      const name = person.displayName ? `${person.displayName}, ` : '';
+      return `${name}${chat} account ${person.userId}${person.workspace ? ` in workspace ${person.workspace}` : ''}`;
+    },
+  });
+}
+
+/** Form bodies the Connect page posts are a state and nothing else. */
+const FORM_BYTES = 4096;
+
+function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  return new Promise((resolve, reject) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      body += chunk;
+      if (body.length > FORM_BYTES) req.destroy(new Error('form too large'));
+    });
+    req.on('end', () => resolve(new URLSearchParams(body)));
+    req.on('error', reject);
+  });
+}
+
+/**
+ * `/oauth/start`: where a Connect link leads first. GET shows whose chat account the sign-in will be
+ * attached to ("not you? close this page") with a button; only its POST sends the browser on to
+ * the sign-in. Someone sent another person's link sees it is not theirs before signing in.
+ */
+function routeStartPage(http: HttpServer, connections: PersonalConnections): void {
+  http.route(START_PATH, async (req, res) => {
+    const state =
+      req.method === 'POST'
+        ? ((await readForm(req).catch(() => new URLSearchParams())).get('s') ?? '')
+        : (new URL(req.url ?? '/', 'http://localhost').searchParams.get('s') ?? '');
+    const link = state ? await connections.linkOf(state) : undefined;
+    if (link && req.method === 'POST') {
+      res.writeHead(303, {
+        location: link.authorizationUrl,
+        'cache-control': 'no-store',
+        'referrer-policy': 'no-referrer',
+      });
+      res.end();
+      return;
+    }
+    const page = startPage(link, state);
+    res.writeHead(page.status, {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+      'referrer-policy': 'no-referrer',
+      'x-frame-options': 'DENY',
+      'content-security-policy':
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    });
+    res.end(page.html);
   });
 }
 
@@ -66,6 +127,7 @@ export function openConnections(config: Config, log: Logger, pool: Pool): Person
 export function personalAuthOf(connections: PersonalConnections, pool: Pool): PersonalAuth {
   return {
     authProvider: (person, server) => connections.authProvider(person, server),
+    readOnlyProvider: (person, server) => connections.readOnlyProvider(person, server),
     isConnected: (person, server) => connections.isConnected(person, server),
     anyoneConnected: (server) => anyConnectionTo(pool, server),
     used: async (person, server, tool, outcome) => {
@@ -84,7 +146,7 @@ export function personalAuthOf(connections: PersonalConnections, pool: Pool): Pe
 }
 
 /** `GET /oauth/callback`: the person's browser back from the authorization server. */
-export function routeCallback(
+function routeCallback(
   http: HttpServer,
   connections: PersonalConnections,
   approvals: ApprovalService,
@@ -173,4 +235,16 @@ export function connectionGateOf(
       return true;
     },
   };
+}
+
+/** The Connect page and the sign-in's callback, on the HTTP server people's browsers reach. */
+export function routeConnectPages(
+  http: HttpServer,
+  connections: PersonalConnections,
+  approvals: ApprovalService,
+  platforms: PlatformDirectory,
+  log: Logger,
+): void {
+  routeStartPage(http, connections);
+  routeCallback(http, connections, approvals, platforms, log);
 }

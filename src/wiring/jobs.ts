@@ -7,6 +7,8 @@ import type { JobHandler, WorkerPool } from '../queue/tasks/job.ts';
 import type { WorkItemJobPayload } from '../queue/tasks/turn-job.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
 import type { CodeWork } from './repos.ts';
+import type { PersonalConnections } from '../connections/service.ts';
+import { sweepExpiredStates } from '../connections/store.ts';
 
 /**
  * Every job's handler, given what it needs: turns, approval cards (approvals, which the queue does
@@ -20,6 +22,7 @@ export function jobTasks(deps: {
   events: TurnEvents;
   config: Config;
   codeWork?: CodeWork;
+  connections?: PersonalConnections;
 }): Record<WorkerPool, PoolTasks> {
   const { config, approvals } = deps;
   const turn = { runWorkItem: deps.runWorkItem };
@@ -34,6 +37,7 @@ export function jobTasks(deps: {
       log: deps.log,
       events: deps.events,
       ...(deps.codeWork ? { sweepWorktrees: deps.codeWork.sweep } : {}),
+      ...(deps.connections ? { sweepConnectStates: () => sweepExpiredStates(deps.pool) } : {}),
       settings: {
         historyRetentionDays: config.HISTORY_RETENTION_DAYS,
         auditRetentionDays: config.AUDIT_RETENTION_DAYS,

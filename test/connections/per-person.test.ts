@@ -7,8 +7,10 @@ import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { startFakeOAuthServer, type FakeOAuthServer } from '../fakes/oauth/server.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
 import { loadConfig } from '../../src/config.ts';
+import { parseMcpConfig } from '../../src/agent/tools/mcp/config.ts';
 import { runCli } from '../helpers/processes.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { followConnectLink } from '../helpers/connect-link.ts';
 
 const script: Script = {
   rules: [
@@ -63,9 +65,11 @@ describe('per-person connections to an MCP server', () => {
   async function connect(person: typeof alice, user: string): Promise<{ status: number; page: string }> {
     const started = await h.app.connections!.start(person, 'tracker');
     if (!started.ok) throw new Error(started.message);
-    const { code, state, redirect } = await fake.approve(new URL(started.url), user);
-    expect(redirect.pathname).toBe('/oauth/callback');
-    return callback({ code, state: state ?? '' });
+    expect(new URL(started.url).pathname).toBe('/oauth/start');
+    const { code, state, page } = await followConnectLink(h.app.http.port, started.url, fake, user);
+    // The Connect page names whose chat account the sign-in is for, before anyone signs in.
+    expect(page).toContain(`account ${person.userId}`);
+    return callback({ code, state });
   }
 
   async function callback(query: Record<string, string>): Promise<{ status: number; page: string }> {
@@ -176,7 +180,7 @@ describe('per-person connections to an MCP server', () => {
     expect((await callback({ code: 'x', state: 'A'.repeat(43) })).page).toContain('not a Connect link I made');
     const started = await h.app.connections!.start(carol, 'tracker');
     if (!started.ok) throw new Error(started.message);
-    const { code, state } = await fake.approve(new URL(started.url), 'carol');
+    const { code, state } = await followConnectLink(h.app.http.port, started.url, fake, 'carol');
     await h.app.pool.query(`UPDATE countersign.oauth_states SET expires_at = now() - interval '1 second'`);
     const expired = await callback({ code, state: state ?? '' });
     expect(expired.status).toBe(400);
@@ -185,10 +189,16 @@ describe('per-person connections to an MCP server', () => {
     // A second Connect after connecting says so instead of making a new link.
     const again = await h.app.connections!.start(alice, 'tracker');
     expect(again).toMatchObject({ ok: false });
+    // A used link's Connect page says so and sends nobody on to sign in.
+    const usedPage = await fetch(
+      `http://127.0.0.1:${h.app.http.port}/oauth/start?s=${encodeURIComponent(new URL(started.url).searchParams.get('s')!)}`,
+    );
+    expect(usedPage.status).toBe(400);
+    expect(await usedPage.text()).toContain('used already, has expired');
     // A replayed callback (the state used once already) is refused too.
     const fresh = await h.app.connections!.start(carol, 'tracker');
     if (!fresh.ok) throw new Error(fresh.message);
-    const second = await fake.approve(new URL(fresh.url), 'carol');
+    const second = await followConnectLink(h.app.http.port, fresh.url, fake, 'carol');
     expect((await callback({ code: second.code, state: second.state ?? '' })).status).toBe(200);
     expect((await callback({ code: second.code, state: second.state ?? '' })).page).toContain('already used');
   });
@@ -219,6 +229,19 @@ describe('per-person connections to an MCP server', () => {
 });
 
 describe('per-person server configuration', () => {
+  it('refuses a credential header on a per-person server: it would be sent instead of each person’s token', () => {
+    expect(() =>
+      parseMcpConfig(
+        {
+          mcpServers: {
+            gh: { url: 'https://mcp.example.com/mcp', auth: 'oauth', headers: { authorization: 'Bearer shared' } },
+          },
+        },
+        {},
+      ),
+    ).toThrow(/"auth": "oauth" runs each call with the requester's own token; remove the authorization header/);
+  });
+
   it('needs TOKEN_ENCRYPTION_KEY of 32 bytes, and names the problem without the value', () => {
     expect(() => loadConfig({ TOKEN_ENCRYPTION_KEY: 'c2hvcnQ=' })).toThrow(
       /TOKEN_ENCRYPTION_KEY: .*decodes to 5 bytes/,
@@ -250,8 +273,8 @@ describe('a turn waiting for a connection across a restart', () => {
       // Grace connected earlier, so the server's tools are known.
       const started = await first.app.connections!.start(grace, 'tracker');
       if (!started.ok) throw new Error(started.message);
-      const graceCode = await fake.approve(new URL(started.url), 'grace');
-      expect((await first.app.connections!.complete(graceCode.state!, graceCode.code)).ok).toBe(true);
+      const graceCode = await followConnectLink(first.app.http.port, started.url, fake, 'grace');
+      expect((await first.app.connections!.complete(graceCode.state, graceCode.code)).ok).toBe(true);
       const waiting = await first.say('conv-frank', 'who am i', { requester: frank });
       expect((await first.settled(waiting.id)).status).toBe('awaiting_approval');
       const link = await first.app.connections!.start(frank, 'tracker');
@@ -260,9 +283,9 @@ describe('a turn waiting for a connection across a restart', () => {
       const second = await startHarness({ script, env, db });
       try {
         if (!link.ok) throw new Error(link.message);
-        const { code, state } = await fake.approve(new URL(link.url), 'frank');
+        const { code, state } = await followConnectLink(second.app.http.port, link.url, fake, 'frank');
         const res = await fetch(
-          `http://127.0.0.1:${second.app.http.port}/oauth/callback?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state!)}`,
+          `http://127.0.0.1:${second.app.http.port}/oauth/callback?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state)}`,
         );
         expect(res.status).toBe(200);
         const next = await waitFor(

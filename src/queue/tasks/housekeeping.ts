@@ -37,6 +37,8 @@ interface HousekeepingDeps {
   events?: TurnEvents;
   /** Removes the repository worktrees of conversations that are gone (code work, src/repos). */
   sweepWorktrees?: () => Promise<number>;
+  /** Removes Connect links' states long past their expiry (per-person connections, src/connections). */
+  sweepConnectStates?: () => Promise<number>;
 }
 
 /**
@@ -72,8 +74,12 @@ function createHousekeepingHandler(deps: HousekeepingDeps): JobHandler<unknown> 
     await cleanGraphileWorker(pool);
     // After the conversations expired above: their worktrees go in the same run.
     const worktrees = (await deps.sweepWorktrees?.()) ?? 0;
-    if (expired + checkpoints + history + audit + inboundEvents + rateBuckets + worktrees > 0) {
-      deps.log.info({ expired, checkpoints, history, audit, inboundEvents, rateBuckets, worktrees }, 'housekeeping');
+    const connectStates = (await deps.sweepConnectStates?.()) ?? 0;
+    if (expired + checkpoints + history + audit + inboundEvents + rateBuckets + worktrees + connectStates > 0) {
+      deps.log.info(
+        { expired, checkpoints, history, audit, inboundEvents, rateBuckets, worktrees, connectStates },
+        'housekeeping',
+      );
     }
   };
 }

@@ -95,10 +95,9 @@ describe('/connect and /connections in the console with piped stdin', () => {
     expect(code, run.stderr()).toBe(0);
     const out = run.stdout();
     expect(out).not.toContain('echo:');
-    const url = new URL(/(http\S+\/authorize\S+)/.exec(out)?.[1] ?? 'http://missing.invalid/');
-    expect(url.origin).toBe(new URL(oauth.url).origin);
-    expect(url.searchParams.get('state')).toBeTruthy();
-    expect(url.searchParams.get('redirect_uri')).toBe(new URL('/oauth/callback', PUBLIC_URL).toString());
+    const url = new URL(/(http\S+\/oauth\/start\S+)/.exec(out)?.[1] ?? 'http://missing.invalid/');
+    expect(url.origin).toBe(new URL(PUBLIC_URL).origin);
+    expect(url.searchParams.get('s')).toBeTruthy();
     expect(out).toContain('github: not connected');
   });
 });

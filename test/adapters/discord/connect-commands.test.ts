@@ -160,11 +160,11 @@ describe('/countersign connect and connections on Discord', () => {
     const button = row!.components[0]!;
     expect(button).toMatchObject({ type: 2, style: 5, label: 'Connect github' });
     const url = new URL(String(button.url));
-    expect(url.origin).toBe(new URL(oauth.url).origin);
-    expect(url.searchParams.get('state')).toBeTruthy();
-    expect(url.searchParams.get('redirect_uri')).toBe(new URL('/oauth/callback', PUBLIC_URL).toString());
+    expect(url.origin).toBe(new URL(PUBLIC_URL).origin);
+    expect(url.pathname).toBe('/oauth/start');
+    expect(url.searchParams.get('s')).toBeTruthy();
     expect(String(shown.message.content)).toContain(url.toString());
-    expect(public_()).not.toContain(url.searchParams.get('state')!);
+    expect(public_()).not.toContain(url.searchParams.get('s')!);
     expect(public_()).not.toContain('/authorize');
   });
 

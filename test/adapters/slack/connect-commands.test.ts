@@ -104,14 +104,13 @@ describe('/countersign connect and connections on Slack', () => {
     const button = linkButton(shown)!;
     expect(button).toMatchObject({ type: 'button', action_id: CONNECT_LINK_ACTION, text: { text: 'Connect github' } });
     const url = new URL(String(button.url));
-    // A real authorization URL of the server's authorization server, bound to a state and PKCE.
-    expect(url.origin).toBe(new URL(oauth.url).origin);
-    expect(url.searchParams.get('state')).toBeTruthy();
-    expect(url.searchParams.get('code_challenge')).toBeTruthy();
-    expect(url.searchParams.get('redirect_uri')).toBe(new URL('/oauth/callback', PUBLIC_URL).toString());
+    // The bot's own Connect page (it names whose account the sign-in is for), bound to a state.
+    expect(url.origin).toBe(new URL(PUBLIC_URL).origin);
+    expect(url.pathname).toBe('/oauth/start');
+    expect(url.searchParams.get('s')).toBeTruthy();
     // The URL is in the text too, for clients that show no buttons (mrkdwn escapes & as &amp;).
     expect(shown.text?.replaceAll('&amp;', '&')).toContain(url.toString());
-    expect(public_()).not.toContain(url.searchParams.get('state')!);
+    expect(public_()).not.toContain(url.searchParams.get('s')!);
     expect(public_()).not.toContain('/authorize');
   });
 

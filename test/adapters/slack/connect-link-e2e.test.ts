@@ -7,6 +7,7 @@ import { FakeSlack } from '../../fakes/slack/fake-slack.ts';
 import { startFakeOAuthServer, type FakeOAuthServer } from '../../fakes/oauth/server.ts';
 import { appMention, eventCallback, eventsApiEnvelope } from '../../fixtures/slack/events.ts';
 import { startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
+import { followConnectLink } from '../../helpers/connect-link.ts';
 import type { Script } from '../../../src/agent/providers/scripted.ts';
 
 const ALICE = 'U0ALICE001';
@@ -56,8 +57,8 @@ describe('a Connect link on Slack', () => {
     const bob = { platform: 'slack', userId: BOB, workspace: fake.team };
     const started = await h.app.connections!.start(bob, 'tracker');
     if (!started.ok) throw new Error(started.message);
-    const { code, state } = await oauth.approve(new URL(started.url), 'bob');
-    expect((await h.app.connections!.complete(state!, code)).ok).toBe(true);
+    const { code, state } = await followConnectLink(h.app.http.port, started.url, oauth, 'bob');
+    expect((await h.app.connections!.complete(state, code)).ok).toBe(true);
   });
   afterAll(async () => {
     await h.stop();
@@ -81,9 +82,9 @@ describe('a Connect link on Slack', () => {
     // Nothing in the channel carries the link.
     expect(fake.messages.filter((m) => m.channel === CHANNEL).some((m) => m.text.includes(url))).toBe(false);
 
-    const { code, state } = await oauth.approve(new URL(url), 'alice');
+    const { code, state } = await followConnectLink(h.app.http.port, url, oauth, 'alice');
     const page = await fetch(
-      `http://127.0.0.1:${h.app.http.port}/oauth/callback?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state!)}`,
+      `http://127.0.0.1:${h.app.http.port}/oauth/callback?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state)}`,
     );
     expect(await page.text()).toContain('you can go back to Slack');
     await waitFor(

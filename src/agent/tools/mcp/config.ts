@@ -234,9 +234,20 @@ export function parseMcpConfig(raw: unknown, env: Record<string, string | undefi
       server.clientSecret = expandEnv(server.clientSecret, env, `MCP server "${name}": clientSecret`);
     if ('url' in server && server.auth === 'oauth' && transportOf(server) === 'sse')
       problems.push(`MCP server "${name}": "auth": "oauth" needs Streamable HTTP, not "type": "sse"`);
+    // A credential header would be sent instead of each person's own token: everyone would act as it.
+    const credential = 'url' in server && server.auth === 'oauth' ? credentialHeaders(server.headers) : [];
+    if (credential.length)
+      problems.push(
+        `MCP server "${name}": "auth": "oauth" runs each call with the requester's own token; remove the ${credential.join(', ')} header${credential.length > 1 ? 's' : ''}`,
+      );
   }
   if (problems.length) throw new McpConfigError(problems.join('; '));
   return { mcpServers: parsed, warnings };
+}
+
+/** Headers that carry a credential of their own (any letter case). */
+export function credentialHeaders(headers: Record<string, string>): string[] {
+  return Object.keys(headers).filter((h) => /^(authorization|cookie|proxy-authorization)$/i.test(h));
 }
 
 /**

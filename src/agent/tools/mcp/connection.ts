@@ -13,7 +13,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import type { ToolOutput } from '../tool.ts';
-import { transportOf, type McpServerConfig } from './config.ts';
+import { credentialHeaders, transportOf, type McpServerConfig } from './config.ts';
 import { GroupedStdioTransport } from './stdio-transport.ts';
 
 export type { RemoteTool };
@@ -136,8 +136,12 @@ export class McpConnection {
       });
       return transport;
     }
+    // A per-person connection sends the person's token and no credential header of the config's.
+    const headers = this.#authProvider
+      ? Object.fromEntries(Object.entries(config.headers).filter(([h]) => !credentialHeaders({ [h]: '' }).length))
+      : config.headers;
     const options = {
-      requestInit: { headers: config.headers },
+      requestInit: { headers },
       ...(this.#authProvider ? { authProvider: this.#authProvider } : {}),
     };
     return transportOf(config) === 'sse'

@@ -61,12 +61,17 @@ type ConnectionPerson = { platform: string; userId: string; workspace?: string }
  */
 export interface PersonalAuth {
   authProvider(person: ConnectionPerson, server: string): OAuthClientProvider;
+  /** A provider that only reads a person's tokens (for listing tools through their connection). */
+  readOnlyProvider(person: ConnectionPerson, server: string): OAuthClientProvider;
   isConnected(person: ConnectionPerson, server: string): Promise<boolean>;
   /** Someone connected to `server`, whose connection may list its tools. */
   anyoneConnected(server: string): Promise<ConnectionPerson | undefined>;
   /** A call ran with the person's connection, or was refused for want of one (audit). */
   used(person: ConnectionPerson, server: string, tool: string, outcome: 'used' | 'refused'): Promise<void>;
 }
+
+/** How long listing a per-person server's tools may hold up a turn. */
+const DISCOVERY_TIMEOUT_MS = 5_000;
 
 /**
  * The configured MCP servers and their tools, namespaced `server__tool`. Servers connect at
@@ -123,9 +128,21 @@ export class McpHub {
     for (const server of this.personalServers().filter((s) => !this.#personalTools.has(s))) {
       const person = await auth.anyoneConnected(server).catch(() => undefined);
       if (!person) continue;
-      const connection = this.#personalConnection(person, server);
-      await connection.connect();
-      if (connection.tools.length) this.#setPersonalTools(server, connection.tools);
+      // A throw-away session with a provider that only reads their tokens: listing tools through
+      // someone's connection never signs them in again or removes it; bounded, so no turn waits long.
+      const connection = new McpConnection(
+        server,
+        this.#config.mcpServers[server]!,
+        this.#log,
+        () => undefined,
+        auth.readOnlyProvider(person, server),
+      );
+      try {
+        await Promise.race([connection.connect(), new Promise((r) => setTimeout(r, DISCOVERY_TIMEOUT_MS).unref())]);
+        if (connection.tools.length) this.#setPersonalTools(server, connection.tools);
+      } finally {
+        await connection.close();
+      }
     }
   }
 
