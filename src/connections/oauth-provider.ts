@@ -11,6 +11,8 @@ import {
   createState,
   deleteClient,
   deleteConnection,
+  deleteConnectionIfRefresh,
+  refreshConnection,
   saveClient,
   saveConnection,
   saveStateVerifier,
@@ -82,6 +84,8 @@ export class ConnectionAuthProvider implements OAuthClientProvider {
   readonly clientMetadataUrl?: string;
 
   readonly #options: ConnectionAuthOptions;
+  /** The refresh token `tokens()` last handed the SDK: the one a refusal refers to. */
+  #refreshTokenRead: string | undefined;
   #rawState: string | undefined;
   #codeVerifier: string | undefined;
   /** The stored registration's client id as last read (null: none), for the compare-and-set. */
@@ -151,12 +155,18 @@ export class ConnectionAuthProvider implements OAuthClientProvider {
 
   async tokens(): Promise<OAuthTokens | undefined> {
     const { db, sealer, person, server } = this.#options;
-    return (await connectionOf(db, sealer, person, server))?.tokens;
+    const tokens = (await connectionOf(db, sealer, person, server))?.tokens;
+    this.#refreshTokenRead = tokens?.refresh_token;
+    return tokens;
   }
 
   async saveTokens(tokens: OAuthTokens): Promise<void> {
     const { db, sealer, person, server, consumed } = this.#options;
-    await saveConnection(db, sealer, person, server, { tokens, reconnected: consumed !== undefined });
+    // A sign-in (the callback) makes the connection; a refresh only renews one that still exists,
+    // so a refresh in flight while the person disconnects never brings it back.
+    if (consumed) await saveConnection(db, sealer, person, server, { tokens, reconnected: true });
+    else await refreshConnection(db, sealer, person, server, tokens);
+    this.#refreshTokenRead = tokens.refresh_token;
   }
 
   redirectToAuthorization(authorizationUrl: URL): void {
@@ -186,7 +196,11 @@ export class ConnectionAuthProvider implements OAuthClientProvider {
   async invalidateCredentials(scope: CredentialScope): Promise<void> {
     const { db, person, server, consumed, preregistered } = this.#options;
     this.invalidated.push(scope);
-    if (scope === 'all' || (scope === 'tokens' && !consumed)) await deleteConnection(db, person, server);
+    // invalid_grant on a refresh: the refresh token this provider read is dead. Removed only while the
+    // connection still holds it; one renewed meanwhile (a concurrent refresh) keeps its new tokens.
+    if (scope === 'tokens' && !consumed)
+      await deleteConnectionIfRefresh(db, this.#options.sealer, person, server, this.#refreshTokenRead);
+    if (scope === 'all') await deleteConnection(db, person, server);
     if ((scope === 'all' || scope === 'client') && !preregistered) {
       await deleteClient(db, server);
       this.#storedClientId = null;

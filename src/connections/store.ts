@@ -144,6 +144,61 @@ export async function deleteConnection(db: Queryable, person: ConnectionPerson, 
   return (rowCount ?? 0) > 0;
 }
 
+/** The person's sealed tokens as stored now (for a compare-and-delete), without opening them. */
+async function sealedTokensOf(db: Queryable, person: ConnectionPerson, server: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ sealed_tokens: string }>(
+    `SELECT sealed_tokens FROM countersign.connections
+      WHERE platform = $1 AND user_id = $2 AND workspace = $3 AND server = $4`,
+    [...personKey(person), server],
+  );
+  return rows[0]?.sealed_tokens;
+}
+
+async function deleteSealed(db: Queryable, person: ConnectionPerson, server: string, sealed: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM countersign.connections
+      WHERE platform = $1 AND user_id = $2 AND workspace = $3 AND server = $4 AND sealed_tokens = $5`,
+    [...personKey(person), server, sealed],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Removes the connection only while it still holds `refreshToken` (the one the server refused): a
+ * refresh that renewed it meanwhile (another worker, another request) keeps its new tokens. The
+ * delete compares the stored ciphertext, so a renewal between the read and the delete wins too.
+ */
+export async function deleteConnectionIfRefresh(
+  db: Queryable,
+  sealer: TokenSealer,
+  person: ConnectionPerson,
+  server: string,
+  refreshToken: string | undefined,
+): Promise<boolean> {
+  const sealed = await sealedTokensOf(db, person, server);
+  if (!sealed) return false;
+  const tokens = OAuthTokensSchema.parse(sealer.open(sealed, tokensContext(person, server)));
+  if (tokens.refresh_token !== refreshToken) return false;
+  return deleteSealed(db, person, server, sealed);
+}
+
+/** Renewed tokens of a connection that still exists: a refresh never brings back a removed one. */
+export async function refreshConnection(
+  db: Queryable,
+  sealer: TokenSealer,
+  person: ConnectionPerson,
+  server: string,
+  tokens: OAuthTokens,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE countersign.connections
+        SET sealed_tokens = $5, expires_at = now() + $6::double precision * interval '1 second'
+      WHERE platform = $1 AND user_id = $2 AND workspace = $3 AND server = $4`,
+    [...personKey(person), server, sealer.seal(tokens, tokensContext(person, server)), tokens.expires_in ?? null],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 /** One person's connections, or everyone's (for operators); no tokens either way. */
 export async function listConnections(db: Queryable, person?: ConnectionPerson): Promise<ConnectionListing[]> {
   const { rows } = await db.query<ListingRow>(

@@ -13,6 +13,7 @@ import {
   connectionOf,
   consumeState,
   createState,
+  deleteConnection,
   saveStateVerifier,
   type ConnectionPerson,
   type ConsumedState,
@@ -197,6 +198,23 @@ describe('ConnectionAuthProvider with the SDK’s auth() against a real OAuth se
     expect(stored?.client_id).not.toBe(old?.client_id);
     expect(stored && 'redirect_uris' in stored && stored.redirect_uris).toEqual([moved]);
     expect(carol.authorizationUrl!.searchParams.get('client_id')).toBe(stored?.client_id);
+  });
+
+  it('keeps a connection a concurrent refresh renewed, and a refresh never brings back a removed one', async () => {
+    const carol: ConnectionPerson = { platform: 'slack', userId: 'U0CAROL01', workspace: 'T0OPS0001' };
+    await connect(carol, 'carol');
+    // Two requests of carol's read the same tokens; the first renews them, the second's refresh is refused.
+    const first = provider(carol);
+    const second = provider(carol);
+    const read = await first.tokens();
+    await second.tokens();
+    await first.saveTokens({ ...read!, access_token: 'renewed', refresh_token: 'renewed-refresh' });
+    await second.invalidateCredentials('tokens');
+    expect((await connectionOf(pool, sealer, carol, 'tracker'))?.tokens.refresh_token).toBe('renewed-refresh');
+    // Carol disconnects while a refresh is in flight: its save does not bring the connection back.
+    await deleteConnection(pool, carol, 'tracker');
+    await first.saveTokens({ ...read!, access_token: 'late', refresh_token: 'late-refresh' });
+    expect(await connectionOf(pool, sealer, carol, 'tracker')).toBeUndefined();
   });
 });
 
