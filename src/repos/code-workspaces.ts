@@ -97,11 +97,15 @@ export class CodeWorkspaces {
   async open(
     conversationId: string,
   ): Promise<{ binding: CodeBinding; repo: RepoConfig; worktree: Worktree } | undefined> {
+    const bound = this.#bound(conversationId);
+    return bound && { ...bound, worktree: await this.#openFor(bound.repo, bound.binding) };
+  }
+
+  /** The conversation's binding and its configured repository, when both exist. */
+  #bound(conversationId: string): { binding: CodeBinding; repo: RepoConfig } | undefined {
     const binding = this.bindingOf(conversationId);
-    if (!binding) return undefined;
-    const found = this.catalog.get(binding.repo);
-    if (!found.ok) return undefined;
-    return { binding, repo: found.repo, worktree: await this.#openFor(found.repo, binding) };
+    const found = binding ? this.catalog.get(binding.repo) : undefined;
+    return binding && found?.ok ? { binding, repo: found.repo } : undefined;
   }
 
   #openFor(repo: RepoConfig, binding: CodeBinding): Promise<Worktree> {
@@ -114,12 +118,9 @@ export class CodeWorkspaces {
   async current(
     conversationId: string,
   ): Promise<{ binding: CodeBinding; repo: RepoConfig; worktree: Worktree } | undefined> {
-    const binding = this.bindingOf(conversationId);
-    if (!binding) return undefined;
-    const found = this.catalog.get(binding.repo);
-    if (!found.ok) return undefined;
-    const worktree = (await this.worktrees.list(found.repo)).find((w) => w.conversationId === conversationId);
-    return worktree ? { binding, repo: found.repo, worktree } : undefined;
+    const bound = this.#bound(conversationId);
+    const worktree = bound && (await this.worktrees.find(bound.repo, conversationId));
+    return bound && worktree ? { ...bound, worktree } : undefined;
   }
 
   /** Removes the conversation's worktree (and the bot's branch); the binding stays for its next turn. */

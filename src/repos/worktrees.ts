@@ -149,6 +149,11 @@ export class Worktrees {
     }
   }
 
+  /** The conversation's worktree of `repo`, if one exists (its marker, read directly). */
+  find(repo: Repo, conversationId: string): Promise<Worktree | undefined> {
+    return this.#readMarker(this.#dir(repo, conversationId));
+  }
+
   /** The worktrees of `repo` this bot made (by their markers). */
   async list(repo: Repo): Promise<Worktree[]> {
     const dir = path.join(this.#root, repo.name);

@@ -6,7 +6,7 @@ import { loadMcpConfig } from '../agent/tools/mcp/config.ts';
 import type { PersonalAuth } from '../agent/tools/mcp/hub.ts';
 import { audit } from '../approval/store.ts';
 import { CALLBACK_PATH, PersonalConnections, START_PATH, type PersonalServer } from '../connections/service.ts';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { anyConnectionTo, touchConnection } from '../connections/store.ts';
 import { TokenSealer } from '../connections/token-crypto.ts';
 import type { HttpServer } from '../http/server.ts';
@@ -110,16 +110,7 @@ function routeStartPage(http: HttpServer, connections: PersonalConnections): voi
       res.end();
       return;
     }
-    const page = startPage(link, state);
-    res.writeHead(page.status, {
-      'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-store',
-      'referrer-policy': 'no-referrer',
-      'x-frame-options': 'DENY',
-      'content-security-policy':
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-    });
-    res.end(page.html);
+    sendPage(res, startPage(link, state));
   });
 }
 
@@ -171,14 +162,7 @@ function routeCallback(
       await approvals.continueAfterConnect(result.person, result.server).catch((error: unknown) => {
         log.warn({ err: error }, 'could not continue the requests waiting for a connection');
       });
-    const page = callbackPage(result, chatName);
-    res.writeHead(page.status, {
-      'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-store',
-      'referrer-policy': 'no-referrer',
-      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
-    });
-    res.end(page.html);
+    sendPage(res, callbackPage(result, chatName));
   });
 }
 
@@ -247,4 +231,17 @@ export function routeConnectPages(
 ): void {
   routeStartPage(http, connections);
   routeCallback(http, connections, approvals, platforms, log);
+}
+
+/** A connection page: never cached, framed, or leaking its URL (which holds a state) as a referrer. */
+function sendPage(res: ServerResponse, page: { status: number; html: string }): void {
+  res.writeHead(page.status, {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'referrer-policy': 'no-referrer',
+    'x-frame-options': 'DENY',
+    'content-security-policy':
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  });
+  res.end(page.html);
 }

@@ -241,14 +241,13 @@ export class McpHub {
     remote: RemoteTool,
     run: (args: Record<string, unknown>, ctx: ToolContext) => Promise<ToolOutput>,
   ): AnyTool {
-    const connection = { name: server };
-    const override = this.#config.mcpServers[connection.name]?.approval[remote.name];
+    const override = this.#config.mcpServers[server]?.approval[remote.name];
     const policy = policyFor(remote, override);
     const schema = remote.inputSchema as Record<string, unknown>;
     // A changed schema or annotations is a different tool: approvals granted for the old one lapse.
     const version = shortHash([schema, remote.annotations ?? {}], 12);
-    const name = namespacedName(connection.name, remote.name);
-    const description = `[MCP server ${connection.name}] ${remote.description ?? remote.title ?? remote.name}`;
+    const name = namespacedName(server, remote.name);
+    const description = `[MCP server ${server}] ${remote.description ?? remote.title ?? remote.name}`;
     return {
       name,
       description: description.slice(0, DESCRIPTION_CHARS),
@@ -259,8 +258,8 @@ export class McpHub {
       risk: policy.risk,
       kind: 'mcp',
       mcp: {
-        server: connection.name,
-        trusted: isTrusted(this.#config.mcpServers[connection.name]),
+        server: server,
+        trusted: isTrusted(this.#config.mcpServers[server]),
         ...(remote.annotations?.readOnlyHint !== undefined ? { readOnlyHint: remote.annotations.readOnlyHint } : {}),
         ...(remote.annotations?.destructiveHint !== undefined
           ? { destructiveHint: remote.annotations.destructiveHint }
