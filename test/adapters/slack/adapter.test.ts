@@ -285,6 +285,9 @@ describe('Slack adapter in Socket Mode', () => {
       elements: Array<{ value: string; action_id: string; text: { text: string } }>;
     };
     const deny = actionsBlock.elements.find((e) => e.text.text === 'Deny')!;
+    // The card can be found in the very millisecond it was posted: step past it, so "after the click"
+    // never takes in the card's own chat.postMessage.
+    await new Promise((r) => setTimeout(r, 5));
     const clickedAt = Date.now();
     await fake.deliver(
       interactiveEnvelope(
