@@ -25,6 +25,7 @@ import { discordSettings } from './adapters/discord/settings.ts';
 import { metrics } from './metrics.ts';
 import { requestStop, type StopResult } from './queue/stop-requests.ts';
 import type { Requester } from './core/person.ts';
+import { disconnectValue } from './core/buttons.ts';
 import type { AdapterContext, PlatformAdapter } from './adapters/platform.ts';
 import { Cleanups } from './wiring/cleanups.ts';
 import { openDatabase } from './wiring/database.ts';
@@ -368,7 +369,19 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     conversationExists: (id) => conversationExists(pool, id),
     activeTurnOf: (id) => activeWorkItemOf(pool, id),
     pressButton: (value, by, surface) =>
-      pressButton({ approvals, recordFeedback: recordFeedbackOf, stopTurn }, value, by, surface),
+      pressButton(
+        {
+          approvals,
+          recordFeedback: recordFeedbackOf,
+          stopTurn,
+          ...(wiring.connections
+            ? { disconnect: (server: string, who: Requester) => wiring.connections!.disconnectAndSay(who, server) }
+            : {}),
+        },
+        value,
+        by,
+        surface,
+      ),
     recordFeedback: recordFeedbackOf,
     stopTurn,
     claimSession: async (session, by) => {
@@ -382,8 +395,18 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
       wiring.connections
         ? wiring.connections.start(person, server)
         : { ok: false, message: 'No per-person MCP servers are configured here.' },
-    connections: async (person) =>
-      wiring.connections ? wiring.connections.describe(person) : 'No per-person MCP servers are configured here.',
+    connections: async (person) => {
+      if (!wiring.connections) return { text: 'No per-person MCP servers are configured here.', buttons: [] };
+      const { text, connected } = await wiring.connections.describe(person);
+      return {
+        text,
+        buttons: connected.map((s) => ({
+          label: `Disconnect ${s}`,
+          value: disconnectValue(s),
+          style: 'danger' as const,
+        })),
+      };
+    },
     connectableServers: wiring.connections?.servers ?? [],
   };
 }

@@ -4,6 +4,7 @@ import type { HttpServer } from '../http/server.ts';
 import type { Outbound } from '../reply/outbound.ts';
 import type { CardRenderer } from '../core/approval-card.ts';
 import type { PlatformRules } from '../core/platform-rules.ts';
+import type { ReplyButton } from '../core/reply-target.ts';
 import type { SkillRegistry } from '../skills/index.ts';
 import type { StopResult } from '../queue/stop-requests.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
@@ -77,8 +78,11 @@ export interface AdapterContext {
    * terminal), never in the channel — or why not (an unknown server lists the per-person ones).
    */
   connect(person: Requester, server: string): Promise<ConnectResult>;
-  /** `connections`: this person's connections (server, account, connected, last used) as text for them alone. */
-  connections(person: Requester): Promise<string>;
+  /**
+   * `connections`: this person's connections (server, account, connected, last used) as text for them
+   * alone, with a Disconnect button for each connected one (a click ends the clicker's own).
+   */
+  connections(person: Requester): Promise<{ text: string; buttons: ReplyButton[] }>;
   /** The per-person MCP servers a person can connect to, for a platform's command options. */
   connectableServers: readonly string[];
 }

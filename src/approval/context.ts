@@ -56,7 +56,13 @@ export interface ConnectionGate {
   missing(requester: Requester, call: { name: string }): Promise<string | undefined>;
   /**
    * Sends the requester alone a Connect link for `server`, bound to the parked turn (a DM; the
-   * operator's terminal). False where the platform has no private way: the card names the command.
+   * operator's terminal), with "Continue without it" for the card of `nonce`. False where the
+   * platform has no private way: the card names the command.
    */
-  sendLink(requester: Requester, reply: ReplyTarget, server: string, workItemId: string): Promise<boolean>;
+  sendLink(
+    requester: Requester,
+    reply: ReplyTarget,
+    server: string,
+    card: { workItemId: string; nonce: string },
+  ): Promise<boolean>;
 }

@@ -65,6 +65,7 @@ export async function decideClick(
   const { nonce, decision } = payload.data;
   return decide(ctx, nonce, clicker, { decision }, clicked, async (envelope, calls) => {
     const recorded = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d] as const));
+    if (decision === 'C') return continueWithoutConnecting(ctx, envelope, calls, clicker);
     if (decision === 'A' || decision === 'D') {
       // Approve all / Deny all decide the calls nobody has decided yet; recorded decisions stand.
       return calls.filter((c) => !recorded.has(c.id)).map((c) => ({ toolCallId: c.id, approved: decision === 'A' }));
@@ -100,6 +101,33 @@ export async function decideClick(
     }
     return [{ toolCallId: call.id, approved }];
   });
+}
+
+/**
+ * "Continue without it": the requester — only they, since the account is theirs — declines to
+ * connect; every undecided call that still waits for one of their connections is not run, and the
+ * model is told the tool is unavailable. Calls waiting for something else still wait for a click.
+ */
+async function continueWithoutConnecting(
+  ctx: ApprovalContext,
+  envelope: EnvelopeRow,
+  calls: PlannedCall[],
+  clicker: Requester,
+): Promise<CallDecision[] | { reason: string }> {
+  if (personKey(clicker) !== personKey(envelope.requester))
+    return { reason: 'Only the person who asked can choose to go on without their own connection.' };
+  const recorded = new Set(envelope.partial_decisions.map((d) => d.toolCallId));
+  const decided: CallDecision[] = [];
+  for (const call of calls.filter((c) => !recorded.has(c.id))) {
+    const server = await ctx.connections?.missing(envelope.requester, call);
+    if (server)
+      decided.push({
+        toolCallId: call.id,
+        approved: false,
+        reason: `not run: the requester chose to continue without connecting their own ${server} account, so ${call.name} is unavailable`,
+      });
+  }
+  return decided.length ? decided : { reason: 'Nothing here waits for a connection any more.' };
 }
 
 /**

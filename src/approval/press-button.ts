@@ -31,6 +31,8 @@ export interface ButtonDeps {
     vote: 'up' | 'down',
   ): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
   stopTurn(workItemId: string, by: Requester): Promise<{ ok: true } | { ok: false; reason: string }>;
+  /** Ends `by`'s own connection to a per-person server; what to tell them. Absent: none are configured. */
+  disconnect?(server: string, by: Requester): Promise<string>;
 }
 
 /**
@@ -66,6 +68,12 @@ export async function pressButton(
       await surface.acknowledge?.('private');
       const revoked = await deps.approvals.revokeGrant(button.grantId, by);
       return surface.tellClicker(revoked.ok ? TEXTS.grantRevoked(revoked.grant.id) : revoked.reason);
+    }
+    case 'disconnect': {
+      await surface.acknowledge?.('private');
+      return surface.tellClicker(
+        deps.disconnect ? await deps.disconnect(button.server, by) : 'No per-person MCP servers are configured here.',
+      );
     }
     case 'stop':
     case 'decide': {

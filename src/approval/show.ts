@@ -63,7 +63,7 @@ async function sendConnectLinks(ctx: ApprovalContext, envelope: EnvelopeRow): Pr
   const reply = ReplyTarget.parse(envelope.reply);
   for (const server of servers) {
     await gate
-      .sendLink(envelope.requester, reply, server, envelope.work_item_id)
+      .sendLink(envelope.requester, reply, server, { workItemId: envelope.work_item_id, nonce: envelope.nonce })
       .catch((error: unknown) => ctx.log.warn({ err: error, server }, 'could not send a Connect link'));
   }
 }

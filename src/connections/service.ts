@@ -13,6 +13,7 @@ import {
   type ConnectionPerson,
 } from './store.ts';
 import type { TokenSealer } from './token-crypto.ts';
+import { revokeAtServer, type RevocationOutcome } from './revoke.ts';
 
 /** A per-person MCP server (an MCP config entry with `"auth": "oauth"`). */
 export interface PersonalServer {
@@ -196,8 +197,8 @@ export class PersonalConnections {
     return stateLink(this.#options.db, rawState);
   }
 
-  /** The person's connections, for them alone: never a token. */
-  async describe(person: Requester): Promise<string> {
+  /** The person's connections, for them alone: never a token; `connected` names the servers they may disconnect. */
+  async describe(person: Requester): Promise<{ text: string; connected: string[] }> {
     const mine = await listConnections(this.#options.db, personOf(person));
     const lines = this.servers.map((server) => {
       const c = mine.find((m) => m.server === server);
@@ -206,14 +207,44 @@ export class PersonalConnections {
       const used = c.lastUsedAt ? `, last used ${c.lastUsedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC` : '';
       return `• ${server}: connected${account} since ${c.connectedAt.toISOString().slice(0, 10)}${used}`;
     });
-    return [`Your connections (${mine.length} of ${this.servers.length}):`, ...lines].join('\n');
+    return {
+      text: [`Your connections (${mine.length} of ${this.servers.length}):`, ...lines].join('\n'),
+      connected: this.servers.filter((s) => mine.some((m) => m.server === s)),
+    };
   }
 
-  /** Forgets the person's connection to `server`. */
-  async disconnect(person: Requester, server: string): Promise<boolean> {
-    const gone = await deleteConnection(this.#options.db, personOf(person), server);
-    if (gone) await this.#options.record('disconnected', person, { server });
-    return gone;
+  /** A Disconnect click: ends the clicker's own connection and says what became of its tokens. */
+  async disconnectAndSay(person: Requester, server: string): Promise<string> {
+    if (!this.isPersonal(server)) return this.#unknown(server);
+    const done = await this.disconnect(person, server);
+    if (!done) return `You are not connected to ${server}.`;
+    const settings = `remove this app's access in your ${server} account settings`;
+    if (done.revoked === 'revoked')
+      return `Disconnected from ${server}: ${server} revoked your tokens, and they are forgotten here.`;
+    if (done.revoked === 'not supported')
+      return `Disconnected from ${server}: your tokens are forgotten here. ${server} offers no revoking; to end its grant too, ${settings}.`;
+    return `Disconnected from ${server}: your tokens are forgotten here, but ${server} did not confirm revoking them; to be sure, ${settings}.`;
+  }
+
+  /**
+   * Ends the person's connection to `server`: its tokens are revoked at the server where it supports
+   * revocation, and forgotten here in any case. Undefined when there was no connection.
+   */
+  async disconnect(person: Requester, server: string): Promise<{ revoked: RevocationOutcome } | undefined> {
+    const who = personOf(person);
+    const connection = await connectionOf(this.#options.db, this.#options.sealer, who, server).catch(() => undefined);
+    const revoked = connection
+      ? await revokeAtServer(
+          this.#server(server).url,
+          connection.tokens,
+          await this.authProvider(who, server).clientInformation(),
+          this.#boundedFetch,
+        )
+      : 'not supported';
+    const gone = await deleteConnection(this.#options.db, who, server);
+    if (!gone) return undefined;
+    await this.#options.record('disconnected', person, { server, revokedAtServer: revoked });
+    return { revoked };
   }
 
   #providerOptions(person: ConnectionPerson, server: string) {

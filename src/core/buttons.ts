@@ -21,6 +21,7 @@ const DecisionCode = z.union([
   z.string().regex(/^f\d{1,2}$/), // show call i's full arguments: a view, no decision
   z.string().regex(/^g\d{1,2}$/), // approve call i and grant it "always allow here"
   z.literal('V'), // share a change card's full diff as a file: a view, no decision
+  z.literal('C'), // the requester goes on without connecting their own account: its calls are not run
 ]);
 
 /** What an Approve/Deny button carries: only the nonce and the decision, as `nonce.decision`. */
@@ -40,6 +41,11 @@ export type ButtonPayload = z.output<typeof ButtonPayload>;
 
 export function buttonValue(nonce: string, decision: string): string {
   return `${nonce}.${decision}`;
+}
+
+/** "Continue without it" beside a private Connect link: the requester's calls that wait for the connection are not run. */
+export function continueWithoutValue(nonce: string): string {
+  return buttonValue(nonce, 'C');
 }
 
 /** A change card's "Full diff" button. */
@@ -74,6 +80,22 @@ export function revokeGrantValue(grantId: string): string {
 function parseRevokeGrant(value: string): string | undefined {
   const id = value.startsWith(REVOKE_GRANT_PREFIX) ? value.slice(REVOKE_GRANT_PREFIX.length) : '';
   return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
+}
+
+/**
+ * A Disconnect button of a person's connections list: `disconnect:<server>`. It names no person: a
+ * click ends the clicker's own connection, so a forwarded or forged one can end nobody else's.
+ */
+const DISCONNECT_PREFIX = 'disconnect:';
+
+export function disconnectValue(server: string): string {
+  return `${DISCONNECT_PREFIX}${server}`;
+}
+
+/** The server a Disconnect button names, or undefined for any other value. */
+function parseDisconnect(value: string): string | undefined {
+  const server = value.startsWith(DISCONNECT_PREFIX) ? value.slice(DISCONNECT_PREFIX.length) : '';
+  return /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(server) ? server : undefined;
 }
 
 /** A feedback button on a final answer: `feedback:<up|down>:<work item id>`. */
@@ -111,6 +133,8 @@ export type ButtonVerb =
   | { verb: 'full-diff'; nonce: string }
   | { verb: 'feedback'; workItemId: string; vote: 'up' | 'down' }
   | { verb: 'revoke-grant'; grantId: string }
+  /** End the clicker's own connection to a per-person server. */
+  | { verb: 'disconnect'; server: string }
   | { verb: 'stop'; workItemId: string }
   /** Anything else is a card's decision (or a forged value), which the approval service verifies. */
   | { verb: 'decide'; value: string };
@@ -125,6 +149,8 @@ export function decodeButton(value: string): ButtonVerb {
   if (feedback) return { verb: 'feedback', ...feedback };
   const grantId = parseRevokeGrant(value);
   if (grantId) return { verb: 'revoke-grant', grantId };
+  const server = parseDisconnect(value);
+  if (server) return { verb: 'disconnect', server };
   const stopId = parseStopButton(value);
   if (stopId) return { verb: 'stop', workItemId: stopId };
   return { verb: 'decide', value };

@@ -26,4 +26,6 @@ export interface ReplyButton {
   label: string;
   value: string;
   style: 'primary' | 'danger' | 'secondary';
+  /** A link button: a click opens this URL in the person's browser, and `value` is never sent. */
+  url?: string;
 }

@@ -17,6 +17,7 @@ import type { ToolRegistry } from '../agent/tools/registry.ts';
 import type { OutboundRegistry } from '../reply/outbound.ts';
 import type { ConnectionGate } from '../approval/connections.ts';
 import type { ApprovalService } from '../approval/service.ts';
+import { continueWithoutValue } from '../core/buttons.ts';
 
 /**
  * Per-person MCP servers (`"auth": "oauth"` in MCP_CONFIG, docs/connections.md): undefined when
@@ -203,18 +204,24 @@ export function connectionGateOf(
       if (!server || !connections.isPersonal(server)) return undefined;
       return (await connections.isConnected(requester, server)) ? undefined : server;
     },
-    async sendLink(requester, reply, server, workItemId) {
+    async sendLink(requester, reply, server, card) {
       const outbound = outbounds.for(reply);
       const terminal = platforms.has(reply.platform) && platforms.rulesOf(reply.platform).operatorTerminal;
       if (!outbound.directChannel && !terminal) return false;
-      const started = await connections.start(requester, server, workItemId);
+      const started = await connections.start(requester, server, card.workItemId);
       if (!started.ok) return false;
       const target = outbound.directChannel
         ? await outbound.directChannel(requester.userId, requester.workspace)
         : { ...reply, messageId: undefined };
       await outbound.post(
         target,
-        `To run ${server} as you, connect your own ${server} account — this link is for you alone and works once: ${started.url}\nThe waiting request goes on by itself once you are connected.`,
+        `To run ${server} as you, connect your own ${server} account — this link is for you alone and works once: ${started.url}\nThe waiting request goes on by itself once you are connected; or continue without it.`,
+        {
+          buttons: [
+            { label: `Connect ${server}`, value: '', url: started.url, style: 'primary' },
+            { label: 'Continue without it', value: continueWithoutValue(card.nonce), style: 'secondary' },
+          ],
+        },
       );
       return true;
     },

@@ -206,7 +206,7 @@ describe('per-person connections to an MCP server', () => {
   it('keeps tokens sealed at rest, and out of the listing people see', async () => {
     const { rows } = await h.app.pool.query(`SELECT * FROM countersign.connections`);
     expect(JSON.stringify(rows)).not.toMatch(/"access_token"|Bearer/);
-    const text = await h.app.connections!.describe(alice);
+    const { text } = await h.app.connections!.describe(alice);
     expect(text).toContain('tracker: connected');
   });
 

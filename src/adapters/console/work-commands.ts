@@ -36,7 +36,7 @@ function connectionConsoleCommands(
   ctx: Pick<AdapterContext, 'connect' | 'connections' | 'connectableServers'>,
 ): ConsoleCommand {
   return async (line, person) => {
-    if (line === '/connections') return { reply: await ctx.connections(person) };
+    if (line === '/connections') return { reply: (await ctx.connections(person)).text };
     const typed = CONNECT_LINE.exec(line);
     if (!typed) return undefined;
     const server = (typed[1] ?? '').trim();

@@ -10,6 +10,8 @@ export const LIMITS = {
   customId: 100,
   /** Characters in a button's label. */
   buttonLabel: 80,
+  /** Characters in a link button's `url` (Button Object): a longer link goes as text only. */
+  linkButtonUrl: 512,
   /** Buttons in one action row. */
   buttonsPerRow: 5,
   /** Action rows on one message. */

@@ -6,7 +6,8 @@ import {
   type REST,
 } from 'discord.js';
 import type { AdapterContext, AdmissionDraft, ConnectResult } from '../platform.ts';
-import type { ReplyTarget } from '../../core/reply-target.ts';
+import type { ReplyButton, ReplyTarget } from '../../core/reply-target.ts';
+import { replyButtonRows } from './components/buttons.ts';
 import { WORK_COMMAND_USAGE, WORK_COMMANDS, type WorkCommandName } from '../../core/work-commands.ts';
 import { discordConversationId } from './conversation-ids.ts';
 import { neutralizeMentions } from './format/index.ts';
@@ -199,8 +200,6 @@ async function answerStatus(ctx: AdapterContext, interaction: ChatInputCommandIn
   await interaction.editReply({ content: clip(neutralizeMentions(await ctx.workStatus(person))), ...PUBLIC_EDIT });
 }
 
-/** Discord's bound on a link button's `url` (Message Components, Button Object): longer links are text only. */
-const MAX_LINK_BUTTON_URL = 512;
 /** Characters in a button's label. */
 const MAX_BUTTON_LABEL = 80;
 
@@ -224,7 +223,7 @@ async function answerConnections(
   try {
     const answer =
       subcommand === 'connections'
-        ? { content: clip(neutralizeMentions(await ctx.connections(person))) }
+        ? connectionsReply(await ctx.connections(person))
         : connectReply(await ctx.connect(person, interaction.options.getString('server', true).trim()));
     await interaction.editReply({ ...answer, ...PUBLIC_EDIT });
   } catch (error) {
@@ -249,7 +248,7 @@ function connectReply(result: ConnectResult) {
   };
   return {
     content: clip(text),
-    components: result.url.length <= MAX_LINK_BUTTON_URL ? [{ type: 1, components: [button] }] : [],
+    components: result.url.length <= LIMITS.linkButtonUrl ? [{ type: 1, components: [button] }] : [],
   };
 }
 
@@ -340,3 +339,8 @@ const COUNTERSIGN_HELP = [
   ...WORK_COMMANDS.map((w) => `**/${w}** ${WORK_COMMAND_USAGE[w].args} — ${WORK_COMMAND_USAGE[w].description}.`),
   'Mention me in a channel, or write to me in a DM, to ask for anything else. Risky actions always wait for an Approve.',
 ].join('\n');
+
+/** `connections`: the person's list, with a Disconnect button per connected server (ending the clicker's own). */
+function connectionsReply(view: { text: string; buttons: ReplyButton[] }) {
+  return { content: clip(neutralizeMentions(view.text)), components: replyButtonRows(view.buttons) };
+}

@@ -35,9 +35,10 @@ function actions(buttons: ReplyButton[], prefix: string): Block[] {
       type: 'actions',
       elements: buttons.slice(i, i + LIMITS.actionsElements).map((b, j) => ({
         type: 'button',
-        action_id: `${prefix}_${i + j}`,
+        // Slack sends a click on a link button too; its action id says there is nothing to do.
+        action_id: b.url ? `${CONNECT_LINK_ACTION}_${i + j}` : `${prefix}_${i + j}`,
         text: { type: 'plain_text', text: b.label.slice(0, LIMITS.buttonText), emoji: true },
-        value: b.value,
+        ...(b.url ? { url: b.url } : { value: b.value }),
         ...(b.style === 'secondary' ? {} : { style: STYLE[b.style] }),
       })),
     });

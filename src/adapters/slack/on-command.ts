@@ -8,7 +8,8 @@ import type { SlackOutbound } from './outbound.ts';
 import { slackErrorOf } from './api-errors.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
-import { connectLinkMessage, grantListBlocks, type Block } from './blocks.ts';
+import { connectLinkMessage, grantListBlocks, replyBlocks, type Block } from './blocks.ts';
+import type { ReplyButton } from '../../core/reply-target.ts';
 import { grantsInTheirConversations, type SlackMemberships } from './memberships.ts';
 import { SLACK_RULES } from './rules.ts';
 import { slackConversationId } from './conversation-ids.ts';
@@ -260,7 +261,7 @@ async function answerCountersign(
       const answer =
         asked === 'connect'
           ? await connectAnswer(ctx, command.command, person, argument)
-          : { text: markdownToMrkdwn(await ctx.connections(person)) };
+          : connectionsAnswer(await ctx.connections(person));
       await respond({ response_type: 'ephemeral', ...answer });
     } catch (error) {
       // Acknowledged already: without this the person would see nothing at all.
@@ -315,4 +316,9 @@ async function grantsAnswer(
     text: `${grants.length} standing grant${grants.length === 1 ? '' : 's'} apply here.`,
     blocks: grantListBlocks(lines, grants.length),
   };
+}
+
+/** `connections`: the person's list, with a Disconnect button per connected server (ending the clicker's own). */
+function connectionsAnswer(view: { text: string; buttons: ReplyButton[] }): { text: string; blocks: Block[] } {
+  return { text: markdownToMrkdwn(view.text), blocks: replyBlocks(view.text, view.buttons) };
 }

@@ -26,7 +26,7 @@ describe('the console’s /connect and /connections, line by line', () => {
         ? { ok: true, server, url: 'https://auth.example/authorize?state=s1&client_id=c' }
         : { ok: false, message: `There is no per-person server "${server}" here. Known: github.` };
     },
-    connections: async (person) => `connections of ${person.userId}`,
+    connections: async (person) => ({ text: `connections of ${person.userId}`, buttons: [] }),
     connectableServers: ['github'],
   });
 

@@ -45,6 +45,13 @@ const WITNESSES: Record<DiscordLimit, Witness> = {
   messageContent: { kind: 'message', body: (n) => ({ content: 'x'.repeat(n) }) },
   customId: { kind: 'message', body: (n) => ({ components: [row(1, n)] }) },
   buttonLabel: { kind: 'message', body: (n) => ({ components: [row(1, 8, n)] }) },
+  linkButtonUrl: {
+    kind: 'message',
+    body: (n) => {
+      const url = 'https://example.com/'.padEnd(n, 'x');
+      return { components: [{ type: 1, components: [{ type: 2, style: 5, label: 'Open', url }] }] };
+    },
+  },
   buttonsPerRow: { kind: 'message', body: (n) => ({ components: [row(n)] }) },
   actionRows: { kind: 'message', body: (n) => ({ components: Array.from({ length: n }, () => row(1)) }) },
   embedsPerMessage: {

@@ -11,6 +11,8 @@ const ROWS_MAX = 5;
 const ROW_COMPONENTS_MAX = 5;
 const CUSTOM_ID_MAX = 100;
 const LABEL_MAX = 80;
+/** Button Object: a link button's `url`, which only link buttons (style 5) have, and they must. */
+const LINK_URL_MAX = 512;
 const EMBEDS_MAX = 10;
 const EMBED_TITLE_MAX = 256;
 const EMBED_DESCRIPTION_MAX = 4096;
@@ -129,6 +131,8 @@ function checkComponents(rows: Array<z.infer<typeof ActionRow>>, problems: Field
       if (c.custom_id && c.custom_id.length > CUSTOM_ID_MAX)
         problems.push(maxLength([...at, 'custom_id'], CUSTOM_ID_MAX));
       if (c.label && c.label.length > LABEL_MAX) problems.push(maxLength([...at, 'label'], LABEL_MAX));
+      if (c.type === 2 && c.style === 5 && (!c.url || c.custom_id)) problems.push(required([...at, 'url']));
+      if (c.url && c.url.length > LINK_URL_MAX) problems.push(maxLength([...at, 'url'], LINK_URL_MAX));
     });
   });
 }

@@ -4,14 +4,17 @@
  */
 
 /** Button styles: Primary 1 (blurple), Secondary 2 (grey), Success 3 (green), Danger 4 (red). */
-export const ButtonStyle = { primary: 1, secondary: 2, success: 3, danger: 4 } as const;
+export const ButtonStyle = { primary: 1, secondary: 2, success: 3, danger: 4, link: 5 } as const;
 type ButtonStyleName = keyof typeof ButtonStyle;
 
 export interface ApiButton {
   type: 2;
   style: (typeof ButtonStyle)[ButtonStyleName];
   label: string;
-  custom_id: string;
+  /** Every style but link: what the click sends back. */
+  custom_id?: string;
+  /** Link style only: the page the click opens (no interaction is sent). */
+  url?: string;
   disabled?: boolean;
 }
 

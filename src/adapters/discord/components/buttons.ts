@@ -36,5 +36,16 @@ export function stopButtonRow(turnId: string): ApiActionRow[] {
 
 /** The platform-neutral buttons of `src/reply/outbound.ts` as Discord action rows. */
 export function replyButtonRows(buttons: ReplyButton[]): ApiActionRow[] {
-  return actionRows(buttons.map((b) => button(b.label, b.value, ButtonStyle[b.style])));
+  return actionRows(
+    buttons.flatMap((b) => {
+      if (!b.url) return [button(b.label, b.value, ButtonStyle[b.style])];
+      // A longer link is refused by Discord: the message's text carries it instead.
+      return b.url.length <= LIMITS.linkButtonUrl ? [linkButton(b.label, b.url)] : [];
+    }),
+  );
+}
+
+/** A button that opens `url` (style Link): it has no custom_id, and Discord sends no interaction for it. */
+function linkButton(label: string, url: string): ApiButton {
+  return { type: 2, style: ButtonStyle.link, label: buttonLabel(label), url };
 }

@@ -103,7 +103,7 @@ describe('buttons', () => {
   it('renders the Stop button as one danger button whose id names the turn', () => {
     const rows = stopButtonRow('turn-42');
     expect(rows).toEqual([{ type: 1, components: [{ type: 2, style: 4, label: 'Stop', custom_id: 'stop:turn-42' }] }]);
-    expect(parseStopCustomId(rows[0]!.components[0]!.custom_id)).toBe('turn-42');
+    expect(parseStopCustomId(rows[0]!.components[0]!.custom_id!)).toBe('turn-42');
   });
 
   it('packs reply buttons five to a row', () => {
