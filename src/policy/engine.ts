@@ -17,6 +17,8 @@ export interface ToolDescriptor {
     destructiveHint?: boolean;
     /** The MCP config's per-tool `approval` override, if any. */
     override?: 'always' | 'never';
+    /** A per-person server: the call runs with the requester's own connection, never a shared credential. */
+    personal?: boolean;
   };
 }
 
@@ -104,7 +106,9 @@ export interface CompiledRule {
   ref: RuleRef;
   tools: Glob[];
   kinds?: ToolKind[];
-  mcp?: { trusted?: boolean; readOnly?: boolean; destructive?: boolean };
+  mcp?: { trusted?: boolean; readOnly?: boolean; destructive?: boolean; personal?: boolean };
+  /** The call runs only as the requester's own account (`connection: required`). */
+  connection?: 'required';
   paths?: Glob[];
   /** How `paths` apply; default: `any` for rules that tighten, `all` for rules that loosen. */
   pathMatch?: 'any' | 'all';
@@ -205,6 +209,28 @@ function matchesArgs(rule: CompiledRule, args: unknown): boolean {
   return Object.entries(rule.args).every(([key, values]) => values.some((v) => Object.is(v, args[key])));
 }
 
+/**
+ * `connection: required` on a tool that runs on a shared credential (a built-in tool, or an MCP server
+ * without `"auth": "oauth"`): refused, since it could not run as the requester's own account.
+ */
+function sharedCredentialRefused(
+  rule: CompiledRule,
+  tool: ToolDescriptor,
+  home: Decision['home'],
+  risk: Risk,
+): Decision {
+  const server = tool.mcp ? `its server ${tool.mcp.server} uses one shared credential` : 'it has no per-person account';
+  return {
+    outcome: 'deny',
+    rule: rule.ref,
+    message: `${tool.name} must run as the requester's own account (rule ${rule.ref.name}: connection: required), but ${server}.`,
+    approvers: [],
+    risk,
+    home,
+    grantable: false,
+  };
+}
+
 function matchesMcp(rule: CompiledRule, tool: ToolDescriptor): boolean {
   if (!rule.mcp) return true;
   const mcp = tool.mcp;
@@ -216,7 +242,8 @@ function matchesMcp(rule: CompiledRule, tool: ToolDescriptor): boolean {
   return (
     (want.trusted === undefined || want.trusted === mcp.trusted) &&
     (want.readOnly === undefined || want.readOnly === readOnly) &&
-    (want.destructive === undefined || want.destructive === destructive)
+    (want.destructive === undefined || want.destructive === destructive) &&
+    (want.personal === undefined || want.personal === (mcp.personal === true))
   );
 }
 
@@ -333,6 +360,8 @@ export class Policy {
     const own = rule === tainted ? undefined : (rule.explain?.(input) ?? rule.message);
     const message = [own, note].filter(Boolean).join(' · ') || undefined;
     const grantable = rule.grantable && !vouches;
+    if (rule.connection === 'required' && input.tool.mcp?.personal !== true)
+      return sharedCredentialRefused(rule, input.tool, home, classified);
     return {
       outcome: rule.outcome,
       rule: rule.ref,

@@ -305,6 +305,7 @@ function compileRule(rule: RuleSchema, i: number, c: RuleCompiling): CompiledRul
     tools: rule.tool.map(compileNameGlob),
     ...(rule.kind ? { kinds: rule.kind } : {}),
     ...(rule.mcp ? { mcp: rule.mcp } : {}),
+    ...(rule.connection ? { connection: rule.connection } : {}),
     ...(rule.paths ? { paths: rule.paths.map(compilePathGlob) } : {}),
     ...(rule.command ? { command: rule.command } : {}),
     ...(rule.args

@@ -156,8 +156,15 @@ function buildSchemas(platforms: PolicyPlatforms) {
         trusted: z.boolean({ error: 'expected true or false' }).optional(),
         readOnly: z.boolean({ error: 'expected true or false' }).optional(),
         destructive: z.boolean({ error: 'expected true or false' }).optional(),
+        /** A per-person server (`"auth": "oauth"`): each call runs as the requester's own account. */
+        personal: z.boolean({ error: 'expected true or false' }).optional(),
       })
       .optional(),
+    /**
+     * `required`: a call this rule matches runs only as the requester's own account (a per-person
+     * server's connection); a tool on a shared credential is refused, whatever the outcome says.
+     */
+    connection: z.literal('required', { error: 'expected connection: required' }).optional(),
     paths: oneOrMany(PathGlob).optional(),
     /** A prefix of run_command's argv: `kubectl get` or `[kubectl, get]`. */
     command: z

@@ -34,6 +34,8 @@ export interface McpToolFacts {
   destructiveHint?: boolean;
   /** The MCP config's per-tool `approval` override. */
   override?: 'always' | 'never';
+  /** A per-person server (`"auth": "oauth"`): each call runs with the requester's own connection. */
+  personal?: boolean;
 }
 
 export interface Tool<Args = Record<string, unknown>> {

@@ -265,6 +265,7 @@ export class McpHub {
           ? { destructiveHint: remote.annotations.destructiveHint }
           : {}),
         ...(override ? { override } : {}),
+        ...(this.#config.mcpServers[server] && isPersonal(this.#config.mcpServers[server]) ? { personal: true } : {}),
       },
       idempotent: policy.idempotent,
       execute: (args: Record<string, unknown>, ctx) => run(args, ctx),
