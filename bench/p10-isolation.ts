@@ -146,7 +146,7 @@ export async function benchP10(connectionString: string, cards = 50): Promise<P1
     DISCORD_API_URL: discord.restUrl,
   });
   try {
-    await until(() => (discord.gateway.sessions.length > 0 ? true : undefined), 'the gateway session', 30_000);
+    await until(() => (discord.gateway.sessions.length > 0 ? true : undefined), 'the gateway session', 120_000);
     const channel = (i: number) => `C${String(i).padStart(8, '0')}`;
     const thread = '1700000000.000100';
     await parkAll(
