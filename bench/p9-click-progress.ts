@@ -22,6 +22,10 @@ export interface P9Platform {
   firstChange: Summary;
   /** Click → the answer ("Deployed: …") is visible. */
   answer: Summary;
+  /** Click → the last of the answers is visible (ms). */
+  lastAnswer: number;
+  /** How long each continuation held its worker slot: started → settled (ms). */
+  slotHeld: Summary;
   /** Countersign's pacing of edits to one reply. */
   editIntervalMs: number;
   /** The worker's WORKER_CONCURRENCY. */
@@ -37,11 +41,11 @@ const ENTRY = path.join(import.meta.dirname, 'p9-process.ts');
 const CLICKER = path.join(import.meta.dirname, 'p9-clicker.ts');
 /** Interactive slots of the worker process: Countersign's default unless BENCH_P9_CONCURRENCY says otherwise. */
 const CONCURRENCY = Number(process.env.BENCH_P9_CONCURRENCY ?? 8);
-const SECRET = 'p9-signing-secret';
+export const SECRET = 'p9-signing-secret';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 120_000): Promise<T> {
+export async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 120_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = probe();
@@ -52,7 +56,7 @@ async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 12
 }
 
 /** A shared rate bucket's shape, for the keys starting with `prefix`. */
-interface BucketOf extends BucketShape {
+export interface BucketOf extends BucketShape {
   prefix: string;
 }
 
@@ -61,7 +65,7 @@ interface BucketOf extends BucketShape {
  * budgets has refilled. Waits until the fake has seen no write for `quietMs` (longer than any of the
  * fake's fixed windows), then until each of Countersign's shared buckets is full again.
  */
-async function settle(pool: Pool, lastWriteAt: () => number, buckets: BucketOf[], quietMs = 6000) {
+export async function settle(pool: Pool, lastWriteAt: () => number, buckets: BucketOf[], quietMs = 6000) {
   await until(
     () => (Date.now() - lastWriteAt() > quietMs ? true : undefined),
     'the platform writes to settle',
@@ -84,7 +88,11 @@ async function settle(pool: Pool, lastWriteAt: () => number, buckets: BucketOf[]
 }
 
 /** Earliest version stamped at or after `since`, from any of `histories`. */
-function firstAfter(histories: Array<Array<{ at: number }>>, since: number, match: (v: never) => boolean = () => true) {
+export function firstAfter(
+  histories: Array<Array<{ at: number }>>,
+  since: number,
+  match: (v: never) => boolean = () => true,
+) {
   const times = histories.flatMap((h) => h.filter((v) => v.at >= since && match(v as never)).map((v) => v.at));
   return times.length ? Math.min(...times) : undefined;
 }
@@ -105,7 +113,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function deploy(connectionString: string, env: Record<string, string>): Promise<Deployment> {
+export async function deploy(connectionString: string, env: Record<string, string>): Promise<Deployment> {
   const httpPort = await freePort();
   const common = {
     ...process.env,
@@ -137,7 +145,7 @@ async function deploy(connectionString: string, env: Record<string, string>): Pr
 }
 
 /** Sends the signed clicks from a process of its own (bench/p9-clicker.ts) and reads its timings. */
-async function clickAll(url: string, payloads: unknown[]): Promise<{ clickedAt: number; acks: number[] }> {
+export async function clickAll(url: string, payloads: unknown[]): Promise<{ clickedAt: number; acks: number[] }> {
   const child = spawn(process.execPath, [CLICKER], { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -149,7 +157,7 @@ async function clickAll(url: string, payloads: unknown[]): Promise<{ clickedAt: 
 }
 
 /** Waits until the ingress answers over HTTP. */
-async function listening(url: string): Promise<void> {
+export async function listening(url: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const ok = await fetch(url).then(
@@ -163,7 +171,7 @@ async function listening(url: string): Promise<void> {
 }
 
 /** Enqueues one turn per place, as an ingress would; the caller waits for the cards. Not measured. */
-async function parkAll(
+export async function parkAll(
   pool: Pool,
   cards: number,
   platform: 'slack' | 'discord',
@@ -183,7 +191,8 @@ async function parkAll(
   }
 }
 
-const hasApprove = (blocksOrComponents: unknown) => JSON.stringify(blocksOrComponents ?? []).includes('"Approve"');
+export const hasApprove = (blocksOrComponents: unknown) =>
+  JSON.stringify(blocksOrComponents ?? []).includes('"Approve"');
 
 interface Views {
   /** Every version of card i, oldest first, each stamped by the fake when it stored it. */
@@ -207,7 +216,7 @@ function summary(acks: number[], calls: Array<{ at: number; status: number }>, c
 }
 
 /** Waits for every card to show its decision and every continuation to answer; times from the click. */
-async function measure(cards: number, clickedAt: number, views: Views) {
+export async function measure(cards: number, clickedAt: number, views: Views) {
   const decided: number[] = [];
   const firstChange: number[] = [];
   const answer: number[] = [];
@@ -224,7 +233,26 @@ async function measure(cards: number, clickedAt: number, views: Views) {
     answer.push(answered - clickedAt);
     firstChange.push(firstAfter(views.replies(i), clickedAt)! - clickedAt);
   }
-  return { decided: summarize(decided), firstChange: summarize(firstChange), answer: summarize(answer) };
+  return {
+    decided: summarize(decided),
+    firstChange: summarize(firstChange),
+    answer: summarize(answer),
+    lastAnswer: Math.max(...answer),
+  };
+}
+
+/**
+ * How long each of P9's continuations held its worker slot: from its start to its settling (the
+ * job completes in the same breath). Before the outbox (#35) this included the wait for the
+ * platform's budget; now it is the computation.
+ */
+export async function slotHeld(pool: Pool, since: number): Promise<Summary> {
+  const { rows } = await pool.query<{ ms: number }>(
+    `SELECT EXTRACT(EPOCH FROM finished_at - started_at)::float8 * 1000 AS ms FROM countersign.work_items
+      WHERE conversation_id LIKE 'p9-%' AND started_at >= to_timestamp($1::float8 / 1000) AND finished_at IS NOT NULL`,
+    [since],
+  );
+  return summarize(rows.map((r) => Number(r.ms)));
 }
 
 /**
@@ -299,6 +327,7 @@ async function slackP9(connectionString: string, cards: number): Promise<P9Platf
     return {
       platform: 'slack',
       ...measured,
+      slotHeld: await slotHeld(app.pool, clickedAt),
       ...summary(acks, fake.rateLimits.calls, clickedAt, started),
       updatesPerMinute,
     };
@@ -365,6 +394,7 @@ async function discordP9(connectionString: string, cards: number): Promise<P9Pla
     return {
       platform: 'discord',
       ...measured,
+      slotHeld: await slotHeld(app.pool, clickedAt),
       ...summary(acks, fake.rateLimits.calls, clickedAt, started),
     };
   } finally {

@@ -13,6 +13,7 @@ import { benchP6 } from './p6-kill-resume.ts';
 import { benchP7 } from './p7-memory.ts';
 import { benchP8, meanBilled } from './p8-conversation-cost.ts';
 import { benchP9 } from './p9-click-progress.ts';
+import { benchP10 } from './p10-isolation.ts';
 import { benchBudget } from './result-budget.ts';
 import { benchMrkdwn } from './mrkdwn.ts';
 import { round } from './stats.ts';
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
     await migrate(url.toString(), log);
     return url.toString();
   };
-  const only = (process.env.BENCH_ONLY ?? 'P1,P2,P3,P4,P5,P6,P7,P8,P9').split(',');
+  const only = (process.env.BENCH_ONLY ?? 'P1,P2,P3,P4,P5,P6,P7,P8,P9,P10').split(',');
   const samples = Number(process.env.BENCH_SAMPLES ?? 200);
   const results: Record<string, unknown> = {};
   const rows: Row[] = [];
@@ -234,6 +235,14 @@ async function main(): Promise<void> {
           ],
           [`P9 ${name}: click → the answer is visible p50 / p99 (ms)`, ms(r.answer), '', '', ''],
           [
+            `P9 ${name}: click → the last answer visible (ms)`,
+            round(r.lastAnswer, 0),
+            r.updatesPerMinute ? `${r.cards} × 60 s / ${r.updatesPerMinute} + 2 s` : '',
+            r.updatesPerMinute ? `${round(r.lastAnswer / ((r.cards * 60_000) / r.updatesPerMinute + 2000))}×` : '',
+            r.updatesPerMinute ? '≤ 1×' : '',
+          ],
+          [`P9 ${name}: slot held per continuation p50 / p99 (ms)`, ms(r.slotHeld), '', '', 'free ≤ 1 s after compute'],
+          [
             `P9 ${name}: 429s from the click on / seconds in all`,
             `${r.rateLimited} / ${round(r.seconds, 0)}`,
             '',
@@ -242,6 +251,38 @@ async function main(): Promise<void> {
           ],
         );
       }
+    }
+    if (only.includes('P10')) {
+      const p10 = await benchP10(await freshDatabase('p10'), Number(process.env.BENCH_P9_CARDS ?? 50));
+      results.p10 = p10;
+      const ms = (s: { p50: number; p99: number }) => `${round(s.p50, 0)} / ${round(s.p99, 0)}`;
+      const ratio = (a: { p50: number; p99: number }, b: { p50: number; p99: number }) =>
+        `${round(a.p50 / b.p50)}× / ${round(a.p99 / b.p99)}×`;
+      const { burst } = p10;
+      rows.push(
+        [
+          `P10 Slack workspace B mention → first visible token during A's ${burst.cards}-click burst, p50 / p99 (ms)`,
+          ms(p10.slackB.burst),
+          `no burst: ${ms(p10.slackB.quiet)}`,
+          ratio(p10.slackB.burst, p10.slackB.quiet),
+          '≤ 1.25×',
+        ],
+        [
+          `P10 Discord mention → first visible token during the burst, p50 / p99 (ms)`,
+          ms(p10.discord.burst),
+          `no burst: ${ms(p10.discord.quiet)}`,
+          ratio(p10.discord.burst, p10.discord.quiet),
+          '≤ 1.25×',
+        ],
+        [
+          `P10 workspace A (${p10.concurrency} slots): click → answer p50 / p99, last (ms)`,
+          `${ms(burst.answer)}, ${round(burst.lastAnswer, 0)}`,
+          `${burst.cards} × 60 s / ${burst.updatesPerMinute} + 2 s`,
+          `${round(burst.lastAnswer / ((burst.cards * 60_000) / burst.updatesPerMinute + 2000))}×`,
+          '≤ 1×',
+        ],
+        [`P10 workspace A: slot held per continuation p50 / p99 (ms)`, ms(burst.slotHeld), '', '', ''],
+      );
     }
     if (only.includes('BUDGET')) {
       const budget = benchBudget();

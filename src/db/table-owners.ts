@@ -18,6 +18,7 @@ const HOUSEKEEPING = 'src/queue/housekeeping-sql.ts';
 const TURN_STORE = 'src/agent/turn-store.ts';
 const APPROVAL_STORE = 'src/approval/store.ts';
 const LIVENESS = 'src/queue/worker-liveness.ts';
+const OUTBOX = 'src/reply/outbox.ts';
 
 const RETENTION = 'retention sweep: one statement deletes old rows of several tables in one round trip';
 const TURN_START = 'startWorkItem reads the checkpoint, summary and history in the statement that starts the turn';
@@ -36,9 +37,16 @@ export const TABLE_OWNERS = {
   tool_executions: { owner: TURN_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
   model_rounds: { owner: TURN_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
   conversation_summaries: { owner: 'src/agent/history/summary-store.ts', sharedWith: { [LIFECYCLE]: TURN_START } },
-  worker_processes: { owner: LIVENESS },
+  worker_processes: {
+    owner: LIVENESS,
+    sharedWith: {
+      [OUTBOX]:
+        'claiming outbox replies whose process has no heartbeat: one statement, so a live process is never taken from',
+    },
+  },
   worker_slots: { owner: LIVENESS },
   rate_buckets: { owner: 'src/reply/rate-bucket.ts', sharedWith: { [HOUSEKEEPING]: RETENTION } },
+  reply_outbox: { owner: OUTBOX },
   approval_envelopes: { owner: APPROVAL_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
   approval_audit: { owner: APPROVAL_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },
   approval_audit_budget: { owner: APPROVAL_STORE, sharedWith: { [HOUSEKEEPING]: RETENTION } },

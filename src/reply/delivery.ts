@@ -56,8 +56,11 @@ export interface ReplyDelivery {
    * nothing to do.
    */
   upToDate(view: ReplyView): boolean;
-  /** Waits for, and takes, the rate token of the next call, where one is due (see Outbound.reserve). */
-  reserve(view: ReplyView): Promise<void>;
+  /**
+   * Waits for, and takes, the rate token of the next call, where one is due (see Outbound.reserve);
+   * aborted by `signal`, the token is given back and the call throws.
+   */
+  reserve(view: ReplyView, signal?: AbortSignal): Promise<void>;
   /** A call failed: a token taken by reserve was spent on it. */
   forgetReservation(): void;
   /** Makes the platform show the view; throws to be retried with the newest text. */

@@ -52,10 +52,10 @@ export class EditDelivery implements ReplyDelivery {
     return this.#alreadyShows(this.messages.liveIndex, this.#visible(live, statusSuffix), view);
   }
 
-  async reserve(): Promise<void> {
+  async reserve(_view?: ReplyView, signal?: AbortSignal): Promise<void> {
     // Only edits draw on the edit budget; posting the first message does not.
     if (this.#outbound.reserve && this.messages.ids[this.messages.liveIndex]) {
-      await this.#outbound.reserve(this.#target);
+      await this.#outbound.reserve(this.#target, signal);
       this.#reserved = true;
     }
   }

@@ -26,9 +26,10 @@ export interface Outbound {
   edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void>;
   /**
    * Waits for, and takes, the rate token of the next edit to `target`. Streams call it before they
-   * decide what text to send, so that under a tight budget only the newest text is sent.
+   * decide what text to send, so that under a tight budget only the newest text is sent. Aborted by
+   * `signal` while waiting, the token is given back and the call throws.
    */
-  reserve?(target: ReplyTarget): Promise<void>;
+  reserve?(target: ReplyTarget, signal?: AbortSignal): Promise<void>;
   /** Where a direct message to `user` goes (Slack conversations.open, a Discord DM channel); absent: no DMs. */
   directChannel?(user: string, workspace?: string): Promise<ReplyTarget>;
   /** A link a person can open to `messageId`, where the platform has one. */

@@ -41,15 +41,34 @@ export async function takeToken(db: Queryable, key: string, bucket: BucketShape)
   return tokens >= 0 ? 0 : Math.ceil((-tokens / bucket.refillPerSecond) * 1000);
 }
 
-/** Takes a token and waits until it may be used. */
+/**
+ * Takes a token and waits until it may be used. Aborted while waiting (a turn handing its reply to
+ * the outbox), the token is given back: the next caller in line waits that much less, so a wait
+ * given up never costs the budget a call.
+ */
 export async function waitForToken(
   db: Queryable,
   key: string,
   bucket: BucketShape,
   signal?: AbortSignal,
 ): Promise<void> {
+  signal?.throwIfAborted();
   const waitMs = await takeToken(db, key, bucket);
-  if (waitMs > 0) await sleep(waitMs, undefined, { signal });
+  if (waitMs <= 0) return;
+  try {
+    await sleep(waitMs, undefined, { signal });
+  } catch (error) {
+    // Best effort: a token not given back (database gone) only costs one call's worth of budget.
+    await giveTokenBack(db, key, bucket).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function giveTokenBack(db: Queryable, key: string, bucket: BucketShape): Promise<void> {
+  await db.query('UPDATE countersign.rate_buckets SET tokens = LEAST($2::float8, tokens + 1) WHERE key = $1', [
+    key,
+    bucket.capacity,
+  ]);
 }
 
 /**
@@ -58,10 +77,7 @@ export async function waitForToken(
  */
 async function tryTakeToken(db: Queryable, key: string, bucket: BucketShape): Promise<boolean> {
   if ((await takeToken(db, key, bucket)) === 0) return true;
-  await db.query('UPDATE countersign.rate_buckets SET tokens = LEAST($2::float8, tokens + 1) WHERE key = $1', [
-    key,
-    bucket.capacity,
-  ]);
+  await giveTokenBack(db, key, bucket);
   return false;
 }
 

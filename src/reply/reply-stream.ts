@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { ReplyDelivery, ReplyView, TaskUpdate } from './delivery.ts';
@@ -29,6 +30,8 @@ export interface ReplyStreamOptions {
   liveButtonsAfterMs?: number;
   /** Called after every successful platform call, with the text now visible (benchmarks, metrics). */
   onDelivered?: (visibleText: string) => void;
+  /** Show the reply by editing in place even where the platform streams natively (the outbox's deliveries). */
+  editsInPlace?: boolean;
 }
 
 /**
@@ -59,6 +62,12 @@ export class ReplyStream implements ReplySink {
   #skipIntervalWait: (() => void) | undefined;
   /** What the delivery reads: always the current state, never a copy (see ReplyView). */
   readonly #view: ReplyView;
+  /** Set by handOff: this stream sends nothing more; the outbox shows the rest. */
+  #handedOff = false;
+  /** Whether any platform call of this stream succeeded (something of the reply is visible). */
+  #anyDelivered = false;
+  /** Gives up a wait for a rate token when the reply is handed off (the token goes back to the bucket). */
+  readonly #reserveAbort = new AbortController();
 
   constructor(outbound: Outbound, target: ReplyTarget, options: ReplyStreamOptions) {
     this.#outbound = outbound;
@@ -75,8 +84,13 @@ export class ReplyStream implements ReplySink {
       }, delay);
       this.#liveButtonsTimer.unref();
     }
-    const context = { target, log: options.log, initial: options.initial, onDelivered: options.onDelivered };
-    this.#delivery = outbound.createDelivery?.(context) ?? new EditDelivery(outbound, context);
+    const onDelivered = (visibleText: string): void => {
+      this.#anyDelivered = true;
+      options.onDelivered?.(visibleText);
+    };
+    const context = { target, log: options.log, initial: options.initial, onDelivered };
+    const native = options.editsInPlace ? undefined : outbound.createDelivery?.(context);
+    this.#delivery = native ?? new EditDelivery(outbound, context);
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the view's getters read this stream's fields
     const stream = this;
     this.#view = {
@@ -101,6 +115,11 @@ export class ReplyStream implements ReplySink {
 
   get text(): string {
     return this.#text;
+  }
+
+  /** Whether this stream has shown anything yet (a text, not only the placeholder posted before it). */
+  get anyDelivered(): boolean {
+    return this.#anyDelivered;
   }
 
   snapshot(): ReplyState {
@@ -156,10 +175,28 @@ export class ReplyStream implements ReplySink {
     this.#skipIntervalWait?.();
     await this.#ensurePump();
     // A pump that was mid-call when we finished may have sent stale text; run once more if so.
-    while (this.#dirty) await this.#ensurePump();
+    while (this.#dirty && !this.#handedOff) await this.#ensurePump();
+  }
+
+  /**
+   * Stops this stream so the outbox can show the rest of the reply (src/reply/outbox.ts) while the
+   * turn's worker slot is freed: a wait for a rate token is given up (the token goes back), a call
+   * in flight completes, and where the reply stands is returned for the outbox row. Undefined when
+   * the rest cannot be shown by edits from another process: the platform has no budget to wait for
+   * (nothing would hold the slot), or a native stream shows the reply (it stays in the turn).
+   */
+  async handOff(): Promise<ReplyState | undefined> {
+    if (!this.#outbound.reserve || !(this.#delivery instanceof EditDelivery)) return undefined;
+    this.#handedOff = true;
+    clearTimeout(this.#liveButtonsTimer);
+    this.#reserveAbort.abort();
+    this.#skipIntervalWait?.();
+    await this.#pumping?.catch(() => undefined);
+    return this.#delivery.snapshot();
   }
 
   #schedule(): void {
+    if (this.#handedOff) return;
     this.#dirty = true;
     void this.#ensurePump().catch((error: unknown) => this.#log.warn({ err: error }, 'reply stream pump failed'));
   }
@@ -175,7 +212,7 @@ export class ReplyStream implements ReplySink {
     const startedAt = Date.now();
     const delivery = this.#delivery;
     let backoffMs = 0;
-    while (this.#dirty) {
+    while (this.#dirty && !this.#handedOff) {
       // Nothing to send (typically a finish that changes nothing): neither the platform's interval
       // nor a rate token is worth spending, and the turn's worker slot is freed at once.
       if (backoffMs === 0 && delivery.upToDate(this.#view)) {
@@ -185,16 +222,18 @@ export class ReplyStream implements ReplySink {
       // A platform's retry-after is always honoured; the edit interval only between partial texts.
       if (backoffMs > 0) await this.#sleep(backoffMs);
       if (!this.#finished) await this.#waitForInterval(delivery.lastEditAt);
+      if (this.#handedOff) break;
       try {
         // Take the platform's rate token first, then read the text: while we waited for the budget
         // the text may have moved on (or finished), and only the newest version is worth a call.
-        await delivery.reserve(this.#view);
+        await delivery.reserve(this.#view, this.#reserveAbort.signal);
         this.#dirty = false;
         await delivery.sync(this.#view);
         backoffMs = 0;
       } catch (error) {
         this.#dirty = true;
         delivery.forgetReservation();
+        if (this.#handedOff) break;
         if (Date.now() - startedAt > this.#deadlineMs && this.#finished) {
           throw new Error(`Could not deliver the reply within ${this.#deadlineMs} ms`, { cause: error });
         }
@@ -204,8 +243,9 @@ export class ReplyStream implements ReplySink {
     }
   }
 
+  /** A backoff; cut short when the reply is handed off (the outbox retries on its own). */
   #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => setTimeout(resolve, ms));
+    return sleep(ms, undefined, { signal: this.#reserveAbort.signal }).catch(() => undefined);
   }
 
   /** Waits until the edit interval since `lastEditAt` has passed, or until the reply is finished. */

@@ -19,6 +19,8 @@ import type { AgentTools } from './tools.ts';
 import type { CodeWork } from './repos.ts';
 import { connectionsNoteOf } from './connections.ts';
 import type { PersonalConnections } from '../connections/service.ts';
+import { OutboxDeliverer } from '../reply/outbox-deliverer.ts';
+import { announceVisible } from '../queue/tasks/turn-endings.ts';
 
 /** Characters of the system prompt given to the list of skills (names and descriptions only). */
 const SKILLS_PROMPT_BUDGET = 4000;
@@ -56,6 +58,8 @@ interface TurnControls {
   fence: AbortController;
   /** Aborted when this process begins a graceful shutdown. */
   draining: AbortController;
+  /** Delivers the reply outbox: finished turns' texts, apart from the slots that computed them. */
+  outbox: OutboxDeliverer;
 }
 
 /** Starts the worker pools (roles all and worker): turns, approval cards and housekeeping. */
@@ -110,7 +114,19 @@ async function startTurnControls(wiring: WorkerWiring, cleanups: Cleanups): Prom
   const stops = new StopListener(wiring.databaseUrl, log);
   await stops.start();
   cleanups.add(() => stops.close());
-  return { liveness, stops, fence, draining };
+  const outbox = new OutboxDeliverer({
+    pool: wiring.pool,
+    outbounds: wiring.outbounds,
+    log,
+    processId: liveness.processId,
+    // As often as workers poll for jobs: a killed process's replies are found as fast as its turns.
+    pollMs: Math.min(config.WORKER_POLL_INTERVAL_MS, 1000),
+    onDelivered: (row) => announceVisible(wiring.events, row.announce),
+  });
+  outbox.start();
+  // Stopped after the worker pools (cleanups run newest first), which may still hand it replies.
+  cleanups.add(() => outbox.stop());
+  return { liveness, stops, fence, draining, outbox };
 }
 
 function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: TurnControls) {
@@ -135,6 +151,7 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
     fence: controls.fence.signal,
     stops: controls.stops,
     draining: controls.draining.signal,
+    outbox: controls.outbox,
     approvals: wiring.approvals,
     systemPrompt: (item) =>
       buildSystemPrompt({

@@ -53,9 +53,9 @@ export class DiscordOutbound implements Outbound {
   }
 
   /** Takes the per-channel and global tokens of the next call to the target's channel. */
-  async reserve(target: ReplyTarget): Promise<void> {
-    await this.#buckets.wait(channelEditBucketKey(target.channel), DISCORD_BUCKETS.channelEdit);
-    await this.#buckets.wait(globalBucketKey(this.#applicationId), DISCORD_BUCKETS.global);
+  async reserve(target: ReplyTarget, signal?: AbortSignal): Promise<void> {
+    await this.#buckets.wait(channelEditBucketKey(target.channel), DISCORD_BUCKETS.channelEdit, signal);
+    await this.#buckets.wait(globalBucketKey(this.#applicationId), DISCORD_BUCKETS.global, signal);
   }
 
   async #send<T>(channel: string, call: () => Promise<T>, reserved = false): Promise<T> {

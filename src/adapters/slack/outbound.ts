@@ -64,13 +64,17 @@ export class SlackOutbound implements Outbound {
   }
 
   /** chat.update is the call streaming makes often; its Tier 3 budget is per workspace. */
-  async reserve(target: ReplyTarget): Promise<void> {
+  async reserve(target: ReplyTarget, signal?: AbortSignal): Promise<void> {
     // Burst plus a minute of refill stays within the budget for any 60-second window.
     const capacity = Math.max(1, Math.floor(this.#perMinute / LIMITS.chatUpdateBurstDivisor));
-    await this.#buckets.wait(`slack:${target.workspace ?? 'default'}:chat.update`, {
-      capacity,
-      refillPerSecond: Math.max(this.#perMinute - capacity, 1) / 60,
-    });
+    await this.#buckets.wait(
+      `slack:${target.workspace ?? 'default'}:chat.update`,
+      {
+        capacity,
+        refillPerSecond: Math.max(this.#perMinute - capacity, 1) / 60,
+      },
+      signal,
+    );
   }
 
   async #call<T>(target: ReplyTarget, method: string, call: () => Promise<T>, reserved = false): Promise<T> {

@@ -24,7 +24,14 @@ import type { Message, ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
 import { stopRequestOf, type StopListener } from '../stop-requests.ts';
 import { stopButtonValue } from '../../core/buttons.ts';
-import { endingOfError, endingOfOutcome, HandOver, settleEnding, type TurnEnding } from './turn-endings.ts';
+import {
+  endingOfError,
+  endingOfOutcome,
+  HandOver,
+  settleEnding,
+  type ReplyOutbox,
+  type TurnEnding,
+} from './turn-endings.ts';
 import { historyOf, historyRowsToRead } from './turn-history.ts';
 
 /** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */
@@ -69,6 +76,11 @@ export interface WorkerServices {
    * servers, src/connections), once their tools are listed; absent: none configured.
    */
   connectionsNote?(item: WorkItem): Promise<string | undefined>;
+  /**
+   * Where a finished turn's last text goes when showing it would wait for the platform's budget, so
+   * the slot is freed when the computation ends (src/reply/outbox-deliverer.ts); absent: shown in the turn.
+   */
+  outbox?: ReplyOutbox;
 }
 
 export function initialTurnState(item: WorkItem): TurnState {
@@ -181,6 +193,7 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
       feedbackButtons: services.config.FEEDBACK_BUTTONS,
       platform: services.platforms.rulesOf(item.reply.platform),
       park: (client, parkedItem, parkedState) => services.approvals.park(client, parkedItem, parkedState),
+      ...(services.outbox ? { outbox: services.outbox } : {}),
     },
     ending,
   );

@@ -1,16 +1,18 @@
 import type { Logger } from 'pino';
-import type { Pool, PoolClient } from '../../db/pool.ts';
+import { z } from 'zod';
+import { transaction, type Pool, type PoolClient, type Queryable } from '../../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../../db/errors.ts';
 import { Superseded, type TurnOutcome } from '../../agent/loop.ts';
 import type { ToolCall } from '../../agent/messages.ts';
 import type { TurnState } from '../../agent/turn-state.ts';
 import type { ReplyStream } from '../../reply/reply-stream.ts';
 import { scrubSecrets } from '../../log.ts';
-import { handOverTurn, parkTurn, settleTurn } from '../turn-lifecycle.ts';
+import { handOverTurn, parkTurn, settleTurn, type Settlement } from '../turn-lifecycle.ts';
+import type { NewOutboxRow, OutboxRow } from '../../reply/outbox.ts';
 import { TEXTS } from '../../core/texts.ts';
 import type { TurnEvents } from '../turn-events.ts';
-import type { WorkItem } from '../../core/work-item.ts';
-import { personKey, type Requester } from '../../core/person.ts';
+import { WorkItem } from '../../core/work-item.ts';
+import { personKey, Requester } from '../../core/person.ts';
 import type { PlatformRules } from '../../core/platform-rules.ts';
 import { StopRequested } from '../stop-requests.ts';
 import { feedbackValue } from '../../core/buttons.ts';
@@ -54,6 +56,78 @@ interface SettlingTurn {
   platform: PlatformRules;
   /** Stores the approval envelope inside the parking transaction (`TurnApprovals.park`). */
   park(client: PoolClient, item: WorkItem, state: TurnState): Promise<void>;
+  /** The reply outbox, where this process delivers one (src/reply/outbox-deliverer.ts). */
+  outbox?: ReplyOutbox;
+}
+
+/** Where a finished turn's last text goes when showing it would hold the worker slot. */
+export interface ReplyOutbox {
+  /** Writes the row inside the transaction that settles the turn. */
+  write(db: Queryable, row: NewOutboxRow): Promise<OutboxRow>;
+  /** Delivers a committed row (apart from the slot). */
+  deliver(row: OutboxRow): void;
+}
+
+/**
+ * The turn's event, emitted once its last text is visible: status, feedback buttons, metrics and
+ * the agent session's status follow what people see, not when the computation ended. Stored with
+ * an outbox row, so it is emitted by whichever process delivered it.
+ */
+const Announcement = z.discriminatedUnion('event', [
+  z.object({ event: z.literal('finished'), item: WorkItem, text: z.string(), durationMs: z.number() }),
+  z.object({ event: z.literal('failed'), item: WorkItem, error: z.string() }),
+  z.object({ event: z.literal('cancelled'), item: WorkItem, by: Requester }),
+]);
+type Announcement = z.infer<typeof Announcement>;
+const FirstShownByOutbox = z.object({ firstVisibleText: z.boolean().optional() });
+
+/** Emits the event an outbox row carried (or a turn settled without one), now that its text shows. */
+export function announceVisible(events: TurnEvents, announcement: unknown): void {
+  const parsed = Announcement.parse(announcement);
+  const { item } = parsed;
+  // The outbox showed the turn's first text (it had only its placeholder before).
+  if (FirstShownByOutbox.parse(announcement).firstVisibleText)
+    events.emit('firstVisibleText', { item, latencyMs: Date.now() - Date.parse(item.createdAt) });
+  if (parsed.event === 'finished') events.emit('finished', parsed);
+  else if (parsed.event === 'failed') events.emit('failed', parsed);
+  else events.emit('cancelled', parsed);
+}
+
+/**
+ * Shows the reply's last text and puts the turn to rest. Where the platform's budget could make the
+ * worker slot wait for a rate token, the stream hands its reply to the outbox instead: the text is
+ * written as a row in the transaction that settles the turn and delivered apart from the slot,
+ * which is free at once; the turn's event follows delivery. Elsewhere (no budget, a native stream)
+ * the text is shown here, as before.
+ */
+async function showAndSettle(
+  turn: SettlingTurn,
+  reply: { text: string; buttons?: ReplyButton[] | undefined },
+  settlement: Settlement,
+  announcement: Announcement,
+): Promise<void> {
+  const { pool, item, sink, outbox } = turn;
+  const replyState = outbox ? await sink.handOff() : undefined;
+  if (!outbox || !replyState) {
+    await sink.finish(reply.text, reply.buttons);
+    await settleTurn(pool, item, settlement);
+    announceVisible(turn.events, announcement);
+    return;
+  }
+  const row = await transaction(pool, async (client) => {
+    await settleTurn(client, item, settlement);
+    const announce = { ...announcement, firstVisibleText: !sink.anyDelivered };
+    const buttons = reply.buttons ?? [];
+    return outbox.write(client, {
+      workItemId: item.id,
+      target: item.reply,
+      replyState,
+      text: reply.text,
+      buttons,
+      announce,
+    });
+  });
+  outbox.deliver(row);
 }
 
 type Settler<K extends TurnEnding['kind']> = (
@@ -93,22 +167,21 @@ function feedbackButtons(turn: SettlingTurn): ReplyButton[] | undefined {
   ];
 }
 
-/** The text streamed so far, as the assistant message a cut-short turn keeps in the history. */
-function partialAnswer(sink: ReplyStream) {
-  return sink.text.trim() ? [{ role: 'assistant' as const, text: sink.text, toolCalls: [] }] : [];
+/** The reply as shown at the end (the text streamed so far, with its notice): what a cut-short turn keeps in the history. */
+function partialAnswer(shown: string) {
+  return shown.trim() ? [{ role: 'assistant' as const, text: shown, toolCalls: [] }] : [];
 }
 
 const settleFinal: Settler<'final'> = async (turn, { text, state }) => {
-  const { pool, item, sink, log, startedAt } = turn;
-  await sink.finish(text, feedbackButtons(turn));
-  await settleTurn(pool, item, {
-    status: 'done',
-    result: { text, usage: state.usage },
-    messages: state.messages,
-    deleteCheckpoint: true,
-  });
-  log.info({ rounds: state.round, durationMs: Date.now() - startedAt }, 'turn finished');
-  turn.events.emit('finished', { item, text, durationMs: Date.now() - startedAt });
+  const { item, log, startedAt } = turn;
+  const durationMs = Date.now() - startedAt;
+  await showAndSettle(
+    turn,
+    { text, buttons: feedbackButtons(turn) },
+    { status: 'done', result: { text, usage: state.usage }, messages: state.messages, deleteCheckpoint: true },
+    { event: 'finished', item, text, durationMs },
+  );
+  log.info({ rounds: state.round, durationMs }, 'turn finished');
 };
 
 const parkForApproval: Settler<'park'> = async (turn, { calls, state }) => {
@@ -126,40 +199,49 @@ const handOver: Settler<'handOver'> = async ({ pool, item, log }, { round }) => 
   log.info({ round }, 'handed the turn over to another worker');
 };
 
-const settleSuperseded: Settler<'superseded'> = async ({ pool, item, sink, state, log, events }) => {
-  await sink.finish(TEXTS.superseded(sink.text));
-  const partial = partialAnswer(sink);
+const settleSuperseded: Settler<'superseded'> = async (turn) => {
+  const { item, sink, state, log } = turn;
+  const shown = TEXTS.superseded(sink.text);
+  const partial = partialAnswer(shown);
   const asked = state.messages.filter((m) => m.role === 'user');
-  await settleTurn(pool, item, {
-    status: 'cancelled',
-    error: 'superseded by a newer message',
-    messages: [...asked, ...partial],
-    deleteCheckpoint: true,
-  });
+  await showAndSettle(
+    turn,
+    { text: shown },
+    {
+      status: 'cancelled',
+      error: 'superseded by a newer message',
+      messages: [...asked, ...partial],
+      deleteCheckpoint: true,
+    },
+    { event: 'cancelled', item, by: item.requester },
+  );
   log.info('turn superseded by a newer message');
-  events.emit('cancelled', { item, by: item.requester });
 };
 
-const settleStopped: Settler<'stop'> = async ({ pool, item, sink, state, log, events, platform }, { by }) => {
-  await sink.finish(TEXTS.stopped(sink.text, platform.operatorTerminal ? 'you' : personKey(by)));
-  const partial = partialAnswer(sink);
+const settleStopped: Settler<'stop'> = async (turn, { by }) => {
+  const { item, sink, state, log, platform } = turn;
+  const shown = TEXTS.stopped(sink.text, platform.operatorTerminal ? 'you' : personKey(by));
+  const partial = partialAnswer(shown);
   const prompt = state.messages[0]?.role === 'user' ? [state.messages[0]] : [];
-  await settleTurn(pool, item, {
-    status: 'cancelled',
-    error: 'stopped by a person',
-    messages: [...prompt, ...partial],
-    deleteCheckpoint: true,
-  });
+  await showAndSettle(
+    turn,
+    { text: shown },
+    { status: 'cancelled', error: 'stopped by a person', messages: [...prompt, ...partial], deleteCheckpoint: true },
+    { event: 'cancelled', item, by },
+  );
   metrics.turnsStopped.inc();
   log.info({ by }, 'turn stopped');
-  events.emit('cancelled', { item, by });
 };
 
-const settleFailure: Settler<'failure'> = async ({ pool, item, sink, log, events }, { error, reason }) => {
+const settleFailure: Settler<'failure'> = async (turn, { error, reason }) => {
+  const { item, sink, log } = turn;
   log.error({ err: error }, 'turn failed');
-  await sink.finish(TEXTS.failed(sink.text, reason));
-  await settleTurn(pool, item, { status: 'failed', error: reason, deleteCheckpoint: true });
-  events.emit('failed', { item, error: reason });
+  await showAndSettle(
+    turn,
+    { text: TEXTS.failed(sink.text, reason) },
+    { status: 'failed', error: reason, deleteCheckpoint: true },
+    { event: 'failed', item, error: reason },
+  );
 };
 
 /** Each ending's settler: it finishes the reply and puts the work item to rest through turn-lifecycle.ts. */

@@ -1,0 +1,183 @@
+import type { Logger } from 'pino';
+import type { Pool, Queryable } from '../db/pool.ts';
+import { isDatabaseUnavailable, waitForDatabase } from '../db/errors.ts';
+import type { OutboundRegistry } from './outbound.ts';
+import { ReplyStream } from './reply-stream.ts';
+import {
+  claimOrphanedRows,
+  insertOutboxRow,
+  recordReplyState,
+  releaseRow,
+  removeDelivered,
+  type NewOutboxRow,
+  type OutboxRow,
+} from './outbox.ts';
+
+export interface OutboxDelivererOptions {
+  pool: Pool;
+  outbounds: OutboundRegistry;
+  log: Logger;
+  /** This process's id in countersign.worker_processes: the rows it delivers are locked to it. */
+  processId: string;
+  /** How often rows nobody delivers (a killed process's, a failed delivery's) are looked for. */
+  pollMs?: number;
+  /** How long one delivery may keep failing (platform down) before the row is released for later. */
+  deliveryDeadlineMs?: number;
+  /** Called once a row's text is visible and the row is gone (the turn's "answer visible" effects). */
+  onDelivered(row: OutboxRow): void;
+}
+
+/** Deliveries one process runs at once: each mostly sleeps on a rate token, so many are cheap. */
+const MAX_IN_FLIGHT = 200;
+/** Deliveries of one row that may fail (each for up to the delivery deadline) before it is dropped. */
+const MAX_ATTEMPTS = 5;
+/** How long a row whose delivery failed rests before any process tries it again. */
+const RETRY_DELAY_MS = 30_000;
+
+/**
+ * Delivers the reply outbox (src/reply/outbox.ts): every worker process runs one. A turn's final
+ * text is written as a row locked to the process that computed it, which delivers it at once
+ * (`deliver`); the turn's worker slot is already free, so the wait for the platform's budget holds
+ * nothing but a sleeping promise. Rows nobody delivers — their process was killed, or a delivery
+ * failed — are claimed by whichever process polls first (FOR UPDATE SKIP LOCKED), the way a dead
+ * worker's turns are taken over. A delivery edits the messages the row names and posts only what
+ * is missing, recording each post before going on, so a takeover never shows a message twice.
+ */
+export class OutboxDeliverer {
+  readonly #options: OutboxDelivererOptions;
+  readonly #inFlight = new Map<string, { stream: ReplyStream; done: Promise<void> }>();
+  #timer: NodeJS.Timeout | undefined;
+  #polling = false;
+  #stopped = false;
+
+  constructor(options: OutboxDelivererOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => void this.#poll(), this.#options.pollMs ?? 1000);
+    this.#timer.unref();
+  }
+
+  /** Writes a reply into the outbox inside the caller's transaction, locked to this process. */
+  write(db: Queryable, row: NewOutboxRow): Promise<OutboxRow> {
+    return insertOutboxRow(db, row, this.#options.processId);
+  }
+
+  /** Starts delivering a row this process wrote, once its transaction committed. */
+  deliver(row: OutboxRow): void {
+    if (this.#stopped || this.#inFlight.has(row.seq)) return;
+    const entry = { stream: undefined as unknown as ReplyStream, done: Promise.resolve() };
+    this.#inFlight.set(row.seq, entry);
+    entry.done = this.#deliverRow(row, entry)
+      .catch((error: unknown) => this.#options.log.warn({ err: error, seq: row.seq }, 'outbox delivery failed'))
+      .finally(() => this.#inFlight.delete(row.seq));
+  }
+
+  /** Deliveries running in this process (benchmarks, tests). */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /**
+   * Stops delivering: each running delivery stops after its call in flight, records where its reply
+   * stands and releases its row, so a live process takes it over at its next poll.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    const { pool, processId, log } = this.#options;
+    await Promise.all(
+      [...this.#inFlight].map(async ([seq, { stream }]) => {
+        const state = await stream.handOff();
+        try {
+          if (state) await recordReplyState(pool, seq, processId, state);
+          await releaseRow(pool, seq, processId, { delayMs: 0, failed: false });
+        } catch (error) {
+          log.warn({ err: error, seq }, 'could not release an outbox row; it is taken over once this process is gone');
+        }
+      }),
+    );
+  }
+
+  async #poll(): Promise<void> {
+    if (this.#polling || this.#stopped) return;
+    this.#polling = true;
+    try {
+      const room = MAX_IN_FLIGHT - this.#inFlight.size;
+      if (room <= 0) return;
+      const rows = await claimOrphanedRows(this.#options.pool, this.#options.processId, room);
+      for (const row of rows) {
+        this.#options.log.info({ seq: row.seq, workItemId: row.workItemId }, 'took over an outbox reply');
+        this.deliver(row);
+      }
+    } catch (error) {
+      this.#options.log.warn({ err: error }, 'could not look for outbox replies (database unreachable?)');
+    } finally {
+      this.#polling = false;
+    }
+  }
+
+  async #deliverRow(row: OutboxRow, entry: { stream: ReplyStream }): Promise<void> {
+    const { pool, processId, log } = this.#options;
+    const rowLog = log.child({ workItemId: row.workItemId, outboxSeq: row.seq });
+    let recorded = JSON.stringify(row.replyState.messageIds);
+    let recording = Promise.resolve();
+    let lost = false;
+    const stream = new ReplyStream(this.#options.outbounds.for(row.target), row.target, {
+      log: rowLog,
+      initial: row.replyState,
+      editsInPlace: true,
+      ...(this.#options.deliveryDeadlineMs ? { deliveryDeadlineMs: this.#options.deliveryDeadlineMs } : {}),
+      onDelivered: () => {
+        // Only a post changes which messages exist; edits need no record.
+        const state = stream.snapshot();
+        if (JSON.stringify(state.messageIds) === recorded) return;
+        recorded = JSON.stringify(state.messageIds);
+        recording = recording
+          .then(async () => {
+            if (!(await recordReplyState(pool, row.seq, processId, state))) lost = true;
+          })
+          .catch((error: unknown) => rowLog.warn({ err: error }, 'could not record a posted outbox message'));
+      },
+    });
+    entry.stream = stream;
+    try {
+      await stream.finish(row.text, row.buttons);
+    } catch (error) {
+      await recording;
+      await this.#failed(row, error, rowLog);
+      return;
+    }
+    await recording;
+    if (this.#stopped) return;
+    if (lost || !(await untilDatabaseAnswers(pool, () => removeDelivered(pool, row.seq, processId)))) {
+      rowLog.warn('another process took this outbox reply over while it was delivered here');
+      return;
+    }
+    this.#options.onDelivered(row);
+  }
+
+  async #failed(row: OutboxRow, error: unknown, log: Logger): Promise<void> {
+    const { pool, processId } = this.#options;
+    if (row.attempts + 1 >= MAX_ATTEMPTS) {
+      log.error({ err: error, attempts: row.attempts + 1 }, 'gave up delivering an outbox reply');
+      await removeDelivered(pool, row.seq, processId);
+      return;
+    }
+    log.warn({ err: error }, 'outbox reply not delivered; released for a later try');
+    await releaseRow(pool, row.seq, processId, { delayMs: RETRY_DELAY_MS, failed: true });
+  }
+}
+
+/** Runs `step`, waiting out a database outage and trying again: a delivered reply must be recorded so. */
+async function untilDatabaseAnswers<T>(pool: Pool, step: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await step();
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      await waitForDatabase(pool);
+    }
+  }
+}
