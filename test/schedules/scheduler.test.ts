@@ -194,4 +194,17 @@ describe('the scheduler', () => {
       'schedule_paused',
     ]);
   });
+
+  it('pauses a schedule whose owner may no longer use the bot there, and tells them', async () => {
+    const schedule = await make('every 1h', 'summarise', new Date('2042-01-01T00:00:00Z'));
+    // The policy in force at run time refuses the owner (as if removed from the policy file).
+    const removed: SchedulerDeps = { ...deps, mayUse: () => ({ ok: false, refusal: 'not on the list' }) };
+    await tick(removed, new Date('2042-01-01T01:00:10Z'));
+    expect(await findSchedule(h.app.pool, schedule.id)).toMatchObject({ status: 'paused' });
+    const [run] = await recentRuns(h.app.pool, schedule.id);
+    expect(run).toMatchObject({ outcome: 'refused', work_item_id: null });
+    expect(told.find((t) => t.place.channel === schedule.place.channel)?.text).toMatch(
+      /is paused: test:U1 may no longer use the bot here \(not on the list\)/,
+    );
+  });
 });
