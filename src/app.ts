@@ -34,6 +34,7 @@ import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
 import { openCodeWork } from './wiring/repos.ts';
+import { scheduleTools } from './wiring/schedules.ts';
 import { connectionGateOf, openConnections, personalAuthOf, routeConnectPages } from './wiring/connections.ts';
 import { readWorkCommand } from './repos/work-commands.ts';
 import type { RepoCatalog } from './repos/repos-config.ts';
@@ -215,7 +216,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       {
         skills,
         runsTurns,
-        extra: [...(codeWork?.tools ?? []), ...(options.tools ?? [])],
+        extra: [...(codeWork?.tools ?? []), ...scheduleTools(config, pool), ...(options.tools ?? [])],
         ...(codeWork ? { rootOf: codeWork.rootOf } : {}),
         ...(connections ? { personalAuth: personalAuthOf(connections, pool) } : {}),
       },

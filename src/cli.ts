@@ -18,6 +18,8 @@ import { listLiveGrants } from './approval/grant-store.ts';
 import { operatorStatusText } from './queue/work-status.ts';
 import { deleteConnection, listConnections } from './connections/store.ts';
 import { audit } from './approval/store.ts';
+import { schedulesCommand } from './schedules/cli.ts';
+import { recordScheduleEvent } from './wiring/schedules.ts';
 import type { Grant } from './approval/grants.ts';
 import { describeGrant, revoke as revokeGrant } from './approval/grant-verbs.ts';
 
@@ -41,6 +43,8 @@ Commands:
                                       forget one person's connection to a server
   grants list [--json]                the standing grants ("Always allow here") that still apply
   grants revoke ID                    revoke one (its id, or the 8 characters lists show)
+  schedules list [--json]             every schedule: WHEN, next run or why it is paused, last outcome
+  schedules pause|resume|delete ID    change one (its id, or the 8 characters the list shows)
 `;
 
 function configOrExit(): Config {
@@ -284,6 +288,28 @@ async function runConnections(args: string[]): Promise<number> {
   });
 }
 
+/** `countersign schedules …` (src/schedules/cli.ts), on the configured database. */
+async function runSchedules(args: string[]): Promise<number> {
+  return withDatabase(async (url) => {
+    await migrate(url, createLogger('silent'));
+    const pool = createPool(url, 2);
+    try {
+      return await schedulesCommand(
+        pool,
+        recordScheduleEvent(pool),
+        { platform: 'cli', userId: userInfo().username },
+        args,
+        {
+          out: (line) => process.stdout.write(`${line}\n`),
+          err: (line) => process.stderr.write(`${line}\n`),
+        },
+      );
+    } finally {
+      await pool.end();
+    }
+  });
+}
+
 /** `countersign status`: what is running, parked and queued, for the operator. */
 async function printStatus(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { person: { type: 'string' } } });
@@ -387,6 +413,8 @@ async function main(argv: string[]): Promise<number> {
       return printStatus(rest);
     case 'connections':
       return runConnections(rest);
+    case 'schedules':
+      return runSchedules(rest);
     case 'skills':
       return skillsCommand(rest, {
         out: (line) => process.stdout.write(`${line}\n`),

@@ -162,6 +162,14 @@ export const ConfigSchema = z
     /** How long a Connect link works. */
     CONNECT_TTL_SECONDS: int(30, 86_400).default(600),
 
+    /** Schedules one person may have that have not finished (docs/schedules.md). */
+    SCHEDULES_MAX_PER_PERSON: int(1, 10_000).default(20),
+    /** The shortest time between two runs of a schedule: a duration such as 5m, 300s or 1h. */
+    SCHEDULE_MIN_INTERVAL: z
+      .string()
+      .regex(/^\d{1,6}(s|m|h|d)$/, 'expected a duration such as 5m, 300s or 1h')
+      .default('5m'),
+
     ...SLACK_ENV,
     ...DISCORD_ENV,
 

@@ -203,7 +203,12 @@ export type AuditEvent =
   /** A grant was revoked (detail: grant). */
   | 'grant_revoked'
   | CodeAuditEvent
-  | ConnectionAuditEvent;
+  | ConnectionAuditEvent
+  | ScheduleAuditEvent;
+
+/** What happened to a schedule (docs/schedules.md); detail: the schedule, a run's slot and work item. */
+type ScheduleAuditEvent =
+  'schedule_created' | 'schedule_run' | 'schedule_paused' | 'schedule_resumed' | 'schedule_deleted';
 
 /** What happened to a person's connection to a per-person MCP server (docs/connections.md). */
 type ConnectionAuditEvent = 'connected' | 'connection_used' | 'disconnected' | 'connection_refused';

@@ -56,6 +56,8 @@ export const TABLE_OWNERS = {
   connections: { owner: 'src/connections/store.ts' },
   oauth_clients: { owner: 'src/connections/store.ts' },
   oauth_states: { owner: 'src/connections/store.ts' },
+  schedules: { owner: 'src/schedules/store.ts' },
+  schedule_runs: { owner: 'src/schedules/store.ts' },
   schema_migrations: { owner: 'src/db/migrate.ts' },
 } as const satisfies Record<string, TableOwner>;
 

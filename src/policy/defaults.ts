@@ -166,6 +166,9 @@ export function builtinRules(
       ...builtin('merge', haveApprovers ? 'countersign' : 'ask', 'high', kinds('merge')),
       grantable: false,
     },
+    // Making a schedule (docs/schedules.md): the requester sees WHEN, the next runs and the task on a
+    // card before it exists; never a standing grant — each schedule is work done later, unwatched.
+    { ...builtin('schedule', 'ask', 'medium', kinds('schedule')), grantable: false },
     builtin('exec', high, 'high', kinds('exec')),
     builtin('delete', high, 'high', kinds('delete')),
     builtin('write', 'ask', 'medium', kinds('write')),

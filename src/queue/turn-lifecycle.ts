@@ -529,3 +529,21 @@ export async function activeWorkItemOf(db: Queryable, conversationId: string): P
   );
   return rows[0]?.active_work_item ?? undefined;
 }
+
+/**
+ * Where a turn has got to, following its approval continuations (each carries the first item's id
+ * as `approvalContextId`): the newest item's status and error; undefined when the turn is gone.
+ * A scheduled run's outcome (src/schedules) is read this way.
+ */
+export async function readTurnProgress(
+  db: Queryable,
+  workItemId: string,
+): Promise<{ status: string; error: string | null } | undefined> {
+  const { rows } = await db.query<{ status: string; error: string | null }>(
+    `SELECT status, error FROM countersign.work_items
+      WHERE id = $1::uuid OR item->'input'->>'approvalContextId' = $1::text
+      ORDER BY seq DESC LIMIT 1`,
+    [workItemId],
+  );
+  return rows[0];
+}

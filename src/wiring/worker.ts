@@ -18,6 +18,7 @@ import { jobTasks } from './jobs.ts';
 import type { AgentTools } from './tools.ts';
 import type { CodeWork } from './repos.ts';
 import { connectionsNoteOf } from './connections.ts';
+import { startScheduler } from './schedules.ts';
 import type { PersonalConnections } from '../connections/service.ts';
 import { OutboxDeliverer } from '../reply/outbox-deliverer.ts';
 import { announceVisible } from '../queue/tasks/turn-endings.ts';
@@ -89,6 +90,8 @@ export async function startWorker(wiring: WorkerWiring, cleanups: Cleanups): Pro
     controls.draining.abort();
     await runner.stop();
   });
+  // Stopped before the pools (cleanups run newest first): no run is enqueued while they drain.
+  startScheduler(wiring, cleanups);
   log.info(
     { provider: provider.name, model: provider.model, concurrency: config.WORKER_CONCURRENCY, role: wiring.role },
     'worker started',

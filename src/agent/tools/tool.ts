@@ -23,7 +23,7 @@ export interface ToolOutput {
 }
 
 /** What a tool does, in the policy's words (src/policy): the built-in rules are written per kind. */
-export type ToolKind = 'read' | 'write' | 'delete' | 'exec' | 'mcp' | 'question' | 'merge';
+export type ToolKind = 'read' | 'write' | 'delete' | 'exec' | 'mcp' | 'question' | 'merge' | 'schedule';
 
 /** What the policy weighs about an MCP tool: its server, whether the operator vouches for it, its hints. */
 export interface McpToolFacts {

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Requester } from '../core/person.ts';
+import type { ReplyTarget } from '../core/reply-target.ts';
+import { newWorkItem, Priority, type WorkItem } from '../core/work-item.ts';
+import { transaction, type Pool, type PoolClient } from '../db/pool.ts';
+import { enqueueWorkItem, readTurnProgress } from '../queue/turn-lifecycle.ts';
+import {
+  advanceSchedule,
+  claimDueSchedule,
+  countFailure,
+  insertRun,
+  pauseSchedule,
+  settleRun,
+  unsettledRuns,
+  whenOf,
+  type RunOutcome,
+  type RunRow,
+  type ScheduleRow,
+} from './store.ts';
+import { slotAfter, type When } from './when.ts';
+
+/** What happened to a schedule, for the audit log (approval_audit). */
+type ScheduleAuditEvent =
+  'schedule_created' | 'schedule_run' | 'schedule_paused' | 'schedule_resumed' | 'schedule_deleted';
+
+/** Writes one audit entry of a schedule. */
+export type RecordScheduleEvent = (
+  event: ScheduleAuditEvent,
+  detail: Record<string, unknown>,
+  actor?: Requester,
+) => Promise<void>;
+
+export interface SchedulerDeps {
+  pool: Pool;
+  log: Logger;
+  /** The policy in force now: may the owner still use the bot where the schedule runs? */
+  mayUse(owner: Requester, place: ReplyTarget): { ok: true } | { ok: false; refusal: string };
+  /** Tells the owner something where the schedule runs. */
+  tell(place: ReplyTarget, text: string): Promise<void>;
+  record: RecordScheduleEvent;
+}
+
+/** Consecutive failed runs that pause a schedule. */
+const FAILURES_TO_PAUSE = 3;
+
+/**
+ * With `catch_up: none`, a slot found later than this is a missed one (the process was down), not a
+ * late one: the tick runs every minute, and a busy pool can hold it back a little.
+ */
+const LATE_GRACE_MS = 5 * 60_000;
+
+/** Schedules handled per tick, so one tick never runs long; the rest wait for the next minute. */
+const PER_TICK = 200;
+
+/** What the scheduler did in one tick. */
+export interface TickReport {
+  enqueued: number;
+  settled: number;
+  paused: number;
+}
+
+/**
+ * One pass of the scheduler (the `countersign_schedules` job, every minute): the outcomes of runs that
+ * came to rest are recorded, then every schedule whose slot has come makes one work item. `now` is the
+ * clock the slots are judged by, a parameter so tests can move it.
+ *
+ * Exactly once per slot: a due schedule is claimed `FOR UPDATE SKIP LOCKED` in the transaction that
+ * records its run (primary key schedule + slot), enqueues the work item and moves it to its next
+ * slot; a second scheduler racing skips it, and would find the slot taken if it did not.
+ */
+export async function tick(deps: SchedulerDeps, now: Date): Promise<TickReport> {
+  const report: TickReport = { enqueued: 0, settled: 0, paused: 0 };
+  for (const run of await unsettledRuns(deps.pool, PER_TICK)) {
+    const settled = await settleFinishedRun(deps, run);
+    if (settled) report.settled += 1;
+    if (settled === 'paused') report.paused += 1;
+  }
+  for (let i = 0; i < PER_TICK; i++) {
+    const done = await transaction(deps.pool, (client) => runDueSchedule(client, deps, now));
+    if (!done) break;
+    if (done.enqueued) report.enqueued += 1;
+    if (done.after) {
+      report.paused += done.after.paused ? 1 : 0;
+      await done.after.effects().catch((error: unknown) => deps.log.warn({ err: error }, 'schedule follow-up failed'));
+    }
+  }
+  return report;
+}
+
+/** The latest slot at or before `now`, starting from the schedule's next slot (which has come). */
+function latestDueSlot(when: When, first: Date, now: Date): Date {
+  let slot = first;
+  // Bounded: a 5-minute schedule down for a year is ~100k slots; beyond that the newest is close enough.
+  for (let i = 0; i < 200_000; i++) {
+    const next = slotAfter(when, slot);
+    if (!next || next.getTime() > now.getTime()) return slot;
+    slot = next;
+  }
+  return slot;
+}
+
+interface DueOutcome {
+  enqueued: boolean;
+  /** What to do once the transaction committed: tell the owner, audit. */
+  after?: { paused: boolean; effects: () => Promise<void> };
+}
+
+async function runDueSchedule(client: PoolClient, deps: SchedulerDeps, now: Date): Promise<DueOutcome | undefined> {
+  const schedule = await claimDueSchedule(client, now);
+  if (!schedule?.next_run_at) return undefined;
+  const when = whenOf(schedule);
+  const slot = latestDueSlot(when, schedule.next_run_at, now);
+  const next = slotAfter(when, now);
+  if (schedule.catch_up === 'none' && now.getTime() - slot.getTime() > LATE_GRACE_MS) {
+    // Missed while nothing ran: skipped, never made up.
+    await advanceSchedule(client, schedule.id, next);
+    deps.log.info({ scheduleId: schedule.id, slot }, 'skipped a missed slot (catch_up: none)');
+    return { enqueued: false };
+  }
+  const allowed = deps.mayUse(schedule.owner, schedule.place);
+  if (!allowed.ok) {
+    const reason = `${ownerLabel(schedule.owner)} may no longer use the bot here (${allowed.refusal})`;
+    await insertRun(client, { scheduleId: schedule.id, slot, workItemId: null, outcome: 'refused', detail: reason });
+    await pauseSchedule(client, schedule.id, reason);
+    return { enqueued: false, after: { paused: true, effects: () => pausedEffects(deps, schedule, reason) } };
+  }
+  const item = runItem(schedule, slot);
+  const fresh = await insertRun(client, {
+    scheduleId: schedule.id,
+    slot,
+    workItemId: item.id,
+    outcome: 'running',
+    reply: item.reply,
+  });
+  if (fresh) await enqueueWorkItem(client, item);
+  await advanceSchedule(client, schedule.id, next);
+  if (!fresh) return { enqueued: false };
+  const detail = { schedule: schedule.id, slot: slot.toISOString(), workItem: item.id };
+  return {
+    enqueued: true,
+    after: { paused: false, effects: () => deps.record('schedule_run', detail, schedule.owner) },
+  };
+}
+
+/** A run's work item: the owner asks, where the schedule was made, at NORMAL (LOW in the background). */
+function runItem(schedule: ScheduleRow, slot: Date): WorkItem {
+  const { messageId: _posted, ...place } = schedule.place;
+  return newWorkItem({
+    id: randomUUID(),
+    type: 'CUSTOM',
+    priority: schedule.background ? Priority.LOW : Priority.NORMAL,
+    conversationId: schedule.conversation_id,
+    requester: schedule.owner,
+    input: {
+      prompt: `(A scheduled run: "${schedule.when_text}", the slot of ${slot.toISOString()}. The task, as ${ownerLabel(schedule.owner)} set it:)\n\n${schedule.task}`,
+    },
+    payload: { scheduleId: schedule.id, slot: slot.toISOString() },
+    reply: place,
+    placeholder: '…',
+  });
+}
+
+/** Reads where a run's turn came to rest and records it; 'paused' when it was the third failure in a row. */
+async function settleFinishedRun(deps: SchedulerDeps, run: RunRow): Promise<'settled' | 'paused' | undefined> {
+  const progress = run.work_item_id ? await readTurnProgress(deps.pool, run.work_item_id) : undefined;
+  if (progress && ['queued', 'running', 'awaiting_approval'].includes(progress.status)) return undefined;
+  const [outcome, detail] = outcomeOf(progress);
+  if (!(await settleRun(deps.pool, run, outcome, detail))) return undefined;
+  // An expired card or a stopped run says nothing about whether the task works: the count stands.
+  if (outcome !== 'done' && outcome !== 'failed') return 'settled';
+  const failures = await countFailure(deps.pool, run.schedule_id, outcome === 'failed');
+  if (failures < FAILURES_TO_PAUSE) return 'settled';
+  const reason = `its last ${failures} runs failed (the last: ${detail ?? 'no reason given'})`;
+  const paused = await pauseSchedule(deps.pool, run.schedule_id, reason);
+  if (!paused) return 'settled';
+  await pausedEffects(deps, paused, reason).catch((error: unknown) =>
+    deps.log.warn({ err: error, scheduleId: paused.id }, 'could not tell the owner a schedule paused'),
+  );
+  return 'paused';
+}
+
+function outcomeOf(
+  progress: { status: string; error: string | null } | undefined,
+): [Exclude<RunOutcome, 'running'>, string | undefined] {
+  if (!progress) return ['cancelled', 'the run’s work item is gone'];
+  switch (progress.status) {
+    case 'done':
+      return ['done', undefined];
+    case 'failed':
+      return ['failed', progress.error ?? undefined];
+    default:
+      return progress.error === 'approval expired'
+        ? ['expired', 'waited for approval, expired']
+        : ['cancelled', progress.error ?? undefined];
+  }
+}
+
+/** Tells the owner why their schedule paused, where it runs, and audits it. */
+async function pausedEffects(deps: SchedulerDeps, schedule: ScheduleRow, reason: string): Promise<void> {
+  await deps.record('schedule_paused', { schedule: schedule.id, reason });
+  const { messageId: _posted, ...place } = schedule.place;
+  await deps.tell(
+    place,
+    `⏸️ ${ownerLabel(schedule.owner)}: your schedule ${shortId(schedule.id)} ("${schedule.when_text}": ${preview(schedule.task)}) is paused: ${reason}. \`/countersign schedules\` resumes or deletes it.`,
+  );
+}
+
+export function shortId(id: string): string {
+  return id.slice(0, 8);
+}
+
+export function ownerLabel(owner: Requester & { displayName?: string }): string {
+  return owner.displayName ?? `${owner.platform}:${owner.userId}`;
+}
+
+export function preview(text: string, max = 120): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}

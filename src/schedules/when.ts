@@ -1,0 +1,225 @@
+import { Cron } from 'croner';
+
+/**
+ * WHEN, read (docs/schedules.md): a cron pattern in an IANA time zone (`0 9 * * 1-5 Europe/Berlin`),
+ * an interval (`every 15m`), or one instant (`in 2h`, `2026-12-01 09:00 America/New_York`). Cron
+ * slots and DST are croner's: a time a spring-forward skips runs at the first minute after the gap.
+ */
+export type When =
+  | { kind: 'cron'; pattern: string; timeZone: string }
+  | { kind: 'every'; everySeconds: number; startsAt: Date }
+  | { kind: 'once'; at: Date; timeZone: string };
+
+export type WhenReading = { ok: true; when: When } | { ok: false; message: string };
+
+const EXAMPLES =
+  'for example `0 9 * * 1-5 Europe/Berlin` (weekdays at 9:00), `every 15m`, `in 2h` or `2026-12-01 09:00 America/New_York`';
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+const DURATION = /^(\d{1,6})\s*(s|m|h|d)$/;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const TIME = /^\d{2}:\d{2}$/;
+
+/** Whether `name` is an IANA time zone this Node knows. */
+function isTimeZone(name: string): boolean {
+  if (!/^[A-Za-z_]+(\/[A-Za-z0-9_+-]+)*$/.test(name)) return false;
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `15m`, `2h`, `300s`, `1d` in seconds; undefined for anything else. */
+export function durationSeconds(duration: string): number | undefined {
+  const match = DURATION.exec(duration.trim());
+  return match ? Number(match[1]) * UNIT_SECONDS[match[2]!]! : undefined;
+}
+
+/**
+ * Reads WHEN as a whole (the `schedule_task` tool's `when`): refuses what it cannot read, a slot
+ * closer than `minIntervalSeconds` to the next, and a one-off in the past, each with an example.
+ */
+export function readWhen(text: string, now: Date, minIntervalSeconds: number): WhenReading {
+  const words = text.trim().split(/\s+/).filter(Boolean);
+  const split = splitWhen(words);
+  if (!split || split.rest.length > 0)
+    return { ok: false, message: `I could not read "${text.trim()}" as WHEN: ${EXAMPLES}.` };
+  return checked(split.when, now, minIntervalSeconds);
+}
+
+/**
+ * Splits `/schedule WHEN TASK` into the schedule and the task, reading as many words as WHEN as its
+ * form takes: 2 for `every 15m` / `in 2h`, 3 for a date, 5 or 6 (with a time zone) for cron.
+ */
+export function readScheduleCommand(
+  text: string,
+  now: Date,
+  minIntervalSeconds: number,
+): { ok: true; when: When; whenText: string; task: string } | { ok: false; message: string } {
+  const words = text.trim().split(/\s+/).filter(Boolean);
+  const split = splitWhen(words);
+  if (!split) return { ok: false, message: `Usage: /schedule WHEN TASK — WHEN is ${EXAMPLES}.` };
+  const task = split.rest.join(' ').trim();
+  if (!task) return { ok: false, message: 'What should I do then? Usage: /schedule WHEN TASK.' };
+  const read = checked(split.when, now, minIntervalSeconds);
+  if (!read.ok) return read;
+  return { ok: true, when: read.when, whenText: words.slice(0, words.length - split.rest.length).join(' '), task };
+}
+
+type Unchecked =
+  | { kind: 'cron'; pattern: string; timeZone: string }
+  | { kind: 'every'; everySeconds: number }
+  | { kind: 'in'; seconds: number }
+  | { kind: 'at'; date: string; time: string; timeZone: string };
+
+function splitWhen(words: string[]): { when: Unchecked | { invalid: string }; rest: string[] } | undefined {
+  const [first = '', second = '', third = ''] = words;
+  if (first === 'every' || first === 'in') {
+    const amount = durationSeconds(second);
+    if (amount === undefined) return { when: { invalid: `"${first} ${second}"` }, rest: words.slice(2) };
+    return {
+      when: first === 'every' ? { kind: 'every', everySeconds: amount } : { kind: 'in', seconds: amount },
+      rest: words.slice(2),
+    };
+  }
+  if (DATE.test(first) && TIME.test(second)) {
+    const zoned = isTimeZone(third);
+    return {
+      when: { kind: 'at', date: first, time: second, timeZone: zoned ? third : 'UTC' },
+      rest: words.slice(zoned ? 3 : 2),
+    };
+  }
+  const fields = words.slice(0, 5);
+  if (fields.length < 5 || !/[\d*]/.test(fields[0]!) || !fields.every((w) => /^[\d*,\-/A-Za-z?LW#]+$/.test(w)))
+    return undefined;
+  const zoned = isTimeZone(words[5] ?? '');
+  return {
+    when: { kind: 'cron', pattern: words.slice(0, 5).join(' '), timeZone: zoned ? words[5]! : 'UTC' },
+    rest: words.slice(zoned ? 6 : 5),
+  };
+}
+
+function checked(when: Unchecked | { invalid: string }, now: Date, minIntervalSeconds: number): WhenReading {
+  if ('invalid' in when) return { ok: false, message: `I could not read ${when.invalid} as WHEN: ${EXAMPLES}.` };
+  const min = `the shortest interval here is ${describeSeconds(minIntervalSeconds)} (SCHEDULE_MIN_INTERVAL)`;
+  switch (when.kind) {
+    case 'every':
+      if (when.everySeconds < minIntervalSeconds)
+        return { ok: false, message: `Every ${describeSeconds(when.everySeconds)} is too often: ${min}.` };
+      return {
+        ok: true,
+        when: {
+          kind: 'every',
+          everySeconds: when.everySeconds,
+          startsAt: new Date(now.getTime() + when.everySeconds * 1000),
+        },
+      };
+    case 'in':
+      return { ok: true, when: { kind: 'once', at: new Date(now.getTime() + when.seconds * 1000), timeZone: 'UTC' } };
+    case 'at':
+      return atInstant(when, now);
+    case 'cron':
+      return cronPattern(when, now, minIntervalSeconds, min);
+  }
+}
+
+function atInstant(when: Extract<Unchecked, { kind: 'at' }>, now: Date): WhenReading {
+  let at: Date | null;
+  try {
+    at = new Cron(`${when.date}T${when.time}:00`, { timezone: when.timeZone, paused: true }).nextRun(new Date(0));
+  } catch {
+    at = null;
+  }
+  if (!at) return { ok: false, message: `${when.date} ${when.time} is not a date and time I can read: ${EXAMPLES}.` };
+  if (at.getTime() <= now.getTime())
+    return { ok: false, message: `${when.date} ${when.time} ${when.timeZone} has passed already.` };
+  return { ok: true, when: { kind: 'once', at, timeZone: when.timeZone } };
+}
+
+function cronPattern(
+  when: Extract<Unchecked, { kind: 'cron' }>,
+  now: Date,
+  minIntervalSeconds: number,
+  min: string,
+): WhenReading {
+  const read: When = { kind: 'cron', pattern: when.pattern, timeZone: when.timeZone };
+  let slots: Date[];
+  try {
+    slots = nextSlots(read, now, 20);
+  } catch (error) {
+    return {
+      ok: false,
+      message: `"${when.pattern}" is not a cron pattern I can read (${(error as Error).message.split('\n')[0]}): ${EXAMPLES}.`,
+    };
+  }
+  if (slots.length === 0) return { ok: false, message: `"${when.pattern}" never runs again: ${EXAMPLES}.` };
+  const shortest = Math.min(...slots.slice(1).map((s, i) => (s.getTime() - slots[i]!.getTime()) / 1000));
+  if (shortest < minIntervalSeconds)
+    return { ok: false, message: `"${when.pattern}" runs every ${describeSeconds(shortest)}: ${min}.` };
+  return { ok: true, when: read };
+}
+
+/** The next `count` slots strictly after `after`. */
+export function nextSlots(when: When, after: Date, count: number): Date[] {
+  const slots: Date[] = [];
+  let from = after;
+  for (let i = 0; i < count; i++) {
+    const next = slotAfter(when, from);
+    if (!next) break;
+    slots.push(next);
+    from = next;
+  }
+  return slots;
+}
+
+/** The first slot strictly after `after`, or undefined when there is none (a one-off that passed). */
+export function slotAfter(when: When, after: Date): Date | undefined {
+  switch (when.kind) {
+    case 'once':
+      return when.at.getTime() > after.getTime() ? when.at : undefined;
+    case 'every': {
+      const step = when.everySeconds * 1000;
+      const start = when.startsAt.getTime();
+      if (after.getTime() < start) return when.startsAt;
+      return new Date(start + (Math.floor((after.getTime() - start) / step) + 1) * step);
+    }
+    case 'cron':
+      return new Cron(when.pattern, { timezone: when.timeZone, paused: true }).nextRun(after) ?? undefined;
+  }
+}
+
+/** A length of time as people say it: `15 minutes`, `2 hours`, `90 seconds`. */
+function describeSeconds(total: number): string {
+  const [n, unit] =
+    total % 86_400 === 0
+      ? [total / 86_400, 'day']
+      : total % 3600 === 0
+        ? [total / 3600, 'hour']
+        : total % 60 === 0
+          ? [total / 60, 'minute']
+          : [total, 'second'];
+  return `${n} ${unit}${n === 1 ? '' : 's'}`;
+}
+
+/** A slot as a card shows it: in the schedule's time zone, with the zone named. */
+export function formatSlot(slot: Date, timeZone: string): string {
+  const local = new Intl.DateTimeFormat('en-CA', {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    weekday: 'short',
+    hourCycle: 'h23',
+    timeZoneName: 'short',
+  }).format(slot);
+  return `${local} (${timeZone})`;
+}
+
+/** The time zone a schedule's slots are shown in. */
+export function zoneOf(when: When): string {
+  return when.kind === 'every' ? 'UTC' : when.timeZone;
+}

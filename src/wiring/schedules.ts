@@ -1,0 +1,73 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Pool } from '../db/pool.ts';
+import type { ApprovalService } from '../approval/service.ts';
+import { audit } from '../approval/store.ts';
+import type { OutboundRegistry } from '../reply/outbound.ts';
+import type { AnyBuiltinTool } from '../agent/tools/tool.ts';
+import type { ScheduleLimits } from '../schedules/manage.ts';
+import { tick, type RecordScheduleEvent, type SchedulerDeps } from '../schedules/scheduler.ts';
+import { createScheduleTool } from '../schedules/tool.ts';
+import { durationSeconds } from '../schedules/when.ts';
+import type { Cleanups } from './cleanups.ts';
+
+/**
+ * How often each worker process looks for due schedules. Every process ticks: a slot is claimed by
+ * one of them (src/schedules/scheduler.ts), and a process that dies leaves the others ticking.
+ */
+const TICK_MS = 30_000;
+
+/** SCHEDULES_MAX_PER_PERSON and SCHEDULE_MIN_INTERVAL, read. */
+function scheduleLimits(config: Config): ScheduleLimits {
+  return {
+    maxPerPerson: config.SCHEDULES_MAX_PER_PERSON,
+    minIntervalSeconds: durationSeconds(config.SCHEDULE_MIN_INTERVAL) ?? 300,
+  };
+}
+
+/** `schedule_task`, for the tool registry. */
+export function scheduleTools(config: Config, pool: Pool): AnyBuiltinTool[] {
+  return [createScheduleTool(pool, scheduleLimits(config), recordScheduleEvent(pool))];
+}
+
+/** The scheduler's dependencies: the policy in force, the place's outbound, the audit log. */
+function schedulerDeps(wiring: {
+  pool: Pool;
+  log: Logger;
+  approvals: ApprovalService;
+  outbounds: OutboundRegistry;
+}): SchedulerDeps {
+  const { pool, approvals, outbounds } = wiring;
+  return {
+    pool,
+    log: wiring.log.child({ component: 'scheduler' }),
+    mayUse: (owner, place) => approvals.mayUse(owner, place),
+    tell: async (place, text) => {
+      await outbounds.for(place).post(place, text);
+    },
+    record: recordScheduleEvent(pool),
+  };
+}
+
+export function recordScheduleEvent(pool: Pool): RecordScheduleEvent {
+  return (event, detail, actor) => audit(pool, { event, detail, ...(actor ? { actor } : {}) });
+}
+
+/** Ticks the scheduler every TICK_MS in a process that runs turns, until the process stops. */
+export function startScheduler(
+  wiring: { config: Config; pool: Pool; log: Logger; approvals: ApprovalService; outbounds: OutboundRegistry },
+  cleanups: Cleanups,
+): void {
+  const deps = schedulerDeps(wiring);
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running.then(() =>
+      tick(deps, new Date()).catch((error: unknown) => deps.log.warn({ err: error }, 'scheduler tick failed')),
+    );
+  }, TICK_MS);
+  timer.unref();
+  cleanups.add(async () => {
+    clearInterval(timer);
+    await running;
+  });
+}
