@@ -48,6 +48,8 @@ export const TABLE_OWNERS = {
   connections: { owner: 'src/connections/store.ts' },
   oauth_clients: { owner: 'src/connections/store.ts' },
   oauth_states: { owner: 'src/connections/store.ts' },
+  budget_periods: { owner: 'src/budgets/store.ts' },
+  budget_reservations: { owner: 'src/budgets/store.ts' },
   schema_migrations: { owner: 'src/db/migrate.ts' },
 } as const satisfies Record<string, TableOwner>;
 
