@@ -30,6 +30,24 @@ CREATE INDEX budget_reservations_period ON countersign.budget_reservations (budg
 CREATE INDEX budget_reservations_work_item ON countersign.budget_reservations (work_item_id);
 CREATE INDEX budget_reservations_expiry ON countersign.budget_reservations (expires_at);
 
+-- A refused turn's offer of more room, shown as a button ("Allow $5.00 more today"): an approver
+-- other than the requester grants it once, for the period it was refused in.
+CREATE TABLE countersign.budget_allowance_offers (
+  id uuid PRIMARY KEY,
+  budget text NOT NULL,
+  unit text NOT NULL,
+  period_start timestamptz NOT NULL,
+  tz text NOT NULL,
+  amount numeric NOT NULL CHECK (amount > 0),
+  work_item_id uuid,
+  requester jsonb NOT NULL,
+  reply jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  granted_by jsonb,
+  granted_at timestamptz,
+  FOREIGN KEY (budget, unit, period_start) REFERENCES countersign.budget_periods ON DELETE CASCADE
+);
+
 ALTER TABLE countersign.approval_audit DROP CONSTRAINT approval_audit_event_check;
 ALTER TABLE countersign.approval_audit ADD CONSTRAINT approval_audit_event_check CHECK (event IN (
   'requested', 'click', 'rejected', 'partial', 'consumed', 'executed', 'denied', 'answered', 'refused', 'expired',

@@ -17,6 +17,7 @@ import { activeWorkItemOf, conversationExists } from './queue/turn-lifecycle.ts'
 import { claimSession } from './queue/session-turns.ts';
 import { admit } from './approval/admission.ts';
 import { pressButton } from './approval/press-button.ts';
+import { BudgetAllowances } from './budgets/index.ts';
 import { RateBuckets } from './reply/rate-bucket.ts';
 import { platformDirectory } from './adapters/registry.ts';
 import type { PlatformRules } from './core/platform-rules.ts';
@@ -358,6 +359,8 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
   const { pool, gate, approvals, log, stopTurn } = wiring;
   const recordFeedbackOf: AdapterContext['recordFeedback'] = (workItemId, by, vote) =>
     recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply));
+  const allowances = new BudgetAllowances(pool, (person, reply) => gate.isApprover(person, reply));
+  const allowBudget = (offerId: string, by: Requester) => allowances.grant(offerId, by);
   return {
     log,
     approvals,
@@ -368,7 +371,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     conversationExists: (id) => conversationExists(pool, id),
     activeTurnOf: (id) => activeWorkItemOf(pool, id),
     pressButton: (value, by, surface) =>
-      pressButton({ approvals, recordFeedback: recordFeedbackOf, stopTurn }, value, by, surface),
+      pressButton({ approvals, recordFeedback: recordFeedbackOf, stopTurn, allowBudget }, value, by, surface),
     recordFeedback: recordFeedbackOf,
     stopTurn,
     claimSession: async (session, by) => {

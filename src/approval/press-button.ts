@@ -31,6 +31,8 @@ export interface ButtonDeps {
     vote: 'up' | 'down',
   ): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
   stopTurn(workItemId: string, by: Requester): Promise<{ ok: true } | { ok: false; reason: string }>;
+  /** Grants a budget's allowance offer (src/budgets): it checks the presser. */
+  allowBudget?(offerId: string, by: Requester): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
 }
 
 /**
@@ -66,6 +68,14 @@ export async function pressButton(
       await surface.acknowledge?.('private');
       const revoked = await deps.approvals.revokeGrant(button.grantId, by);
       return surface.tellClicker(revoked.ok ? TEXTS.grantRevoked(revoked.grant.id) : revoked.reason);
+    }
+    case 'allow-budget': {
+      await surface.acknowledge?.('private');
+      const allowed = (await deps.allowBudget?.(button.offerId, by)) ?? {
+        ok: false as const,
+        reason: 'Budgets are not counted here.',
+      };
+      return surface.tellClicker(allowed.ok ? allowed.text : allowed.reason);
     }
     case 'stop':
     case 'decide': {

@@ -162,6 +162,11 @@ export class ApprovalService {
     return this.#ctx.gate.mayUse(requester, reply);
   }
 
+  /** Whether this person is one of the policy's approvers where `reply` is. */
+  isApprover(person: Requester, reply: ReplyTarget): boolean {
+    return this.#ctx.gate.isApprover(person, reply);
+  }
+
   /** The budgets a model call for this person there counts against (docs/budgets.md). */
   budgetsFor(requester: Requester, reply: ReplyTarget): Budget[] {
     return this.#ctx.gate.budgetsFor(requester, reply);

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.ts';
 import type { ModelSpend } from '../agent/model-spend.ts';
 import type { WorkItem } from '../core/work-item.ts';
+import type { ReplyButton } from '../core/reply-target.ts';
 import type { PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
 import { TurnSpend } from './spend.ts';
@@ -28,10 +29,17 @@ export class SpendLimits {
   }
 
   /** The turn's `ModelSpend`, or undefined when no budget applies (its calls cost nothing extra). */
-  forTurn(item: WorkItem, log: Logger, notify: (text: string) => Promise<void>): ModelSpend | undefined {
+  forTurn(
+    item: WorkItem,
+    log: Logger,
+    notify: (text: string, buttons?: ReplyButton[]) => Promise<void>,
+  ): ModelSpend | undefined {
     const budgets = this.#options.budgetsFor(item);
     if (budgets.length === 0) return undefined;
     const { pool, prices } = this.#options;
-    return new TurnSpend({ pool, prices, budgets, workItemId: item.id, requester: item.requester, log, notify });
+    const { id: workItemId, requester, reply } = item;
+    return new TurnSpend({ pool, prices, budgets, workItemId, requester, reply, log, notify });
   }
 }
+
+export { BudgetAllowances } from './allowances.ts';

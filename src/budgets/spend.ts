@@ -5,6 +5,8 @@ import type { ModelRequest, ModelRound } from '../agent/model.ts';
 import type { ModelSpend, SpendReservation } from '../agent/model-spend.ts';
 import { audit } from '../approval/store.ts';
 import type { Requester } from '../core/person.ts';
+import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
+import { offerAllowance } from './allowances.ts';
 import { metrics } from '../metrics.ts';
 import { costOf, priceOf, type PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
@@ -39,8 +41,9 @@ export interface SpendingTurn {
   workItemId: string;
   requester: Requester;
   log: Logger;
-  /** Posts a message in the turn's conversation (the warning); failures are only logged. */
-  notify(text: string): Promise<void>;
+  reply: ReplyTarget;
+  /** Posts a message in the turn's conversation (a warning, an allowance offer); failures are only logged. */
+  notify(text: string, buttons?: ReplyButton[]): Promise<void>;
   leaseSeconds?: number;
 }
 
@@ -92,7 +95,20 @@ export class TurnSpend implements ModelSpend {
       },
     }).catch((error: unknown) => turn.log.warn({ err: error }, 'could not audit a budget refusal'));
     turn.log.info({ budget: budget.name, why: fit.why }, 'a budget refused a model call');
+    if (fit.why === 'exhausted' && period) await this.#offerMore(budget, period.periodStart);
     return { ok: false, message };
+  }
+
+  /** Under the refusal, an approver's button to allow more for this period. */
+  async #offerMore(budget: Budget, periodStart: Date): Promise<void> {
+    const turn = this.#turn;
+    try {
+      const { workItemId, requester, reply } = turn;
+      const offer = await offerAllowance(turn.pool, { budget, periodStart, workItemId, requester, reply });
+      await turn.notify(offer.text, offer.buttons);
+    } catch (error) {
+      turn.log.warn({ err: error }, 'could not offer an allowance under a budget refusal');
+    }
   }
 
   /**

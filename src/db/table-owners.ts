@@ -50,6 +50,7 @@ export const TABLE_OWNERS = {
   oauth_states: { owner: 'src/connections/store.ts' },
   budget_periods: { owner: 'src/budgets/store.ts' },
   budget_reservations: { owner: 'src/budgets/store.ts' },
+  budget_allowance_offers: { owner: 'src/budgets/store.ts' },
   schema_migrations: { owner: 'src/db/migrate.ts' },
 } as const satisfies Record<string, TableOwner>;
 

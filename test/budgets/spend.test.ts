@@ -4,7 +4,9 @@ import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { TurnSpend, keyOf } from '../../src/budgets/spend.ts';
-import { addAllowance, readPeriods, releaseExpiredReservations } from '../../src/budgets/store.ts';
+import { readPeriods, releaseExpiredReservations } from '../../src/budgets/store.ts';
+import { BudgetAllowances } from '../../src/budgets/allowances.ts';
+import type { ReplyButton } from '../../src/core/reply-target.ts';
 import { costOf, type PriceTable } from '../../src/model-prices.ts';
 import type { Budget } from '../../src/policy/index.ts';
 import type { ModelRequest, ModelRound, TokenUsage } from '../../src/agent/model.ts';
@@ -53,6 +55,8 @@ afterAll(async () => {
 });
 
 let items = 0;
+const offered: ReplyButton[] = [];
+
 function turn(budgets: Budget[], notices: string[] = [], leaseSeconds?: number): TurnSpend {
   items += 1;
   return new TurnSpend({
@@ -61,8 +65,12 @@ function turn(budgets: Budget[], notices: string[] = [], leaseSeconds?: number):
     budgets,
     workItemId: `00000000-0000-4000-8000-${String(items).padStart(12, '0')}`,
     requester: { platform: 'test', userId: 'U1' },
+    reply: { platform: 'test', channel: 'C1' },
     log,
-    notify: async (text) => void notices.push(text),
+    notify: async (text, buttons) => {
+      if (buttons) offered.push(...buttons);
+      else notices.push(text);
+    },
     ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
   });
 }
@@ -180,14 +188,45 @@ describe('reservations that never settle', () => {
 });
 
 describe('an allowance', () => {
-  it('lets exactly that much more through in the current period', async () => {
-    const b = budget({ name: 'allowed', limit: 0.2 });
+  // Here the approvers are U2 alone (the app asks the policy: test/budgets/turns.test.ts).
+  const allowances = {
+    grant: (offerId: string, by: { platform: string; userId: string }) =>
+      new BudgetAllowances(pool, (person) => person.userId === 'U2').grant(offerId, by),
+  };
+  const person = (userId: string) => ({ platform: 'test', userId });
+
+  it('is offered under a refusal, and lets exactly that much more through once an approver grants it', async () => {
+    const b = budget({ name: 'allowed', limit: 0.4 });
     while ((await worstCall(turn([b]))).ok);
+    const button = offered.findLast((o) => o.label.startsWith('Allow'))!;
+    expect(button.label).toBe('Allow $0.10 more today');
+    const offerId = button.value.slice('budget-allow:'.length);
     const before = (await periodOf(b)).spent;
-    expect(await addAllowance(pool, keyOf(b), 0.5)).toBe(0.5);
+    expect(await allowances.grant(offerId, person('U2'))).toMatchObject({ ok: true });
     while ((await worstCall(turn([b]))).ok);
     const after = await periodOf(b);
-    expect(after.spent).toBeLessThanOrEqual(0.7);
-    expect(after.spent - before).toBeGreaterThan(0.45);
+    expect(after.allowance).toBe(0.1);
+    expect(after.spent).toBeLessThanOrEqual(0.5);
+    expect(after.spent - before).toBeGreaterThan(0.07);
+  });
+
+  it('cannot be granted by the requester, by someone who is no approver, or twice', async () => {
+    const b = budget({ name: 'countersigned', limit: 0.2 });
+    while ((await worstCall(turn([b]))).ok);
+    const offerId = offered.findLast((o) => o.label.startsWith('Allow'))!.value.slice('budget-allow:'.length);
+    expect(await allowances.grant(offerId, person('U1'))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('an approver other than you'),
+    });
+    expect(await allowances.grant(offerId, person('U3'))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('Only an approver'),
+    });
+    expect((await periodOf(b)).allowance).toBe(0);
+    expect(await allowances.grant(offerId, person('U2'))).toMatchObject({ ok: true });
+    expect(await allowances.grant(offerId, person('U2'))).toMatchObject({ ok: false });
+    expect((await periodOf(b)).allowance).toBe(0.05);
+    const { rows } = await pool.query(`SELECT actor FROM countersign.approval_audit WHERE event = 'budget_allowance'`);
+    expect(rows.map((r: { actor: { userId: string } }) => r.actor.userId)).toEqual(['U2', 'U2']);
   });
 });

@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProvider } from '../../src/agent/providers/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { costOf } from '../../src/model-prices.ts';
+import { pressButton, type ButtonSurface } from '../../src/approval/press-button.ts';
+import { BudgetAllowances } from '../../src/budgets/index.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
 import type { StartedFakeModel } from '../fakes/model-http.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -53,6 +55,7 @@ beforeAll(async () => {
     POLICY_FILE: path.join(dir, 'policy.yaml'),
     MODEL_PRICES_FILE: path.join(dir, 'prices.json'),
     WORKER_CONCURRENCY: '10',
+    APPROVERS: 'test:U2',
   };
   const provider = createProvider(testConfig(db.url, env), createLogger('silent'));
   harness = await startHarness({ db, env, provider });
@@ -113,5 +116,37 @@ describe('a $1.00 budget under 20 concurrent turns', () => {
     const late = await harness.say('conv-late', 'one more');
     expect((await harness.settled(late.id)).result?.text).toContain('"team-daily"');
     expect(fake.requests.length).toBe(before);
+  });
+
+  it('lets an approver, not the requester, allow more from the button under the refusal', async () => {
+    const offer = [...harness.outbound.messages.values()].findLast((m) => m.buttons?.length);
+    const button = offer!.buttons![0]!;
+    expect(button.label).toBe('Allow $0.25 more today');
+    const { app } = harness;
+    const allowances = new BudgetAllowances(app.pool, (person, reply) => app.approvals.isApprover(person, reply));
+    const press = async (userId: string) => {
+      const told: string[] = [];
+      const surface: ButtonSurface = {
+        openDenyForm: async () => undefined,
+        showFullArguments: async () => undefined,
+        tellClicker: async (text) => void told.push(text),
+      };
+      const deps = {
+        approvals: app.approvals,
+        recordFeedback: async () => ({ ok: false as const, reason: 'unused' }),
+        stopTurn: async () => ({ ok: false as const, reason: 'unused' }),
+        allowBudget: (offerId: string, by: { platform: string; userId: string }) => allowances.grant(offerId, by),
+      };
+      await pressButton(deps, button.value, { platform: 'test', userId }, surface);
+      return told.join('\n');
+    };
+    expect(await press('U1')).toContain('an approver other than you');
+    expect(await press('U3')).toContain('Only an approver');
+    expect(await press('U2')).toMatch(/^Allowed \$0\.25 more on "team-daily"/);
+    const before = fake.requests.length;
+    const again = await harness.say('conv-again', 'and now?');
+    expect((await harness.settled(again.id)).result?.text).toBe('Done.');
+    expect(fake.requests.length).toBe(before + 1);
+    expect(billed()).toBeLessThanOrEqual(1.25);
   });
 });

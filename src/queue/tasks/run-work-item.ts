@@ -15,6 +15,7 @@ import type { TurnState } from '../../agent/turn-state.ts';
 import { checkpointFromRow } from '../../agent/turn-store.ts';
 import { ZERO_USAGE } from '../../agent/model.ts';
 import type { OutboundRegistry } from '../../reply/outbound.ts';
+import type { ReplyButton } from '../../core/reply-target.ts';
 import { ReplyStream } from '../../reply/reply-stream.ts';
 import { recordPlaceholder, settleTurn, startTurn, type StartedRow } from '../turn-lifecycle.ts';
 import type { TurnEvents } from '../turn-events.ts';
@@ -74,7 +75,11 @@ export interface WorkerServices {
    * The turn's spend limits (src/budgets): its model calls reserve and settle against them, and a
    * warning is posted in the conversation with `notify`; absent or undefined: no budget applies.
    */
-  spend?(item: WorkItem, log: Logger, notify: (text: string) => Promise<void>): ModelSpend | undefined;
+  spend?(
+    item: WorkItem,
+    log: Logger,
+    notify: (text: string, buttons?: ReplyButton[]) => Promise<void>,
+  ): ModelSpend | undefined;
 }
 
 export function initialTurnState(item: WorkItem): TurnState {
@@ -398,7 +403,8 @@ function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop
 
 /** The turn's spend limits, if any apply; their warning is a message of its own in the conversation. */
 function spendOf(services: WorkerServices, item: WorkItem, log: Logger): { spend?: ModelSpend } {
-  const notify = async (text: string) => void (await services.outbounds.for(item.reply).post(item.reply, text));
+  const notify = async (text: string, buttons?: ReplyButton[]) =>
+    void (await services.outbounds.for(item.reply).post(item.reply, text, buttons ? { buttons } : undefined));
   const spend = services.spend?.(item, log, notify);
   return spend ? { spend } : {};
 }
