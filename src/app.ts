@@ -17,6 +17,7 @@ import { activeWorkItemOf, conversationExists } from './queue/turn-lifecycle.ts'
 import { claimSession } from './queue/session-turns.ts';
 import { admit } from './approval/admission.ts';
 import { pressButton } from './approval/press-button.ts';
+import { BudgetAllowances } from './budgets/index.ts';
 import { RateBuckets } from './reply/rate-bucket.ts';
 import { platformDirectory } from './adapters/registry.ts';
 import type { PlatformRules } from './core/platform-rules.ts';
@@ -360,6 +361,8 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
   const { pool, gate, approvals, log, stopTurn } = wiring;
   const recordFeedbackOf: AdapterContext['recordFeedback'] = (workItemId, by, vote) =>
     recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply));
+  const allowances = new BudgetAllowances(pool, (person, reply) => gate.isApprover(person, reply));
+  const allowBudget = (offerId: string, by: Requester) => allowances.grant(offerId, by);
   return {
     log,
     approvals,
@@ -375,6 +378,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
           approvals,
           recordFeedback: recordFeedbackOf,
           stopTurn,
+          allowBudget,
           ...(wiring.connections
             ? { disconnect: (server: string, who: Requester) => wiring.connections!.disconnectAndSay(who, server) }
             : {}),

@@ -10,7 +10,8 @@ import { createSkillTools, skillsCommand } from './skills/index.ts';
 import { createPool } from './db/pool.ts';
 import { formatUsage, usageSummary } from './usage.ts';
 import { loadPriceTable, type PriceTable } from './model-prices.ts';
-import { policyCommand, type ToolKinds } from './policy/index.ts';
+import { formatPolicyProblem, loadPolicyFile, policyCommand, type ToolKinds } from './policy/index.ts';
+import { budgetUse, formatBudgetUse } from './budgets/view.ts';
 import { platformDirectory } from './adapters/registry.ts';
 import { builtinTools, kindsByName } from './agent/tools/catalog.ts';
 import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
@@ -31,6 +32,7 @@ Commands:
   config                              print the effective configuration (secrets masked)
   skills list|lint [DIR]|new NAME     list, check or scaffold skills
   usage [--days=N] [--prices=FILE]    model tokens and estimated cost by day and conversation (default: 7 days)
+  usage --budgets                     each budget of POLICY_FILE: limit, spent, reserved, left, reset time
   policy check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups IDS] [--policy FILE]
                                       the policy's outcome for one call, and the rule (a dry run;
                                       default policy: POLICY_FILE, else the built-in one)
@@ -139,8 +141,9 @@ async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
 async function printUsage(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { days: { type: 'string', default: '7' }, prices: { type: 'string' } },
+    options: { days: { type: 'string', default: '7' }, prices: { type: 'string' }, budgets: { type: 'boolean' } },
   });
+  if (values.budgets) return printBudgets();
   const days = Number(values.days);
   if (!Number.isInteger(days) || days < 1 || days > 3650) {
     process.stderr.write(`--days must be a whole number from 1 to 3650 (got "${values.days}")\n`);
@@ -165,6 +168,30 @@ async function printUsage(args: string[]): Promise<number> {
   });
 }
 
+/** `countersign usage --budgets`: the current period of each budget of POLICY_FILE (docs/budgets.md). */
+async function printBudgets(): Promise<number> {
+  const file = process.env.POLICY_FILE;
+  if (!file) {
+    process.stdout.write('No budgets: POLICY_FILE is not set (budgets live in the policy file, docs/budgets.md).\n');
+    return 0;
+  }
+  const loaded = loadPolicyFile(file, policyOptionsFromEnv());
+  if (!loaded.ok) {
+    for (const problem of loaded.problems) process.stderr.write(`${formatPolicyProblem(problem)}\n`);
+    return 1;
+  }
+  return withDatabase(async (url) => {
+    await migrate(url, createLogger('silent'));
+    const pool = createPool(url, 2);
+    try {
+      process.stdout.write(`${formatBudgetUse(await budgetUse(pool, loaded.policy.budgets))}\n`);
+    } finally {
+      await pool.end();
+    }
+    return 0;
+  });
+}
+
 /**
  * What each of Countersign's own tools is for the policy, read off the tools themselves (their
  * arguments are placeholders: building a tool opens nothing).
@@ -180,24 +207,29 @@ function builtinToolKinds(): ToolKinds {
  * credentials are set.
  */
 function runPolicy(args: string[]): number {
-  const env = process.env;
-  const approvers = (env.APPROVERS ?? '')
-    .split(',')
-    .map((a) => a.trim())
-    .filter(Boolean);
   const result = policyCommand(args, {
-    ...(env.POLICY_FILE ? { file: env.POLICY_FILE } : {}),
-    options: {
-      platforms: platformDirectory(),
-      approvers,
-      twoPersonRule: env.APPROVAL_TWO_PERSON_RULE?.trim().toLowerCase() !== 'false',
-      ...(env.CUSTOM_SKILLS_DIR ? { customSkillsDir: env.CUSTOM_SKILLS_DIR } : {}),
-    },
+    ...(process.env.POLICY_FILE ? { file: process.env.POLICY_FILE } : {}),
+    options: policyOptionsFromEnv(),
     toolKinds: builtinToolKinds(),
   });
   const out = result.exitCode === 2 ? process.stderr : process.stdout;
   for (const line of result.lines) out.write(`${line}\n`);
   return result.exitCode;
+}
+
+/** The policy's options as the environment sets them (APPROVERS, APPROVAL_TWO_PERSON_RULE, CUSTOM_SKILLS_DIR). */
+function policyOptionsFromEnv() {
+  const env = process.env;
+  const approvers = (env.APPROVERS ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
+  return {
+    platforms: platformDirectory(),
+    approvers,
+    twoPersonRule: env.APPROVAL_TWO_PERSON_RULE?.trim().toLowerCase() !== 'false',
+    ...(env.CUSTOM_SKILLS_DIR ? { customSkillsDir: env.CUSTOM_SKILLS_DIR } : {}),
+  };
 }
 
 async function exportAudit(args: string[]): Promise<number> {

@@ -137,6 +137,8 @@ export const ConfigSchema = z
     MCP_CONFIG: optionalString,
     /** Who may use the bot, who must countersign, what never needs a click (docs/policy.md); unset: the built-in policy. */
     POLICY_FILE: optionalString,
+    /** JSON price table over the built-in one: `countersign usage` and USD budgets (docs/costs.md, docs/budgets.md). */
+    MODEL_PRICES_FILE: optionalString,
     ENABLE_RUN_COMMAND: bool.default(false),
     TOOL_RESULT_MAX_TOKENS: int(1000, 1_000_000).default(25_000),
     /** A tool running longer than this is abandoned, recorded as failed, and never replayed. */

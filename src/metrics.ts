@@ -93,6 +93,18 @@ export const metrics = {
     help: 'Turns a person stopped with the Stop button or Ctrl-C.',
     registers: [registry],
   }),
+  budgetSpentUsd: new Gauge({
+    name: 'countersign_budget_spent_usd',
+    help: 'Dollars settled against each USD budget in its current period, as this process last settled or read it.',
+    labelNames: ['budget'] as const,
+    registers: [registry],
+  }),
+  budgetRefusals: new Counter({
+    name: 'countersign_budget_refusals_total',
+    help: 'Model calls refused because a budget had no room left (the turn ended with the refusal), by budget.',
+    labelNames: ['budget'] as const,
+    registers: [registry],
+  }),
   heartbeat: new Gauge({
     name: 'countersign_worker_heartbeat_timestamp_seconds',
     help: "Unix time of this process's last successful worker heartbeat.",

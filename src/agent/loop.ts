@@ -7,6 +7,7 @@ import type { CallDecision } from '../core/work-item.ts';
 import { recordModelRound, saveCheckpoint, type RoundRecord } from './turn-store.ts';
 import type { TurnState } from './turn-state.ts';
 import { ruleCall, type RulingDeps } from './call-ruling.ts';
+import { spendingCall, type ModelSpend, type SpendRefused } from './model-spend.ts';
 import {
   executeToolCall,
   type ToolCallContext,
@@ -43,6 +44,8 @@ export interface TurnDeps extends ToolExecutionDeps, RulingDeps {
    * checkpoint holding them was saved), `superseded` when the turn must stop for them.
    */
   followUps?: (state: TurnState, at: 'round' | 'final') => Promise<'none' | 'steered' | 'superseded'>;
+  /** Spend limits (src/budgets): each model call reserves before and settles after; absent: none. */
+  spend?: ModelSpend;
 }
 
 /** Thrown at a safe point when a newer message supersedes the running turn (`interrupt`). */
@@ -151,6 +154,9 @@ async function runRound(ctx: TurnContext, state: TurnState, deps: TurnDeps): Pro
   deps.signal.throwIfAborted();
   if ((await deps.followUps?.(state, 'round')) === 'superseded') throw new Superseded();
   const answer = await streamRound(ctx, state, deps);
+  // Over a budget the turn ends with the refusal as its answer (a continuation too).
+  if ('refused' in answer)
+    return finish(ctx, state, deps, undefined, joinText(state.text, answer.refused), answer.refused);
   const usage: RoundUsage = { record: { conversationId: ctx.conversationId, round: state.round, answer } };
   countRound(answer);
   state.usage = addUsage(state.usage, answer.usage);
@@ -195,7 +201,7 @@ async function runRound(ctx: TurnContext, state: TurnState, deps: TurnDeps): Pro
 }
 
 /** Asks the model for the next round, streaming its text into the reply. */
-function streamRound(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<ModelRound> {
+function streamRound(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<ModelRound | SpendRefused> {
   const retryingEmpty = state.emptyRetries > 0;
   const request: ModelRequest = {
     system: retryingEmpty ? `${ctx.system}\n\n${EMPTY_ROUND_GUIDANCE}` : ctx.system,
@@ -205,7 +211,7 @@ function streamRound(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promis
   };
   const callbacks = streamAfter(state.text, deps.sink);
   deps.sink.beginRound();
-  return deps.provider.streamRound(request, callbacks, deps.signal);
+  return spendingCall(deps.provider, deps.spend, request, callbacks, deps.signal);
 }
 
 /** An empty round is retried with guidance a few times, then answered with the recovery message. */
@@ -376,7 +382,9 @@ async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: Turn
   let text = '';
   let round: RoundRecord | undefined;
   try {
-    const answer = await deps.provider.streamRound(
+    const answer = await spendingCall(
+      deps.provider,
+      deps.spend,
       {
         system: `${ctx.system}\n\n${ROUND_LIMIT_INSTRUCTION}`,
         messages: [{ role: 'user', text: compactTranscript(state.messages) }],
@@ -386,9 +394,12 @@ async function answerAtRoundLimit(ctx: TurnContext, state: TurnState, deps: Turn
       callbacks,
       deps.signal,
     );
-    round = { conversationId: ctx.conversationId, round: state.round, answer };
-    state.usage = addUsage(state.usage, answer.usage);
-    text = answer.text.trim() ? answer.text : '';
+    if ('refused' in answer) text = answer.refused;
+    else {
+      round = { conversationId: ctx.conversationId, round: state.round, answer };
+      state.usage = addUsage(state.usage, answer.usage);
+      text = answer.text.trim() ? answer.text : '';
+    }
   } catch (error) {
     deps.log.warn({ err: error }, 'summary answer at the round limit failed');
   }

@@ -10,6 +10,7 @@ import type { CallPolicy } from './envelope.ts';
 import {
   mayDecide,
   type Admission,
+  type Budget,
   type CallFacts,
   type Decision,
   type Person,
@@ -129,6 +130,11 @@ export class PolicyGate {
   /** Whether this person may use the bot where they wrote; outside the policy: the refusal to show. */
   mayUse(requester: Requester, reply: ReplyTarget): Admission {
     return this.#policies.current().mayUse(this.#personOf(requester), this.whereOf(reply));
+  }
+
+  /** The budgets a model call for this person there counts against (docs/budgets.md). */
+  budgetsFor(requester: Requester, reply: ReplyTarget): Budget[] {
+    return this.#policies.current().budgetsFor(this.#personOf(requester), this.whereOf(reply));
   }
 
   /** Whether this person is an approver where `reply` is (who may stop someone else's turn). */

@@ -33,6 +33,8 @@ export interface ButtonDeps {
   stopTurn(workItemId: string, by: Requester): Promise<{ ok: true } | { ok: false; reason: string }>;
   /** Ends `by`'s own connection to a per-person server; what to tell them. Absent: none are configured. */
   disconnect?(server: string, by: Requester): Promise<string>;
+  /** Grants a budget's allowance offer (src/budgets): it checks the presser. */
+  allowBudget?(offerId: string, by: Requester): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
 }
 
 /**
@@ -74,6 +76,14 @@ export async function pressButton(
       return surface.tellClicker(
         deps.disconnect ? await deps.disconnect(button.server, by) : 'No per-person MCP servers are configured here.',
       );
+    }
+    case 'allow-budget': {
+      await surface.acknowledge?.('private');
+      const allowed = (await deps.allowBudget?.(button.offerId, by)) ?? {
+        ok: false as const,
+        reason: 'Budgets are not counted here.',
+      };
+      return surface.tellClicker(allowed.ok ? allowed.text : allowed.reason);
     }
     case 'stop':
     case 'decide': {

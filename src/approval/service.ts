@@ -10,7 +10,7 @@ import type { CallRuling, GrantUse } from '../agent/call-ruling.ts';
 import type { Grant } from './grants.ts';
 import { grantsSeenFrom, revokeFromChat, useGrant, type RevokeResult } from './grant-verbs.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
-import type { Admission } from '../policy/index.ts';
+import type { Admission, Budget } from '../policy/index.ts';
 import { audit, findEnvelopeByNonce, findSupersededBy } from './store.ts';
 import { parseCalls } from './envelope.ts';
 import { fullArgs, makeVisible } from './card.ts';
@@ -160,6 +160,16 @@ export class ApprovalService {
   /** Whether this person may use the bot where they wrote (adapters ask before they enqueue). */
   mayUse(requester: Requester, reply: ReplyTarget): Admission {
     return this.#ctx.gate.mayUse(requester, reply);
+  }
+
+  /** Whether this person is one of the policy's approvers where `reply` is. */
+  isApprover(person: Requester, reply: ReplyTarget): boolean {
+    return this.#ctx.gate.isApprover(person, reply);
+  }
+
+  /** The budgets a model call for this person there counts against (docs/budgets.md). */
+  budgetsFor(requester: Requester, reply: ReplyTarget): Budget[] {
+    return this.#ctx.gate.budgetsFor(requester, reply);
   }
 
   /** Expires stale envelopes (housekeeping): see expire.ts. */

@@ -204,11 +204,18 @@ export type AuditEvent =
   | 'grant_revoked'
   | CodeAuditEvent
   | ConnectionAuditEvent
-  | ScheduleAuditEvent;
+  | ScheduleAuditEvent
+  | BudgetAuditEvent;
 
 /** What happened to a schedule (docs/schedules.md); detail: the schedule, a run's slot and work item. */
 type ScheduleAuditEvent =
   'schedule_created' | 'schedule_run' | 'schedule_paused' | 'schedule_resumed' | 'schedule_deleted';
+
+/**
+ * Spend limits (docs/budgets.md): a warning level passed, a model call refused, an approver's
+ * allowance. Detail: the budget, its period and amounts, the work item.
+ */
+type BudgetAuditEvent = 'budget_warned' | 'budget_refused' | 'budget_allowance';
 
 /** What happened to a person's connection to a per-person MCP server (docs/connections.md). */
 type ConnectionAuditEvent = 'connected' | 'connection_used' | 'disconnected' | 'connection_refused';
@@ -227,7 +234,9 @@ export async function audit(
     detail?: unknown;
   },
 ): Promise<void> {
-  if (entry.event !== 'click' && entry.event !== 'partial') metrics.approvals.inc({ outcome: entry.event });
+  // Budgets count in their own metrics (src/budgets), not as approvals.
+  if (entry.event !== 'click' && entry.event !== 'partial' && !entry.event.startsWith('budget_'))
+    metrics.approvals.inc({ outcome: entry.event });
   await db.query(
     `INSERT INTO countersign.approval_audit (envelope_id, nonce_prefix, event, actor, reason, detail)
      VALUES ($1, $2, $3, $4, $5, $6)`,

@@ -5,6 +5,7 @@ import { z } from 'zod';
  * own, just what its click means:
  *   `<nonce>.<decision>`  an approval card's button (nonce: 32 URL-safe base64 characters, never a dot)
  *   `stop:<work item id>` the Stop button of a running turn
+ *   `budget-allow:<offer id>` an allowance offered under a budget refusal
  * Both fit Discord's 100-character custom_id, Slack's button value and a console line.
  */
 
@@ -123,6 +124,19 @@ export function parseStopButton(value: string): string | undefined {
   return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
 }
 
+/** An allowance offer's button under a budget refusal: `budget-allow:<offer id>`. */
+const ALLOW_BUDGET_PREFIX = 'budget-allow:';
+
+export function allowBudgetValue(offerId: string): string {
+  return `${ALLOW_BUDGET_PREFIX}${offerId}`;
+}
+
+/** The offer an allowance button grants, or undefined for any other value. */
+function parseAllowBudget(value: string): string | undefined {
+  const id = value.startsWith(ALLOW_BUDGET_PREFIX) ? value.slice(ALLOW_BUDGET_PREFIX.length) : '';
+  return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
+}
+
 /** What a pressed button asks for: every button value Countersign writes, decoded in one place. */
 export type ButtonVerb =
   /** Deny with a reason: open the form; deciding waits for its submission. */
@@ -136,6 +150,8 @@ export type ButtonVerb =
   /** End the clicker's own connection to a per-person server. */
   | { verb: 'disconnect'; server: string }
   | { verb: 'stop'; workItemId: string }
+  /** Grant a budget's allowance offer (an approver, not the requester). */
+  | { verb: 'allow-budget'; offerId: string }
   /** Anything else is a card's decision (or a forged value), which the approval service verifies. */
   | { verb: 'decide'; value: string };
 
@@ -153,5 +169,7 @@ export function decodeButton(value: string): ButtonVerb {
   if (server) return { verb: 'disconnect', server };
   const stopId = parseStopButton(value);
   if (stopId) return { verb: 'stop', workItemId: stopId };
+  const offerId = parseAllowBudget(value);
+  if (offerId) return { verb: 'allow-budget', offerId };
   return { verb: 'decide', value };
 }

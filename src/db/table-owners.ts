@@ -58,6 +58,9 @@ export const TABLE_OWNERS = {
   oauth_states: { owner: 'src/connections/store.ts' },
   schedules: { owner: 'src/schedules/store.ts' },
   schedule_runs: { owner: 'src/schedules/store.ts' },
+  budget_periods: { owner: 'src/budgets/store.ts' },
+  budget_reservations: { owner: 'src/budgets/store.ts' },
+  budget_allowance_offers: { owner: 'src/budgets/store.ts' },
   schema_migrations: { owner: 'src/db/migrate.ts' },
 } as const satisfies Record<string, TableOwner>;
 

@@ -2,6 +2,7 @@ import { type Glob } from './glob.ts';
 import { commandOf, isRecord, isShellString, pathsOf } from './call-args.ts';
 import { formatPattern, personMatches, samePerson, type Person, type PersonPattern } from './person.ts';
 import type { PolicyPlatforms } from './platforms.ts';
+import { budgetApplies, publicBudget, type Budget, type CompiledBudget } from './budgets.ts';
 import type { Outcome, Risk, ToolKind } from './schema.ts';
 
 /** What kind of tool is called: the caller says, so the engine never imports tools. */
@@ -152,6 +153,8 @@ export interface PolicyParts {
    * countersignature whose card names the changed files. Absent where nobody could countersign.
    */
   taint?: CompiledRule;
+  /** Spend limits on model calls (`budgets:`). */
+  budgets?: CompiledBudget[];
 }
 
 const DEFAULT_REFUSAL =
@@ -378,6 +381,19 @@ export class Policy {
   /** The conversation mode the file sets for this place, or undefined (CONVERSATION_MODE decides). */
   conversationMode(where: Where): ConversationModeName | undefined {
     return this.#parts.conversations?.find((c) => matchesWhere(c.where, where))?.mode;
+  }
+
+  /** The budgets a model call by `requester` in `where` counts against, in the file's order. */
+  budgetsFor(requester: Person, where: Where): Budget[] {
+    const home = this.#home(where);
+    return (this.#parts.budgets ?? [])
+      .filter((b) => budgetApplies(this.#parts.platforms, b, requester, where, home))
+      .map(publicBudget);
+  }
+
+  /** Every budget of the policy (operators' views). */
+  get budgets(): Budget[] {
+    return (this.#parts.budgets ?? []).map(publicBudget);
   }
 
   /** Whether anyone can countersign: the policy names approvers (the file's `approvers:`, else APPROVERS). */

@@ -18,3 +18,4 @@ export { PolicyFileError, PolicyFile } from './policy-file.ts';
 export { policyCommand, type ToolKinds } from './cli.ts';
 export { grantPatternMatches, narrowestGrantPattern } from './grant-patterns.ts';
 export type { Outcome, Risk } from './schema.ts';
+export type { Budget, BudgetUnit } from './budgets.ts';

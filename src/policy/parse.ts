@@ -6,10 +6,12 @@ import { Policy, type CompiledRule, type CompiledWho, type CompiledWhere, type P
 import { compileNameGlob, compilePathGlob } from './glob.ts';
 import { parsePerson, type PersonPattern } from './person.ts';
 import type { PolicyPlatforms } from './platforms.ts';
+import type { CompiledBudget } from './budgets.ts';
 import {
   APPROVERS_GROUP,
   GROUP_NAME,
   policySchema,
+  type BudgetSchema,
   type PolicySchema,
   type RuleSchema,
   type WhereMatch,
@@ -232,6 +234,7 @@ export function parsePolicy(text: string, file: string, options: PolicyOptions):
   const compiling: RuleCompiling = { file, locate, resolve, defaultApprovers, names: new Set<string>() };
   const rules = spec.rules.map((rule, i) => compileRule(rule, i, compiling));
   const requesters = compileRequesters(spec.requesters, resolve);
+  const budgets = compileBudgets(spec.budgets ?? [], compiling);
   if (problems.length > 0) return { ok: false, problems: dedupe(problems) };
 
   return {
@@ -251,6 +254,7 @@ export function parsePolicy(text: string, file: string, options: PolicyOptions):
             })),
           }
         : {}),
+      ...(budgets.length > 0 ? { budgets } : {}),
       ...builtinRules(defaultApprovers.length > 0, options),
     }),
   };
@@ -375,6 +379,35 @@ function compileRequesters(gate: PolicySchema['requesters'], resolve: Resolver):
       ...(gate.refusal ? { refusal: gate.refusal } : {}),
     }
   );
+}
+
+/** Budgets with their people resolved (group names expanded); a name is used once. */
+function compileBudgets(budgets: BudgetSchema[], c: RuleCompiling): CompiledBudget[] {
+  const names = new Set<string>();
+  return budgets.map((budget, i) => {
+    const path = ['budgets', i];
+    if (names.has(budget.name))
+      c.resolve.problems.push(c.locate.problem([...path, 'name'], `another budget is already named "${budget.name}"`));
+    names.add(budget.name);
+    const [kind, value] = Object.entries(budget.for).find(([, v]) => v !== undefined)! as [
+      CompiledBudget['covers']['kind'],
+      string | true,
+    ];
+    const ref = typeof value === 'string' ? value : '';
+    const people = kind === 'person' || kind === 'group' ? c.resolve.people([ref], [...path, 'for', kind]) : undefined;
+    const line = c.locate.lineCounter.linePos(c.locate.offset(path)).line;
+    return {
+      name: budget.name,
+      source: `${c.file}:${line}`,
+      covers: { kind, value: ref },
+      unit: budget.usd !== undefined ? 'usd' : 'tokens',
+      limit: budget.usd ?? budget.tokens!,
+      per: budget.per,
+      tz: budget.tz ?? 'UTC',
+      warnAt: budget.warn_at ?? 0.8,
+      ...(people ? { people } : {}),
+    };
+  });
 }
 
 function dedupe(problems: PolicyProblem[]): PolicyProblem[] {

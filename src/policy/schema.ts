@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { grantPatternProblem } from './grant-patterns.ts';
 import { compileNameGlob, compilePathGlob, GlobError } from './glob.ts';
+import { isTimeZone } from './budgets.ts';
 import { parsePerson } from './person.ts';
 import { examples, type PolicyPlatforms } from './platforms.ts';
 
@@ -141,12 +142,59 @@ function idSchemas(platforms: PolicyPlatforms) {
     ),
   );
 
-  return { personRef, workspaceId, whereMatch, whoMatch };
+  return { personRef, workspaceId, channelId, whereMatch, whoMatch };
+}
+
+const COVERS = 'person, group, channel, workspace or everyone: true';
+
+/** A spend limit (docs/budgets.md): whom or where it covers, how much per day or month. */
+function budgetSchema(ids: ReturnType<typeof idSchemas>) {
+  const covers = z
+    .strictObject(
+      {
+        person: ids.personRef.optional(),
+        group: checked('a group name', (v) =>
+          GROUP_NAME.test(v) || v === APPROVERS_GROUP ? undefined : `${JSON.stringify(v)} is not a group name`,
+        ).optional(),
+        channel: ids.channelId.optional(),
+        workspace: ids.workspaceId.optional(),
+        everyone: z.literal(true, { error: 'expected everyone: true' }).optional(),
+      },
+      { error: `expected an object with one of ${COVERS}` },
+    )
+    .refine((c) => Object.values(c).filter((v) => v !== undefined).length === 1, {
+      error: `give exactly one of ${COVERS}`,
+    });
+  return z
+    .strictObject({
+      name: text('a budget name'),
+      for: covers,
+      usd: z.number({ error: 'expected an amount in US dollars' }).positive('expected more than 0').optional(),
+      tokens: z
+        .number({ error: 'expected a number of tokens' })
+        .int('expected a whole number of tokens')
+        .positive('expected more than 0')
+        .optional(),
+      per: z.enum(['day', 'month'], { error: 'expected day or month' }),
+      tz: checked('a time zone such as Europe/Berlin', (v) =>
+        isTimeZone(v) ? undefined : `${JSON.stringify(v)} is not a time zone (e.g. UTC, Europe/Berlin)`,
+      ).optional(),
+      warn_at: z
+        .number({ error: 'expected a share of the limit such as 0.8' })
+        .gt(0, 'expected more than 0')
+        .max(1, 'expected at most 1')
+        .optional(),
+    })
+    .refine((b) => (b.usd === undefined) !== (b.tokens === undefined), {
+      error: 'give the limit as exactly one of usd or tokens',
+    });
 }
 
 /** The format, with ids checked against the platforms' shapes. */
 function buildSchemas(platforms: PolicyPlatforms) {
-  const { personRef, workspaceId, whereMatch, whoMatch } = idSchemas(platforms);
+  const ids = idSchemas(platforms);
+  const { personRef, workspaceId, whereMatch, whoMatch } = ids;
+  const budget = budgetSchema(ids);
   const rule = z.strictObject({
     name: text('a rule name').optional(),
     tool: oneOrMany(ToolGlob),
@@ -229,15 +277,18 @@ function buildSchemas(platforms: PolicyPlatforms) {
         }),
       )
       .optional(),
+    /** Spend limits on model calls (docs/budgets.md). */
+    budgets: z.array(budget).optional(),
   });
 
-  return { policy, rule, whereMatch, whoMatch };
+  return { policy, rule, budget, whereMatch, whoMatch };
 }
 
 type Schemas = ReturnType<typeof buildSchemas>;
 export type WhereMatch = z.infer<Schemas['whereMatch']>;
 export type WhoMatch = z.infer<Schemas['whoMatch']>;
 export type RuleSchema = z.infer<Schemas['rule']>;
+export type BudgetSchema = z.infer<Schemas['budget']>;
 export type PolicySchema = z.infer<Schemas['policy']>;
 
 // A policy file is re-read on every edit: its schema is built once per set of platforms.

@@ -9,6 +9,7 @@ import type { TurnEvents } from '../queue/turn-events.ts';
 import type { CodeWork } from './repos.ts';
 import type { PersonalConnections } from '../connections/service.ts';
 import { sweepExpiredStates } from '../connections/store.ts';
+import { releaseExpiredReservations } from '../budgets/store.ts';
 
 /**
  * Every job's handler, given what it needs: turns, approval cards (approvals, which the queue does
@@ -38,6 +39,7 @@ export function jobTasks(deps: {
       events: deps.events,
       ...(deps.codeWork ? { sweepWorktrees: deps.codeWork.sweep } : {}),
       ...(deps.connections ? { sweepConnectStates: () => sweepExpiredStates(deps.pool) } : {}),
+      releaseBudgetReservations: () => releaseExpiredReservations(deps.pool),
       settings: {
         historyRetentionDays: config.HISTORY_RETENTION_DAYS,
         auditRetentionDays: config.AUDIT_RETENTION_DAYS,

@@ -22,6 +22,8 @@ import { startScheduler } from './schedules.ts';
 import type { PersonalConnections } from '../connections/service.ts';
 import { OutboxDeliverer } from '../reply/outbox-deliverer.ts';
 import { announceVisible } from '../queue/tasks/turn-endings.ts';
+import { SpendLimits } from '../budgets/index.ts';
+import { loadPriceTable } from '../model-prices.ts';
 
 /** Characters of the system prompt given to the list of skills (names and descriptions only). */
 const SKILLS_PROMPT_BUDGET = 4000;
@@ -165,5 +167,16 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
     platforms: wiring.platforms,
     ...(wiring.codeWork ? { workspaces: wiring.codeWork.turns } : {}),
     ...(wiring.connections ? { connectionsNote: connectionsNoteOf(wiring.connections, catalog) } : {}),
+    spend: spendLimitsOf(wiring),
   });
+}
+
+/** The policy's budgets (docs/budgets.md), counted at MODEL_PRICES_FILE's prices over the built-in ones. */
+function spendLimitsOf(wiring: WorkerWiring) {
+  const limits = new SpendLimits({
+    pool: wiring.pool,
+    prices: loadPriceTable(wiring.config.MODEL_PRICES_FILE),
+    budgetsFor: (item) => wiring.approvals.budgetsFor(item.requester, item.reply),
+  });
+  return limits.forTurn.bind(limits);
 }

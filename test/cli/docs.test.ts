@@ -3,10 +3,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { describe, expect, it } from 'vitest';
 import { ConfigSchema, loadConfig } from '../../src/config.ts';
 
-/** Variables read outside the configuration schema, by one command (`countersign usage`). */
-const COMMAND_VARIABLES = ['MODEL_PRICES_FILE'];
-
-const variables = [...Object.keys(ConfigSchema.in.shape), ...COMMAND_VARIABLES];
+const variables = Object.keys(ConfigSchema.in.shape);
 
 describe('configuration documentation', () => {
   it.each(variables)('documents %s in the README table and in .env.example', (variable) => {

@@ -39,6 +39,8 @@ interface HousekeepingDeps {
   sweepWorktrees?: () => Promise<number>;
   /** Removes Connect links' states long past their expiry (per-person connections, src/connections). */
   sweepConnectStates?: () => Promise<number>;
+  /** Deletes budget reservations whose lease ran out: their worker died mid-call (src/budgets). */
+  releaseBudgetReservations?: () => Promise<number>;
 }
 
 /**
@@ -75,9 +77,11 @@ function createHousekeepingHandler(deps: HousekeepingDeps): JobHandler<unknown> 
     // After the conversations expired above: their worktrees go in the same run.
     const worktrees = (await deps.sweepWorktrees?.()) ?? 0;
     const connectStates = (await deps.sweepConnectStates?.()) ?? 0;
-    if (expired + checkpoints + history + audit + inboundEvents + rateBuckets + worktrees + connectStates > 0) {
+    const reservations = (await deps.releaseBudgetReservations?.()) ?? 0;
+    const swept = worktrees + connectStates + reservations;
+    if (expired + checkpoints + history + audit + inboundEvents + rateBuckets + swept > 0) {
       deps.log.info(
-        { expired, checkpoints, history, audit, inboundEvents, rateBuckets, worktrees, connectStates },
+        { expired, checkpoints, history, audit, inboundEvents, rateBuckets, worktrees, connectStates, reservations },
         'housekeeping',
       );
     }

@@ -9,11 +9,13 @@ import type { ExternalRun, TurnWorkspaces } from '../turn-workspaces.ts';
 import type { CallRuling, GrantUse } from '../../agent/call-ruling.ts';
 import { lockFollowUps, takeFollowUps } from '../follow-ups.ts';
 import type { ModelProvider } from '../../agent/model.ts';
+import type { ModelSpend } from '../../agent/model-spend.ts';
 import type { ToolRegistry } from '../../agent/tools/registry.ts';
 import type { TurnState } from '../../agent/turn-state.ts';
 import { checkpointFromRow } from '../../agent/turn-store.ts';
 import { ZERO_USAGE } from '../../agent/model.ts';
 import type { OutboundRegistry } from '../../reply/outbound.ts';
+import type { ReplyButton } from '../../core/reply-target.ts';
 import { ReplyStream } from '../../reply/reply-stream.ts';
 import { recordPlaceholder, settleTurn, startTurn, type StartedRow } from '../turn-lifecycle.ts';
 import type { TurnEvents } from '../turn-events.ts';
@@ -81,6 +83,15 @@ export interface WorkerServices {
    * the slot is freed when the computation ends (src/reply/outbox-deliverer.ts); absent: shown in the turn.
    */
   outbox?: ReplyOutbox;
+  /**
+   * The turn's spend limits (src/budgets): its model calls reserve and settle against them, and a
+   * warning is posted in the conversation with `notify`; absent or undefined: no budget applies.
+   */
+  spend?(
+    item: WorkItem,
+    log: Logger,
+    notify: (text: string, buttons?: ReplyButton[]) => Promise<void>,
+  ): ModelSpend | undefined;
 }
 
 export function initialTurnState(item: WorkItem): TurnState {
@@ -395,11 +406,20 @@ function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop
     onRuled: (call, ruling) => approvals.recordRuling(item, call, ruling),
     useGrant: async (call) => approvals.useGrant?.(item, call),
     followUps: followUpsOf(services, item, log),
+    ...spendOf(services, item, log),
     onDecidedCall: async (call, decision, result) => {
       const envelopeId = item.input.approval?.envelopeId;
       if (envelopeId) await approvals.recordOutcome(envelopeId, call, decision, result.isError);
     },
   };
+}
+
+/** The turn's spend limits, if any apply; their warning is a message of its own in the conversation. */
+function spendOf(services: WorkerServices, item: WorkItem, log: Logger): { spend?: ModelSpend } {
+  const notify = async (text: string, buttons?: ReplyButton[]) =>
+    void (await services.outbounds.for(item.reply).post(item.reply, text, buttons ? { buttons } : undefined));
+  const spend = services.spend?.(item, log, notify);
+  return spend ? { spend } : {};
 }
 
 /**

@@ -1,0 +1,86 @@
+import type { ModelPrice } from '../model-prices.ts';
+import type { Budget } from '../policy/index.ts';
+import type { PeriodRow, ReservationLine } from './store.ts';
+
+/**
+ * How much of a model call fits the budgets that apply to it, purely from their locked periods.
+ * The worst case of a call is its input (bounded above: see `inputBound`) plus `maxTokens` of
+ * output; where the budgets leave less room the call gets fewer output tokens, and where not even
+ * `MIN_OUTPUT_TOKENS` fit it is refused, naming the budget with the least room.
+ */
+
+/** The smallest output a call is worth making with: below it, the budget refuses the call. */
+const MIN_OUTPUT_TOKENS = 256;
+
+/** What a call may cost at most, before it is made. */
+export interface CallBound {
+  /** An upper bound of the input tokens (cached or not). */
+  inputTokens: number;
+  /** The output tokens asked for. */
+  maxTokens: number;
+  /** The model's price; absent: unpriced (a USD budget cannot hold it). */
+  price: ModelPrice | undefined;
+}
+
+export type Fit =
+  | { ok: true; maxTokens: number; lines: ReservationLine[] }
+  | { ok: false; budget: Budget; period: PeriodRow | undefined; why: 'exhausted' | 'unpriced' };
+
+const perToken = (perMillion: number) => perMillion / 1_000_000;
+
+/** Input at the dearest way it could be billed: plain, a cache write (dearer on some APIs), or a cache read. */
+const dearestInput = (price: ModelPrice) =>
+  perToken(Math.max(price.input, price.cacheWrite ?? price.input, price.cacheRead ?? price.input));
+
+/**
+ * An upper bound of a request's input tokens: its size in UTF-8 bytes. Tokenizers of the APIs
+ * Countersign speaks put at least one byte in a token, so the bound holds for every model without
+ * a tokenizer here; it overestimates (a token is about four bytes of English), which only makes
+ * the reservation, never the spend, larger.
+ */
+export function inputBound(parts: unknown): number {
+  return Buffer.byteLength(JSON.stringify(parts), 'utf8');
+}
+
+/** The output tokens that fit in `room` (in the budget's unit) after the input. */
+function outputRoom(budget: Budget, room: number, call: CallBound): number {
+  if (budget.unit === 'tokens') return Math.floor(room - call.inputTokens);
+  const price = call.price!;
+  const left = room - call.inputTokens * dearestInput(price);
+  if (left < 0) return -1;
+  return price.output === 0 ? Number.MAX_SAFE_INTEGER : Math.floor(left / perToken(price.output));
+}
+
+/** The worst case of a call with `maxTokens` of output, in the budget's unit. */
+function worstCase(budget: Budget, maxTokens: number, call: CallBound): number {
+  if (budget.unit === 'tokens') return call.inputTokens + maxTokens;
+  const price = call.price!;
+  return call.inputTokens * dearestInput(price) + maxTokens * perToken(price.output);
+}
+
+/** How a call fits `budgets`, whose current periods (locked) are `periods`. */
+export function fitCall(budgets: Budget[], periods: PeriodRow[], call: CallBound): Fit {
+  const periodOf = (b: Budget) => periods.find((p) => p.budget === b.name && p.unit === b.unit);
+  const unpriced = budgets.find((b) => b.unit === 'usd' && !call.price);
+  if (unpriced) return { ok: false, budget: unpriced, period: periodOf(unpriced), why: 'unpriced' };
+  let maxTokens = call.maxTokens;
+  let tightest: Budget | undefined;
+  for (const budget of budgets) {
+    const period = periodOf(budget);
+    const room = budget.limit + (period?.allowance ?? 0) - (period?.spent ?? 0) - (period?.reserved ?? 0);
+    const fits = outputRoom(budget, room, call);
+    if (fits < maxTokens) {
+      maxTokens = fits;
+      tightest = budget;
+    }
+  }
+  if (tightest && maxTokens < Math.min(MIN_OUTPUT_TOKENS, call.maxTokens))
+    return { ok: false, budget: tightest, period: periodOf(tightest), why: 'exhausted' };
+  const lines = budgets.map((budget) => ({
+    budget: budget.name,
+    unit: budget.unit,
+    periodStart: periodOf(budget)!.periodStart,
+    amount: worstCase(budget, maxTokens, call),
+  }));
+  return { ok: true, maxTokens, lines };
+}

@@ -1,0 +1,45 @@
+import type { Logger } from 'pino';
+import type { Pool } from '../db/pool.ts';
+import type { ModelSpend } from '../agent/model-spend.ts';
+import type { WorkItem } from '../core/work-item.ts';
+import type { ReplyButton } from '../core/reply-target.ts';
+import type { PriceTable } from '../model-prices.ts';
+import type { Budget } from '../policy/index.ts';
+import { TurnSpend } from './spend.ts';
+
+/** What the spend limits of a process work with. */
+export interface SpendLimitsOptions {
+  pool: Pool;
+  /** The price table (MODEL_PRICES_FILE over the built-in one) USD budgets are counted by. */
+  prices: PriceTable;
+  /** The budgets of the policy in force that a model call of this work item counts against. */
+  budgetsFor(item: WorkItem): Budget[];
+}
+
+/**
+ * The spend limits of the policy's `budgets:` (docs/budgets.md), per turn: its requester's and its
+ * place's budgets, read from the policy in force when the turn starts. Scheduled and background
+ * work count against their owner's (the work item's requester's) budgets like a chat turn.
+ */
+export class SpendLimits {
+  readonly #options: SpendLimitsOptions;
+
+  constructor(options: SpendLimitsOptions) {
+    this.#options = options;
+  }
+
+  /** The turn's `ModelSpend`, or undefined when no budget applies (its calls cost nothing extra). */
+  forTurn(
+    item: WorkItem,
+    log: Logger,
+    notify: (text: string, buttons?: ReplyButton[]) => Promise<void>,
+  ): ModelSpend | undefined {
+    const budgets = this.#options.budgetsFor(item);
+    if (budgets.length === 0) return undefined;
+    const { pool, prices } = this.#options;
+    const { id: workItemId, requester, reply } = item;
+    return new TurnSpend({ pool, prices, budgets, workItemId, requester, reply, log, notify });
+  }
+}
+
+export { BudgetAllowances } from './allowances.ts';

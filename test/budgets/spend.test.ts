@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { migrate } from '../../src/db/migrate.ts';
+import { createLogger } from '../../src/log.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { TurnSpend, keyOf } from '../../src/budgets/spend.ts';
+import { readPeriods, releaseExpiredReservations } from '../../src/budgets/store.ts';
+import { BudgetAllowances } from '../../src/budgets/allowances.ts';
+import type { ReplyButton } from '../../src/core/reply-target.ts';
+import { costOf, type PriceTable } from '../../src/model-prices.ts';
+import type { Budget } from '../../src/policy/index.ts';
+import type { ModelRequest, ModelRound, TokenUsage } from '../../src/agent/model.ts';
+import type { SpendReservation } from '../../src/agent/model-spend.ts';
+
+const PRICES: PriceTable = {
+  models: { 'test-model': { input: 10, output: 100, cacheRead: 1, cacheWrite: 12.5 } },
+};
+
+const budget = (over: Partial<Budget> = {}): Budget => ({
+  name: 'team',
+  source: 'policy.yaml:3',
+  covers: { kind: 'channel', value: 'test:C1' },
+  unit: 'usd',
+  limit: 1,
+  per: 'day',
+  tz: 'UTC',
+  warnAt: 0.8,
+  ...over,
+});
+
+const request: ModelRequest = { system: 'x'.repeat(100), messages: [], tools: [], maxTokens: 2000 };
+
+const round = (usage: Partial<TokenUsage>): ModelRound => ({
+  text: 'ok',
+  toolCalls: [],
+  stopReason: 'end_turn',
+  usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, ...usage },
+  provider: 'test',
+  model: 'test-model',
+  fallbacks: [],
+});
+
+let db: TestDatabase;
+let pool: pg.Pool;
+const log = createLogger('silent');
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await migrate(db.url, log);
+  pool = new pg.Pool({ connectionString: db.url, max: 25 });
+});
+afterAll(async () => {
+  await pool.end();
+  await db.drop();
+});
+
+let items = 0;
+const offered: ReplyButton[] = [];
+
+function turn(budgets: Budget[], notices: string[] = [], leaseSeconds?: number): TurnSpend {
+  items += 1;
+  return new TurnSpend({
+    pool,
+    prices: PRICES,
+    budgets,
+    workItemId: `00000000-0000-4000-8000-${String(items).padStart(12, '0')}`,
+    requester: { platform: 'test', userId: 'U1' },
+    reply: { platform: 'test', channel: 'C1' },
+    log,
+    notify: async (text, buttons) => {
+      if (buttons) offered.push(...buttons);
+      else notices.push(text);
+    },
+    ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
+  });
+}
+
+/** A call that uses every output token it was granted: the worst case the budget must hold. */
+async function worstCall(spend: TurnSpend): Promise<SpendReservation> {
+  const reserved = await spend.reserve(request, 'test-model');
+  if (reserved.ok) await reserved.settle(round({ inputTokens: 30, outputTokens: reserved.maxTokens }));
+  return reserved;
+}
+
+async function periodOf(b: Budget) {
+  const [period] = await readPeriods(pool, [keyOf(b)]);
+  return period!;
+}
+
+describe('reserve before, settle after', () => {
+  it('never lets 20 concurrent calls spend more than a $1.00 budget', async () => {
+    const b = budget({ name: 'concurrent' });
+    const results = await Promise.all(Array.from({ length: 20 }, () => worstCall(turn([b]))));
+    const period = await periodOf(b);
+    expect(period.spent).toBeLessThanOrEqual(1);
+    expect(period.reserved).toBe(0);
+    // Four calls fit whole ($0.20 of output each), the rest shrink to the headroom, then are refused.
+    expect(results.filter((r) => r.ok).length).toBeGreaterThanOrEqual(4);
+    expect(results.filter((r) => !r.ok).length).toBeGreaterThan(0);
+    expect(period.spent).toBeGreaterThan(0.95);
+  });
+
+  it('holds a budget in tokens as it holds one in dollars', async () => {
+    const b = budget({ name: 'tokens', unit: 'tokens', limit: 5000 });
+    const results = await Promise.all(Array.from({ length: 10 }, () => worstCall(turn([b]))));
+    const period = await periodOf(b);
+    expect(period.spent).toBeLessThanOrEqual(5000);
+    expect(results.filter((r) => r.ok).length).toBeGreaterThanOrEqual(2);
+    expect(results.some((r) => !r.ok)).toBe(true);
+  });
+
+  it('counts cached reads at their own price', async () => {
+    const b = budget({ name: 'cached', limit: 10 });
+    const reserved = await turn([b]).reserve(request, 'test-model');
+    if (!reserved.ok) throw new Error('refused');
+    const usage = { inputTokens: 100, outputTokens: 100, cacheReadTokens: 10_000, cacheWriteTokens: 0 };
+    await reserved.settle(round(usage));
+    const spent = (await periodOf(b)).spent;
+    // 100 × $10/M + 100 × $100/M + 10,000 × $1/M (not × $10/M).
+    expect(spent).toBeCloseTo(0.001 + 0.01 + 0.01, 9);
+    expect(spent).toBeCloseTo(costOf(usage, PRICES.models['test-model']!).billed, 9);
+  });
+
+  it('caps the output to the headroom left', async () => {
+    const b = budget({ name: 'cap', limit: 0.05 });
+    const reserved = await turn([b]).reserve(request, 'test-model');
+    if (!reserved.ok) throw new Error('refused');
+    // $0.05 less the input's worst case, at $100 per million output tokens: under 500 tokens.
+    expect(reserved.maxTokens).toBeLessThan(500);
+    expect(reserved.maxTokens).toBeGreaterThan(480);
+    await reserved.settle(undefined);
+    expect((await periodOf(b)).reserved).toBe(0);
+  });
+});
+
+describe('what people are told', () => {
+  it('refuses a call with a message naming the budget, what it covers and when it resets', async () => {
+    const b = budget({ name: 'ops-daily', limit: 0.01, tz: 'Europe/Berlin' });
+    const refused = await turn([b]).reserve(request, 'test-model');
+    expect(refused.ok).toBe(false);
+    if (refused.ok) return;
+    expect(refused.message).toContain('"ops-daily"');
+    expect(refused.message).toContain('the channel test:C1');
+    expect(refused.message).toMatch(/resets at \d{4}-\d\d-\d\d 00:00 Europe\/Berlin/);
+    const { rows } = await pool.query(
+      `SELECT detail FROM countersign.approval_audit WHERE event = 'budget_refused' AND detail->>'budget' = 'ops-daily'`,
+    );
+    expect(rows).toHaveLength(1);
+  });
+
+  it('refuses a USD budget for a model without a price rather than guess', async () => {
+    const refused = await turn([budget({ name: 'unpriced' })]).reserve(request, 'mystery-model');
+    expect(refused).toMatchObject({ ok: false, message: expect.stringContaining('mystery-model has no price') });
+  });
+
+  it('warns once per period, however many calls cross the level at once', async () => {
+    const b = budget({ name: 'warned', limit: 1 });
+    const notices: string[] = [];
+    await Promise.all(Array.from({ length: 8 }, () => worstCall(turn([b], notices))));
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatch(/the channel test:C1 has used \d+% of its \$1\.00 daily budget "warned"/);
+    const { rows } = await pool.query(
+      `SELECT 1 FROM countersign.approval_audit WHERE event = 'budget_warned' AND detail->>'budget' = 'warned'`,
+    );
+    expect(rows).toHaveLength(1);
+  });
+});
+
+describe('reservations that never settle', () => {
+  it('stop counting when their lease runs out, and housekeeping deletes them', async () => {
+    const b = budget({ name: 'crashed', limit: 0.25 });
+    // A worker that dies mid-call: reserved, never settled.
+    const held = await turn([b], [], 0).reserve(request, 'test-model');
+    expect(held.ok).toBe(true);
+    expect(await releaseExpiredReservations(pool)).toBeGreaterThanOrEqual(1);
+    expect((await periodOf(b)).reserved).toBe(0);
+    expect((await worstCall(turn([b]))).ok).toBe(true);
+  });
+
+  it('are dropped when the same work item reserves again (its replay after a crash)', async () => {
+    const b = budget({ name: 'replayed', limit: 0.21 });
+    const spend = turn([b]);
+    expect((await spend.reserve(request, 'test-model')).ok).toBe(true);
+    // Another turn would find the budget held; the replay of the crashed one gets it back.
+    expect((await turn([b]).reserve(request, 'test-model')).ok).toBe(false);
+    expect((await spend.reserve(request, 'test-model')).ok).toBe(true);
+  });
+});
+
+describe('an allowance', () => {
+  // Here the approvers are U2 alone (the app asks the policy: test/budgets/turns.test.ts).
+  const allowances = {
+    grant: (offerId: string, by: { platform: string; userId: string }) =>
+      new BudgetAllowances(pool, (person) => person.userId === 'U2').grant(offerId, by),
+  };
+  const person = (userId: string) => ({ platform: 'test', userId });
+
+  it('is offered under a refusal, and lets exactly that much more through once an approver grants it', async () => {
+    const b = budget({ name: 'allowed', limit: 0.4 });
+    while ((await worstCall(turn([b]))).ok);
+    const button = offered.findLast((o) => o.label.startsWith('Allow'))!;
+    expect(button.label).toBe('Allow $0.10 more today');
+    const offerId = button.value.slice('budget-allow:'.length);
+    const before = (await periodOf(b)).spent;
+    expect(await allowances.grant(offerId, person('U2'))).toMatchObject({ ok: true });
+    while ((await worstCall(turn([b]))).ok);
+    const after = await periodOf(b);
+    expect(after.allowance).toBe(0.1);
+    expect(after.spent).toBeLessThanOrEqual(0.5);
+    expect(after.spent - before).toBeGreaterThan(0.07);
+  });
+
+  it('cannot be granted by the requester, by someone who is no approver, or twice', async () => {
+    const b = budget({ name: 'countersigned', limit: 0.2 });
+    while ((await worstCall(turn([b]))).ok);
+    const offerId = offered.findLast((o) => o.label.startsWith('Allow'))!.value.slice('budget-allow:'.length);
+    expect(await allowances.grant(offerId, person('U1'))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('an approver other than you'),
+    });
+    expect(await allowances.grant(offerId, person('U3'))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('Only an approver'),
+    });
+    expect((await periodOf(b)).allowance).toBe(0);
+    expect(await allowances.grant(offerId, person('U2'))).toMatchObject({ ok: true });
+    expect(await allowances.grant(offerId, person('U2'))).toMatchObject({ ok: false });
+    expect((await periodOf(b)).allowance).toBe(0.05);
+    const { rows } = await pool.query(`SELECT actor FROM countersign.approval_audit WHERE event = 'budget_allowance'`);
+    expect(rows.map((r: { actor: { userId: string } }) => r.actor.userId)).toEqual(['U2', 'U2']);
+  });
+});
