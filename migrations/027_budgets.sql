@@ -54,4 +54,5 @@ ALTER TABLE countersign.approval_audit ADD CONSTRAINT approval_audit_event_check
   'allowed', 'policy_denied', 'granted', 'grant_used', 'grant_revoked', 'superseded', 'feedback',
   'code_committed', 'merge_requested', 'merged', 'merge_conflict', 'discarded',
   'connected', 'connection_used', 'disconnected', 'connection_refused',
+  'schedule_created', 'schedule_run', 'schedule_paused', 'schedule_resumed', 'schedule_deleted',
   'budget_warned', 'budget_refused', 'budget_allowance'));

@@ -100,8 +100,17 @@ describe('per-person connections to an MCP server', () => {
     const unconnected = await h.say('conv-bob', 'who am i', { requester: bob });
     expect((await h.settled(unconnected.id)).status).toBe('awaiting_approval');
     expect(fake.calls.length).toBe(before);
-    const card = [...h.outbound.messages.values()].map((m) => m.text).join('\n');
-    expect(card).toContain('own tracker account, which is not connected yet');
+    // The card is shown by its own job, after the turn parked.
+    await waitFor(
+      async () =>
+        [...h.outbound.messages.values()].some((m) =>
+          m.text.includes('own tracker account, which is not connected yet'),
+        )
+          ? true
+          : undefined,
+      10_000,
+      'the card naming the missing connection',
+    );
 
     await connect(bob, 'bob');
     const continuation = await waitFor(
