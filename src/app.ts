@@ -29,6 +29,7 @@ import type { AdapterContext, PlatformAdapter } from './adapters/platform.ts';
 import { Cleanups } from './wiring/cleanups.ts';
 import { openDatabase } from './wiring/database.ts';
 import { openSkills, openTools } from './wiring/tools.ts';
+import { fileTools } from './wiring/files.ts';
 import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
@@ -214,7 +215,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       {
         skills,
         runsTurns,
-        extra: [...(codeWork?.tools ?? []), ...(options.tools ?? [])],
+        extra: [...(codeWork?.tools ?? []), ...fileTools(config, outbounds, codeWork), ...(options.tools ?? [])],
         ...(codeWork ? { rootOf: codeWork.rootOf } : {}),
         ...(connections ? { personalAuth: personalAuthOf(connections, pool) } : {}),
       },

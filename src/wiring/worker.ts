@@ -18,6 +18,7 @@ import { jobTasks } from './jobs.ts';
 import type { AgentTools } from './tools.ts';
 import type { CodeWork } from './repos.ts';
 import { connectionsNoteOf } from './connections.ts';
+import { fileReceiver } from './files.ts';
 import type { PersonalConnections } from '../connections/service.ts';
 
 /** Characters of the system prompt given to the list of skills (names and descriptions only). */
@@ -145,5 +146,6 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
     platforms: wiring.platforms,
     ...(wiring.codeWork ? { workspaces: wiring.codeWork.turns } : {}),
     ...(wiring.connections ? { connectionsNote: connectionsNoteOf(wiring.connections, catalog) } : {}),
+    receiveFiles: fileReceiver(config, wiring.outbounds, wiring.codeWork?.rootOf),
   });
 }
