@@ -143,6 +143,8 @@ export const ConfigSchema = z
     TOOL_RESULT_MAX_TOKENS: int(1000, 1_000_000).default(25_000),
     /** A tool running longer than this is abandoned, recorded as failed, and never replayed. */
     TOOL_TIMEOUT_SECONDS: int(1, 3600).default(120),
+    /** Bytes one file may have, received (a pasted log, a screenshot) or shared (docs/files.md). */
+    MAX_FILE_BYTES: int(1, 1024 * 1024 * 1024).default(20 * 1024 * 1024),
 
     /** Repositories people may ask to change (docs/code-work.md): `name=path` pairs, or REPOS_FILE. */
     REPOS: optionalString,

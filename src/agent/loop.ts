@@ -293,6 +293,7 @@ async function afterDenial(ctx: TurnContext, call: ToolCall, deps: TurnDeps): Pr
       workItemId: ctx.workItemId,
       conversationId: ctx.conversationId,
       requester: ctx.requester,
+      ...(ctx.reply ? { reply: ctx.reply } : {}),
       signal: deps.signal,
       log: deps.log.child({ tool: call.name, toolCallId: call.id }),
     });

@@ -25,7 +25,26 @@ export const ToolResult = z.object({
 });
 export type ToolResult = z.infer<typeof ToolResult>;
 
-const UserMessage = z.object({ role: z.literal('user'), text: z.string() });
+/**
+ * A file a person sent that the model sees as itself rather than as text: an image, or a PDF for a
+ * provider that reads documents. Its name and where it was saved are in the message's text too, so
+ * a provider that cannot show it still knows of it.
+ */
+export const Attachment = z.object({
+  kind: z.enum(['image', 'document']),
+  /** From the bytes (src/files), never from the name: image/png, image/jpeg, image/gif, image/webp, application/pdf. */
+  mediaType: z.string().min(1),
+  /** The bytes, base64. */
+  data: z.string().min(1),
+  name: z.string(),
+});
+export type Attachment = z.infer<typeof Attachment>;
+
+const UserMessage = z.object({
+  role: z.literal('user'),
+  text: z.string(),
+  attachments: z.array(Attachment).optional(),
+});
 export const AssistantMessage = z.object({
   role: z.literal('assistant'),
   text: z.string(),
@@ -41,3 +60,14 @@ export type Message = z.infer<typeof Message>;
 type UserMessage = z.infer<typeof UserMessage>;
 export type AssistantMessage = z.infer<typeof AssistantMessage>;
 type ToolResultsMessage = z.infer<typeof ToolResultsMessage>;
+
+/**
+ * A message as later turns read it: a person's images and documents were shown in their own turn
+ * and stay saved in the workspace, where the message's note says; sending them again with every
+ * later request would only grow it.
+ */
+export function withoutAttachments(message: Message): Message {
+  if (message.role !== 'user' || !message.attachments) return message;
+  const { attachments: _shown, ...rest } = message;
+  return rest;
+}

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Queryable } from '../db/pool.ts';
 import type { ReplySink } from '../reply/reply-sink.ts';
 import type { Requester } from '../core/person.ts';
+import type { ReplyTarget } from '../core/reply-target.ts';
 import { metrics } from '../metrics.ts';
 import type { ToolCall, ToolResult } from './messages.ts';
 import { fitToBudget } from './tools/result-budget.ts';
@@ -21,6 +22,8 @@ export interface ToolCallContext {
   workItemId: string;
   conversationId: string;
   requester: Requester;
+  /** Where the turn answers. */
+  reply?: ReplyTarget;
 }
 
 export interface ToolExecutionDeps {
@@ -168,6 +171,7 @@ async function runWithinLimit(
       workItemId: ctx.workItemId,
       conversationId: ctx.conversationId,
       requester: ctx.requester,
+      ...(ctx.reply ? { reply: ctx.reply } : {}),
       signal,
       log: deps.log.child({ tool: call.name, toolCallId: call.id }),
     });

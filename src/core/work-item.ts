@@ -38,6 +38,24 @@ export const CallDecision = z.object({
 });
 export type CallDecision = z.infer<typeof CallDecision>;
 
+/**
+ * A file a person sent with the message, as the platform describes it: recorded by the inbound
+ * adapter, downloaded by the worker when the turn starts (src/files, docs/files.md). Nothing here is
+ * trusted: the name is sanitized and the type read from the bytes before anything is written.
+ */
+export const FileRef = z.object({
+  /** The platform's id of the file (a Slack file id, a Discord attachment id, a local path). */
+  id: z.string().min(1).max(2000),
+  name: z.string().max(2000),
+  /** The size the platform says the file has; a download shorter than it is truncated. */
+  size: z.number().int().nonnegative().optional(),
+  /** The type the platform (or the sender) claims; never decides how the file is read. */
+  mimetype: z.string().max(300).optional(),
+  /** Where the adapter downloads it from; only the adapter knows which hosts it may be on. */
+  url: z.string().max(4000).optional(),
+});
+export type FileRef = z.infer<typeof FileRef>;
+
 const WorkItemInput = z.object({
   /** The person's message; absent for continuations. */
   prompt: z.string().max(100_000).optional(),
@@ -53,6 +71,8 @@ const WorkItemInput = z.object({
     .optional(),
   /** Stable across all continuations of one turn. */
   approvalContextId: z.string().optional(),
+  /** Files sent with the message; more than the per-message cap are named in a note, not read. */
+  files: z.array(FileRef).max(100).optional(),
 });
 
 /**

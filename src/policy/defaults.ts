@@ -47,6 +47,23 @@ const AGENT_CHANGING_PATHS = [
   '**/.*/**',
 ] as const;
 
+/**
+ * Names of files whose content is a secret: environment files, private keys and keystores, cloud and
+ * package-manager credentials. Sharing one posts it where everyone in the conversation can read it.
+ */
+const SECRET_LOOKING_PATHS = [
+  '**/.env',
+  '**/.env.*',
+  '**/*.env',
+  '**/*.{pem,key,p12,pfx,jks,keystore,kdbx,asc,gpg,ppk}',
+  '**/id_{rsa,dsa,ecdsa,ed25519}',
+  // Paths compare case-insensitively: `AWS_Credentials.csv` too.
+  '**/*{credential,secret,token,password}*',
+  '**/{.npmrc,.pypirc,.netrc,.pgpass,.htpasswd,.git-credentials,.dockercfg,kubeconfig}',
+  '**/{.ssh,.aws,.gnupg,.kube,.docker}/**',
+  '**/.config/gcloud/**',
+] as const;
+
 const BUILT_IN = 'built-in';
 
 /** How many changed files a card names before it counts the rest. */
@@ -122,6 +139,16 @@ export function builtinRules(
       kinds: ['write', 'delete', 'mcp', 'exec'],
       test: (input) => notReadOnly(input) && input.facts?.gitMetadata === true,
     }),
+    // Sharing a file that looks like a secret posts it to everyone in the conversation: a second
+    // person signs whenever one can (even alone, a card), and never under a standing grant.
+    {
+      ...builtin('share-secret', haveApprovers ? 'countersign' : 'ask', 'high', {
+        kinds: ['share'],
+        paths: SECRET_LOOKING_PATHS.map(compilePathGlob),
+        pathMatch: 'any',
+      }),
+      grantable: false,
+    },
   ];
   // Only where a second person can sign: a program about to run in a workspace that someone changed
   // on their own click needs that second person, who is told which files changed.
@@ -172,6 +199,8 @@ export function builtinRules(
     builtin('exec', high, 'high', kinds('exec')),
     builtin('delete', high, 'high', kinds('delete')),
     builtin('write', 'ask', 'medium', kinds('write')),
+    // Sharing a file is a disclosure: the card shows what would be posted.
+    builtin('share', 'ask', 'medium', kinds('share')),
     builtin('unknown', high, 'high', {}),
   ];
   return { fallback, floors, ...(taint ? { taint } : {}) };

@@ -15,7 +15,7 @@ const OUTCOMES = ['allow', 'ask', 'countersign', 'deny'] as const;
 export const Outcome = z.enum(OUTCOMES, { error: `expected one of ${OUTCOMES.join(', ')}` });
 export type Outcome = z.infer<typeof Outcome>;
 
-export const TOOL_KINDS = ['read', 'write', 'delete', 'exec', 'mcp', 'question', 'merge', 'schedule'] as const;
+export const TOOL_KINDS = ['read', 'write', 'delete', 'exec', 'mcp', 'question', 'merge', 'schedule', 'share'] as const;
 export const ToolKind = z.enum(TOOL_KINDS, { error: `expected one of ${TOOL_KINDS.join(', ')}` });
 export type ToolKind = z.infer<typeof ToolKind>;
 

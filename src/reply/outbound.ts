@@ -1,5 +1,6 @@
 import type { DeliveryContext, ReplyDelivery } from './delivery.ts';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
+import type { FileRef } from '../core/work-item.ts';
 
 export interface PostedMessage {
   messageId: string;
@@ -45,6 +46,12 @@ export interface Outbound {
    * and callers post text instead.
    */
   upload?(target: ReplyTarget, file: OutboundFile): Promise<void>;
+  /**
+   * The bytes of a file a person sent (src/files), fetched only from the platform's own file hosts
+   * and with its token only there. At most `maxBytes + 1` bytes come back, so the caller can tell an
+   * oversized file without reading it all. Absent: files sent on this platform are named, not read.
+   */
+  download?(file: FileRef, options: { maxBytes: number; signal: AbortSignal }): Promise<Buffer>;
 }
 
 /** A file a reply shares: a diff, a report. */

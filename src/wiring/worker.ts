@@ -19,6 +19,7 @@ import type { AgentTools } from './tools.ts';
 import type { CodeWork } from './repos.ts';
 import { connectionsNoteOf } from './connections.ts';
 import { startScheduler } from './schedules.ts';
+import { fileReceiver } from './files.ts';
 import type { PersonalConnections } from '../connections/service.ts';
 import { OutboxDeliverer } from '../reply/outbox-deliverer.ts';
 import { announceVisible } from '../queue/tasks/turn-endings.ts';
@@ -168,6 +169,7 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
     ...(wiring.codeWork ? { workspaces: wiring.codeWork.turns } : {}),
     ...(wiring.connections ? { connectionsNote: connectionsNoteOf(wiring.connections, catalog) } : {}),
     spend: spendLimitsOf(wiring),
+    receiveFiles: fileReceiver(config, wiring.outbounds, wiring.codeWork?.rootOf),
   });
 }
 

@@ -59,6 +59,21 @@ function blocksOf(content: unknown): Block[] {
   return Array.isArray(content) ? (content as Block[]) : [];
 }
 
+/** Vision and PDF support's documented input rules: base64 sources of the types it reads, images up to 5 MB. */
+const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
+function mediaProblem(b: Block): string | undefined {
+  if (b.type !== 'image' && b.type !== 'document') return undefined;
+  const source = b.source as { type?: string; media_type?: string; data?: string } | undefined;
+  if (source?.type !== 'base64' || typeof source.data !== 'string' || !source.data)
+    return `${b.type}.source: a base64 source with data is required`;
+  const types = b.type === 'image' ? IMAGE_TYPES : ['application/pdf'];
+  if (!types.includes(String(source.media_type)))
+    return `${b.type}.source.media_type: Input should be ${types.map((t) => `'${t}'`).join(', ')}`;
+  if (b.type === 'image' && Buffer.from(source.data, 'base64').length > 5 * 1024 * 1024)
+    return 'image exceeds 5 MB maximum';
+  return undefined;
+}
+
 /** The checks of the real API that a provider bug would trip, in its own words where known. */
 function validate(body: Record<string, unknown>): string | undefined {
   if (typeof body.model !== 'string' || !body.model) return 'model: Field required';
@@ -81,6 +96,8 @@ function validate(body: Record<string, unknown>): string | undefined {
         return `messages.${i}: text content blocks must contain non-whitespace text`;
       if (b.type === 'tool_use' && !/^[a-zA-Z0-9_-]+$/.test(String(b.id)))
         return `messages.${i}: tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`;
+      const source = mediaProblem(b);
+      if (source) return `messages.${i}: ${source}`;
     }
     const uses = blocks.filter((b) => b.type === 'tool_use').map((b) => String(b.id));
     const next = messages[i + 1];

@@ -1,5 +1,6 @@
 import type { Outbound, OutboundFile, OutboundLimits, PostedMessage, ReplyOptions } from '../../src/reply/outbound.ts';
 import type { ReplyTarget } from '../../src/core/reply-target.ts';
+import type { FileRef } from '../../src/core/work-item.ts';
 
 export interface RecordedMessage {
   id: string;
@@ -51,6 +52,16 @@ export class RecordingOutbound implements Outbound {
     message.text = text;
     message.edits += 1;
     message.buttons = options?.buttons;
+  }
+
+  /** Files people "sent", by id, that `download` serves; an Error fails that download. */
+  readonly files = new Map<string, Buffer | Error>();
+
+  async download(file: FileRef, { maxBytes }: { maxBytes: number }): Promise<Buffer> {
+    const bytes = this.files.get(file.id);
+    if (!bytes) throw new Error(`no file ${file.id}`);
+    if (bytes instanceof Error) throw bytes;
+    return bytes.subarray(0, maxBytes + 1);
   }
 
   async upload(target: ReplyTarget, file: OutboundFile): Promise<void> {

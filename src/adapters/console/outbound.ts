@@ -1,5 +1,7 @@
 import type { Outbound, OutboundFile, PostedMessage } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
+import type { FileRef } from '../../core/work-item.ts';
+import { readLocalFile } from './local-file.ts';
 
 /** Control characters (ESC first: it could move the cursor and redraw a card) and direction overrides. */
 // Matching control characters is the point here.
@@ -58,6 +60,11 @@ export class ConsoleOutbound implements Outbound {
       `── end of ${file.filename} ──`,
     ];
     await this.post(target, lines.join('\n'));
+  }
+
+  /** A file attached with `/attach PATH`: read from the operator's disk. */
+  async download(file: FileRef, options: { maxBytes: number }): Promise<Buffer> {
+    return readLocalFile(file, options);
   }
 
   text(messageId: string): string | undefined {

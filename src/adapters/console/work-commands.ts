@@ -2,6 +2,7 @@ import type { AdapterContext } from '../platform.ts';
 import { WORK_COMMANDS, type WorkCommandName } from '../../core/work-commands.ts';
 import type { ConsoleCommand } from './inbound.ts';
 import { skillConsoleCommands } from './skill-commands.ts';
+import { attachConsoleCommand } from './attach.ts';
 
 /** `/code REPO TASK`, `/review REPO BRANCH`, `/research TOPIC`: the command and the rest of the line. */
 const WORK_LINE = new RegExp(`^/(${WORK_COMMANDS.join('|')})(?:\\s+([\\s\\S]*))?$`);
@@ -68,6 +69,7 @@ export function consoleCommands(ctx: CommandContext): ConsoleCommand {
   const handlers = [
     skillConsoleCommands(ctx.skills),
     workConsoleCommands(ctx),
+    attachConsoleCommand(),
     ...(hasConnections(ctx) ? [connectionConsoleCommands(ctx)] : []),
   ];
   return async (line, person) => {

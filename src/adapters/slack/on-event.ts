@@ -6,6 +6,7 @@ import { LIMITS } from './limits.ts';
 import { slackConversationId } from './conversation-ids.ts';
 import type { SlackOutbound } from './outbound.ts';
 import type { SlackUserGroups } from './user-groups.ts';
+import { fileRefsOf, type SlackEventFile } from './files.ts';
 
 /** The fields of a Slack `app_mention` or `message` event that decide whether and how we answer. */
 export interface SlackMessageEvent {
@@ -21,6 +22,8 @@ export interface SlackMessageEvent {
   /** The team that issued `user`: another org's for a Slack Connect user (also in `team` on messages). */
   user_team?: string;
   team?: string;
+  /** A `file_share` message's files: recorded with the turn, downloaded by the worker (src/files). */
+  files?: SlackEventFile[];
 }
 
 /** One Events API delivery, as the wiring hands it over (the receiver holds its acknowledgement). */
@@ -44,7 +47,7 @@ const LAST_SLACK_RETRY = LIMITS.eventRetries;
 /**
  * `message` subtypes that are still a person writing: a thread reply also sent to the channel
  * (`thread_broadcast`, with `thread_ts` like any reply) and a message with files (`file_share`,
- * answered by its text; files are not read). Edits, deletions, joins, bot messages and the rest are
+ * whose files go with the turn). Edits, deletions, joins, bot messages and the rest are
  * not messages to answer.
  */
 const ANSWERED_SUBTYPES = new Set(['thread_broadcast', 'file_share']);
@@ -88,7 +91,8 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
   const takeMessage = async (delivery: SlackDelivery): Promise<void> => {
     const { team, eventId, event } = delivery;
     const prompt = (event.text ?? '').replace(new RegExp(`<@${botUserId}>`, 'g'), '').trim();
-    if (!prompt || !event.user) return;
+    const files = fileRefsOf(event.files);
+    if ((!prompt && files.length === 0) || !event.user) return;
     const isDm = event.channel_type === 'im';
     const thread = isDm ? event.thread_ts : (event.thread_ts ?? event.ts);
     const requester = await deps.groups.personOf(event.user, event.user_team ?? event.team ?? team, team);
@@ -107,7 +111,7 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
         type: 'CHAT',
         priority: Priority.CRITICAL,
         conversationId: slackConversationId(team, event.channel, isDm ? undefined : thread),
-        input: { prompt },
+        input: { prompt, ...(files.length ? { files } : {}) },
         payload: { ts: event.ts, eventId },
         reply,
         placeholder: '…',

@@ -9,6 +9,8 @@ import { fitMrkdwn, markdownToMrkdwn } from './format/index.ts';
 import { rateLimitedError } from './api-errors.ts';
 import { LIMITS } from './limits.ts';
 import { NativeDelivery, type NativeStreaming } from './native-delivery.ts';
+import { downloadSlackFile } from './files.ts';
+import type { FileRef } from '../../core/work-item.ts';
 
 export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
   // Retries and 429s are the reply stream's business (newest text wins), not the client's.
@@ -180,6 +182,11 @@ export class SlackOutbound implements Outbound {
         ...(file.comment ? { initial_comment: markdownToMrkdwn(file.comment) } : {}),
       }),
     );
+  }
+
+  /** A file a person shared, from Slack's file hosts only, with the bot token only there (files.ts). */
+  async download(file: FileRef, options: { maxBytes: number; signal: AbortSignal }): Promise<Buffer> {
+    return downloadSlackFile(file, this.#client.token ?? '', new URL(this.#client.slackApiUrl).origin, options);
   }
 
   /**

@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { Logger } from 'pino';
-import type { Message } from '../messages.ts';
+import type { Attachment, Message } from '../messages.ts';
 import {
   ZERO_USAGE,
   type ModelProvider,
@@ -26,6 +26,17 @@ function wireToolId(id: string): string {
   return id.replace(/[^a-zA-Z0-9_-]/g, '_');
 }
 
+/** A person's images and PDFs as the API's image and document blocks, before the text that names them. */
+function attachmentBlocks(attachments: readonly Attachment[] | undefined): Block[] {
+  return (attachments ?? []).map((a): Block => {
+    if (a.kind === 'image') {
+      const media_type = a.mediaType as Anthropic.Base64ImageSource['media_type'];
+      return { type: 'image', source: { type: 'base64', media_type, data: a.data } };
+    }
+    return { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: a.data }, title: a.name };
+  });
+}
+
 /**
  * Neutral messages → Messages API shape. Tool results travel in a user message; consecutive
  * messages of one role are merged because the API wants them alternating.
@@ -39,7 +50,11 @@ export function toAnthropicMessages(messages: Message[]): WireMessage[] {
     else out.push({ role, content: blocks });
   };
   for (const m of messages) {
-    if (m.role === 'user') push('user', [{ type: 'text', text: m.text.trim() ? m.text : EMPTY_USER_TEXT }]);
+    if (m.role === 'user')
+      push('user', [
+        ...attachmentBlocks(m.attachments),
+        { type: 'text', text: m.text.trim() ? m.text : EMPTY_USER_TEXT },
+      ]);
     else if (m.role === 'assistant') {
       const blocks: Block[] = [];
       if (m.text.trim()) blocks.push({ type: 'text', text: m.text });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import type { Logger } from 'pino';
-import type { Message } from '../messages.ts';
+import type { Attachment, Message } from '../messages.ts';
 import {
   ZERO_USAGE,
   type ModelProvider,
@@ -31,11 +31,33 @@ function toolResultContent(content: string, isError: boolean): string {
   return isError ? `${TOOL_ERROR_PREFIX}${content}` : content;
 }
 
+type UserContent = OpenAI.Chat.Completions.ChatCompletionUserMessageParam['content'];
+
+/**
+ * A person's message with its images as image parts (data URLs). Chat Completions takes no PDF the
+ * way every compatible server would, so a document is named in a text part: it is saved in the
+ * workspace, and the message's note says where.
+ */
+function userContent(text: string, attachments: readonly Attachment[] | undefined): UserContent {
+  if (!attachments?.length) return text;
+  const parts: Exclude<UserContent, string> = [{ type: 'text', text }];
+  for (const a of attachments) {
+    if (a.kind === 'image')
+      parts.push({ type: 'image_url', image_url: { url: `data:${a.mediaType};base64,${a.data}` } });
+    else
+      parts.push({
+        type: 'text',
+        text: `(The document "${a.name}" cannot be shown to this model; see where it was saved.)`,
+      });
+  }
+  return parts;
+}
+
 /** Neutral messages → Chat Completions shape: one `tool` message per result, arguments as JSON text. */
 export function toOpenAIMessages(system: string, messages: Message[]): WireMessage[] {
   const out: WireMessage[] = system ? [{ role: 'system', content: system }] : [];
   for (const m of messages) {
-    if (m.role === 'user') out.push({ role: 'user', content: m.text });
+    if (m.role === 'user') out.push({ role: 'user', content: userContent(m.text, m.attachments) });
     else if (m.role === 'assistant') {
       out.push({
         role: 'assistant',

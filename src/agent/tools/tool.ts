@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { ToolSpec } from '../model.ts';
 import type { Requester } from '../../core/person.ts';
+import type { ReplyTarget } from '../../core/reply-target.ts';
 
 export const RiskLevel = z.enum(['low', 'medium', 'high']);
 export type RiskLevel = z.infer<typeof RiskLevel>;
@@ -13,6 +14,8 @@ export interface ToolContext {
   workItemId: string;
   conversationId: string;
   requester: Requester;
+  /** Where the turn answers (a tool that posts into the conversation: share_file). */
+  reply?: ReplyTarget;
   signal: AbortSignal;
   log: Logger;
 }
@@ -23,7 +26,7 @@ export interface ToolOutput {
 }
 
 /** What a tool does, in the policy's words (src/policy): the built-in rules are written per kind. */
-export type ToolKind = 'read' | 'write' | 'delete' | 'exec' | 'mcp' | 'question' | 'merge' | 'schedule';
+export type ToolKind = 'read' | 'write' | 'delete' | 'exec' | 'mcp' | 'question' | 'merge' | 'schedule' | 'share';
 
 /** What the policy weighs about an MCP tool: its server, whether the operator vouches for it, its hints. */
 export interface McpToolFacts {

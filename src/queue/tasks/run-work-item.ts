@@ -22,7 +22,7 @@ import type { TurnEvents } from '../turn-events.ts';
 import { type CallDecision, type WorkItem } from '../../core/work-item.ts';
 import type { JobHandler } from './job.ts';
 import type { WorkItemJobPayload } from './turn-job.ts';
-import type { Message, ToolCall } from '../../agent/messages.ts';
+import type { Attachment, Message, ToolCall } from '../../agent/messages.ts';
 import type { WorkerLiveness } from '../worker-liveness.ts';
 import { stopRequestOf, type StopListener } from '../stop-requests.ts';
 import { stopButtonValue } from '../../core/buttons.ts';
@@ -92,6 +92,11 @@ export interface WorkerServices {
     log: Logger,
     notify: (text: string, buttons?: ReplyButton[]) => Promise<void>,
   ): ModelSpend | undefined;
+  /**
+   * When a turn starts: the files sent with its message, downloaded, checked and saved (src/files),
+   * as a note for the prompt and the images or documents the model is shown; absent: files are named only.
+   */
+  receiveFiles?(item: WorkItem, log: Logger): Promise<{ note: string; attachments: Attachment[] }>;
 }
 
 export function initialTurnState(item: WorkItem): TurnState {
@@ -239,7 +244,7 @@ async function startingState(
 ): Promise<TurnState | undefined> {
   const checkpoint = checkpointFromRow(row.checkpoint_version, row.checkpoint);
   if (checkpoint) return checkpoint;
-  if (!item.input.approval) return initialTurnState(item);
+  if (!item.input.approval) return withFiles(services, item, initialTurnState(item), log);
   const resumed = await services.approvals.resume(item, log);
   if (!('refused' in resumed)) return resumed.state;
   const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, { log });
@@ -248,6 +253,33 @@ async function startingState(
   await settleTurn(services.pool, item, { status: 'failed', error: resumed.refused });
   services.events.emit('failed', { item, error: resumed.refused });
   return undefined;
+}
+
+/**
+ * The message's files joined to its first user message: the note after the person's text, the images
+ * and documents beside it. Done by the worker, not the ingress, so an ack never waits for a download;
+ * a file that fails leaves its line in the note and the text is answered all the same.
+ */
+async function withFiles(services: WorkerServices, item: WorkItem, state: TurnState, log: Logger): Promise<TurnState> {
+  const files = item.input.files ?? [];
+  if (files.length === 0) return state;
+  const intake = services.receiveFiles
+    ? await services.receiveFiles(item, log)
+    : {
+        note: `Files sent with this message (not read here): ${files.map((f) => JSON.stringify(f.name)).join(', ')}`,
+        attachments: [],
+      };
+  const first = state.messages[0];
+  const text = first?.role === 'user' && first.text ? `${first.text}\n\n${intake.note}` : intake.note;
+  const message: Message = {
+    role: 'user',
+    text,
+    ...(intake.attachments.length ? { attachments: intake.attachments } : {}),
+  };
+  return {
+    ...state,
+    messages: first?.role === 'user' ? [message, ...state.messages.slice(1)] : [message, ...state.messages],
+  };
 }
 
 /** The reply the turn streams into, with its Stop button, reporting when its first text is visible. */
@@ -273,6 +305,7 @@ function turnContext(services: WorkerServices, item: WorkItem, history: Message[
     workItemId: item.id,
     conversationId: item.conversationId,
     requester: item.requester,
+    reply: item.reply,
     system: workspaceNote ? `${system}\n\n${workspaceNote}` : system,
     history,
   };

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { Pool } from '../../db/pool.ts';
-import type { Message } from '../../agent/messages.ts';
+import { withoutAttachments, type Message } from '../../agent/messages.ts';
 import { prepareHistory } from '../../agent/history/compaction.ts';
 import { saveSummary, summaryFromRow } from '../../agent/history/summary-store.ts';
 import type { StartedRow } from '../turn-lifecycle.ts';
@@ -35,7 +35,7 @@ export async function historyOf(
   log: Logger,
 ): Promise<Message[]> {
   const first = firstCompleteExchange(row.history);
-  const messages = row.history.slice(first);
+  const messages = row.history.slice(first).map(withoutAttachments);
   if (settings.AGENT_HISTORY_TOKENS === 0) return messages;
   const prepared = prepareHistory(
     { summary: summaryFromRow(row.summary), messages, ids: row.history_ids.slice(first).map(Number) },

@@ -11,7 +11,7 @@ const ALICE = 'U0ALICE001';
 /**
  * `message` events with a subtype, shaped as Slack documents them (docs.slack.dev/reference/events/
  * message/thread_broadcast and …/file_share): a thread reply also sent to the channel, carrying its
- * thread's root; a message with a file, carrying `files`; and two that are not someone writing to
+ * thread's root; a message with a file, carrying `files` (hosted by the fake); and two that are not someone writing to
  * the bot — a `/me` message and a channel join.
  */
 function threadBroadcast(fields: { user: string; channel: string; text: string; thread_ts: string }) {
@@ -42,26 +42,20 @@ function threadBroadcast(fields: { user: string; channel: string; text: string; 
   };
 }
 
-function fileShare(fields: { user: string; channel: string; channel_type: string; text: string; thread_ts?: string }) {
+function fileShare(fields: {
+  user: string;
+  channel: string;
+  channel_type: string;
+  text: string;
+  thread_ts?: string;
+  file: unknown;
+}) {
   const t = ts();
   return {
     type: 'message',
     subtype: 'file_share',
     text: fields.text,
-    files: [
-      {
-        id: 'F0LOGS0001',
-        created: Math.floor(Date.now() / 1000),
-        name: 'api.log',
-        title: 'api.log',
-        mimetype: 'text/plain',
-        filetype: 'text',
-        user: fields.user,
-        size: 2048,
-        mode: 'hosted',
-        url_private: 'https://files.slack.com/files-pri/T0TEAM0001-F0LOGS0001/api.log',
-      },
-    ],
+    files: [fields.file],
     upload: true,
     user: fields.user,
     display_as_bot: false,
@@ -97,10 +91,12 @@ describe('Slack message subtypes', () => {
 
   const answered = (channel: string, text: string, thread?: string) =>
     waitFor(
-      async () => (fake.textIn(channel, thread).includes(text) ? true : undefined),
+      async () =>
+        fake.textIn(channel, thread).some((t) => t === text || t.startsWith(`${text}\n\n`)) ? true : undefined,
       20_000,
       `"${text}" in ${channel}`,
     );
+  const apiLog = () => fake.files.host('api.log', Buffer.from('GET /health 200\n'));
   /** Whether the delivery became a work item: its dedupe mark commits with it, before the ack. */
   const taken = async (eventId: string) =>
     (await h.app.pool.query('SELECT 1 FROM countersign.inbound_events WHERE event_id = $1', [`slack:${eventId}`]))
@@ -125,7 +121,7 @@ describe('Slack message subtypes', () => {
       eventsApiEnvelope(
         eventCallback(
           fake.team,
-          fileShare({ user: ALICE, channel: DM, channel_type: 'im', text: 'what is in this log?' }),
+          fileShare({ user: ALICE, channel: DM, channel_type: 'im', text: 'what is in this log?', file: apiLog() }),
         ),
       ),
     );
@@ -140,6 +136,7 @@ describe('Slack message subtypes', () => {
       channel_type: 'channel',
       text: 'here is the log',
       thread_ts: mention.ts,
+      file: apiLog(),
     });
     await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, share)));
     await answered(CHANNEL, 'echo: here is the log', mention.ts);

@@ -23,6 +23,7 @@ import { SocketModeServer, type DeliverOptions, type SocketAck, type SocketEnvel
 import { METHODS, type CallContext, type Workspace } from './web-api.ts';
 import { SlackWorld, type SharedFile, type StoredMessage } from './world.ts';
 import { checkMessage } from './message-rules.ts';
+import { SlackFileHost } from './file-host.ts';
 
 export type { CallRecord } from './rate-limiter.ts';
 export type { DeliveryAttempt, RetryPolicy } from './http-delivery.ts';
@@ -86,6 +87,13 @@ export class FakeSlack {
   readonly #failures = new Map<string, Array<Required<ForcedFailure>>>();
   #responseUrls = 0;
   readonly #actionUrls = new Map<string, { channel: string; ts: string; uses: number; issuedAt: number }>();
+
+  /** Files people shared (`files.host(name, bytes)` gives the event's file object) and who fetched them. */
+  readonly files = new SlackFileHost(
+    () => this.url,
+    () => this.team,
+    () => this.workspaces.map((w) => w.botToken),
+  );
 
   private constructor(options: FakeSlackOptions) {
     this.appToken = options.appToken ?? 'xapp-1-A0FAKEAPP1-1-fakeapptoken';
@@ -298,6 +306,7 @@ export class FakeSlack {
       res.end(JSON.stringify(body));
     };
     const path = new URL(req.url ?? '/', 'http://fake').pathname;
+    if (this.files.handle(req, res, path)) return;
     if (path.startsWith('/commands/') && req.method === 'POST') {
       // response_url: JSON {text, response_type, …}; Slack answers a bare "ok".
       const raw = await readBody(req);

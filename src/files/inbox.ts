@@ -1,0 +1,46 @@
+import { createHash } from 'node:crypto';
+import { mkdir, open, readFile, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { displayPath, resolveInWorkspace } from '../agent/tools/workspace/confine.ts';
+import { conversationFolder } from './names.ts';
+
+/** Where received files go, relative to the workspace: `inbox/<conversation>/<name>`. */
+const INBOX = 'inbox';
+
+/** Other names tried when a different file already has this one (`report-2.csv`, …). */
+const OTHER_NAMES = 50;
+
+/**
+ * Saves a received file as `inbox/<conversation>/<name>` and returns its workspace path. The path
+ * goes through the workspace's confinement (no link leads out), the file is created exclusively
+ * (never through a link, never over another file): the same bytes saved again (a turn retried after
+ * a crash) keep their path, other bytes under a taken name get `-2`, `-3`, ….
+ */
+export async function saveToInbox(root: string, conversationId: string, name: string, bytes: Buffer): Promise<string> {
+  const hash = createHash('sha256').update(conversationId).digest('hex');
+  const folder = `${INBOX}/${conversationFolder(conversationId, hash)}`;
+  await mkdir(await resolveInWorkspace(root, folder), { recursive: true });
+  const ext = path.extname(name);
+  const stem = name.slice(0, name.length - ext.length);
+  for (let i = 1; i <= OTHER_NAMES; i++) {
+    const file = await resolveInWorkspace(root, `${folder}/${i === 1 ? name : `${stem}-${i}${ext}`}`);
+    if (await createdOrSame(file, bytes)) return displayPath(await realpath(root), file);
+  }
+  throw new Error(`${OTHER_NAMES} files named ${name} were already received in this conversation`);
+}
+
+async function createdOrSame(file: string, bytes: Buffer): Promise<boolean> {
+  try {
+    const handle = await open(file, 'wx', 0o644);
+    try {
+      await handle.writeFile(bytes);
+    } finally {
+      await handle.close();
+    }
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    const existing = await readFile(file).catch(() => undefined);
+    return existing !== undefined && existing.equals(bytes);
+  }
+}

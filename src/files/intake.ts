@@ -1,0 +1,148 @@
+import type { Attachment } from '../agent/messages.ts';
+import type { FileRef } from '../core/work-item.ts';
+import { saveToInbox } from './inbox.ts';
+import { safeFileName } from './names.ts';
+import { pdfPages, pngSize, sniff, type Sniffed } from './sniff.ts';
+
+/** Fetches a received file's bytes (the platform's `Outbound.download`). */
+export type Downloader = (file: FileRef, options: { maxBytes: number; signal: AbortSignal }) => Promise<Buffer>;
+
+/**
+ * What providers take, and what one message may bring. Images: Anthropic's 5 MB and 8000 px per
+ * side (OpenAI's are looser). PDFs: Anthropic's 100 pages. The total keeps one request under the
+ * APIs' 32 MB once base64 has grown it by a third.
+ */
+export const FILE_LIMITS = {
+  filesPerMessage: 10,
+  imageBytes: 5 * 1024 * 1024,
+  imageSide: 8000,
+  pdfPages: 100,
+  attachedBytes: 20 * 1024 * 1024,
+  downloadMs: 30_000,
+} as const;
+
+export interface IntakeSettings {
+  /** The workspace root (AGENT_WORKSPACE_ROOT): files are saved under its `inbox/`. */
+  root: string;
+  /** MAX_FILE_BYTES. */
+  maxBytes: number;
+  /** How long one download may take; default FILE_LIMITS.downloadMs. */
+  downloadMs?: number;
+}
+
+/** The files of one message, turned into model input: a note for the prompt, and images or documents. */
+export interface Intake {
+  note: string;
+  attachments: Attachment[];
+}
+
+/** One file's fate: a line of the note, and what the model is shown. */
+interface Received {
+  line: string;
+  attachment?: Attachment;
+}
+
+/**
+ * Downloads, checks and saves the files of a message. Every file gets a line in the note — saved,
+ * shown, or why not — and a bad one never stops the others or the turn.
+ */
+export async function receiveFiles(
+  files: readonly FileRef[],
+  conversationId: string,
+  download: Downloader | undefined,
+  settings: IntakeSettings,
+): Promise<Intake> {
+  const lines: string[] = [];
+  const attachments: Attachment[] = [];
+  let attached = 0;
+  for (const [i, file] of files.entries()) {
+    if (i >= FILE_LIMITS.filesPerMessage) {
+      lines.push(`- ${files.length - i} more file(s) not read: at most ${FILE_LIMITS.filesPerMessage} per message.`);
+      break;
+    }
+    const received = await receiveOne(file, conversationId, download, settings, attached);
+    lines.push(received.line);
+    if (received.attachment) {
+      attachments.push(received.attachment);
+      attached += Buffer.byteLength(received.attachment.data, 'base64');
+    }
+  }
+  return { note: `Files sent with this message:\n${lines.join('\n')}`, attachments };
+}
+
+async function receiveOne(
+  file: FileRef,
+  conversationId: string,
+  download: Downloader | undefined,
+  settings: IntakeSettings,
+  attached: number,
+): Promise<Received> {
+  const { name, changed } = safeFileName(file.name);
+  const shown = `"${name}"${changed ? ' (name made safe)' : ''}`;
+  const fetched = await fetchChecked(file, download, settings);
+  if (typeof fetched === 'string') return { line: `- ${shown}: not read — ${fetched}.` };
+  const sniffed = await sniff(fetched, name);
+  if (sniffed.kind === 'refused') return { line: `- ${shown}: not read — ${sniffed.why}.` };
+  const saved = await saveToInbox(settings.root, conversationId, name, fetched).catch((e: Error) => e);
+  if (saved instanceof Error) return { line: `- ${shown}: not saved — ${saved.message}.` };
+  const where = `saved as ${saved} (${describe(sniffed)}, ${fetched.length} bytes)`;
+  const input = asModelInput(sniffed, fetched, name, attached);
+  if (typeof input === 'string') return { line: `- ${shown}: ${where}; ${input}.` };
+  return {
+    line: `- ${shown}: ${where}; shown to you as ${input.kind === 'image' ? 'an image' : 'a document'}.`,
+    attachment: input,
+  };
+}
+
+/** The file's bytes, or why there are none to read: too large, empty, truncated, unreachable. */
+async function fetchChecked(
+  file: FileRef,
+  download: Downloader | undefined,
+  settings: IntakeSettings,
+): Promise<Buffer | string> {
+  const limit = `the limit is ${settings.maxBytes} bytes (MAX_FILE_BYTES)`;
+  if (file.size !== undefined && file.size > settings.maxBytes) return `it is ${file.size} bytes; ${limit}`;
+  if (file.size === 0) return 'it is empty';
+  if (!download) return 'files sent here cannot be downloaded';
+  let bytes: Buffer;
+  try {
+    const signal = AbortSignal.timeout(settings.downloadMs ?? FILE_LIMITS.downloadMs);
+    bytes = await download(file, { maxBytes: settings.maxBytes, signal });
+  } catch (error) {
+    return `the download failed: ${(error as Error).message}`;
+  }
+  if (bytes.length > settings.maxBytes) return `it is over ${settings.maxBytes} bytes; ${limit}`;
+  if (bytes.length === 0) return 'it is empty';
+  if (file.size !== undefined && bytes.length < file.size)
+    return `it is truncated: ${bytes.length} of its ${file.size} bytes arrived`;
+  return bytes;
+}
+
+function describe(sniffed: Exclude<Sniffed, { kind: 'refused' }>): string {
+  return sniffed.kind === 'text' ? 'text' : sniffed.mediaType;
+}
+
+/** The attachment the model is shown, or what the note says instead. */
+function asModelInput(
+  sniffed: Exclude<Sniffed, { kind: 'refused' }>,
+  bytes: Buffer,
+  name: string,
+  attached: number,
+): Attachment | string {
+  if (sniffed.kind === 'text') return 'read it with read_file';
+  if (sniffed.kind === 'binary') return 'its content cannot be read as text or shown';
+  if (attached + bytes.length > FILE_LIMITS.attachedBytes)
+    return 'not shown: the message’s other files fill what one request may carry';
+  if (sniffed.kind === 'image') {
+    const size = pngSize(bytes);
+    if (bytes.length > FILE_LIMITS.imageBytes)
+      return `not shown: images over ${FILE_LIMITS.imageBytes} bytes are refused by the model`;
+    if (size && Math.max(size.width, size.height) > FILE_LIMITS.imageSide)
+      return `not shown: it is ${size.width}×${size.height} pixels, over the model’s ${FILE_LIMITS.imageSide}`;
+    return { kind: 'image', mediaType: sniffed.mediaType, data: bytes.toString('base64'), name };
+  }
+  const pages = pdfPages(bytes);
+  if (pages > FILE_LIMITS.pdfPages)
+    return `not shown: it has ${pages} pages, over the ${FILE_LIMITS.pdfPages} a model reads`;
+  return { kind: 'document', mediaType: sniffed.mediaType, data: bytes.toString('base64'), name };
+}
