@@ -198,6 +198,8 @@ describe('one OpenTelemetry trace per turn', () => {
     for (const chat of chats) {
       expect(chat.attributes).toMatchObject({
         'gen_ai.provider.name': 'scripted',
+        // The name before semantic conventions 1.37, kept beside the new one unless opted out.
+        'gen_ai.system': 'scripted',
         'gen_ai.request.model': 'script',
         'gen_ai.conversation.id': 'console:traced',
       });
@@ -240,7 +242,10 @@ describe('one OpenTelemetry trace per turn', () => {
   });
 
   it('adds prompts, answers and tool arguments with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true', async () => {
-    const running = worker({ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' });
+    const running = worker({
+      OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+      OTEL_SEMCONV_STABILITY_OPT_IN: 'http,gen_ai_latest_experimental',
+    });
     const item = await mention('content', 'Ev0CONTENT');
     const traceId = String(item.payload.traceparent).split('-')[1];
     const { nonce } = await cardOf(item.id);
@@ -249,6 +254,9 @@ describe('one OpenTelemetry trace per turn', () => {
     expect((await h.settled(click.continuation.id, 60_000)).status).toBe('done');
     const spans = await traceWith(receiver, traceId!, APPROVED_TURN);
     const chats = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat');
+    // The newest GenAI names only: no gen_ai.system beside gen_ai.provider.name.
+    for (const chat of chats) expect(Object.keys(chat.attributes)).not.toContain('gen_ai.system');
+    expect(chats[0]?.attributes['gen_ai.provider.name']).toBe('scripted');
     const inputs = chats.map((c) => String(c.attributes['gen_ai.input.messages']));
     expect(inputs.every((i) => i.includes('the launch code is tulip'))).toBe(true);
     expect(chats.some((c) => String(c.attributes['gen_ai.output.messages']).includes('Writing it.'))).toBe(true);
