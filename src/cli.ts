@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { userInfo } from 'node:os';
 import { ConfigError, describeConfig, loadConfig, type Config } from './config.ts';
 import { createLogger } from './log.ts';
+import { startTelemetry } from './telemetry/sdk.ts';
 import { checkRole, startCountersign, type Role } from './app.ts';
 import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres } from './db/embedded.ts';
@@ -70,7 +71,16 @@ async function start(args: string[]): Promise<number> {
   }
   const config = configOrExit();
   checkRole(config, role);
+  // Before anything runs, so the first span has somewhere to go; nothing is loaded without an endpoint.
+  const telemetry = await startTelemetry();
   const app = await startCountersign(config, { role });
+  const stop = async () => {
+    await app.stop();
+    // After the app: the spans of its last turns are sent before the process leaves.
+    await telemetry
+      ?.shutdown()
+      .catch((error: unknown) => app.log.warn({ err: error }, 'could not send the last spans'));
+  };
   // A library promise rejected while the database is away must not take the whole process down:
   // turns are durable and resume, so log it loudly and keep serving.
   process.on('unhandledRejection', (reason) => app.log.error({ err: reason }, 'unhandled promise rejection'));
@@ -79,7 +89,7 @@ async function start(args: string[]): Promise<number> {
     if (exiting) return;
     exiting = true;
     app.log.info({ signal }, 'shutting down');
-    await app.stop();
+    await stop();
     // process.exitCode may say why a run ended badly (the console's input ended at an undecided card).
     process.exit();
   };
@@ -94,7 +104,7 @@ async function start(args: string[]): Promise<number> {
     // still holds: leave by the deadline, and the stale heartbeat hands them to a live worker.
     const deadlineMs = (config.SHUTDOWN_GRACE_SECONDS + 15) * 1000;
     const stopped = await Promise.race([
-      app.stop().then(() => true),
+      stop().then(() => true),
       new Promise<false>((resolve) => setTimeout(() => resolve(false), deadlineMs).unref()),
     ]);
     if (!stopped) app.log.error({ deadlineMs }, 'stopping did not finish in time; exiting anyway');

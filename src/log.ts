@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import { SECRET_VARIABLES } from './config.ts';
+import { logTraceContext } from './telemetry/spans.ts';
 
 export type { Logger };
 
@@ -47,6 +48,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     {
       level,
       base: { service: 'countersign' },
+      // trace_id/span_id of the active span, so a line leads to its trace (nothing when not tracing).
+      mixin: logTraceContext,
       redact: { paths: REDACT, censor: '****' },
       hooks: {
         logMethod(args, method) {

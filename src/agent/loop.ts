@@ -249,7 +249,7 @@ async function ruleAndRunCalls(
     else if (verdict.kind === 'denied') results.push(verdict.result);
     else {
       await recordUsageNow(ctx, deps, usage);
-      results.push(await executeToolCall(ctx, call, deps, verdict.note));
+      results.push(await executeToolCall(ctx, call, deps, verdict.note, verdict.note ? 'grant' : 'allow'));
     }
   }
   return { waiting, results };
@@ -318,7 +318,7 @@ async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps
         isError: false,
       };
     } else if (decision.approved) {
-      result = { ...(await executeToolCall(ctx, call, deps)), decision: 'approved' };
+      result = { ...(await executeToolCall(ctx, call, deps, undefined, 'approved')), decision: 'approved' };
     } else {
       const denied = decision.reason ? `This call was not run: ${decision.reason}` : DENIED;
       const content = [denied, await afterDenial(ctx, call, deps)].filter(Boolean).join(' ');

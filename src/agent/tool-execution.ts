@@ -9,6 +9,8 @@ import { fitToBudget } from './tools/result-budget.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { admitArgs, DEFAULT_TOOL_TIMEOUT_SECONDS, timeLimitOf, type AnyTool, type ToolOutput } from './tools/tool.ts';
 import { findToolExecution, recordToolResult, recordToolStart } from './turn-store.ts';
+import { toolResult, toolSpan } from '../telemetry/gen-ai.ts';
+import { SpanKind, withSpan } from '../telemetry/spans.ts';
 
 export interface ToolExecutionSettings {
   /** Tool results longer than this (estimated tokens) are cut to fit. */
@@ -69,6 +71,8 @@ export async function executeToolCall(
   deps: ToolExecutionDeps,
   /** Why it runs without a card, for the progress line (a grant). */
   note?: string,
+  /** Why it runs at all, for its span: the policy allowed it, a standing grant covers it, a person approved it. */
+  outcome: 'allow' | 'grant' | 'approved' = 'allow',
 ): Promise<ToolResult> {
   const admitted = admitCall(call, deps.tools);
   if ('content' in admitted) return resultOf(call, admitted);
@@ -80,7 +84,12 @@ export async function executeToolCall(
   const earlier = await settleEarlierRun(ctx, call, deps, admitted, limitSeconds);
   if (earlier) return resultOf(call, earlier);
 
-  let output = await runWithinLimit(ctx, call, deps, admitted, { limitSeconds, note });
+  const span = toolSpan({ ...call, args: admitted.args }, ctx.conversationId, outcome);
+  let output = await withSpan(span.name, { kind: SpanKind.INTERNAL, attributes: span.attributes }, async (s) => {
+    const ran = await runWithinLimit(ctx, call, deps, admitted, { limitSeconds, note });
+    s.setAttributes(toolResult(ran));
+    return ran;
+  });
   output = { ...output, content: fitToBudget(output.content, deps.settings.toolResultMaxTokens) };
   await recordToolResult(deps.db, ctx.workItemId, call.id, output);
   metrics.toolCalls.inc({ tool: call.name, outcome: output.isError ? 'error' : 'ok' });

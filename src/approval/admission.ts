@@ -5,6 +5,7 @@ import type { Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import { enqueueInboundWorkItem, enqueueWorkItem } from '../queue/turn-lifecycle.ts';
 import type { ApprovalService } from './service.ts';
+import { SpanKind, withSpan } from '../telemetry/spans.ts';
 
 /** The work item a platform asks for, less what the core sets: who asks and the conversation mode. */
 export type AdmissionDraft = Omit<WorkItemDraft, 'mode' | 'requester'>;
@@ -76,15 +77,12 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
   const full: WorkItemDraft = request.queued
     ? { ...draft, requester }
     : { ...draft, requester, mode: deps.approvals.conversationMode(draft.reply) };
-  const item =
+  const ingress = { platform: place.platform, eventId, conversationId: full.conversationId };
+  const item = await withSpan(`ingress ${place.platform}`, ingressSpan(ingress), async () =>
     eventId === undefined
-      ? await enqueueWorkItem(deps.pool, full)
-      : await enqueueInboundWorkItem(
-          deps.pool,
-          `${place.platform}:${eventId}`,
-          full,
-          beforeCommit ? { beforeCommit } : {},
-        );
+      ? enqueueWorkItem(deps.pool, full)
+      : enqueueInboundWorkItem(deps.pool, `${place.platform}:${eventId}`, full, beforeCommit ? { beforeCommit } : {}),
+  );
   if (item && (full.mode === 'steer' || full.mode === 'interrupt')) {
     deps.approvals
       .showSuperseded(item.id)
@@ -93,4 +91,17 @@ export async function admit(deps: AdmissionDeps, request: AdmissionRequest): Pro
       );
   }
   return { ok: true, item };
+}
+
+/** The inbound event's span: the root of a turn's trace, named by the platform's own event id. */
+function ingressSpan(event: { platform: string; eventId: string | undefined; conversationId: string }) {
+  return {
+    kind: SpanKind.SERVER,
+    conversationId: event.conversationId,
+    attributes: {
+      'countersign.platform': event.platform,
+      'countersign.conversation.id': event.conversationId,
+      ...(event.eventId !== undefined ? { 'countersign.event.id': event.eventId } : {}),
+    },
+  };
 }

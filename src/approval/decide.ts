@@ -16,6 +16,7 @@ import { policyStillAllows, ruleName, type GrantOffer } from './grants.ts';
 import { decideCall, recordApprovedChanges } from './taint.ts';
 import { insertGrant } from './grant-store.ts';
 import type { PoolClient } from '../db/pool.ts';
+import { startSpan, traceCarrier, type Span } from '../telemetry/spans.ts';
 import { audit, auditRejection, consumeNonce, findEnvelopeByNonce, recordPartialDecisions } from './store.ts';
 import { alreadyDecided, verifyAdded, verifyCoverage, verifyOpen, type RecordedDecision } from './verify.ts';
 
@@ -303,6 +304,7 @@ async function consume(
   const reply = ReplyTarget.parse(envelope.reply);
   // Landing a change is a MERGE (HIGH); every other continuation resumes a turn a person waits on.
   const merges = calls.some((c) => ctx.tools.get(c.name)?.kind === 'merge');
+  const wait = approvalWaitSpan(envelope);
   const continuation = newWorkItem({
     type: merges ? 'MERGE' : 'CHAT',
     priority: merges ? Priority.HIGH : Priority.CRITICAL,
@@ -312,7 +314,8 @@ async function consume(
       approval: { envelopeId: envelope.id, decisions, decidedBy: clicker },
       approvalContextId: envelope.context_id,
     },
-    payload: {},
+    // The continuation runs as the wait's child, on whichever worker, however much later.
+    payload: { ...traceCarrier(wait) },
     reply: { ...reply, messageId: undefined },
   });
   const consumed = await transaction(ctx.pool, async (client) => {
@@ -340,9 +343,44 @@ async function consume(
     });
     return row;
   });
+  // A lost race ends no span: it is never exported, and the click that wins records the wait.
   if (!consumed) return undefined;
+  endApprovalWait(wait, consumed, clicker, decisions);
   await refreshCard(ctx, consumed, 'decided', clicked);
   return { ok: true, continuation, envelope: consumed };
+}
+
+/**
+ * The approval wait, from the card's envelope (stored when the turn parked) to this decision, in the
+ * parked run's trace (its context is kept in the envelope's turn state, src/approval/request.ts).
+ */
+function approvalWaitSpan(envelope: EnvelopeRow) {
+  return startSpan('approval wait', {
+    parent: envelope.turn_state,
+    startTime: envelope.created_at,
+    attributes: {
+      'countersign.approval.envelope_id': envelope.id,
+      'countersign.approval.kind': envelope.kind,
+      'countersign.conversation.id': envelope.conversation_id,
+      'gen_ai.conversation.id': envelope.conversation_id,
+    },
+  });
+}
+
+/** Who decided (platform ids, never names), what, and how long the card waited. */
+function endApprovalWait(wait: Span, consumed: EnvelopeRow, clicker: Requester, decisions: CallDecision[]): void {
+  const approved = decisions.filter((d) => d.approved).length;
+  const outcome = approved === decisions.length ? 'approved' : approved === 0 ? 'denied' : 'mixed';
+  const decidedAt = consumed.decided_at ?? new Date();
+  wait.setAttributes({
+    'countersign.approval.decider': personKey(clicker),
+    'countersign.approval.outcome': outcome,
+    'countersign.approval.wait_ms': decidedAt.getTime() - consumed.created_at.getTime(),
+    ...(consumed.continuation_work_item
+      ? { 'countersign.approval.continuation': consumed.continuation_work_item }
+      : {}),
+  });
+  wait.end(decidedAt);
 }
 
 /**

@@ -17,6 +17,7 @@ import { grantOffer } from './grants.ts';
 import { waitsForConnection } from './connections.ts';
 import { personKey } from '../core/person.ts';
 import { audit, insertEnvelope } from './store.ts';
+import { traceCarrier } from '../telemetry/spans.ts';
 
 /**
  * The calls as a person decides on them, each with its risk. A call whose tool is unknown or whose
@@ -155,7 +156,8 @@ export async function requestApproval(
     planHash: planHash(callsCanonical),
     scope,
     scopeHash: scopeHash(scope),
-    turnState: state,
+    // The parked run's trace context rides along: the approval wait and the continuation join its trace.
+    turnState: { ...state, ...traceCarrier() },
     withdrawnMessages: withdrawnHistory(state),
     reply: item.reply,
     ttlSeconds: ctx.settings.ttlSeconds,

@@ -3,6 +3,7 @@ import type { Requester } from '../core/person.ts';
 import { newWorkItem, Priority, WorkItem, type WorkItemDraft } from '../core/work-item.ts';
 import type { Message } from '../agent/messages.ts';
 import { JOBS, turnJobFor } from './tasks/index.ts';
+import { carrierOf, SpanKind, traceCarrier, withSpan } from '../telemetry/spans.ts';
 
 /**
  * A turn's lifecycle, verb by verb: enqueue → start → (checkpoint, in the agent) → park → continue
@@ -40,9 +41,24 @@ function itemOf(draft: WorkItemDraft | WorkItem): WorkItem {
  * from here on loses nothing. Inbound adapters acknowledge the platform only after it resolves.
  */
 export async function enqueueWorkItem(db: Queryable, draft: WorkItemDraft | WorkItem): Promise<WorkItem> {
-  const item = itemOf(draft);
-  await appendToConversation(db, item);
-  return item;
+  return withEnqueueSpan(draft, async (item) => {
+    await appendToConversation(db, item);
+    return item;
+  });
+}
+
+/**
+ * The enqueue's span, with the item it makes: the item carries the span's trace context in its
+ * payload (`traceparent`, unless it has one already), so the worker that runs it joins the trace.
+ */
+function withEnqueueSpan<T>(draft: WorkItemDraft | WorkItem, enqueue: (item: WorkItem) => Promise<T>): Promise<T> {
+  const attributes = { 'countersign.conversation.id': draft.conversationId };
+  return withSpan('enqueue', { kind: SpanKind.PRODUCER, attributes }, (span) => {
+    const carried = carrierOf(draft.payload).traceparent ? {} : traceCarrier();
+    const item = itemOf({ ...draft, payload: { ...draft.payload, ...carried } });
+    span.setAttribute('countersign.work_item.id', item.id);
+    return enqueue(item);
+  });
 }
 
 export interface InboundEnqueueOptions {
@@ -66,17 +82,18 @@ export async function enqueueInboundWorkItem(
   draft: WorkItemDraft,
   options: InboundEnqueueOptions = {},
 ): Promise<WorkItem | undefined> {
-  const item = itemOf(draft);
   const { beforeCommit } = options;
-  if (!beforeCommit) {
-    const { duplicate } = await appendInboundToConversation(pool, eventId, item);
-    return duplicate ? undefined : item;
-  }
-  return transaction(pool, async (client) => {
-    const { duplicate } = await appendInboundToConversation(client, eventId, item);
-    if (duplicate) return undefined;
-    await beforeCommit();
-    return item;
+  return withEnqueueSpan(draft, async (item) => {
+    if (!beforeCommit) {
+      const { duplicate } = await appendInboundToConversation(pool, eventId, item);
+      return duplicate ? undefined : item;
+    }
+    return transaction(pool, async (client) => {
+      const { duplicate } = await appendInboundToConversation(client, eventId, item);
+      if (duplicate) return undefined;
+      await beforeCommit();
+      return item;
+    });
   });
 }
 

@@ -4,6 +4,7 @@ import type { Outbound, ReplyOptions } from './outbound.ts';
 import { ReplyMessages } from './reply-messages.ts';
 import type { ReplyState } from './reply-state.ts';
 import { restAfter, splitOnce } from './split.ts';
+import { noteRateLimit, SpanKind, withSpan } from '../telemetry/spans.ts';
 
 /**
  * Shows a reply by posting and editing messages in place, the way every platform can: the status
@@ -120,14 +121,21 @@ export class EditDelivery implements ReplyDelivery {
     const messages = this.messages;
     this.#lastEditAt = Date.now();
     const existing = messages.ids[index];
-    if (existing) {
-      const reserved = this.#reserved;
-      this.#reserved = false;
-      await this.#outbound.edit(this.#target, existing, text, reserved ? { ...options, reserved } : options);
-    } else {
-      const posted = await this.#outbound.post(this.#target, text, options);
-      messages.ids[index] = posted.messageId;
-    }
+    await withSpan(existing ? 'deliver edit' : 'deliver post', deliverySpan(this.#target, index), async (span) => {
+      try {
+        if (existing) {
+          const reserved = this.#reserved;
+          this.#reserved = false;
+          await this.#outbound.edit(this.#target, existing, text, reserved ? { ...options, reserved } : options);
+        } else {
+          const posted = await this.#outbound.post(this.#target, text, options);
+          messages.ids[index] = posted.messageId;
+        }
+      } catch (error) {
+        noteRateLimit(span, error);
+        throw error;
+      }
+    });
     messages.shown[index] = text;
     messages.buttonsShown[index] = buttonsKey(buttons);
     this.#onDelivered?.(text);
@@ -137,4 +145,16 @@ export class EditDelivery implements ReplyDelivery {
 /** Which buttons a message shows, as one comparable string ('' for none). */
 function buttonsKey(buttons: ReplyOptions['buttons']): string {
   return (buttons ?? []).map((b) => b.value).join('\u0000');
+}
+
+/** A platform delivery's span (a 429 the outbound meets shows on it as an event). */
+function deliverySpan(target: ReplyTarget, index: number) {
+  return {
+    kind: SpanKind.CLIENT,
+    attributes: {
+      'countersign.platform': target.platform,
+      'countersign.reply.channel': target.channel,
+      'countersign.reply.message_index': index,
+    },
+  };
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Pool } from '../db/pool.ts';
 import { createProvider } from '../agent/providers/index.ts';
+import { traced } from '../agent/providers/traced.ts';
 import type { ModelProvider } from '../agent/model.ts';
 import { buildSystemPrompt } from '../agent/system-prompt.ts';
 import type { ApprovalService } from '../approval/service.ts';
@@ -69,7 +70,8 @@ interface TurnControls {
 /** Starts the worker pools (roles all and worker): turns, approval cards and housekeeping. */
 export async function startWorker(wiring: WorkerWiring, cleanups: Cleanups): Promise<QueueRunner> {
   const { config, log } = wiring;
-  const provider = wiring.provider ?? createProvider(config, log);
+  // Every round a `chat` span (src/agent/providers/traced.ts); a no-op while nothing is traced.
+  const provider = traced(wiring.provider ?? createProvider(config, log));
   const controls = await startTurnControls(wiring, cleanups);
   const runner = await startQueueRunner({
     connectionString: wiring.databaseUrl,

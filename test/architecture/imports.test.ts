@@ -78,6 +78,15 @@ describe('the shape of src/', () => {
     ).toEqual([]);
   });
 
+  it('keeps src/telemetry a leaf every folder may import: it imports nothing of the app', () => {
+    expect(
+      importsBetween(
+        (f) => f === 'src/telemetry',
+        () => true,
+      ),
+    ).toEqual([]);
+  });
+
   it('never lets one adapter import another', () => {
     expect(
       importsBetween(

@@ -100,6 +100,11 @@ const REENTRY_INTERFACES: Array<{ through: string; matches: (module: string, ste
     through: 'Plain data (`src/core`, which imports nothing of the app)',
     matches: (module) => module.startsWith('src/core/'),
   },
+  {
+    through:
+      'The span helpers (`src/telemetry/spans.ts`, which imports nothing of the app): each traced step (docs/observability.md)',
+    matches: (module) => module.startsWith('src/telemetry/'),
+  },
 ];
 
 /**

@@ -35,6 +35,7 @@ import {
   type TurnEnding,
 } from './turn-endings.ts';
 import { historyOf, historyRowsToRead } from './turn-history.ts';
+import { SpanKind, withSpan } from '../../telemetry/spans.ts';
 
 /** How a turn that wants approval is parked, and how a continuation picks it up (src/approval). */
 interface TurnApprovals {
@@ -130,12 +131,35 @@ export function createWorkItemTask(services: WorkerServices): JobHandler<WorkIte
       // Already at rest: a replay of a job whose item finished before the job was marked complete.
       if (!started) return;
       const { row } = started;
-      const item = await withPlaceholder(services, started.item, row);
-      services.events.emit('started', { item, attempt: row.attempts });
-      await runItem(services, { item, row, stop, jobSignal: helpers.abortSignal });
+      await withSpan(`run ${started.item.type}`, runSpan(started.item, row, helpers.job), async () => {
+        const item = await withPlaceholder(services, started.item, row);
+        services.events.emit('started', { item, attempt: row.attempts });
+        await runItem(services, { item, row, stop, jobSignal: helpers.abortSignal });
+      });
     } finally {
       stop.release();
     }
+  };
+}
+
+/**
+ * One attempt's span, continuing the trace its item carries (the enqueue's, or the approval wait's
+ * for a continuation): which worker ran it and which attempt it was.
+ */
+function runSpan(item: WorkItem, row: StartedRow, job: { id: string; locked_by: string | null }) {
+  return {
+    kind: SpanKind.CONSUMER,
+    parent: item.payload,
+    conversationId: item.conversationId,
+    attributes: {
+      'countersign.work_item.id': item.id,
+      'countersign.work_item.type': item.type,
+      'countersign.conversation.id': item.conversationId,
+      'countersign.attempt': row.attempts,
+      'countersign.job.id': job.id,
+      ...(job.locked_by ? { 'countersign.worker.id': job.locked_by } : {}),
+      ...(item.input.approval ? { 'countersign.approval.envelope_id': item.input.approval.envelopeId } : {}),
+    },
   };
 }
 

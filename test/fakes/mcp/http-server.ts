@@ -12,6 +12,8 @@ export interface FakeMcpHttp {
   sessions: string[];
   /** Session ids a client ended with DELETE, in order (sessions mode only). */
   deletedSessions: string[];
+  /** The `params` of every `tools/call` request, as sent (`_meta` holds a caller's trace context). */
+  toolCalls: Array<{ name?: string; _meta?: Record<string, unknown> }>;
   close(): Promise<void>;
 }
 
@@ -33,6 +35,7 @@ export async function startFakeMcpHttp(
   const authorizations: string[] = [];
   const sessions: string[] = [];
   const deletedSessions: string[] = [];
+  const toolCalls: FakeMcpHttp['toolCalls'] = [];
   const live = new Map<string, StreamableHTTPServerTransport>();
 
   const stateful = async (req: http.IncomingMessage, res: http.ServerResponse, body: unknown) => {
@@ -82,6 +85,8 @@ export async function startFakeMcpHttp(
     req.on('data', (d: Buffer) => (raw += d.toString()));
     req.on('end', () => {
       const body: unknown = raw ? JSON.parse(raw) : undefined;
+      const message = body as { method?: string; params?: FakeMcpHttp['toolCalls'][number] } | undefined;
+      if (message?.method === 'tools/call' && message.params) toolCalls.push(message.params);
       void (options.sessions ? stateful : stateless)(req, res, body);
     });
   });
@@ -93,6 +98,7 @@ export async function startFakeMcpHttp(
     authorizations,
     sessions,
     deletedSessions,
+    toolCalls,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

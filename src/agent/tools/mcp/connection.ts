@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import type { ToolOutput } from '../tool.ts';
 import { credentialHeaders, transportOf, type McpServerConfig } from './config.ts';
 import { GroupedStdioTransport } from './stdio-transport.ts';
+import { SpanKind, traceCarrier, withSpan } from '../../../telemetry/spans.ts';
 
 export type { RemoteTool };
 
@@ -244,10 +245,18 @@ export class McpConnection {
       return { content: unavailableMessage(this.name), isError: true };
     }
     try {
-      const result = (await client.callTool({ name: tool, arguments: args }, undefined, {
-        signal,
-        timeout: this.#callTimeoutMs,
-      })) as CallToolResult;
+      const result = await withSpan(`tools/call ${tool}`, mcpCallSpan(this.name, tool), async () => {
+        // The server joins the turn's trace (the MCP convention: W3C trace context in params._meta).
+        const _meta: Record<string, unknown> = { ...traceCarrier() };
+        return (await client.callTool(
+          { name: tool, arguments: args, ...(_meta.traceparent ? { _meta } : {}) },
+          undefined,
+          {
+            signal,
+            timeout: this.#callTimeoutMs,
+          },
+        )) as CallToolResult;
+      });
       return { content: resultText(result), isError: result.isError === true };
     } catch (error) {
       if (signal.aborted) throw error;
@@ -294,4 +303,12 @@ export class McpConnection {
     await client?.close().catch(() => undefined);
     await this.#connecting;
   }
+}
+
+/** An MCP call's span (the MCP semantic conventions): which server, which tool. */
+function mcpCallSpan(server: string, tool: string) {
+  return {
+    kind: SpanKind.CLIENT,
+    attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': tool, 'countersign.mcp.server': server },
+  };
 }
