@@ -102,6 +102,11 @@ const REENTRY_INTERFACES: Array<{ through: string; matches: (module: string, ste
   },
   {
     through:
+      'The reply outbox’s deliverer (`src/reply/outbox-deliverer.ts`), which every worker process polls on a timer: it claims the replies that wait for a platform’s budget',
+    matches: (module) => module === 'src/reply/outbox-deliverer.ts' || module === 'src/reply/outbox.ts',
+  },
+  {
+    through:
       'The span helpers (`src/telemetry/spans.ts`, which imports nothing of the app): each traced step (docs/observability.md)',
     matches: (module) => module.startsWith('src/telemetry/'),
   },
@@ -219,6 +224,12 @@ describe('docs/architecture.md maps the modules a mention runs', () => {
         ),
       );
       await until('the continuation’s job', idleWith(1));
+      // The click's handler goes on after the continuation is enqueued: it redraws the card.
+      await until('the card to show its decision', () =>
+        fake.messages.some((m) => m.ts === shown!.ts && !JSON.stringify(m.blocks).includes('"Approve"'))
+          ? true
+          : undefined,
+      );
     });
     await step(answer, async () => {
       await releaseJobs(db);
