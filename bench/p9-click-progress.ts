@@ -145,12 +145,16 @@ export async function deploy(connectionString: string, env: Record<string, strin
 }
 
 /** Sends the signed clicks from a process of its own (bench/p9-clicker.ts) and reads its timings. */
-export async function clickAll(url: string, payloads: unknown[]): Promise<{ clickedAt: number; acks: number[] }> {
+export async function clickAll(
+  url: string,
+  payloads: unknown[],
+  timeoutMs?: number,
+): Promise<{ clickedAt: number; acks: number[] }> {
   const child = spawn(process.execPath, [CLICKER], { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const exited = new Promise<number | null>((r) => child.once('exit', r));
-  child.stdin.end(JSON.stringify({ url, secret: SECRET, payloads }));
+  child.stdin.end(JSON.stringify({ url, secret: SECRET, payloads, ...(timeoutMs ? { timeoutMs } : {}) }));
   const code = await exited;
   if (code !== 0) throw new Error(`P9: the clicker exited with ${code}`);
   return JSON.parse(out) as { clickedAt: number; acks: number[] };

@@ -261,7 +261,7 @@ async function main(): Promise<void> {
       const { burst } = p10;
       rows.push(
         [
-          `P10 Slack workspace B mention → first visible token during A's ${burst.cards}-click burst, p50 / p99 (ms)`,
+          `P10 Slack mention in other workspaces → first visible token during A's ${burst.cards}-click burst, p50 / p99 (ms)`,
           ms(p10.slackB.burst),
           `no burst: ${ms(p10.slackB.quiet)}`,
           ratio(p10.slackB.burst, p10.slackB.quiet),

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../db/errors.ts';
-import type { OutboundRegistry } from './outbound.ts';
+import type { Outbound, OutboundRegistry } from './outbound.ts';
 import { ReplyStream } from './reply-stream.ts';
 import {
   claimOrphanedRows,
@@ -45,7 +45,7 @@ const RETRY_DELAY_MS = 30_000;
  */
 export class OutboxDeliverer {
   readonly #options: OutboxDelivererOptions;
-  readonly #inFlight = new Map<string, { stream: ReplyStream; done: Promise<void> }>();
+  readonly #inFlight = new Map<string, Delivery>();
   #timer: NodeJS.Timeout | undefined;
   #polling = false;
   #stopped = false;
@@ -67,7 +67,7 @@ export class OutboxDeliverer {
   /** Starts delivering a row this process wrote, once its transaction committed. */
   deliver(row: OutboxRow): void {
     if (this.#stopped || this.#inFlight.has(row.seq)) return;
-    const entry = { stream: undefined as unknown as ReplyStream, done: Promise.resolve() };
+    const entry: Delivery = { done: Promise.resolve() };
     this.#inFlight.set(row.seq, entry);
     entry.done = this.#deliverRow(row, entry)
       .catch((error: unknown) => this.#options.log.warn({ err: error, seq: row.seq }, 'outbox delivery failed'))
@@ -89,7 +89,7 @@ export class OutboxDeliverer {
     const { pool, processId, log } = this.#options;
     await Promise.all(
       [...this.#inFlight].map(async ([seq, { stream }]) => {
-        const state = await stream.handOff();
+        const state = await stream?.handOff();
         try {
           if (state) await recordReplyState(pool, seq, processId, state);
           await releaseRow(pool, seq, processId, { delayMs: 0, failed: false });
@@ -118,13 +118,20 @@ export class OutboxDeliverer {
     }
   }
 
-  async #deliverRow(row: OutboxRow, entry: { stream: ReplyStream }): Promise<void> {
+  async #deliverRow(row: OutboxRow, entry: Delivery): Promise<void> {
     const { pool, processId, log } = this.#options;
     const rowLog = log.child({ workItemId: row.workItemId, outboxSeq: row.seq });
+    const outbound = this.#outboundFor(row);
+    if (!outbound) {
+      // A platform this process does not speak: left for a process that does.
+      rowLog.warn({ platform: row.target.platform }, 'no outbound for an outbox reply here; released');
+      await releaseRow(pool, row.seq, processId, { delayMs: RETRY_DELAY_MS, failed: false });
+      return;
+    }
     let recorded = JSON.stringify(row.replyState.messageIds);
     let recording = Promise.resolve();
     let lost = false;
-    const stream = new ReplyStream(this.#options.outbounds.for(row.target), row.target, {
+    const stream = new ReplyStream(outbound, row.target, {
       log: rowLog,
       initial: row.replyState,
       editsInPlace: true,
@@ -158,6 +165,14 @@ export class OutboxDeliverer {
     this.#options.onDelivered(row);
   }
 
+  #outboundFor(row: OutboxRow): Outbound | undefined {
+    try {
+      return this.#options.outbounds.for(row.target);
+    } catch {
+      return undefined;
+    }
+  }
+
   async #failed(row: OutboxRow, error: unknown, log: Logger): Promise<void> {
     const { pool, processId } = this.#options;
     if (row.attempts + 1 >= MAX_ATTEMPTS) {
@@ -168,6 +183,12 @@ export class OutboxDeliverer {
     log.warn({ err: error }, 'outbox reply not delivered; released for a later try');
     await releaseRow(pool, row.seq, processId, { delayMs: RETRY_DELAY_MS, failed: true });
   }
+}
+
+/** A delivery running in this process: its stream, once made, and its end. */
+interface Delivery {
+  stream?: ReplyStream;
+  done: Promise<void>;
 }
 
 /** Runs `step`, waiting out a database outage and trying again: a delivered reply must be recorded so. */

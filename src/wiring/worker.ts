@@ -127,8 +127,9 @@ async function startTurnControls(wiring: WorkerWiring, cleanups: Cleanups): Prom
     outbounds: wiring.outbounds,
     log,
     processId: liveness.processId,
-    // As often as workers poll for jobs: a killed process's replies are found as fast as its turns.
-    pollMs: Math.min(config.WORKER_POLL_INTERVAL_MS, 1000),
+    // At the heartbeat's pace: a killed process's rows become claimable when a heartbeat's sweep
+    // removes it, so its replies are taken over as soon as its turns are.
+    pollMs: config.WORKER_HEARTBEAT_SECONDS * 1000,
     onDelivered: (row) => announceVisible(wiring.events, row.announce),
   });
   outbox.start();
