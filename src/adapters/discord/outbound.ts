@@ -155,8 +155,9 @@ export class DiscordOutbound implements Outbound {
     await this.#send(target.channel, () =>
       this.#rest.post(Routes.channelMessages(target.channel), {
         body,
-        // A diff is text; saying so keeps Discord from guessing a type from its first bytes.
-        files: [{ name, data: file.content, contentType: 'text/plain; charset=utf-8' }],
+        // A diff is text; saying so keeps Discord from guessing a type from its first bytes. A shared
+        // image says its own type, so Discord shows it as one.
+        files: [{ name, data: file.content, contentType: file.contentType ?? 'text/plain; charset=utf-8' }],
       }),
     );
   }
