@@ -76,8 +76,15 @@ async function share(
   const content = await readForSharing(ws, userPath, maxBytes);
   if (!Buffer.isBuffer(content)) return content;
   const filename = path.basename(userPath);
+  const sniffed = await sniff(content, filename);
+  const contentType = 'mediaType' in sniffed ? sniffed.mediaType : undefined;
   try {
-    const refused = await post(ctx.reply, { filename, content, ...(comment ? { comment } : {}) });
+    const refused = await post(ctx.reply, {
+      filename,
+      content,
+      ...(contentType ? { contentType } : {}),
+      ...(comment ? { comment } : {}),
+    });
     if (refused) return { content: refused, isError: true };
   } catch (error) {
     return { content: `The file was not shared: ${(error as Error).message}`, isError: true };

@@ -40,6 +40,8 @@ export async function lockFollowUps(
       next.input.prompt !== undefined &&
       !next.input.approval &&
       !next.input.skill &&
+      // Files are read when their own turn starts (src/files): a message with files waits for its turn.
+      !next.input.files?.length &&
       sameAccountHere(next.requester, item.requester);
     if (!takeable) break;
     out.push({ id: next.id, prompt: next.input.prompt!, mode: next.mode ?? 'queue' });

@@ -59,6 +59,8 @@ export interface OutboundFile {
   /** The file's name as people see it, e.g. `countersign-1a2b3c4.diff`. */
   filename: string;
   content: Buffer;
+  /** Its type, read from its bytes, where it is not text (an image shared with share_file); absent: text. */
+  contentType?: string;
   /** A line posted with the file. */
   comment?: string;
 }

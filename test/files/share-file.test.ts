@@ -111,4 +111,14 @@ describe('share_file', () => {
     expect(picture).toContain(`Shares chart.png (${png().length} bytes, image/png).`);
     expect(picture).toContain('Binary content, not shown here.');
   });
+
+  it('says a shared image’s type, read from its bytes, so the platform shows it as one', async () => {
+    const item = await h.say('share-png-type', 'share the picture');
+    await card(item);
+    const result = await press(item, 'Approve');
+    if (!result.ok || !('continuation' in result)) throw new Error('expected a continuation');
+    await h.settled(result.continuation.id);
+    expect(h.outbound.uploads.at(-1)).toMatchObject({ filename: 'chart.png', contentType: 'image/png' });
+    expect(h.outbound.uploads.find((u) => u.filename === 'report.csv')?.contentType).toBeUndefined();
+  });
 });

@@ -9,7 +9,7 @@ import { DISCORD_RULES } from './rules.ts';
 /** Discord: REST outbound in every process, the gateway client where the process listens. */
 export function createDiscordAdapter(settings: DiscordInboundSettings, buckets: RateBuckets): PlatformAdapter {
   const rest = createRest(settings.token, settings.apiUrl);
-  const outbound = new DiscordOutbound(rest, buckets, settings.applicationId);
+  const outbound = new DiscordOutbound(rest, buckets, settings.applicationId, settings.apiUrl);
   return {
     rules: DISCORD_RULES,
     outbound,

@@ -1,4 +1,6 @@
 import { MessageFlags, type Message } from 'discord.js';
+import type { FileRef } from '../../core/work-item.ts';
+import { fileRefsOf } from './files.ts';
 import type { AdapterContext, AdmissionDraft } from '../platform.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
@@ -46,7 +48,8 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
     const addressed = addressingOf(message);
     if (!addressed) return;
     const prompt = promptOf(message);
-    if (!prompt) {
+    const files = fileRefsOf(message);
+    if (!prompt && files.length === 0) {
       const channelId = message.channel.id;
       // Without the intent Discord blanks follow-ups that do not mention us; say so once, not per message.
       if (addressed.inBotThread && !addressed.mentioned && !deps.readsContent() && !hinted.has(channelId)) {
@@ -57,7 +60,7 @@ export function createMessageHandler(ctx: AdapterContext, deps: MessageDeps) {
     }
     const route = routeOf(message, addressed);
     const requester = requesterOf(message.author, { guildId: message.guildId, roles: message.member?.roles });
-    await enqueueMessage(ctx, deps, { message, prompt, requester, isDm: addressed.isDm, ...route });
+    await enqueueMessage(ctx, deps, { message, prompt, files, requester, isDm: addressed.isDm, ...route });
   };
 }
 
@@ -121,6 +124,8 @@ function routeOf(message: Message, addressed: Addressing): Route {
 interface MessageTurn extends Route {
   message: Message;
   prompt: string;
+  /** Its attachments, downloaded by the worker (src/files). */
+  files: FileRef[];
   requester: Requester;
   isDm: boolean;
 }
@@ -205,7 +210,7 @@ function messageDraft(turn: MessageTurn): AdmissionDraft {
     type: 'CHAT',
     priority: Priority.CRITICAL,
     conversationId: discordConversationId(turn.channelId, turn.isDm),
-    input: { prompt: turn.prompt },
+    input: { prompt: turn.prompt, ...(turn.files.length ? { files: turn.files } : {}) },
     payload: { messageId: turn.message.id },
     reply: turn.target,
     placeholder: '…',

@@ -1,4 +1,6 @@
 import { REST, RateLimitError, Routes } from 'discord.js';
+import type { FileRef } from '../../core/work-item.ts';
+import { downloadAttachment } from './files.ts';
 import type { RateBuckets } from '../../reply/rate-bucket.ts';
 import type { Outbound, OutboundFile, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
@@ -46,8 +48,12 @@ export class DiscordOutbound implements Outbound {
   readonly #buckets: RateBuckets;
   readonly #applicationId: string;
 
-  constructor(rest: REST, buckets: RateBuckets, applicationId: string) {
+  /** Where DISCORD_API_URL points, when it does (a test's fake): attachments may be served there too. */
+  readonly #apiOrigin: string | undefined;
+
+  constructor(rest: REST, buckets: RateBuckets, applicationId: string, apiUrl?: string) {
     this.#rest = rest;
+    this.#apiOrigin = apiUrl ? new URL(apiUrl).origin : undefined;
     this.#buckets = buckets;
     this.#applicationId = applicationId;
   }
@@ -149,10 +155,16 @@ export class DiscordOutbound implements Outbound {
     await this.#send(target.channel, () =>
       this.#rest.post(Routes.channelMessages(target.channel), {
         body,
-        // A diff is text; saying so keeps Discord from guessing a type from its first bytes.
-        files: [{ name, data: file.content, contentType: 'text/plain; charset=utf-8' }],
+        // A diff is text; saying so keeps Discord from guessing a type from its first bytes. A shared
+        // image says its own type, so Discord shows it as one.
+        files: [{ name, data: file.content, contentType: file.contentType ?? 'text/plain; charset=utf-8' }],
       }),
     );
+  }
+
+  /** An attachment a person sent, from Discord's CDN only (files.ts). */
+  async download(file: FileRef, options: { maxBytes: number; signal: AbortSignal }): Promise<Buffer> {
+    return downloadAttachment(file, this.#apiOrigin, options);
   }
 
   /** The bot's DM channel with `user` (created on first use; Discord returns the same one after). */

@@ -13,6 +13,7 @@
  * with full edit history and who they would ping), `rateLimits` (per-route counters, forced 429s)
  * and `gateway` (frames received, events dispatched, connection controls).
  */
+import { FakeDiscordCdn } from './cdn.ts';
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -106,6 +107,9 @@ export class FakeDiscord {
     this.#server = http.createServer((req, res) => void this.#onRequest(req, res));
     this.#server.on('upgrade', (req, socket, head) => this.gateway.handleUpgrade(req, socket, head));
   }
+
+  /** Attachments people send (`cdn.attachment(channel, name, bytes)`), served without a token. */
+  readonly cdn = new FakeDiscordCdn(() => `http://${this.#origin}`);
 
   static async start(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
     const fake = new FakeDiscord(options);
@@ -264,6 +268,7 @@ export class FakeDiscord {
 
   async #onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', `http://${this.#origin}`);
+    if (this.cdn.handle(req, res, url.pathname)) return;
     const method = (req.method ?? 'GET').toUpperCase();
     const raw = await readBytes(req);
     const record: RestRequest = {
