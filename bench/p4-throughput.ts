@@ -52,8 +52,16 @@ async function directBot(chatUrl: string, turns: number): Promise<P4Result['dire
   return { turns, turnsPerSecond: turns / seconds, cpuMsPerTurn: (cpuMs() - cpu0) / turns };
 }
 
-/** The durable path: every turn enqueued on Postgres, run by the worker pools, persisted. */
-async function durable(connectionString: string, chatUrl: string, turns: number): Promise<P4Result['durable']> {
+/**
+ * The durable path: every turn enqueued on Postgres, run by the worker pools, persisted. `env` adds
+ * configuration (a policy with budgets: bench/spend.ts).
+ */
+export async function durable(
+  connectionString: string,
+  chatUrl: string,
+  turns: number,
+  env: Record<string, string> = {},
+): Promise<P4Result['durable']> {
   const config = loadConfig({
     DATABASE_URL: connectionString,
     HTTP_PORT: '0',
@@ -61,6 +69,7 @@ async function durable(connectionString: string, chatUrl: string, turns: number)
     AI_PROVIDER: 'scripted',
     WORKER_CONCURRENCY: '16',
     DATABASE_POOL_SIZE: '24',
+    ...env,
   });
   const outbound = new HttpChatOutbound(chatUrl, 'bench');
   const app = await startCountersign(config, {

@@ -16,6 +16,7 @@ import { benchP9 } from './p9-click-progress.ts';
 import { benchP10 } from './p10-isolation.ts';
 import { benchBudget } from './result-budget.ts';
 import { benchMrkdwn } from './mrkdwn.ts';
+import { benchSpend } from './spend.ts';
 import { round } from './stats.ts';
 
 type Row = [figure: string, countersign: string | number, baseline: string | number, ratio: string, target: string];
@@ -24,7 +25,8 @@ type Row = [figure: string, countersign: string | number, baseline: string | num
  * `npm run bench`: measures Countersign against raw baselines taken in the same run, on a real
  * Postgres (DATABASE_URL, or an embedded one) over loopback. Prints a markdown table and writes JSON
  * to bench/results/. BENCH_ONLY=P1,P5 picks figures; BUDGET (tool-result cutting, about half a
- * minute of CPU) and MRKDWN (the Slack converter on crafted text) run only when named.
+ * minute of CPU), MRKDWN (the Slack converter on crafted text) and SPEND (spend limits' cost per
+ * model call, and P4 with a budget beside P4 without) run only when named.
  */
 async function main(): Promise<void> {
   const log = createLogger('warn');
@@ -290,6 +292,24 @@ async function main(): Promise<void> {
       for (const f of budget) {
         rows.push([`BUDGET fitToBudget, ${f.chars / 1e6} MB ${f.shape} (ms)`, f.ms, '', '', 'linear in size']);
       }
+    }
+    if (only.includes('SPEND')) {
+      const turns = Number(process.env.BENCH_TURNS ?? 1000);
+      const spend = await benchSpend(freshDatabase, samples, turns);
+      results.spend = spend;
+      const best = (xs: number[]) => Math.max(...xs);
+      const ratio = best(spend.p4.with) / best(spend.p4.without);
+      rows.push(
+        ['SPEND reserve + settle per model call p50 (ms)', round(spend.reserveSettle.p50), '', '', '≤ 2'],
+        ['SPEND reserve + settle per model call p99 (ms)', round(spend.reserveSettle.p99), '', '', ''],
+        [
+          'SPEND P4 turns/s with a budget (best of 2) vs without',
+          round(best(spend.p4.with)),
+          round(best(spend.p4.without)),
+          String(round(ratio)),
+          '≥ 0.9',
+        ],
+      );
     }
     if (only.includes('MRKDWN')) {
       const mrkdwn = benchMrkdwn();

@@ -18,6 +18,7 @@ import { claimSession } from './queue/session-turns.ts';
 import { admit } from './approval/admission.ts';
 import { pressButton } from './approval/press-button.ts';
 import { BudgetAllowances } from './budgets/index.ts';
+import { budgetStatusText } from './budgets/view.ts';
 import { RateBuckets } from './reply/rate-bucket.ts';
 import { platformDirectory } from './adapters/registry.ts';
 import type { PlatformRules } from './core/platform-rules.ts';
@@ -407,6 +408,8 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     workCommand: (command, text) => readWorkCommand(wiring.catalog, command, text),
     repoNames: wiring.catalog?.names() ?? [],
     workStatus: (person) => workStatusText(pool, person),
+    budgetStatus: (person, place) =>
+      budgetStatusText(pool, place ? approvals.budgetsFor(person, place) : approvals.budgets(), place === undefined),
     connect: async (person, server) =>
       wiring.connections
         ? wiring.connections.start(person, server)

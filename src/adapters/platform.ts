@@ -4,7 +4,7 @@ import type { HttpServer } from '../http/server.ts';
 import type { Outbound } from '../reply/outbound.ts';
 import type { CardRenderer } from '../core/approval-card.ts';
 import type { PlatformRules } from '../core/platform-rules.ts';
-import type { ReplyButton } from '../core/reply-target.ts';
+import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 import type { SkillRegistry } from '../skills/index.ts';
 import type { StopResult } from '../queue/stop-requests.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
@@ -72,6 +72,12 @@ export interface AdapterContext {
   repoNames: readonly string[];
   /** `status`: this person's running and queued work — type, priority, age — as text for them alone. */
   workStatus(person: Requester): Promise<string>;
+  /**
+   * `budget` (docs/budgets.md): the budgets a model call for this person in `place` counts against —
+   * limit, spent, reserved, left, reset — as Markdown for them alone; `place` undefined (the
+   * operator's terminal): every budget of the policy.
+   */
+  budgetStatus(person: Requester, place: ReplyTarget | undefined): Promise<string>;
   /**
    * `connect SERVER` (docs/connections.md): the authorization link that connects this person's own
    * account to a per-person MCP server — shown to them alone (an ephemeral message, a DM, the

@@ -132,6 +132,11 @@ export class PolicyGate {
     return this.#policies.current().mayUse(this.#personOf(requester), this.whereOf(reply));
   }
 
+  /** Every budget of the policy in force. */
+  budgets(): Budget[] {
+    return this.#policies.current().budgets;
+  }
+
   /** The budgets a model call for this person there counts against (docs/budgets.md). */
   budgetsFor(requester: Requester, reply: ReplyTarget): Budget[] {
     return this.#policies.current().budgetsFor(this.#personOf(requester), this.whereOf(reply));

@@ -167,6 +167,11 @@ export class ApprovalService {
     return this.#ctx.gate.isApprover(person, reply);
   }
 
+  /** Every budget of the policy in force (the operator's view). */
+  budgets(): Budget[] {
+    return this.#ctx.gate.budgets();
+  }
+
   /** The budgets a model call for this person there counts against (docs/budgets.md). */
   budgetsFor(requester: Requester, reply: ReplyTarget): Budget[] {
     return this.#ctx.gate.budgetsFor(requester, reply);

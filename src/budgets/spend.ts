@@ -20,8 +20,10 @@ import {
   releaseReservation,
   reservedIn,
   settleReservation,
+  commitWithoutWaiting,
   type BudgetKey,
   type PeriodRow,
+  type ReservationLine,
   type SettledPeriod,
 } from './store.ts';
 import { refusalText, unpricedText, warningText } from './texts.ts';
@@ -68,7 +70,8 @@ export class TurnSpend implements ModelSpend {
     const id = randomUUID();
     const fit = await reserveInOneTransaction(turn, id, (periods) => fitCall(turn.budgets, periods, call));
     if (!fit.ok) return this.#refuse(fit, model);
-    return { ok: true, maxTokens: fit.maxTokens, settle: (round) => this.#settle(id, round, model) };
+    const { lines } = fit;
+    return { ok: true, maxTokens: fit.maxTokens, settle: (round) => this.#settle(id, lines, round, model) };
   }
 
   async #refuse(fit: Extract<Fit, { ok: false }>, model: string): Promise<SpendReservation> {
@@ -116,7 +119,12 @@ export class TurnSpend implements ModelSpend {
    * Never throws: a settle that fails leaves the reservation to its lease, which overcounts the
    * budget for a while but never lets it be overspent.
    */
-  async #settle(id: string, round: ModelRound | undefined, reservedModel: string): Promise<void> {
+  async #settle(
+    id: string,
+    lines: ReservationLine[],
+    round: ModelRound | undefined,
+    reservedModel: string,
+  ): Promise<void> {
     const turn = this.#turn;
     try {
       if (!round) return await releaseReservation(turn.pool, id);
@@ -124,7 +132,7 @@ export class TurnSpend implements ModelSpend {
       const { usage } = round;
       const tokens = usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
       const usd = price ? costOf(usage, price).billed : null;
-      const settled = await settleInOneTransaction(turn, id, usd, tokens);
+      const settled = await settleInOneTransaction(turn, { id, lines, usd, tokens });
       for (const period of settled) await this.#afterSettle(period);
     } catch (error) {
       turn.log.warn({ err: error }, 'could not settle a model call against its budgets; its reservation stays');
@@ -161,6 +169,7 @@ async function reserveInOneTransaction(
 ): Promise<Fit> {
   const keys = turn.budgets.map(keyOf);
   return transaction(turn.pool, async (client) => {
+    await commitWithoutWaiting(client);
     await dropReservationsOf(client, turn.workItemId);
     await openPeriods(client, keys);
     const locked = await lockPeriods(client, keys);
@@ -177,13 +186,12 @@ async function reserveInOneTransaction(
 /** The settle in one transaction, taking the periods' locks in the order reserving takes them. */
 async function settleInOneTransaction(
   turn: SpendingTurn,
-  id: string,
-  usd: number | null,
-  tokens: number,
+  settle: { id: string; lines: ReservationLine[]; usd: number | null; tokens: number },
 ): Promise<SettledPeriod[]> {
   const levels = turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
   return transaction(turn.pool, async (client) => {
-    await lockReservedPeriods(client, id);
-    return settleReservation(client, { id, usd, tokens, levels });
+    await commitWithoutWaiting(client);
+    await lockReservedPeriods(client, settle.lines);
+    return settleReservation(client, { ...settle, levels });
   });
 }

@@ -168,15 +168,24 @@ export async function insertReservation(
   );
 }
 
-/** Locks the periods a reservation holds, in the order `lockPeriods` takes them. */
-export async function lockReservedPeriods(db: Queryable, reservationId: string): Promise<void> {
+/**
+ * Commits the transaction without waiting for its WAL flush. A reservation's or a settle's fsync
+ * costs more than all its statements; what a Postgres crash can lose is the last fraction of a
+ * second of them, and a settle counts its spend even when its reservation was lost (see
+ * `settleReservation`), so such a crash can let through only the calls reserved in that moment.
+ */
+export async function commitWithoutWaiting(db: Queryable): Promise<void> {
+  await db.query(`SET LOCAL synchronous_commit = off`);
+}
+
+/** Locks the periods a call was reserved against, in the order `lockPeriods` takes them. */
+export async function lockReservedPeriods(db: Queryable, lines: ReservationLine[]): Promise<void> {
   await db.query(
     `SELECT 1 FROM countersign.budget_periods p
-     WHERE EXISTS (SELECT 1 FROM countersign.budget_reservations r
-                   WHERE r.id = $1 AND r.budget = p.budget AND r.unit = p.unit AND r.period_start = p.period_start)
+     JOIN unnest($1::text[], $2::text[], $3::timestamptz[]) AS l(budget, unit, period_start) USING (budget, unit, period_start)
      ORDER BY p.budget, p.unit
      FOR UPDATE OF p`,
-    [reservationId],
+    [lines.map((l) => l.budget), lines.map((l) => l.unit), lines.map((l) => l.periodStart)],
   );
 }
 
@@ -192,20 +201,23 @@ export interface SettledPeriod {
 
 /**
  * Replaces a reservation by what the call cost: `usd` and `tokens`, in each budget's unit (`usd`
- * null: the model has no price, and the reservation's own amount is spent). The first settle that
- * takes a budget past its warning level (`warnAt` × (limit + allowance)) marks it warned, in the
- * same statement, so each period warns once however many calls settle at once.
+ * null: the model has no price, and the reserved amount is spent). The spend is added to the
+ * periods the call was reserved against (`lines`) whether or not the reservation is still there —
+ * its lease may have run out, or a Postgres crash lost it — so every settled call is counted once.
+ * The first settle that takes a budget past its warning level (`warnAt` × (limit + allowance))
+ * marks it warned, in the same statement, so each period warns once however many calls settle.
  */
 export async function settleReservation(
   db: Queryable,
   settle: {
     id: string;
+    lines: ReservationLine[];
     usd: number | null;
     tokens: number;
     levels: Array<{ budget: string; unit: BudgetUnit; limit: number; warnAt: number }>;
   },
 ): Promise<SettledPeriod[]> {
-  const { levels } = settle;
+  const { levels, lines } = settle;
   const { rows } = await db.query<{
     budget: string;
     unit: BudgetUnit;
@@ -215,13 +227,15 @@ export async function settleReservation(
     warned_now: boolean;
   }>(
     `WITH released AS (
-       DELETE FROM countersign.budget_reservations WHERE id = $1 RETURNING budget, unit, period_start, amount
+       -- Run to completion though nothing reads it (a data-modifying WITH always is).
+       DELETE FROM countersign.budget_reservations WHERE id = $1
      ), levels AS (
        SELECT * FROM unnest($4::text[], $5::text[], $6::numeric[], $7::float8[]) AS l(budget, unit, limit_amount, warn_at)
      ), cost AS (
        SELECT r.budget, r.unit, r.period_start, l.limit_amount, l.warn_at,
               CASE r.unit WHEN 'usd' THEN coalesce($2::numeric, r.amount) ELSE $3::numeric END AS amount
-       FROM released r LEFT JOIN levels l USING (budget, unit)
+       FROM unnest($8::text[], $9::text[], $10::timestamptz[], $11::numeric[]) AS r(budget, unit, period_start, amount)
+       LEFT JOIN levels l USING (budget, unit)
      )
      UPDATE countersign.budget_periods p
      SET spent = p.spent + c.amount,
@@ -240,6 +254,10 @@ export async function settleReservation(
       levels.map((l) => l.unit),
       levels.map((l) => l.limit),
       levels.map((l) => l.warnAt),
+      lines.map((l) => l.budget),
+      lines.map((l) => l.unit),
+      lines.map((l) => l.periodStart),
+      lines.map((l) => l.amount),
     ],
   );
   return rows.map((r) => ({

@@ -46,3 +46,11 @@ export function formatBudgetUse(uses: BudgetUse[]): string {
       .trimEnd();
   return [line(header), ...body.map(line)].join('\n');
 }
+
+/** The answer to `/countersign budget`: the budgets that apply, as a Markdown code block. */
+export async function budgetStatusText(db: Queryable, budgets: Budget[], everyBudget: boolean): Promise<string> {
+  if (budgets.length === 0)
+    return everyBudget ? 'The policy sets no budgets (docs/budgets.md).' : 'No budget applies to you here.';
+  const heading = everyBudget ? 'Every budget of the policy:' : 'The budgets your requests here count against:';
+  return `${heading}\n\n\`\`\`\n${formatBudgetUse(await budgetUse(db, budgets))}\n\`\`\``;
+}

@@ -7,6 +7,8 @@ import { createLogger } from '../../src/log.ts';
 import { costOf } from '../../src/model-prices.ts';
 import { pressButton, type ButtonSurface } from '../../src/approval/press-button.ts';
 import { BudgetAllowances } from '../../src/budgets/index.ts';
+import { budgetStatusText } from '../../src/budgets/view.ts';
+import { runCli } from '../helpers/processes.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
 import type { StartedFakeModel } from '../fakes/model-http.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -28,6 +30,7 @@ rules: []
 let fake: StartedFakeModel;
 let db: TestDatabase;
 let harness: Harness;
+let env: Record<string, string>;
 
 beforeAll(async () => {
   // Every call uses all the output it may (the worst case) and reports input as a tokenizer would.
@@ -46,7 +49,7 @@ beforeAll(async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'cs-budgets-'));
   writeFileSync(path.join(dir, 'policy.yaml'), POLICY);
   writeFileSync(path.join(dir, 'prices.json'), JSON.stringify({ models: { 'claude-budget': PRICE } }));
-  const env = {
+  env = {
     AI_PROVIDER: 'anthropic',
     ANTHROPIC_API_KEY: 'sk-ant-fake',
     ANTHROPIC_BASE_URL: fake.url,
@@ -148,5 +151,33 @@ describe('a $1.00 budget under 20 concurrent turns', () => {
     expect((await harness.settled(again.id)).result?.text).toBe('Done.');
     expect(fake.requests.length).toBe(before + 1);
     expect(billed()).toBeLessThanOrEqual(1.25);
+  });
+});
+
+describe('operators', () => {
+  it('see each budget with its use, reserve and reset in countersign usage --budgets', async () => {
+    const run = runCli(['usage', '--budgets'], {
+      DATABASE_URL: db.url,
+      LOG_LEVEL: 'silent',
+      POLICY_FILE: env.POLICY_FILE!,
+    });
+    expect((await run.exited).code, run.stderr()).toBe(0);
+    const [header, row] = run.stdout().trimEnd().split('\n');
+    expect(header).toMatch(/^budget\s+covers\s+per\s+limit\s+spent\s+reserved\s+left\s+resets$/);
+    expect(row).toMatch(
+      /^team-daily\s+everyone\s+day\s+\$1\.25 \(incl\. \$0\.25 allowed\)\s+\$\d\.\d\d\s+\$0\.00\s+\$\d\.\d\d\s+\d{4}-\d\d-\d\d 00:00 UTC$/,
+    );
+  });
+
+  it('and people see the budgets they count against with /countersign budget', async () => {
+    const { app } = harness;
+    const person = { platform: 'test', userId: 'U1' };
+    const text = await budgetStatusText(
+      app.pool,
+      app.approvals.budgetsFor(person, { platform: 'test', channel: 'C1' }),
+      false,
+    );
+    expect(text).toMatch(/^The budgets your requests here count against:\n\n```\nbudget /);
+    expect(text).toContain('team-daily');
   });
 });

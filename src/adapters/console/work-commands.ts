@@ -8,13 +8,17 @@ import { attachConsoleCommand } from './attach.ts';
 const WORK_LINE = new RegExp(`^/(${WORK_COMMANDS.join('|')})(?:\\s+([\\s\\S]*))?$`);
 
 /**
- * The work commands and `/status`. A work command becomes the line's work item (its type, priority
+ * The work commands, `/status` and `/budget`. A work command becomes the line's work item (its type, priority
  * and prompt), in the console's own conversation: a terminal has no threads, so there is no header
  * to post, as for `/skill`. What the core cannot read is printed, and nothing is enqueued.
  */
-function workConsoleCommands(ctx: Pick<AdapterContext, 'workCommand' | 'workStatus'>): ConsoleCommand {
+function workConsoleCommands(
+  ctx: Pick<AdapterContext, 'workCommand' | 'workStatus'> & Partial<Pick<AdapterContext, 'budgetStatus'>>,
+): ConsoleCommand {
   return async (line, person) => {
     if (line === '/status') return { reply: await ctx.workStatus(person) };
+    // The terminal is the operator's: every budget of the policy.
+    if (line === '/budget' && ctx.budgetStatus) return { reply: await ctx.budgetStatus(person, undefined) };
     const typed = WORK_LINE.exec(line);
     if (!typed) return undefined;
     // The core reads the words, and answers a command typed without them with its usage.
@@ -57,6 +61,7 @@ function connectUsage(servers: readonly string[]): string {
 
 /** What the commands use of the adapter context; without the connection verbs, `/connect` is not a command. */
 type CommandContext = Pick<AdapterContext, 'skills' | 'workCommand' | 'workStatus'> &
+  Partial<Pick<AdapterContext, 'budgetStatus'>> &
   Partial<Pick<AdapterContext, 'connect' | 'connections' | 'connectableServers'>>;
 
 const hasConnections = (

@@ -109,6 +109,11 @@ export function commandDefinitions(repoNames: readonly string[] = [], connectabl
         },
         {
           type: ApplicationCommandOptionType.Subcommand,
+          name: 'budget',
+          description: 'The spend limits your requests here count against: used, left, reset',
+        },
+        {
+          type: ApplicationCommandOptionType.Subcommand,
           name: 'connect',
           description: 'Connect your own account to a per-person server (the link is shown to you alone)',
           options: [pickOption('server', 'Which server', connectableServers)],

@@ -188,16 +188,22 @@ function threadName(name: WorkCommandName, interaction: ChatInputCommandInteract
   return line.length <= LIMITS.threadName ? line : `${line.slice(0, LIMITS.threadName - 1)}…`;
 }
 
-/** `/countersign status`: the asker's own running and queued work, privately. */
-async function answerStatus(ctx: AdapterContext, interaction: ChatInputCommandInteraction): Promise<void> {
+/** `/countersign status` and `budget`: the asker's own work, or the budgets they count against here, privately. */
+async function answerStatus(
+  ctx: AdapterContext,
+  interaction: ChatInputCommandInteraction,
+  subcommand: 'status' | 'budget',
+): Promise<void> {
   const person = personOf(interaction);
-  const admitted = ctx.approvals.mayUse(person, placeOf(interaction));
+  const place = placeOf(interaction);
+  const admitted = ctx.approvals.mayUse(person, place);
   if (!admitted.ok) {
     await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
     return;
   }
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
-  await interaction.editReply({ content: clip(neutralizeMentions(await ctx.workStatus(person))), ...PUBLIC_EDIT });
+  const text = subcommand === 'status' ? await ctx.workStatus(person) : await ctx.budgetStatus(person, place);
+  await interaction.editReply({ content: clip(neutralizeMentions(text)), ...PUBLIC_EDIT });
 }
 
 /** Characters in a button's label. */
@@ -258,7 +264,7 @@ function connectReply(result: ConnectResult) {
  */
 export async function onCountersign(ctx: AdapterContext, interaction: ChatInputCommandInteraction): Promise<void> {
   const subcommand = interaction.options.getSubcommand(false);
-  if (subcommand === 'status') return answerStatus(ctx, interaction);
+  if (subcommand === 'status' || subcommand === 'budget') return answerStatus(ctx, interaction, subcommand);
   if (subcommand === 'connect' || subcommand === 'connections') return answerConnections(ctx, interaction, subcommand);
   if (subcommand !== 'grants') {
     const here = {
@@ -333,6 +339,7 @@ const MAX_LISTED_GRANTS = LIMITS.listedGrants;
 const COUNTERSIGN_HELP = [
   '**/countersign grants** — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.',
   '**/countersign status** — your running and queued work: type, priority, age.',
+  '**/countersign budget** — the spend limits your requests here count against: used, reserved, left, reset.',
   '**/countersign connect** server — connect your own account to a per-person server; the link is shown to you alone.',
   '**/countersign connections** — your connections: server, account, connected, last used.',
   '**/skills** — the skills I can run · **/skill** — run one.',

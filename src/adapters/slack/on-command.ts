@@ -27,6 +27,7 @@ function countersignHelp(command: string, mode: keyof typeof MODE_HELP, names: W
     `Here, a message you send while I'm working ${MODE_HELP[mode]} (mode \`${mode}\`, docs/conversations.md).`,
     `*${command} grants* — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also the grants you made in conversations you are still in.`,
     `*${command} status* — your running and queued work: type, priority, age.`,
+    `*${command} budget* — the spend limits your requests here count against: used, reserved, left, reset.`,
     `*${command} connect SERVER* — connect your own account to a per-person server; the link is shown to you alone.`,
     `*${command} connections* — your connections: server, account, connected, last used.`,
     '*/skills* — the skills I can run · */skill <name> <input>* — run one.',
@@ -214,7 +215,7 @@ async function postRunHeader(
 }
 
 /** The `/countersign` verbs that answer the person who ran it about their own things. */
-const PERSONAL_VERBS = new Set(['grants', 'status', 'connect', 'connections']);
+const PERSONAL_VERBS = new Set(['grants', 'status', 'budget', 'connect', 'connections']);
 
 /**
  * `/countersign grants` lists the standing grants with a Revoke button each, to people the policy
@@ -251,6 +252,10 @@ async function answerCountersign(
   }
   if (asked === 'status') {
     await ack({ response_type: 'ephemeral', text: markdownToMrkdwn(await ctx.workStatus(person)) });
+    return;
+  }
+  if (asked === 'budget') {
+    await ack({ response_type: 'ephemeral', text: markdownToMrkdwn(await ctx.budgetStatus(person, place)) });
     return;
   }
   if (asked === 'connect' || asked === 'connections') {

@@ -1,0 +1,106 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { TurnSpend } from '../src/budgets/spend.ts';
+import { createLogger } from '../src/log.ts';
+import type { Budget } from '../src/policy/index.ts';
+import { HttpChatPlatform } from '../test/fakes/chat/http-chat-platform.ts';
+import { durable } from './p4-throughput.ts';
+import { summarize } from './stats.ts';
+
+/**
+ * SPEND (issue #38): what spend limits add. (1) reserve + settle of one model call against two
+ * budgets (a channel's and everyone's), one call at a time, p50/p99; (2) P4's durable turns per
+ * second with a budget in force (large enough never to refuse) beside the same run without one,
+ * alternated so drift on a shared machine falls on both.
+ */
+export interface SpendResult {
+  reserveSettle: { p50: number; p99: number; samples: number };
+  p4: { without: number[]; with: number[]; turns: number };
+}
+
+const BUDGETS: Budget[] = ['channel', 'everyone'].map((kind) => ({
+  name: `bench-${kind}`,
+  source: 'bench',
+  covers: { kind: kind as Budget['covers']['kind'], value: kind === 'channel' ? 'bench:C1' : '' },
+  unit: 'usd',
+  limit: 1_000_000,
+  per: 'day',
+  tz: 'UTC',
+  warnAt: 1,
+}));
+
+async function reserveSettle(connectionString: string, samples: number): Promise<SpendResult['reserveSettle']> {
+  const pool = new pg.Pool({ connectionString, max: 4 });
+  try {
+    const log = createLogger('silent');
+    const prices = { models: { script: { input: 3, output: 15, cacheRead: 0.3 } } };
+    const request = { system: 'You are a bench.', messages: [], tools: [], maxTokens: 4096 };
+    const times: number[] = [];
+    for (let i = 0; i < samples + 20; i++) {
+      const spend = new TurnSpend({
+        pool,
+        prices,
+        budgets: BUDGETS,
+        workItemId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        requester: { platform: 'bench', userId: 'U1' },
+        reply: { platform: 'bench', channel: 'C1' },
+        log,
+        notify: async () => undefined,
+      });
+      const t0 = performance.now();
+      const reserved = await spend.reserve(request, 'script');
+      if (!reserved.ok) throw new Error(reserved.message);
+      await reserved.settle({
+        text: 'x',
+        toolCalls: [],
+        stopReason: 'end_turn',
+        usage: { inputTokens: 100, outputTokens: 50, cacheReadTokens: 1000, cacheWriteTokens: 0 },
+        provider: 'scripted',
+        model: 'script',
+        fallbacks: [],
+      });
+      // The first calls warm the pool's connections and the planner: not counted.
+      if (i >= 20) times.push(performance.now() - t0);
+    }
+    const { p50, p99 } = summarize(times);
+    return { p50, p99, samples };
+  } finally {
+    await pool.end();
+  }
+}
+
+/** A policy whose budgets apply to every bench turn, and a price for the scripted model. */
+function budgetFiles(): Record<string, string> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'cs-bench-spend-'));
+  const policy = path.join(dir, 'policy.yaml');
+  const prices = path.join(dir, 'prices.json');
+  writeFileSync(
+    policy,
+    'budgets:\n  - name: bench-everyone\n    for: { everyone: true }\n    usd: 1000000\n    per: day\nrules: []\n',
+  );
+  writeFileSync(prices, JSON.stringify({ models: { script: { input: 3, output: 15 } } }));
+  return { POLICY_FILE: policy, MODEL_PRICES_FILE: prices };
+}
+
+export async function benchSpend(
+  freshDatabase: (name: string) => Promise<string>,
+  samples: number,
+  turns: number,
+): Promise<SpendResult> {
+  const reserve = await reserveSettle(await freshDatabase('spend'), samples);
+  const chat = await new HttpChatPlatform().start();
+  const files = budgetFiles();
+  const p4: SpendResult['p4'] = { without: [], with: [], turns };
+  try {
+    for (let pass = 0; pass < 2; pass++) {
+      p4.without.push((await durable(await freshDatabase(`spend_off${pass}`), chat.url, turns)).turnsPerSecond);
+      p4.with.push((await durable(await freshDatabase(`spend_on${pass}`), chat.url, turns, files)).turnsPerSecond);
+    }
+  } finally {
+    await chat.stop();
+  }
+  return { reserveSettle: reserve, p4 };
+}
