@@ -33,7 +33,7 @@ import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
 import { openCodeWork } from './wiring/repos.ts';
-import { scheduleTools } from './wiring/schedules.ts';
+import { scheduleTools, scheduleVerbs } from './wiring/schedules.ts';
 import { connectionGateOf, openConnections, personalAuthOf, routeConnectPages } from './wiring/connections.ts';
 import { readWorkCommand } from './repos/work-commands.ts';
 import type { RepoCatalog } from './repos/repos-config.ts';
@@ -359,6 +359,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
   const { pool, gate, approvals, log, stopTurn } = wiring;
   const recordFeedbackOf: AdapterContext['recordFeedback'] = (workItemId, by, vote) =>
     recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply));
+  const { schedules, changeSchedule } = scheduleVerbs(pool, approvals);
   return {
     log,
     approvals,
@@ -369,7 +370,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     conversationExists: (id) => conversationExists(pool, id),
     activeTurnOf: (id) => activeWorkItemOf(pool, id),
     pressButton: (value, by, surface) =>
-      pressButton({ approvals, recordFeedback: recordFeedbackOf, stopTurn }, value, by, surface),
+      pressButton({ approvals, recordFeedback: recordFeedbackOf, stopTurn, changeSchedule }, value, by, surface),
     recordFeedback: recordFeedbackOf,
     stopTurn,
     claimSession: async (session, by) => {
@@ -379,6 +380,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     workCommand: (command, text) => readWorkCommand(wiring.catalog, command, text),
     repoNames: wiring.catalog?.names() ?? [],
     workStatus: (person) => workStatusText(pool, person),
+    schedules,
     connect: async (person, server) =>
       wiring.connections
         ? wiring.connections.start(person, server)

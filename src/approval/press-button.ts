@@ -1,6 +1,6 @@
 import type { Requester } from '../core/person.ts';
 import type { ClickedMessage } from '../core/approval-card.ts';
-import { decodeButton } from '../core/buttons.ts';
+import { decodeButton, type ScheduleButtonVerb } from '../core/buttons.ts';
 import { TEXTS } from '../core/texts.ts';
 import type { ApprovalService } from './service.ts';
 
@@ -31,6 +31,12 @@ export interface ButtonDeps {
     vote: 'up' | 'down',
   ): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
   stopTurn(workItemId: string, by: Requester): Promise<{ ok: true } | { ok: false; reason: string }>;
+  /** Pauses, resumes or deletes a schedule for its owner or an approver (src/schedules); absent: none here. */
+  changeSchedule?(
+    change: ScheduleButtonVerb,
+    scheduleId: string,
+    by: Requester,
+  ): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
 }
 
 /**
@@ -66,6 +72,14 @@ export async function pressButton(
       await surface.acknowledge?.('private');
       const revoked = await deps.approvals.revokeGrant(button.grantId, by);
       return surface.tellClicker(revoked.ok ? TEXTS.grantRevoked(revoked.grant.id) : revoked.reason);
+    }
+    case 'schedule': {
+      // Answered to the presser alone: a list of schedules is theirs, and a refusal is nobody else's business.
+      await surface.acknowledge?.('private');
+      const changed = deps.changeSchedule
+        ? await deps.changeSchedule(button.change, button.scheduleId, by)
+        : { ok: false as const, reason: 'Schedules are not available here.' };
+      return surface.tellClicker(changed.ok ? changed.text : changed.reason);
     }
     case 'stop':
     case 'decide': {

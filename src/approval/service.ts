@@ -162,6 +162,11 @@ export class ApprovalService {
     return this.#ctx.gate.mayUse(requester, reply);
   }
 
+  /** Whether this person is an approver where `reply` is (who may change anyone's schedule there). */
+  isApprover(person: Requester, reply: ReplyTarget): boolean {
+    return this.#ctx.gate.isApprover(person, reply);
+  }
+
   /** Expires stale envelopes (housekeeping): see expire.ts. */
   expireStale(): Promise<number> {
     return expireStale(this.#ctx);
