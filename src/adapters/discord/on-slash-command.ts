@@ -13,7 +13,7 @@ import { neutralizeMentions } from './format/index.ts';
 import { Priority } from '../../core/work-item.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
-import { revokeGrantValue } from '../../core/buttons.ts';
+import { revokeGrantValue, scheduleButtonValue } from '../../core/buttons.ts';
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
 import type { Grant } from '../../approval/grants.ts';
 import { grantsVisibleTo } from './grant-visibility.ts';
@@ -199,6 +199,38 @@ async function answerStatus(ctx: AdapterContext, interaction: ChatInputCommandIn
   await interaction.editReply({ content: clip(neutralizeMentions(await ctx.workStatus(person))), ...PUBLIC_EDIT });
 }
 
+/** `/countersign schedules`: the asker's schedules (an approver's: everyone's here), privately, with buttons. */
+async function answerSchedules(ctx: AdapterContext, interaction: ChatInputCommandInteraction): Promise<void> {
+  const person = personOf(interaction);
+  const place = placeOf(interaction);
+  const admitted = ctx.approvals.mayUse(person, place);
+  if (!admitted.ok) {
+    await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
+    return;
+  }
+  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+  const listing = await ctx.schedules(person, place);
+  const lines = listing.entries.map((e, i) => `${i + 1}. ${e.text}`);
+  const buttons = listing.entries.flatMap((e, i) => [
+    {
+      type: 2,
+      style: 2,
+      label: `${e.paused ? 'Resume' : 'Pause'} ${i + 1}`,
+      custom_id: scheduleButtonValue(e.paused ? 'resume' : 'pause', e.id),
+    },
+    { type: 2, style: 4, label: `Delete ${i + 1}`, custom_id: scheduleButtonValue('delete', e.id) },
+  ]);
+  const rows = [];
+  for (let i = 0; i < buttons.length; i += LIMITS.buttonsPerRow) {
+    rows.push({ type: 1, components: buttons.slice(i, i + LIMITS.buttonsPerRow) });
+  }
+  await interaction.editReply({
+    content: clip(neutralizeMentions([listing.heading, ...lines].join('\n'))),
+    components: rows,
+    ...PUBLIC_EDIT,
+  } as Parameters<ChatInputCommandInteraction['editReply']>[0]);
+}
+
 /** Discord's bound on a link button's `url` (Message Components, Button Object): longer links are text only. */
 const MAX_LINK_BUTTON_URL = 512;
 /** Characters in a button's label. */
@@ -260,6 +292,7 @@ function connectReply(result: ConnectResult) {
 export async function onCountersign(ctx: AdapterContext, interaction: ChatInputCommandInteraction): Promise<void> {
   const subcommand = interaction.options.getSubcommand(false);
   if (subcommand === 'status') return answerStatus(ctx, interaction);
+  if (subcommand === 'schedules') return answerSchedules(ctx, interaction);
   if (subcommand === 'connect' || subcommand === 'connections') return answerConnections(ctx, interaction, subcommand);
   if (subcommand !== 'grants') {
     const here = {
@@ -334,6 +367,7 @@ const MAX_LISTED_GRANTS = LIMITS.listedGrants;
 const COUNTERSIGN_HELP = [
   '**/countersign grants** — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.',
   '**/countersign status** — your running and queued work: type, priority, age.',
+  '**/countersign schedules** — your schedules (an approver: everyone’s in this channel), each with Pause/Resume and Delete.',
   '**/countersign connect** server — connect your own account to a per-person server; the link is shown to you alone.',
   '**/countersign connections** — your connections: server, account, connected, last used.',
   '**/skills** — the skills I can run · **/skill** — run one.',
