@@ -51,6 +51,7 @@ describe('countersign schedules', () => {
       expect.stringMatching(new RegExp(`^${id}  every 30m  next .*not run yet  test:U1: tail the error log$`)),
     ]);
     expect(JSON.parse((await run('list', '--json')).out[0]!)).toHaveLength(1);
+    expect(await run('history', id)).toMatchObject({ code: 0, out: ['No runs yet.'] });
     expect(await run('pause', id)).toMatchObject({ code: 0, out: [expect.stringMatching(/is paused/)] });
     expect((await run('list')).out[0]).toContain('paused: paused by cli:ops');
     expect(await run('pause', id)).toMatchObject({ code: 1, err: [expect.stringMatching(/cannot be paused/)] });
