@@ -37,7 +37,7 @@ import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
 import { openCodeWork, type CodeWork } from './wiring/repos.ts';
-import { scheduleTools } from './wiring/schedules.ts';
+import { scheduleTools, scheduleVerbs } from './wiring/schedules.ts';
 import { connectionGateOf, openConnections, personalAuthOf, routeConnectPages } from './wiring/connections.ts';
 import { readWorkCommand } from './repos/work-commands.ts';
 import type { RepoCatalog } from './repos/repos-config.ts';
@@ -375,6 +375,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply));
   const allowances = new BudgetAllowances(pool, (person, reply) => gate.isApprover(person, reply));
   const allowBudget = (offerId: string, by: Requester) => allowances.grant(offerId, by);
+  const { schedules, changeSchedule } = scheduleVerbs(pool, approvals);
   return {
     log,
     approvals,
@@ -391,6 +392,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
           recordFeedback: recordFeedbackOf,
           stopTurn,
           allowBudget,
+          changeSchedule,
           ...(wiring.connections
             ? { disconnect: (server: string, who: Requester) => wiring.connections!.disconnectAndSay(who, server) }
             : {}),
@@ -410,6 +412,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     workStatus: (person) => workStatusText(pool, person),
     budgetStatus: (person, place) =>
       budgetStatusText(pool, place ? approvals.budgetsFor(person, place) : approvals.budgets(), place === undefined),
+    schedules,
     connect: async (person, server) =>
       wiring.connections
         ? wiring.connections.start(person, server)

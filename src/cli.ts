@@ -47,6 +47,7 @@ Commands:
   grants list [--json]                the standing grants ("Always allow here") that still apply
   grants revoke ID                    revoke one (its id, or the 8 characters lists show)
   schedules list [--json]             every schedule: WHEN, next run or why it is paused, last outcome
+  schedules history ID                its last 20 runs: slot, outcome, work item, where it answered
   schedules pause|resume|delete ID    change one (its id, or the 8 characters the list shows)
 `;
 

@@ -10,6 +10,7 @@ import type { StopResult } from '../queue/stop-requests.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
 import type { FeedbackResult } from '../audit/feedback.ts';
 import type { Requester } from '../core/person.ts';
+import type { ScheduleListing } from '../core/schedule-list.ts';
 import type { AdmissionRequest, AdmissionResult } from '../approval/admission.ts';
 import type { ButtonSurface } from '../approval/press-button.ts';
 import type { WorkCommandName, WorkCommandResult } from '../core/work-commands.ts';
@@ -78,6 +79,11 @@ export interface AdapterContext {
    * operator's terminal): every budget of the policy.
    */
   budgetStatus(person: Requester, place: ReplyTarget | undefined): Promise<string>;
+  /**
+   * `schedules` (docs/schedules.md): this person's schedules (an approver's: everyone's in `place`),
+   * for them alone; each entry's Pause/Resume/Delete buttons go through `pressButton`.
+   */
+  schedules(person: Requester, place: ReplyTarget): Promise<ScheduleListing>;
   /**
    * `connect SERVER` (docs/connections.md): the authorization link that connects this person's own
    * account to a per-person MCP server — shown to them alone (an ephemeral message, a DM, the

@@ -1,6 +1,6 @@
 import type { Requester } from '../core/person.ts';
 import type { ClickedMessage } from '../core/approval-card.ts';
-import { decodeButton } from '../core/buttons.ts';
+import { decodeButton, type ScheduleButtonVerb } from '../core/buttons.ts';
 import { TEXTS } from '../core/texts.ts';
 import type { ApprovalService } from './service.ts';
 
@@ -35,6 +35,12 @@ export interface ButtonDeps {
   disconnect?(server: string, by: Requester): Promise<string>;
   /** Grants a budget's allowance offer (src/budgets): it checks the presser. */
   allowBudget?(offerId: string, by: Requester): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
+  /** Pauses, resumes or deletes a schedule for its owner or an approver (src/schedules); absent: none here. */
+  changeSchedule?(
+    change: ScheduleButtonVerb,
+    scheduleId: string,
+    by: Requester,
+  ): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
 }
 
 /**
@@ -84,6 +90,14 @@ export async function pressButton(
         reason: 'Budgets are not counted here.',
       };
       return surface.tellClicker(allowed.ok ? allowed.text : allowed.reason);
+    }
+    case 'schedule': {
+      // Answered to the presser alone: a list of schedules is theirs, and a refusal is nobody else's business.
+      await surface.acknowledge?.('private');
+      const changed = deps.changeSchedule
+        ? await deps.changeSchedule(button.change, button.scheduleId, by)
+        : { ok: false as const, reason: 'Schedules are not available here.' };
+      return surface.tellClicker(changed.ok ? changed.text : changed.reason);
     }
     case 'stop':
     case 'decide': {

@@ -6,6 +6,7 @@ import { z } from 'zod';
  *   `<nonce>.<decision>`  an approval card's button (nonce: 32 URL-safe base64 characters, never a dot)
  *   `stop:<work item id>` the Stop button of a running turn
  *   `budget-allow:<offer id>` an allowance offered under a budget refusal
+ *   `schedule:<pause|resume|delete>:<schedule id>` a schedule's buttons in `/countersign schedules`
  * Both fit Discord's 100-character custom_id, Slack's button value and a console line.
  */
 
@@ -137,6 +138,20 @@ function parseAllowBudget(value: string): string | undefined {
   return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
 }
 
+/** A schedule's Pause/Resume/Delete button (docs/schedules.md): `schedule:<verb>:<schedule id>`. */
+const SCHEDULE_BUTTON = /^schedule:(pause|resume|delete):([0-9a-f-]{36})$/;
+export type ScheduleButtonVerb = 'pause' | 'resume' | 'delete';
+
+export function scheduleButtonValue(change: ScheduleButtonVerb, scheduleId: string): string {
+  return `schedule:${change}:${scheduleId}`;
+}
+
+/** The change and schedule a schedule's button carries, or undefined for any other value. */
+function parseScheduleButton(value: string): { change: ScheduleButtonVerb; scheduleId: string } | undefined {
+  const match = SCHEDULE_BUTTON.exec(value);
+  return match ? { change: match[1] as ScheduleButtonVerb, scheduleId: match[2]! } : undefined;
+}
+
 /** What a pressed button asks for: every button value Countersign writes, decoded in one place. */
 export type ButtonVerb =
   /** Deny with a reason: open the form; deciding waits for its submission. */
@@ -152,6 +167,8 @@ export type ButtonVerb =
   | { verb: 'stop'; workItemId: string }
   /** Grant a budget's allowance offer (an approver, not the requester). */
   | { verb: 'allow-budget'; offerId: string }
+  /** Pause, resume or delete a schedule; only its owner or an approver may. */
+  | { verb: 'schedule'; change: ScheduleButtonVerb; scheduleId: string }
   /** Anything else is a card's decision (or a forged value), which the approval service verifies. */
   | { verb: 'decide'; value: string };
 
@@ -167,6 +184,8 @@ export function decodeButton(value: string): ButtonVerb {
   if (grantId) return { verb: 'revoke-grant', grantId };
   const server = parseDisconnect(value);
   if (server) return { verb: 'disconnect', server };
+  const schedule = parseScheduleButton(value);
+  if (schedule) return { verb: 'schedule', ...schedule };
   const stopId = parseStopButton(value);
   if (stopId) return { verb: 'stop', workItemId: stopId };
   const offerId = parseAllowBudget(value);

@@ -2,9 +2,10 @@ import type { Requester } from '../core/person.ts';
 import type { Pool } from '../db/pool.ts';
 import { changeSchedule, describeSchedules, findByShortId } from './manage.ts';
 import type { RecordScheduleEvent } from './scheduler.ts';
-import { listSchedules } from './store.ts';
+import { listSchedules, recentRuns, type RunRow } from './store.ts';
 
-const USAGE = 'Usage: countersign schedules list [--json] | countersign schedules pause|resume|delete ID';
+const USAGE =
+  'Usage: countersign schedules list [--json] | countersign schedules history ID | countersign schedules pause|resume|delete ID';
 
 export interface SchedulesCommandIO {
   out(line: string): void;
@@ -34,7 +35,11 @@ export async function schedulesCommand(
     if (all.length === 0) io.out('No schedules.');
     return 0;
   }
-  if ((verb !== 'pause' && verb !== 'resume' && verb !== 'delete') || !target || rest.length > 0) {
+  if (
+    (verb !== 'pause' && verb !== 'resume' && verb !== 'delete' && verb !== 'history') ||
+    !target ||
+    rest.length > 0
+  ) {
     io.err(USAGE);
     return 2;
   }
@@ -43,6 +48,12 @@ export async function schedulesCommand(
     io.err(`No single schedule has the id ${target} (give the 8 characters \`schedules list\` shows, or more).`);
     return 1;
   }
+  if (verb === 'history') {
+    const runs = await recentRuns(pool, schedule.id, 20);
+    for (const run of runs) io.out(historyLine(run));
+    if (runs.length === 0) io.out('No runs yet.');
+    return 0;
+  }
   const result = await changeSchedule(pool, record, verb, schedule.id, undefined, now, operator);
   if (!result.ok) {
     io.err(result.reason);
@@ -50,4 +61,13 @@ export async function schedulesCommand(
   }
   io.out(result.text);
   return 0;
+}
+
+/** One run of the history: its slot, outcome (and why), its work item and where it answered. */
+function historyLine(run: RunRow): string {
+  const where = run.reply
+    ? `${run.reply.platform}:${run.reply.channel}${run.reply.thread ? `/${run.reply.thread}` : ''}`
+    : '';
+  const detail = run.detail ? ` (${run.detail})` : '';
+  return `${run.slot.toISOString()}  ${run.outcome}${detail}  ${run.work_item_id ?? '-'}  ${where}`.trimEnd();
 }

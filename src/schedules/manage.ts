@@ -1,5 +1,6 @@
 import { personKey, sameAccountHere, type Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
+import type { ScheduleListing } from '../core/schedule-list.ts';
 import type { Pool } from '../db/pool.ts';
 import { ownerLabel, preview, shortId, type RecordScheduleEvent } from './scheduler.ts';
 import {
@@ -156,6 +157,32 @@ export async function describeSchedules(pool: Pool, schedules: ScheduleRow[]): P
     );
   }
   return lines;
+}
+
+/** Schedules one answer lists at most (Discord shows five rows of buttons). */
+const LISTED = 10;
+
+/**
+ * `/countersign schedules`: the person's own schedules and, for an approver where they ask, everyone's
+ * in that channel; newest first.
+ */
+export async function schedulesSeenBy(
+  pool: Pool,
+  person: Requester,
+  place: ReplyTarget,
+  isApprover: IsApprover,
+): Promise<ScheduleListing> {
+  const own = await listSchedules(pool, { ownerKey: personKey(person) }, LISTED);
+  const approver = isApprover(person, place);
+  const here = approver ? await listSchedules(pool, { platform: place.platform, channel: place.channel }, LISTED) : [];
+  const seen = new Map([...own, ...here].map((s) => [s.id, s]));
+  const shown = [...seen.values()].filter((s) => s.status !== 'finished').slice(0, LISTED);
+  const lines = await describeSchedules(pool, shown);
+  const whose = approver ? 'Your schedules, and everyone’s in this channel' : 'Your schedules';
+  return {
+    heading: shown.length ? `**${whose}** (${shown.length})` : 'You have no schedules.',
+    entries: shown.map((s, i) => ({ id: s.id, text: lines[i]!, paused: s.status === 'paused' })),
+  };
 }
 
 /** A schedule by its id or the id's first characters (at least 8), as lists show it. */

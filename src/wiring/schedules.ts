@@ -5,7 +5,9 @@ import type { ApprovalService } from '../approval/service.ts';
 import { audit } from '../approval/store.ts';
 import type { OutboundRegistry } from '../reply/outbound.ts';
 import type { AnyBuiltinTool } from '../agent/tools/tool.ts';
-import type { ScheduleLimits } from '../schedules/manage.ts';
+import type { Requester } from '../core/person.ts';
+import type { ReplyTarget } from '../core/reply-target.ts';
+import { changeSchedule, schedulesSeenBy, type ScheduleChange, type ScheduleLimits } from '../schedules/manage.ts';
 import { tick, type RecordScheduleEvent, type SchedulerDeps } from '../schedules/scheduler.ts';
 import { createScheduleTool } from '../schedules/tool.ts';
 import { durationSeconds } from '../schedules/when.ts';
@@ -28,6 +30,16 @@ function scheduleLimits(config: Config): ScheduleLimits {
 /** `schedule_task`, for the tool registry. */
 export function scheduleTools(config: Config, pool: Pool): AnyBuiltinTool[] {
   return [createScheduleTool(pool, scheduleLimits(config), recordScheduleEvent(pool))];
+}
+
+/** What a person's chat commands and buttons may do to schedules: list them, change one. */
+export function scheduleVerbs(pool: Pool, approvals: ApprovalService) {
+  const isApprover = (person: Requester, place: ReplyTarget) => approvals.isApprover(person, place);
+  return {
+    schedules: (person: Requester, place: ReplyTarget) => schedulesSeenBy(pool, person, place, isApprover),
+    changeSchedule: (change: ScheduleChange, id: string, by: Requester) =>
+      changeSchedule(pool, recordScheduleEvent(pool), change, id, { person: by, isApprover }, new Date()),
+  };
 }
 
 /** The scheduler's dependencies: the policy in force, the place's outbound, the audit log. */

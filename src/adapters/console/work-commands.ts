@@ -3,6 +3,7 @@ import { WORK_COMMANDS, type WorkCommandName } from '../../core/work-commands.ts
 import type { ConsoleCommand } from './inbound.ts';
 import { skillConsoleCommands } from './skill-commands.ts';
 import { attachConsoleCommand } from './attach.ts';
+import { scheduleButtonValue, type ScheduleButtonVerb } from '../../core/buttons.ts';
 
 /** `/code REPO TASK`, `/review REPO BRANCH`, `/research TOPIC`: the command and the rest of the line. */
 const WORK_LINE = new RegExp(`^/(${WORK_COMMANDS.join('|')})(?:\\s+([\\s\\S]*))?$`);
@@ -59,9 +60,43 @@ function connectUsage(servers: readonly string[]): string {
   return `Usage: /connect SERVER. Per-person servers: ${servers.join(', ')}.`;
 }
 
+/** `/schedules`, or `/schedules pause|resume|delete ID` (the 8 characters the list shows, or more). */
+const SCHEDULES_LINE = /^\/schedules(?:\s+(pause|resume|delete)\s+([0-9a-f-]{8,36}))?$/;
+
+/**
+ * `/schedules` prints the operator's schedules with their ids; `/schedules pause|resume|delete ID`
+ * presses that schedule's button, through the same dispatch (and the same checks) as a click.
+ */
+function scheduleConsoleCommands(ctx: Pick<AdapterContext, 'schedules' | 'pressButton'>): ConsoleCommand {
+  return async (line, person) => {
+    const typed = SCHEDULES_LINE.exec(line.trim());
+    if (!typed) return undefined;
+    // A terminal is its operator's own place: the list is theirs.
+    const listing = await ctx.schedules(person, { platform: person.platform, channel: person.userId });
+    const [, change, id] = typed;
+    if (!change || !id) {
+      const lines = [listing.heading.replaceAll('**', ''), ...listing.entries.map((e) => e.text)];
+      if (listing.entries.length) lines.push('Change one with /schedules pause|resume|delete ID.');
+      return { reply: lines.join('\n') };
+    }
+    const entry = listing.entries.find((e) => e.id.startsWith(id));
+    if (!entry) return { reply: `None of your schedules has the id ${id}.` };
+    let said = '';
+    await ctx.pressButton(scheduleButtonValue(change as ScheduleButtonVerb, entry.id), person, {
+      openDenyForm: async () => undefined,
+      showFullArguments: async () => undefined,
+      tellClicker: async (text) => {
+        said = text;
+      },
+    });
+    return { reply: said };
+  };
+}
+
 /** What the commands use of the adapter context; without the connection verbs, `/connect` is not a command. */
 type CommandContext = Pick<AdapterContext, 'skills' | 'workCommand' | 'workStatus'> &
   Partial<Pick<AdapterContext, 'budgetStatus'>> &
+  Partial<Pick<AdapterContext, 'schedules' | 'pressButton'>> &
   Partial<Pick<AdapterContext, 'connect' | 'connections' | 'connectableServers'>>;
 
 const hasConnections = (
@@ -76,6 +111,9 @@ export function consoleCommands(ctx: CommandContext): ConsoleCommand {
     workConsoleCommands(ctx),
     attachConsoleCommand(),
     ...(hasConnections(ctx) ? [connectionConsoleCommands(ctx)] : []),
+    ...(ctx.schedules && ctx.pressButton
+      ? [scheduleConsoleCommands({ schedules: ctx.schedules, pressButton: ctx.pressButton })]
+      : []),
   ];
   return async (line, person) => {
     for (const handle of handlers) {

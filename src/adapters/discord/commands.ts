@@ -114,6 +114,11 @@ export function commandDefinitions(repoNames: readonly string[] = [], connectabl
         },
         {
           type: ApplicationCommandOptionType.Subcommand,
+          name: 'schedules',
+          description: 'Your schedules (approvers: everyone’s here), with Pause/Resume and Delete',
+        },
+        {
+          type: ApplicationCommandOptionType.Subcommand,
           name: 'connect',
           description: 'Connect your own account to a per-person server (the link is shown to you alone)',
           options: [pickOption('server', 'Which server', connectableServers)],

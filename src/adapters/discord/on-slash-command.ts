@@ -14,7 +14,7 @@ import { neutralizeMentions } from './format/index.ts';
 import { Priority } from '../../core/work-item.ts';
 import { formatSkillList, skillRunPrompt } from '../../skills/index.ts';
 import type { DiscordOutbound } from './outbound.ts';
-import { revokeGrantValue } from '../../core/buttons.ts';
+import { revokeGrantValue, scheduleButtonValue } from '../../core/buttons.ts';
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
 import type { Grant } from '../../approval/grants.ts';
 import { grantsVisibleTo } from './grant-visibility.ts';
@@ -206,6 +206,38 @@ async function answerStatus(
   await interaction.editReply({ content: clip(neutralizeMentions(text)), ...PUBLIC_EDIT });
 }
 
+/** `/countersign schedules`: the asker's schedules (an approver's: everyone's here), privately, with buttons. */
+async function answerSchedules(ctx: AdapterContext, interaction: ChatInputCommandInteraction): Promise<void> {
+  const person = personOf(interaction);
+  const place = placeOf(interaction);
+  const admitted = ctx.approvals.mayUse(person, place);
+  if (!admitted.ok) {
+    await interaction.reply({ content: clip(admitted.refusal), ...PRIVATE });
+    return;
+  }
+  await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+  const listing = await ctx.schedules(person, place);
+  const lines = listing.entries.map((e, i) => `${i + 1}. ${e.text}`);
+  const buttons = listing.entries.flatMap((e, i) => [
+    {
+      type: 2,
+      style: 2,
+      label: `${e.paused ? 'Resume' : 'Pause'} ${i + 1}`,
+      custom_id: scheduleButtonValue(e.paused ? 'resume' : 'pause', e.id),
+    },
+    { type: 2, style: 4, label: `Delete ${i + 1}`, custom_id: scheduleButtonValue('delete', e.id) },
+  ]);
+  const rows = [];
+  for (let i = 0; i < buttons.length; i += LIMITS.buttonsPerRow) {
+    rows.push({ type: 1, components: buttons.slice(i, i + LIMITS.buttonsPerRow) });
+  }
+  await interaction.editReply({
+    content: clip(neutralizeMentions([listing.heading, ...lines].join('\n'))),
+    components: rows,
+    ...PUBLIC_EDIT,
+  } as Parameters<ChatInputCommandInteraction['editReply']>[0]);
+}
+
 /** Characters in a button's label. */
 const MAX_BUTTON_LABEL = 80;
 
@@ -265,6 +297,7 @@ function connectReply(result: ConnectResult) {
 export async function onCountersign(ctx: AdapterContext, interaction: ChatInputCommandInteraction): Promise<void> {
   const subcommand = interaction.options.getSubcommand(false);
   if (subcommand === 'status' || subcommand === 'budget') return answerStatus(ctx, interaction, subcommand);
+  if (subcommand === 'schedules') return answerSchedules(ctx, interaction);
   if (subcommand === 'connect' || subcommand === 'connections') return answerConnections(ctx, interaction, subcommand);
   if (subcommand !== 'grants') {
     const here = {
@@ -340,6 +373,7 @@ const COUNTERSIGN_HELP = [
   '**/countersign grants** — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also every grant you made.',
   '**/countersign status** — your running and queued work: type, priority, age.',
   '**/countersign budget** — the spend limits your requests here count against: used, reserved, left, reset.',
+  '**/countersign schedules** — your schedules (an approver: everyone’s in this channel), each with Pause/Resume and Delete.',
   '**/countersign connect** server — connect your own account to a per-person server; the link is shown to you alone.',
   '**/countersign connections** — your connections: server, account, connected, last used.',
   '**/skills** — the skills I can run · **/skill** — run one.',

@@ -10,7 +10,14 @@ import {
 } from '../../approval/card.ts';
 import { type ApprovalCard } from '../../core/approval-card.ts';
 import type { KnownBlock } from '@slack/web-api';
-import { buttonValue, FEEDBACK_PREFIX, MAX_DENY_REASON, revokeGrantValue } from '../../core/buttons.ts';
+import {
+  buttonValue,
+  FEEDBACK_PREFIX,
+  MAX_DENY_REASON,
+  revokeGrantValue,
+  scheduleButtonValue,
+} from '../../core/buttons.ts';
+import type { ScheduleListing } from '../../core/schedule-list.ts';
 import { fitMrkdwn, markdownToMrkdwn, mrkdwnPieces } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 
@@ -41,6 +48,33 @@ function actions(buttons: ReplyButton[], prefix: string): Block[] {
         ...(b.url ? { url: b.url } : { value: b.value }),
         ...(b.style === 'secondary' ? {} : { style: STYLE[b.style] }),
       })),
+    });
+  }
+  return blocks;
+}
+
+/** `/countersign schedules`: one section per schedule, then its Pause (or Resume) and Delete buttons. */
+export function scheduleListBlocks(listing: ScheduleListing): Block[] {
+  const blocks: Block[] = [markdownSection(listing.heading)];
+  for (const { id, text, paused } of listing.entries) {
+    const change = paused ? 'resume' : 'pause';
+    blocks.push(markdownSection(text), {
+      type: 'actions',
+      elements: [
+        {
+          type: 'button',
+          action_id: `countersign_schedule_${change}_${id.slice(0, 8)}`,
+          text: { type: 'plain_text', text: paused ? 'Resume' : 'Pause', emoji: true },
+          value: scheduleButtonValue(change, id),
+        },
+        {
+          type: 'button',
+          action_id: `countersign_schedule_delete_${id.slice(0, 8)}`,
+          text: { type: 'plain_text', text: 'Delete', emoji: true },
+          style: 'danger',
+          value: scheduleButtonValue('delete', id),
+        },
+      ],
     });
   }
   return blocks;

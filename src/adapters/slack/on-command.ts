@@ -8,7 +8,7 @@ import type { SlackOutbound } from './outbound.ts';
 import { slackErrorOf } from './api-errors.ts';
 import type { SlackUserGroups } from './user-groups.ts';
 import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
-import { connectLinkMessage, grantListBlocks, replyBlocks, type Block } from './blocks.ts';
+import { connectLinkMessage, grantListBlocks, replyBlocks, scheduleListBlocks, type Block } from './blocks.ts';
 import type { ReplyButton } from '../../core/reply-target.ts';
 import { grantsInTheirConversations, type SlackMemberships } from './memberships.ts';
 import { SLACK_RULES } from './rules.ts';
@@ -28,6 +28,7 @@ function countersignHelp(command: string, mode: keyof typeof MODE_HELP, names: W
     `*${command} grants* — the standing grants ("Always allow here") that apply in this channel, each with a Revoke button. In a DM: also the grants you made in conversations you are still in.`,
     `*${command} status* — your running and queued work: type, priority, age.`,
     `*${command} budget* — the spend limits your requests here count against: used, reserved, left, reset.`,
+    `*${command} schedules* — your schedules (an approver: everyone's in this channel), each with Pause/Resume and Delete.`,
     `*${command} connect SERVER* — connect your own account to a per-person server; the link is shown to you alone.`,
     `*${command} connections* — your connections: server, account, connected, last used.`,
     '*/skills* — the skills I can run · */skill <name> <input>* — run one.',
@@ -215,7 +216,7 @@ async function postRunHeader(
 }
 
 /** The `/countersign` verbs that answer the person who ran it about their own things. */
-const PERSONAL_VERBS = new Set(['grants', 'status', 'budget', 'connect', 'connections']);
+const PERSONAL_VERBS = new Set(['grants', 'status', 'budget', 'schedules', 'connect', 'connections']);
 
 /**
  * `/countersign grants` lists the standing grants with a Revoke button each, to people the policy
@@ -256,6 +257,12 @@ async function answerCountersign(
   }
   if (asked === 'budget') {
     await ack({ response_type: 'ephemeral', text: markdownToMrkdwn(await ctx.budgetStatus(person, place)) });
+    return;
+  }
+  if (asked === 'schedules') {
+    const listing = await ctx.schedules(person, place);
+    const text = markdownToMrkdwn(listing.heading);
+    await ack({ response_type: 'ephemeral', text, blocks: scheduleListBlocks(listing) });
     return;
   }
   if (asked === 'connect' || asked === 'connections') {

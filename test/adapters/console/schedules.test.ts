@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSchedule } from '../../../src/schedules/manage.ts';
+import { findSchedule } from '../../../src/schedules/store.ts';
+import { recordScheduleEvent } from '../../../src/wiring/schedules.ts';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
+import { startHarness } from '../../helpers/harness.ts';
+import { runCli } from '../../helpers/processes.ts';
+
+describe('/schedules in the console with piped stdin', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db.drop());
+
+  it('lists the operator’s schedules and pauses one by the id it shows', async () => {
+    const h = await startHarness({ db });
+    const owner = { platform: 'console', userId: userInfo().username || 'console', workspace: 'local' };
+    const made = await createSchedule(
+      h.app.pool,
+      { maxPerPerson: 20, minIntervalSeconds: 300 },
+      recordScheduleEvent(h.app.pool),
+      {
+        id: randomUUID(),
+        owner,
+        place: { platform: 'console', channel: 'earlier-session' },
+        conversationId: 'console:earlier-session',
+        when: 'every 1d',
+        task: 'tidy the notes',
+        background: false,
+        catchUp: 'latest',
+      },
+      new Date(),
+    );
+    await h.stop();
+    if (!made.ok) throw new Error(made.message);
+    const id = made.schedule.id.slice(0, 8);
+    const run = runCli(
+      ['start'],
+      {
+        DATABASE_URL: db.url,
+        AI_PROVIDER: 'scripted',
+        HTTP_PORT: '0',
+        HTTP_HOST: '127.0.0.1',
+        LOG_LEVEL: 'silent',
+        AGENT_WORKSPACE_ROOT: mkdtempSync(path.join(tmpdir(), 'cs-schedules-')),
+      },
+      `/schedules\n/schedules pause ${id}\n/schedules delete 00000000\n`,
+    );
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(0);
+    const out = run.stdout();
+    expect(out).toContain(`${id}  every 1d`);
+    expect(out).toContain('tidy the notes');
+    expect(out).toMatch(new RegExp(`Schedule ${id} .* is paused\\.`));
+    expect(out).toContain('None of your schedules has the id 00000000.');
+    const h2 = await startHarness({ db });
+    try {
+      expect(await findSchedule(h2.app.pool, made.schedule.id)).toMatchObject({ status: 'paused' });
+    } finally {
+      await h2.stop();
+    }
+  });
+});
