@@ -269,4 +269,22 @@ describe('one OpenTelemetry trace per turn', () => {
       'the launch code is tulip',
     );
   });
+
+  it('ends the approval wait as expired, in the parked turn’s trace, when nobody decides in time', async () => {
+    const running = worker();
+    const item = await mention('expiring', 'Ev0EXPIRING');
+    const traceId = String(item.payload.traceparent).split('-')[1]!;
+    await cardOf(item.id);
+    await h.app.pool.query(`UPDATE countersign.approval_envelopes SET expires_at = now() WHERE work_item_id = $1`, [
+      item.id,
+    ]);
+    expect(await h.app.approvals.expireStale()).toBe(1);
+    const spans = await traceWith(receiver, traceId, { 'run CHAT': 1, 'approval wait': 1 });
+    const wait = one(spans, 'approval wait');
+    expect(wait.parentSpanId).toBe(one(spans, 'run CHAT').spanId);
+    expect(wait.attributes['countersign.approval.outcome']).toBe('expired');
+    expect(wait.attributes).not.toHaveProperty('countersign.approval.decider');
+    running.child.kill('SIGTERM');
+    await running.exited;
+  });
 });
