@@ -16,7 +16,8 @@ import { policyStillAllows, ruleName, type GrantOffer } from './grants.ts';
 import { decideCall, recordApprovedChanges } from './taint.ts';
 import { insertGrant } from './grant-store.ts';
 import type { PoolClient } from '../db/pool.ts';
-import { startSpan, traceCarrier, type Span } from '../telemetry/spans.ts';
+import { traceCarrier } from '../telemetry/spans.ts';
+import { approvalWaitSpan, endApprovalWait } from './approval-wait.ts';
 import { audit, auditRejection, consumeNonce, findEnvelopeByNonce, recordPartialDecisions } from './store.ts';
 import { alreadyDecided, verifyAdded, verifyCoverage, verifyOpen, type RecordedDecision } from './verify.ts';
 
@@ -345,42 +346,10 @@ async function consume(
   });
   // A lost race ends no span: it is never exported, and the click that wins records the wait.
   if (!consumed) return undefined;
-  endApprovalWait(wait, consumed, clicker, decisions);
+  const approved = decisions.filter((d) => d.approved).length;
+  endApprovalWait(wait, consumed, approved === decisions.length ? 'approved' : approved ? 'mixed' : 'denied', clicker);
   await refreshCard(ctx, consumed, 'decided', clicked);
   return { ok: true, continuation, envelope: consumed };
-}
-
-/**
- * The approval wait, from the card's envelope (stored when the turn parked) to this decision, in the
- * parked run's trace (its context is kept in the envelope's turn state, src/approval/request.ts).
- */
-function approvalWaitSpan(envelope: EnvelopeRow) {
-  return startSpan('approval wait', {
-    parent: envelope.turn_state,
-    startTime: envelope.created_at,
-    attributes: {
-      'countersign.approval.envelope_id': envelope.id,
-      'countersign.approval.kind': envelope.kind,
-      'countersign.conversation.id': envelope.conversation_id,
-      'gen_ai.conversation.id': envelope.conversation_id,
-    },
-  });
-}
-
-/** Who decided (platform ids, never names), what, and how long the card waited. */
-function endApprovalWait(wait: Span, consumed: EnvelopeRow, clicker: Requester, decisions: CallDecision[]): void {
-  const approved = decisions.filter((d) => d.approved).length;
-  const outcome = approved === decisions.length ? 'approved' : approved === 0 ? 'denied' : 'mixed';
-  const decidedAt = consumed.decided_at ?? new Date();
-  wait.setAttributes({
-    'countersign.approval.decider': personKey(clicker),
-    'countersign.approval.outcome': outcome,
-    'countersign.approval.wait_ms': decidedAt.getTime() - consumed.created_at.getTime(),
-    ...(consumed.continuation_work_item
-      ? { 'countersign.approval.continuation': consumed.continuation_work_item }
-      : {}),
-  });
-  wait.end(decidedAt);
 }
 
 /**

@@ -3,6 +3,7 @@ import { TEXTS } from '../core/texts.ts';
 import { expireParkedTurn } from '../queue/turn-lifecycle.ts';
 import type { ApprovalContext } from './context.ts';
 import { refreshCard } from './show.ts';
+import { approvalWaitSpan, endApprovalWait } from './approval-wait.ts';
 import { audit, expireEnvelopes } from './store.ts';
 
 /**
@@ -13,6 +14,7 @@ export async function expireStale(ctx: ApprovalContext): Promise<number> {
   const expired = await expireEnvelopes(ctx.pool);
   for (const envelope of expired) {
     await audit(ctx.pool, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'expired' });
+    endApprovalWait(approvalWaitSpan(envelope), envelope, 'expired');
     await refreshCard(ctx, envelope, 'expired');
     // Told separately from the card: the card may sit far up the conversation, out of sight.
     try {
