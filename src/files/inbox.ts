@@ -1,11 +1,7 @@
-import { createHash } from 'node:crypto';
 import { mkdir, open, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { displayPath, resolveInWorkspace } from '../agent/tools/workspace/confine.ts';
-import { conversationFolder } from './names.ts';
-
-/** Where received files go, relative to the workspace: `inbox/<conversation>/<name>`. */
-const INBOX = 'inbox';
+import { INBOX_DIR, inboxFolderOf } from '../core/inbox.ts';
 
 /** Other names tried when a different file already has this one (`report-2.csv`, …). */
 const OTHER_NAMES = 50;
@@ -17,8 +13,7 @@ const OTHER_NAMES = 50;
  * a crash) keep their path, other bytes under a taken name get `-2`, `-3`, ….
  */
 export async function saveToInbox(root: string, conversationId: string, name: string, bytes: Buffer): Promise<string> {
-  const hash = createHash('sha256').update(conversationId).digest('hex');
-  const folder = `${INBOX}/${conversationFolder(conversationId, hash)}`;
+  const folder = `${INBOX_DIR}/${inboxFolderOf(conversationId)}`;
   await mkdir(await resolveInWorkspace(root, folder), { recursive: true });
   const ext = path.extname(name);
   const stem = name.slice(0, name.length - ext.length);

@@ -42,15 +42,3 @@ function shortened(name: string): string {
   const keep = ext.length > 0 && ext.length <= 16 ? ext : '';
   return [...name.slice(0, name.length - keep.length)].slice(0, NAME_CHARS - [...keep].length).join('') + keep;
 }
-
-/**
- * A conversation's folder under inbox/: its id's safe characters and a short hash of the whole id,
- * so two ids that differ only in unsafe characters never share a folder.
- */
-export function conversationFolder(conversationId: string, hash: string): string {
-  const readable = conversationId
-    .replace(/[^A-Za-z0-9._-]/g, '_')
-    .replace(/^[._]+/, '')
-    .slice(0, 60);
-  return `${readable || 'conversation'}-${hash.slice(0, 8)}`;
-}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { git } from './git.ts';
+import { INBOX_DIR } from '../core/inbox.ts';
 
 /**
  * What a conversation changed in its worktree: the commit the bot makes of it, and the files and
@@ -60,13 +61,19 @@ function trailerLine(trailer: string): string {
  * `--trailer`: that runs `git interpret-trailers`, which runs any `trailer.<key>.cmd` the
  * repository's configuration names.
  */
+/**
+ * Files people sent in the conversation, saved in the worktree under `inbox/<conversation>-<hash>/`
+ * (src/files): never part of the change, whose merge would put a screenshot or a log in history.
+ */
+const RECEIVED_FILES = `:(top,exclude,glob)${INBOX_DIR}/*-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]/**`;
+
 export async function commitWorktree(
   worktreePath: string,
   opts: { message: string; trailers: string[] },
 ): Promise<{ sha: string } | undefined> {
   const { message, trailers } = CommitOptions.parse(opts);
   const full = commitMessage(message, trailers);
-  await git(worktreePath, ['add', '-A']);
+  await git(worktreePath, ['add', '-A', '--', '.', RECEIVED_FILES]);
   const staged = await git(worktreePath, ['diff', '--cached', '--name-only', '-z']);
   if (staged.stdout === '') return undefined;
   // A repository may ask for signed commits; the bot has no key and gpg.program is fixed to `false`.

@@ -47,7 +47,7 @@ export async function createSchedule(
   if (!read.ok) return read;
   const next = slotAfter(read.when, now);
   if (!next) return { ok: false, message: `"${request.when}" never runs.` };
-  const ownerKey = personKey(request.owner);
+  const ownerKey = ownerKeyOf(request.owner);
   const existing = await findSchedule(pool, request.id);
   if (!existing && (await countLiveSchedulesOf(pool, ownerKey)) >= limits.maxPerPerson) {
     return {
@@ -163,6 +163,14 @@ export async function describeSchedules(pool: Pool, schedules: ScheduleRow[]): P
 const LISTED = 10;
 
 /**
+ * Whose schedules these are, for listing and the per-person limit: a user id means a person only in
+ * the workspace that vouches for it, so a lookalike id from another Slack org is someone else.
+ */
+function ownerKeyOf(person: Requester): string {
+  return `${personKey(person)}@${person.workspace ?? ''}`;
+}
+
+/**
  * `/countersign schedules`: the person's own schedules and, for an approver where they ask, everyone's
  * in that channel; newest first.
  */
@@ -172,7 +180,7 @@ export async function schedulesSeenBy(
   place: ReplyTarget,
   isApprover: IsApprover,
 ): Promise<ScheduleListing> {
-  const own = await listSchedules(pool, { ownerKey: personKey(person) }, LISTED);
+  const own = await listSchedules(pool, { ownerKey: ownerKeyOf(person) }, LISTED);
   const approver = isApprover(person, place);
   const here = approver ? await listSchedules(pool, { platform: place.platform, channel: place.channel }, LISTED) : [];
   const seen = new Map([...own, ...here].map((s) => [s.id, s]));

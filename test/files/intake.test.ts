@@ -50,7 +50,7 @@ describe('receiving the files of a message', () => {
     expect(intake.attachments).toEqual([]);
     const read = await readFileTool(workspaceOf(root)).execute({ path: saved!, offset: 1, limit: 2000 } as never, {
       workItemId: 'w',
-      conversationId: 'c',
+      conversationId: 'test:C1:1700000000.1',
       requester: { platform: 'test', userId: 'U1' },
       signal: new AbortController().signal,
       log: pino({ level: 'silent' }),

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { branchTip, changeDiff, changedFiles, commitWorktree } from '../../src/repos/changes.ts';
 import { commitFiles, makeHostile, makeRepo, rev, setupGit } from './git-fixture.ts';
+import { saveToInbox } from '../../src/files/inbox.ts';
 
 /** A clone on a `feature` branch made from `main`. */
 function featureRepo() {
@@ -50,6 +51,17 @@ describe('commitWorktree', () => {
     write(clone, 'build/out.js', 'x\n');
     const made = await commitWorktree(clone, { message: 'add a', trailers: [] });
     expect(setupGit(clone, 'show', '--name-only', '--format=', made!.sha).trim()).toBe('src/a.ts');
+  });
+
+  it('leaves the files people sent out of the change, and the repository’s own inbox/ in', async () => {
+    const { clone } = featureRepo();
+    const received = await saveToInbox(clone, 'slack:T1:C0DEV0001', 'screenshot.png', Buffer.from('png'));
+    write(clone, 'inbox/README.md', 'the repository’s own inbox folder\n');
+    write(clone, 'src/fix.ts', 'fixed\n');
+    const made = await commitWorktree(clone, { message: 'fix', trailers: [] });
+    const committed = setupGit(clone, 'show', '--name-only', '--format=', made!.sha).trim().split('\n');
+    expect(committed.sort()).toEqual(['inbox/README.md', 'src/fix.ts']);
+    expect(committed).not.toContain(received);
   });
 
   it('uses a default message when the model gave none, and caps a long one', async () => {

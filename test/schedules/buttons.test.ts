@@ -100,4 +100,29 @@ describe('schedule buttons', () => {
     expect((await verbs.schedules(mallory, place)).entries).toEqual([]);
     expect((await verbs.schedules(alice, place)).entries.map((e) => e.id)).toContain(s.id);
   });
+  it('lists a person’s own schedules, never a same-id lookalike’s from another workspace', async () => {
+    const owner: Requester = { platform: 'test', userId: 'U7', workspace: 'T0HOME' };
+    const lookalike: Requester = { platform: 'test', userId: 'U7', workspace: 'T0OTHER' };
+    const made = await createSchedule(
+      h.app.pool,
+      { maxPerPerson: 20, minIntervalSeconds: 300 },
+      recordScheduleEvent(h.app.pool),
+      {
+        id: randomUUID(),
+        owner,
+        place: { platform: 'test', channel: 'lookalike-check' },
+        conversationId: 'lookalike-check',
+        when: 'every 1h',
+        task: 'read the home workspace’s incidents',
+        background: false,
+        catchUp: 'latest',
+      },
+      new Date(),
+    );
+    if (!made.ok) throw new Error(made.message);
+    const { schedules } = scheduleVerbs(h.app.pool, h.app.approvals);
+    const place = { platform: 'test', channel: 'elsewhere' };
+    expect((await schedules(owner, place)).entries.map((e) => e.id)).toContain(made.schedule.id);
+    expect((await schedules(lookalike, place)).entries.map((e) => e.id)).not.toContain(made.schedule.id);
+  });
 });

@@ -103,6 +103,12 @@ describe('/code, /review, /research and /countersign status on Slack', () => {
       `the header "${text}"`,
     );
 
+  /**
+   * What the channel itself shows (a work command's header): the earlier tests' turns still answer in
+   * their threads while later tests run, so thread replies are not counted.
+   */
+  const headers = () => fake.botMessages(CHANNEL).filter((m) => m.thread_ts === undefined);
+
   it('posts /code’s header in the channel and enqueues a CODE item whose conversation is its thread', async () => {
     const { ack } = await run('/code', 'api add a health check');
     // Acknowledged at once, with nothing for the channel to see in the ack itself.
@@ -154,33 +160,33 @@ describe('/code, /review, /research and /countersign status on Slack', () => {
   });
 
   it('answers an unknown repository privately with the known ones, posting and enqueueing nothing', async () => {
-    const before = fake.botMessages(CHANNEL).length;
+    const before = headers().length;
     const user = 'U0CAROL001';
     const { answer } = await run('/code', 'nosuch do something', user);
     const body = await answer();
     expect(body).toMatchObject({ response_type: 'ephemeral' });
     expect(String(body.text)).toContain('api');
-    expect(fake.botMessages(CHANNEL)).toHaveLength(before);
+    expect(headers()).toHaveLength(before);
     expect(await itemsOf(user)).toEqual([]);
   });
 
   it('tells a person the policy refuses only the refusal — no repository names, no header, no item', async () => {
-    const before = fake.botMessages(CHANNEL).length;
+    const before = headers().length;
     const { answer } = await run('/code', 'nosuch do something', MALLORY);
     const body = await answer();
     expect(body).toEqual(expect.objectContaining({ response_type: 'ephemeral', text: REFUSAL }));
     await run('/research', 'anything at all', MALLORY)
       .then(({ answer: second }) => second())
       .then((second) => expect(second.text).toBe(REFUSAL));
-    expect(fake.botMessages(CHANNEL)).toHaveLength(before);
+    expect(headers()).toHaveLength(before);
     expect(await itemsOf(MALLORY)).toEqual([]);
   });
 
   it('handles a command forged for another team as today’s commands are: the policy refuses it', async () => {
-    const before = fake.botMessages(CHANNEL).length;
+    const before = headers().length;
     const { answer } = await run('/code', 'api rm -rf everything', 'U0FORGED01', CHANNEL, 'T0OTHER001');
     expect((await answer()).text).toBe(REFUSAL);
-    expect(fake.botMessages(CHANNEL)).toHaveLength(before);
+    expect(headers()).toHaveLength(before);
     expect(await itemsOf('U0FORGED01')).toEqual([]);
   });
 

@@ -1,6 +1,8 @@
 import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { INBOX_DIR, inboxFolderOf } from '../../../core/inbox.ts';
 import { z } from 'zod';
-import { displayPath, resolveInWorkspace, WORKSPACE_LIMITS } from './confine.ts';
+import { displayPath, resolveInWorkspace, WORKSPACE_LIMITS, WorkspacePathError } from './confine.ts';
 
 export const PathArg = z
   .string()
@@ -15,6 +17,8 @@ export interface WorkspaceAccess {
   resolve(userPath: string): Promise<string>;
   /** A resolved path as the model and the card see it. */
   show(absolute: string): Promise<string>;
+  /** Whether a resolved path lies in another conversation's inbox: never listed, searched or read here. */
+  hides(absolute: string): Promise<boolean>;
 }
 
 /** The workspace a call works in, by its conversation (see `WorkspaceRoots`). */
@@ -29,19 +33,29 @@ export type WorkspaceRoots = (conversationId: string) => string | undefined;
 
 /** The workspace of each call: its conversation's own root when `rootOf` names one, else `root`. */
 export function workspaceOf(root: string, rootOf?: WorkspaceRoots): WorkspaceOf {
-  const fixed = workspaceAccess(root);
-  if (!rootOf) return () => fixed;
-  return ({ conversationId }) => {
-    const own = rootOf(conversationId);
-    return own ? workspaceAccess(own) : fixed;
-  };
+  return ({ conversationId }) => workspaceAccess(rootOf?.(conversationId) ?? root, conversationId);
 }
 
-function workspaceAccess(root: string): WorkspaceAccess {
+function workspaceAccess(root: string, conversationId: string): WorkspaceAccess {
+  const own = inboxFolderOf(conversationId);
+  // Files people send are saved in the shared workspace, one folder per conversation: another
+  // conversation's folder holds what someone sent privately, so it is out of reach here.
+  const hides = async (absolute: string) => {
+    const [top, folder] = path.relative(await realpath(root), absolute).split(path.sep);
+    return top === INBOX_DIR && folder !== undefined && folder !== own;
+  };
   return {
     root,
-    resolve: (userPath) => resolveInWorkspace(root, userPath),
+    resolve: async (userPath) => {
+      const resolved = await resolveInWorkspace(root, userPath);
+      if (await hides(resolved))
+        throw new WorkspacePathError(
+          `${userPath} is in another conversation's inbox (files people sent there); this conversation reaches only ${INBOX_DIR}/${own}`,
+        );
+      return resolved;
+    },
     // Resolved paths are under the root's real path; show them relative to that.
     show: async (absolute) => displayPath(await realpath(root), absolute),
+    hides,
   };
 }

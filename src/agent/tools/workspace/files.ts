@@ -157,7 +157,7 @@ export interface WalkEntry {
  */
 export async function walk(
   dir: string,
-  options: { recursive: boolean; limit: number },
+  options: { recursive: boolean; limit: number; skip?: (absolute: string) => Promise<boolean> },
 ): Promise<{
   entries: WalkEntry[];
   complete: boolean;
@@ -170,6 +170,7 @@ export async function walk(
     for (const child of children) {
       if (entries.length >= options.limit) return { entries, complete: false };
       const absolute = path.join(current, child.name);
+      if (await options.skip?.(absolute)) continue;
       const kind = child.isSymbolicLink() ? 'link' : child.isDirectory() ? 'dir' : child.isFile() ? 'file' : 'other';
       entries.push({ absolute, kind });
       if (kind === 'dir' && options.recursive) queue.push(absolute);

@@ -38,7 +38,7 @@ async function listFiles(ws: WorkspaceAccess, { path: p, recursive }: ListArgs):
   try {
     const dir = await ws.resolve(p);
     await requireFolder(dir);
-    const { entries, complete } = await walk(dir, { recursive, limit: WORKSPACE_LIMITS.listEntries });
+    const { entries, complete } = await walk(dir, { recursive, limit: WORKSPACE_LIMITS.listEntries, skip: ws.hides });
     const base = await realpath(ws.root);
     const lines = entries.map(
       (e) => displayPath(base, e.absolute) + (e.kind === 'dir' ? '/' : e.kind === 'link' ? '@' : ''),

@@ -59,7 +59,11 @@ async function searchFiles(
     const dir = await ws.resolve(p);
     await requireFolder(dir);
     const base = await realpath(ws.root);
-    const { entries, complete } = await walk(dir, { recursive: true, limit: WORKSPACE_LIMITS.searchFiles });
+    const { entries, complete } = await walk(dir, {
+      recursive: true,
+      limit: WORKSPACE_LIMITS.searchFiles,
+      skip: ws.hides,
+    });
     const tally: SearchTally = { matches: [], skipped: 0, special: 0 };
     for (const entry of entries) {
       if (entry.kind === 'other') tally.special++;
