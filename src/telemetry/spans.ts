@@ -12,6 +12,7 @@ import {
   type Span,
   type TimeInput,
 } from '@opentelemetry/api';
+import { capturesContent } from './gen-ai.ts';
 
 /**
  * The spans of a turn, through the OpenTelemetry API only. Without an SDK (no
@@ -91,8 +92,19 @@ export function startSpan(name: string, options: SpanOptions): Span {
   return tracer.startSpan(name, spanOptions, parent === undefined ? context.active() : parentContext(parent));
 }
 
-/** Records a failure on a span: the exception event and an error status. */
+/**
+ * Records a failure on a span. An error's message often repeats what it failed on (an MCP server's
+ * error quotes the tool's arguments, a provider's the prompt), so without the content opt-in only
+ * its kind is recorded: `error.type`, and an exception event without message or stack.
+ */
 function failSpan(span: Span, error: unknown): void {
+  const kind = error instanceof Error ? ((error as NodeJS.ErrnoException).code ?? error.name) : typeof error;
+  if (!capturesContent()) {
+    span.setAttribute('error.type', kind);
+    span.recordException({ name: kind });
+    span.setStatus({ code: SpanStatusCode.ERROR, message: kind });
+    return;
+  }
   span.recordException(error instanceof Error ? error : String(error));
   span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
 }
