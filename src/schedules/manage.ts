@@ -166,7 +166,7 @@ const LISTED = 10;
  * Whose schedules these are, for listing and the per-person limit: a user id means a person only in
  * the workspace that vouches for it, so a lookalike id from another Slack org is someone else.
  */
-function ownerKeyOf(person: Requester): string {
+export function ownerKeyOf(person: Requester): string {
   return `${personKey(person)}@${person.workspace ?? ''}`;
 }
 

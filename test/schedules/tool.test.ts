@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Script } from '../../src/agent/providers/scripted.ts';
 import { personKey, type Requester } from '../../src/core/person.ts';
-import { changeSchedule } from '../../src/schedules/manage.ts';
+import { changeSchedule, ownerKeyOf } from '../../src/schedules/manage.ts';
 import { listSchedules } from '../../src/schedules/store.ts';
 import { recordScheduleEvent } from '../../src/wiring/schedules.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
@@ -52,12 +52,12 @@ describe('schedule_task', () => {
     expect(card).toContain('Schedule: 0 9 * * 1-5 Europe/Berlin');
     expect(card.match(/• \w{3}, \d{4}-\d{2}-\d{2}, 09:00 .*\(Europe\/Berlin\)/g)).toHaveLength(3);
     expect(card).toContain('Task: summarise incidents');
-    expect(await listSchedules(h.app.pool, { ownerKey: personKey(alice) })).toEqual([]);
+    expect(await listSchedules(h.app.pool, { ownerKey: ownerKeyOf(alice) })).toEqual([]);
 
     expect((await h.app.approvals.click(`${envelope.nonce}.A`, alice)).ok).toBe(true);
     const [made] = await waitFor(
       async () => {
-        const found = await listSchedules(h.app.pool, { ownerKey: personKey(alice) });
+        const found = await listSchedules(h.app.pool, { ownerKey: ownerKeyOf(alice) });
         return found.length ? found : undefined;
       },
       20_000,
@@ -73,7 +73,7 @@ describe('schedule_task', () => {
   });
 
   it('lets only the owner or an approver pause, resume or delete a schedule', async () => {
-    const [schedule] = await listSchedules(h.app.pool, { ownerKey: personKey(alice) });
+    const [schedule] = await listSchedules(h.app.pool, { ownerKey: ownerKeyOf(alice) });
     const record = recordScheduleEvent(h.app.pool);
     const isApprover = (person: Requester) => h.config.APPROVERS.includes(personKey(person));
     const as = (person: Requester) => ({ person, isApprover });
@@ -83,7 +83,7 @@ describe('schedule_task', () => {
     expect(await changeSchedule(h.app.pool, record, 'pause', schedule!.id, as(alice), now)).toMatchObject({ ok: true });
     expect(await changeSchedule(h.app.pool, record, 'resume', schedule!.id, as(bob), now)).toMatchObject({ ok: true });
     expect(await changeSchedule(h.app.pool, record, 'delete', schedule!.id, as(bob), now)).toMatchObject({ ok: true });
-    expect(await listSchedules(h.app.pool, { ownerKey: personKey(alice) })).toEqual([]);
+    expect(await listSchedules(h.app.pool, { ownerKey: ownerKeyOf(alice) })).toEqual([]);
     const { rows } = await h.app.pool.query(
       `SELECT event, actor->>'userId' AS who FROM countersign.approval_audit WHERE detail->>'schedule' = $1 ORDER BY id`,
       [schedule!.id],
