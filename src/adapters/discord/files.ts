@@ -1,5 +1,6 @@
 import type { Message } from 'discord.js';
 import type { FileRef } from '../../core/work-item.ts';
+import { readCapped } from '../../reply/read-capped.ts';
 
 /** Discord's CDN hosts: attachments are served from them, signed, and need no token. */
 const DISCORD_CDN_HOST = /^(cdn\.discordapp\.com|media\.discordapp\.net)$/;
@@ -31,15 +32,5 @@ export async function downloadAttachment(
   if (!cdn && url.origin !== apiOrigin) throw new Error(`its URL is on ${url.host}, not Discord's CDN`);
   const answer = await fetch(url, { redirect: 'error', signal });
   if (!answer.ok) throw new Error(`Discord's CDN answered ${answer.status}`);
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of answer.body ?? []) {
-    chunks.push(Buffer.from(chunk));
-    length += chunk.length;
-    if (length > maxBytes) {
-      await answer.body?.cancel().catch(() => undefined);
-      break;
-    }
-  }
-  return Buffer.concat(chunks).subarray(0, maxBytes + 1);
+  return readCapped(answer, maxBytes);
 }

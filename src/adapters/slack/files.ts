@@ -1,4 +1,5 @@
 import type { FileRef } from '../../core/work-item.ts';
+import { readCapped } from '../../reply/read-capped.ts';
 
 /** Hosts Slack serves and takes files on: files.slack.com, files-origin.slack.com, GovSlack's. */
 const SLACK_FILE_HOST = /(^|\.)slack(-gov)?\.com$/;
@@ -70,19 +71,4 @@ export async function downloadSlackFile(
     return readCapped(answer, maxBytes);
   }
   throw new Error(`Slack redirected it more than ${MAX_REDIRECTS} times`);
-}
-
-/** The body, stopping once it passes `maxBytes`: an oversized file is never read whole. */
-async function readCapped(answer: Response, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of answer.body ?? []) {
-    chunks.push(Buffer.from(chunk));
-    length += chunk.length;
-    if (length > maxBytes) {
-      await answer.body?.cancel().catch(() => undefined);
-      break;
-    }
-  }
-  return Buffer.concat(chunks).subarray(0, maxBytes + 1);
 }
