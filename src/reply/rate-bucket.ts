@@ -64,6 +64,31 @@ export async function waitForToken(
   }
 }
 
+/** One budget a call draws from: its bucket's key and shape. */
+export interface BudgetDraw {
+  key: string;
+  bucket: BucketShape;
+}
+
+/**
+ * Takes a token from each budget in turn and waits until all may be used (a call counted by several
+ * budgets: Discord's channel and global ones). Given up while waiting for a later one, the tokens
+ * already taken go back too: a wait given up costs no budget a call, not even the ones it had passed.
+ */
+async function waitForTokens(db: Queryable, draws: readonly BudgetDraw[], signal?: AbortSignal): Promise<void> {
+  const taken: BudgetDraw[] = [];
+  try {
+    for (const draw of draws) {
+      await waitForToken(db, draw.key, draw.bucket, signal);
+      taken.push(draw);
+    }
+  } catch (error) {
+    // Best effort, as in waitForToken.
+    for (const draw of taken) await giveTokenBack(db, draw.key, draw.bucket).catch(() => undefined);
+    throw error;
+  }
+}
+
 async function giveTokenBack(db: Queryable, key: string, bucket: BucketShape): Promise<void> {
   await db.query('UPDATE countersign.rate_buckets SET tokens = LEAST($2::float8, tokens + 1) WHERE key = $1', [
     key,
@@ -95,6 +120,11 @@ export class RateBuckets {
   /** Takes a token and waits until it may be used. */
   wait(key: string, bucket: BucketShape, signal?: AbortSignal): Promise<void> {
     return waitForToken(this.#db, key, bucket, signal);
+  }
+
+  /** Takes a token of each budget and waits until all may be used (see `waitForTokens`). */
+  waitAll(draws: readonly BudgetDraw[], signal?: AbortSignal): Promise<void> {
+    return waitForTokens(this.#db, draws, signal);
   }
 
   /** Takes a token only if one is free now (see `tryTakeToken`). */

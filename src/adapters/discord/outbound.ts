@@ -58,10 +58,18 @@ export class DiscordOutbound implements Outbound {
     this.#applicationId = applicationId;
   }
 
-  /** Takes the per-channel and global tokens of the next call to the target's channel. */
+  /**
+   * Takes the per-channel and global tokens of the next call to the target's channel. A wait given up
+   * (a reply handed to the outbox) gives back both, the channel's too when it was already taken.
+   */
   async reserve(target: ReplyTarget, signal?: AbortSignal): Promise<void> {
-    await this.#buckets.wait(channelEditBucketKey(target.channel), DISCORD_BUCKETS.channelEdit, signal);
-    await this.#buckets.wait(globalBucketKey(this.#applicationId), DISCORD_BUCKETS.global, signal);
+    await this.#buckets.waitAll(
+      [
+        { key: channelEditBucketKey(target.channel), bucket: DISCORD_BUCKETS.channelEdit },
+        { key: globalBucketKey(this.#applicationId), bucket: DISCORD_BUCKETS.global },
+      ],
+      signal,
+    );
   }
 
   async #send<T>(channel: string, call: () => Promise<T>, reserved = false): Promise<T> {
