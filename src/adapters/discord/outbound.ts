@@ -1,7 +1,7 @@
 import { REST, RateLimitError, Routes } from 'discord.js';
 import type { FileRef } from '../../core/work-item.ts';
 import { downloadAttachment } from './files.ts';
-import type { RateBuckets } from '../../reply/rate-bucket.ts';
+import type { PartialEdit, RateBuckets } from '../../reply/rate-bucket.ts';
 import type { Outbound, OutboundFile, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { metrics } from '../../metrics.ts';
@@ -62,13 +62,14 @@ export class DiscordOutbound implements Outbound {
    * Takes the per-channel and global tokens of the next call to the target's channel. A wait given up
    * (a reply handed to the outbox) gives back both, the channel's too when it was already taken.
    */
-  async reserve(target: ReplyTarget, signal?: AbortSignal): Promise<void> {
+  async reserve(target: ReplyTarget, signal?: AbortSignal, partial?: PartialEdit): Promise<void> {
     await this.#buckets.waitAll(
       [
         { key: channelEditBucketKey(target.channel), bucket: DISCORD_BUCKETS.channelEdit },
         { key: globalBucketKey(this.#applicationId), bucket: DISCORD_BUCKETS.global },
       ],
       signal,
+      partial,
     );
   }
 

@@ -2,7 +2,7 @@ import { WebClient } from '@slack/web-api';
 import type { DeliveryContext, ReplyDelivery } from '../../reply/delivery.ts';
 import type { Outbound, OutboundFile, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
-import type { RateBuckets } from '../../reply/rate-bucket.ts';
+import type { PartialEdit, RateBuckets } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
 import { replyBlocks, type Block } from './blocks.ts';
 import { fitMrkdwn, markdownToMrkdwn } from './format/index.ts';
@@ -66,7 +66,7 @@ export class SlackOutbound implements Outbound {
   }
 
   /** chat.update is the call streaming makes often; its Tier 3 budget is per workspace. */
-  async reserve(target: ReplyTarget, signal?: AbortSignal): Promise<void> {
+  async reserve(target: ReplyTarget, signal?: AbortSignal, partial?: PartialEdit): Promise<void> {
     // Burst plus a minute of refill stays within the budget for any 60-second window.
     const capacity = Math.max(1, Math.floor(this.#perMinute / LIMITS.chatUpdateBurstDivisor));
     await this.#buckets.wait(
@@ -76,6 +76,7 @@ export class SlackOutbound implements Outbound {
         refillPerSecond: Math.max(this.#perMinute - capacity, 1) / 60,
       },
       signal,
+      partial,
     );
   }
 
