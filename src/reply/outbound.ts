@@ -27,6 +27,13 @@ export interface Outbound {
   post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage>;
   edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void>;
   /**
+   * Posts `text` marked with `tag` (a work item's id) so that a later attempt can find it again: with
+   * `findEarlier`, the message this app already posted with that tag is returned instead of a new one.
+   * A worker killed between posting a placeholder and recording it then leaves no stray "…": its
+   * successor takes the same message. Absent: the platform cannot find a post again, and `post` is used.
+   */
+  postTagged?(target: ReplyTarget, text: string, tag: string, findEarlier: boolean): Promise<PostedMessage>;
+  /**
    * Waits for, and takes, the rate token of the next edit to `target`. Streams call it before they
    * decide what text to send, so that under a tight budget only the newest text is sent. Aborted by
    * `signal` while waiting, the token is given back and the call throws. A stream's partial edit

@@ -27,6 +27,11 @@ export function attachmentName(filename: string): string {
   return safe.length <= MAX_FILENAME ? safe : safe.slice(safe.length - MAX_FILENAME);
 }
 
+/** A message nonce from a tag (a work item's uuid): Discord takes at most 25 characters. */
+function nonceOf(tag: string): string {
+  return tag.replace(/-/g, '').slice(0, LIMITS.nonceLength);
+}
+
 export function createRest(token: string, apiUrl: string | undefined): REST {
   // The stream decides what to do with a 429 (retry with the newest text), not the REST queue.
   return new REST({
@@ -99,6 +104,15 @@ export class DiscordOutbound implements Outbound {
 
   post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage> {
     return this.postPayload(target, this.#payload(text, options));
+  }
+
+  /**
+   * Posts with a nonce made from `tag` and `enforce_nonce`: Discord then returns the message an
+   * earlier attempt created with the same nonce (within a few minutes) instead of creating another,
+   * so no lookup is needed and `findEarlier` changes nothing.
+   */
+  postTagged(target: ReplyTarget, text: string, tag: string): Promise<PostedMessage> {
+    return this.postPayload(target, { ...this.#payload(text), nonce: nonceOf(tag), enforce_nonce: true });
   }
 
   async edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void> {
