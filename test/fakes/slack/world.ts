@@ -39,6 +39,11 @@ export interface StoredMessage {
   chunks?: Array<Record<string, unknown>>;
   /** Reaction name → users who reacted. */
   reactions: Record<string, string[]>;
+  /**
+   * Message metadata posted with the message (chat.postMessage `metadata`): returned by
+   * conversations.history / conversations.replies only with `include_all_metadata`.
+   */
+  metadata?: { event_type: string; event_payload: Record<string, unknown> };
   /** Files shared with the message (files.completeUploadExternal): ids, names and sizes. */
   files?: Array<{ id: string; name: string; title: string; size: number }>;
 }
