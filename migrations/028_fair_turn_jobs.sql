@@ -28,18 +28,32 @@ CREATE INDEX work_items_unsettled_by_place ON countersign.work_items (
 ) WHERE status IN ('queued', 'running');
 
 -- The graphile-worker priority of a work item's job: its priority, plus the number of other queued or
--- running items of its place and priority, capped below the next class (and within smallint).
+-- running items of its place and priority, capped below the next class (and within smallint). The
+-- count stops at 100 rows: a background backlog of thousands would otherwise make every enqueue scan
+-- all of it, and past 100 the rank tells nothing more.
 CREATE FUNCTION countersign.turn_job_priority(p_work_item_id uuid) RETURNS integer
 LANGUAGE sql STABLE AS $$
   SELECT w.priority + least(
-    (SELECT count(*) FROM countersign.work_items o
+    (SELECT count(*) FROM (SELECT 1 FROM countersign.work_items o
       WHERE o.status IN ('queued', 'running')
         AND o.item->'reply'->>'platform' = w.item->'reply'->>'platform'
         AND coalesce(o.item->'reply'->>'workspace', '') = coalesce(w.item->'reply'->>'workspace', '')
         AND o.priority = w.priority
-        AND o.id <> w.id),
+        AND o.id <> w.id
+      LIMIT 100) outstanding),
     9 * w.priority - 1,
     32767 - w.priority)::integer
+  FROM countersign.work_items w WHERE w.id = p_work_item_id
+$$;
+
+-- The job's flags: 'backlog' when its place already has work of its class queued or running. Ranks
+-- alone cannot keep a slot for a quiet place: once every interactive slot runs one place's burst, a
+-- quiet place's first turn still waits for one of them to end. So each worker also runs a small
+-- express pool that forbids this flag (src/queue/runner.ts): it takes only turns whose place had
+-- nothing outstanding, and is idle otherwise.
+CREATE FUNCTION countersign.turn_job_flags(p_work_item_id uuid) RETURNS text[]
+LANGUAGE sql STABLE AS $$
+  SELECT CASE WHEN countersign.turn_job_priority(w.id) > w.priority THEN ARRAY['backlog'] END
   FROM countersign.work_items w WHERE w.id = p_work_item_id
 $$;
 
@@ -69,6 +83,7 @@ BEGIN
       CASE WHEN v_next_priority <= p_interactive_max_priority THEN p_interactive_task ELSE p_background_task END,
       json_build_object('workItemId', v_next::text),
       priority => countersign.turn_job_priority(v_next)::smallint,
+      flags => countersign.turn_job_flags(v_next),
       max_attempts => 25);
   END IF;
 END
@@ -100,7 +115,8 @@ BEGIN
     RETURN false;
   END IF;
   PERFORM graphile_worker.add_job(p_task, json_build_object('workItemId', p_id::text),
-    priority => countersign.turn_job_priority(p_id)::smallint, max_attempts => 25);
+    priority => countersign.turn_job_priority(p_id)::smallint, flags => countersign.turn_job_flags(p_id),
+    max_attempts => 25);
   RETURN true;
 END
 $$;

@@ -73,6 +73,7 @@ export const SQL_FUNCTION_OWNERS = {
   enqueue_inbound_work_item: LIFECYCLE,
   advance_conversation: LIFECYCLE,
   turn_job_priority: LIFECYCLE,
+  turn_job_flags: LIFECYCLE,
   settle_work_item: LIFECYCLE,
   supersede_if_followed_up: LIFECYCLE,
   supersede_parked_turns: LIFECYCLE,

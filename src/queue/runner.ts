@@ -2,8 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Logger as GraphileLogger, run, type Runner, type RunnerOptions, type WorkerEvents } from 'graphile-worker';
 import type { Logger } from 'pino';
 import { createPool, type Pool } from '../db/pool.ts';
-import type { PoolTasks } from './tasks/index.ts';
-import type { WorkerPool } from './tasks/job.ts';
+import type { WorkerPoolTasks } from './tasks/index.ts';
 import { watchForStuckPools } from './poisoned-pool.ts';
 
 export interface QueueRunnerOptions {
@@ -13,11 +12,16 @@ export interface QueueRunnerOptions {
   interactiveConcurrency: number;
   /** Slots for background work (NORMAL, LOW, IDLE). */
   backgroundConcurrency: number;
+  /**
+   * Slots only for interactive turns whose place (platform + workspace) had nothing else outstanding
+   * when they were enqueued (jobs without the `backlog` flag, migration 028); 0 runs no express pool.
+   */
+  expressConcurrency: number;
   pollIntervalMs: number;
   /** How long running turns get to reach a checkpoint on shutdown before they are aborted. */
   shutdownGraceMs: number;
   /** Each pool's tasks and schedule: every job of the table in src/queue/tasks/index.ts (`workerPoolTasks`). */
-  tasks: Record<WorkerPool, PoolTasks>;
+  tasks: WorkerPoolTasks;
   /** Called with each graphile-worker pool id, which is what jobs are locked under. */
   onPoolCreated: (poolId: string) => void;
   /** Called when a pool stops on its own (a fatal error): the process should shut down and restart. */
@@ -74,7 +78,16 @@ function emit(target: Logger, level: string, message: string, fields: object): v
   else target.debug(fields, message);
 }
 
-/** The two pools' graphile-worker options: the interactive one first, then the background one. */
+/** A turn job whose place already had work outstanding when it was enqueued (migration 028). */
+const BACKLOG_FLAG = 'backlog';
+
+/**
+ * The pools' graphile-worker options: interactive, background, then express when it has slots. The
+ * express pool runs only the interactive turn task, and never a job flagged as a place's backlog:
+ * when one place's burst holds every interactive slot, another place's first turn still starts at
+ * once instead of waiting for one of those turns to end (bench P10). It takes no crontab, so no
+ * scheduled job runs twice.
+ */
 function poolSpecs(options: QueueRunnerOptions, pool: Pool, events: WorkerEvents): RunnerOptions[] {
   const common = {
     pgPool: pool,
@@ -91,8 +104,8 @@ function poolSpecs(options: QueueRunnerOptions, pool: Pool, events: WorkerEvents
     preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   };
   // Countersign's schedules come from its job table, never from a crontab file.
-  const { interactive, background } = options.tasks;
-  return [
+  const { interactive, background, express } = options.tasks;
+  const specs: RunnerOptions[] = [
     {
       ...common,
       concurrency: options.interactiveConcurrency,
@@ -106,6 +119,15 @@ function poolSpecs(options: QueueRunnerOptions, pool: Pool, events: WorkerEvents
       crontab: background.crontab,
     },
   ];
+  if (options.expressConcurrency > 0) {
+    specs.push({
+      ...common,
+      concurrency: options.expressConcurrency,
+      taskList: express.taskList,
+      forbiddenFlags: [BACKLOG_FLAG],
+    });
+  }
+  return specs;
 }
 
 /**
@@ -119,7 +141,7 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
   // graphile-worker gets its own connections, so turn queries can never starve job fetching.
   const pool: Pool = createPool(
     options.connectionString,
-    options.interactiveConcurrency + options.backgroundConcurrency + 4,
+    options.interactiveConcurrency + options.backgroundConcurrency + options.expressConcurrency + 4,
     log,
   );
   const events: WorkerEvents = new EventEmitter() as WorkerEvents;
@@ -163,8 +185,7 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
   };
   const runners: Runner[] = [];
   try {
-    runners.push(await startRunner(0));
-    runners.push(await startRunner(1));
+    for (let index = 0; index < specs.length; index++) runners.push(await startRunner(index));
   } catch (error) {
     running = false;
     await Promise.allSettled(runners.map((r) => r.stop()));

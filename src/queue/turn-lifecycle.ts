@@ -402,13 +402,16 @@ async function setReplyMessage(db: Queryable, workItemId: string, messageId: str
 
 /**
  * Schedules a job for a work item that is its conversation's head already (a turn handed over), ranked
- * like every turn job by how busy its place is (countersign.turn_job_priority, migration 028).
+ * like every turn job by how busy its place is (countersign.turn_job_priority, migration 028) and
+ * flagged `backlog` when that place has other work outstanding (countersign.turn_job_flags), which
+ * keeps it out of the express pool.
  */
 async function addWorkItemJob(db: Queryable, item: Pick<WorkItem, 'id' | 'priority'>): Promise<void> {
   const job = turnJobFor(item.priority);
   await db.query(
     `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text),
-       priority => countersign.turn_job_priority($2::uuid)::smallint, max_attempts => $3::int)`,
+       priority => countersign.turn_job_priority($2::uuid)::smallint,
+       flags => countersign.turn_job_flags($2::uuid), max_attempts => $3::int)`,
     [job.name, item.id, job.options.maxAttempts],
   );
 }

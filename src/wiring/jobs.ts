@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Pool } from '../db/pool.ts';
 import type { ApprovalService } from '../approval/service.ts';
-import { workerPoolTasks, type PoolTasks } from '../queue/tasks/index.ts';
-import type { JobHandler, WorkerPool } from '../queue/tasks/job.ts';
+import { workerPoolTasks, type WorkerPoolTasks } from '../queue/tasks/index.ts';
+import type { JobHandler } from '../queue/tasks/job.ts';
 import type { WorkItemJobPayload } from '../queue/tasks/turn-job.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
 import type { CodeWork } from './repos.ts';
@@ -24,7 +24,7 @@ export function jobTasks(deps: {
   config: Config;
   codeWork?: CodeWork;
   connections?: PersonalConnections;
-}): Record<WorkerPool, PoolTasks> {
+}): WorkerPoolTasks {
   const { config, approvals } = deps;
   const turn = { runWorkItem: deps.runWorkItem };
   return workerPoolTasks({

@@ -28,14 +28,20 @@ type Jobs = typeof JOBS;
 export type JobDependencies = { [K in keyof Jobs]: Parameters<Jobs[K]['createHandler']>[0] };
 
 /** What one worker pool runs: its tasks and its schedule. */
-export interface PoolTasks {
+interface PoolTasks {
   taskList: TaskList;
   /** graphile-worker crontab lines ('' when the pool runs nothing on a schedule). */
   crontab: string;
 }
 
-/** The tasks and schedules of both worker pools, every job of `JOBS` in the pool it names. */
-export function workerPoolTasks(deps: JobDependencies): Record<WorkerPool, PoolTasks> {
+/**
+ * Each worker pool's tasks: both pools' jobs of `JOBS`, and the express pool's, which is the interactive
+ * turn task alone (src/queue/runner.ts: it takes only turns of a place with nothing else outstanding).
+ */
+export type WorkerPoolTasks = Record<WorkerPool, PoolTasks> & { express: PoolTasks };
+
+/** The tasks and schedules of the worker pools, every job of `JOBS` in the pool it names. */
+export function workerPoolTasks(deps: JobDependencies): WorkerPoolTasks {
   const pools: Record<WorkerPool, PoolTasks> = {
     interactive: { taskList: {}, crontab: '' },
     background: { taskList: {}, crontab: '' },
@@ -46,7 +52,8 @@ export function workerPoolTasks(deps: JobDependencies): Record<WorkerPool, PoolT
     pool.taskList[job.name] = taskOf(job, deps[key]);
     if (job.schedule) pool.crontab = [pool.crontab, crontabLine(job)].filter(Boolean).join('\n');
   }
-  return pools;
+  const turn = JOBS.interactiveTurn.name;
+  return { ...pools, express: { taskList: { [turn]: pools.interactive.taskList[turn]! }, crontab: '' } };
 }
 
 /** The turn task that runs a work item of this priority: interactive up to HIGH, background below. */
