@@ -10,6 +10,7 @@ import type { ReplyTarget } from '../core/reply-target.ts';
 import { changeSchedule, schedulesSeenBy, type ScheduleChange, type ScheduleLimits } from '../schedules/manage.ts';
 import { tick, type RecordScheduleEvent, type SchedulerDeps } from '../schedules/scheduler.ts';
 import { createScheduleTool } from '../schedules/tool.ts';
+import { readScheduleWorkCommand } from '../schedules/command.ts';
 import { durationSeconds } from '../schedules/when.ts';
 import type { Cleanups } from './cleanups.ts';
 
@@ -32,10 +33,12 @@ export function scheduleTools(config: Config, pool: Pool): AnyBuiltinTool[] {
   return [createScheduleTool(pool, scheduleLimits(config), recordScheduleEvent(pool))];
 }
 
-/** What a person's chat commands and buttons may do to schedules: list them, change one. */
-export function scheduleVerbs(pool: Pool, approvals: ApprovalService) {
+/** What a person's chat commands and buttons may do to schedules: propose one, list them, change one. */
+export function scheduleVerbs(config: Config, pool: Pool, approvals: ApprovalService) {
   const isApprover = (person: Requester, place: ReplyTarget) => approvals.isApprover(person, place);
   return {
+    scheduleCommand: (text: string) =>
+      readScheduleWorkCommand(text, new Date(), scheduleLimits(config).minIntervalSeconds),
     schedules: (person: Requester, place: ReplyTarget) => schedulesSeenBy(pool, person, place, isApprover),
     changeSchedule: (change: ScheduleChange, id: string, by: Requester) =>
       changeSchedule(pool, recordScheduleEvent(pool), change, id, { person: by, isApprover }, new Date()),

@@ -5,7 +5,7 @@ import { skillConsoleCommands } from './skill-commands.ts';
 import { attachConsoleCommand } from './attach.ts';
 import { scheduleButtonValue, type ScheduleButtonVerb } from '../../core/buttons.ts';
 
-/** `/code REPO TASK`, `/review REPO BRANCH`, `/research TOPIC`: the command and the rest of the line. */
+/** `/code REPO TASK`, `/review REPO BRANCH`, `/research TOPIC`, `/schedule WHEN TASK`: the command and the rest of the line. */
 const WORK_LINE = new RegExp(`^/(${WORK_COMMANDS.join('|')})(?:\\s+([\\s\\S]*))?$`);
 
 /**
@@ -26,7 +26,12 @@ function workConsoleCommands(
     const work = ctx.workCommand(typed[1] as WorkCommandName, (typed[2] ?? '').trim());
     if (!work.ok) return { reply: work.message };
     return {
-      draft: { type: work.type, priority: work.priority, input: { prompt: work.prompt }, payload: work.payload },
+      draft: {
+        type: work.type,
+        priority: work.priority,
+        input: { prompt: work.prompt, ...(work.call ? { call: work.call } : {}) },
+        payload: work.payload,
+      },
     };
   };
 }

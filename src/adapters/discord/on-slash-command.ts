@@ -80,11 +80,12 @@ export async function onSkill(
   }
 }
 
-/** The words of a work command, as the core reads them from a line: `REPO TASK`, `REPO BRANCH`, `TOPIC`. */
+/** The words of a work command, as the core reads them from a line: `REPO TASK`, `REPO BRANCH`, `WHEN TASK`, `TOPIC`. */
 function workCommandText(name: WorkCommandName, interaction: ChatInputCommandInteraction): string {
   const option = (key: string) => interaction.options.getString(key) ?? '';
   if (name === 'code') return `${option('repo')} ${option('task')}`;
   if (name === 'review') return `${option('repo')} ${option('branch')}`;
+  if (name === 'schedule') return `${option('when')} ${option('task')}`;
   return option('topic');
 }
 
@@ -140,7 +141,7 @@ export async function onWorkCommand(
           type: work.type,
           priority: work.priority,
           conversationId: where.conversationId,
-          input: { prompt: work.prompt },
+          input: { prompt: work.prompt, ...(work.call ? { call: work.call } : {}) },
           payload: { ...work.payload, interactionId: interaction.id },
           reply: where.reply,
           placeholder: '…',
