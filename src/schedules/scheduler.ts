@@ -156,7 +156,8 @@ function runItem(schedule: ScheduleRow, slot: Date): WorkItem {
       prompt: `(A scheduled run: "${schedule.when_text}", the slot of ${slot.toISOString()}. The task, as ${ownerLabel(schedule.owner)} set it:)\n\n${schedule.task}`,
     },
     payload: { scheduleId: schedule.id, slot: slot.toISOString() },
-    reply: place,
+    // Nobody is watching: a card this run posts mentions the owner (docs/schedules.md).
+    reply: { ...place, unattended: true },
     placeholder: '…',
   });
 }
