@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Requester } from '../core/person.ts';
-import type { ReplyTarget } from '../core/reply-target.ts';
+import { ReplyTarget } from '../core/reply-target.ts';
 import { newWorkItem, Priority, type WorkItem } from '../core/work-item.ts';
 import { transaction, type Pool, type PoolClient } from '../db/pool.ts';
-import { enqueueWorkItem, readTurnProgress } from '../queue/turn-lifecycle.ts';
+import { enqueueWorkItem, readReplyOf, readTurnProgress } from '../queue/turn-lifecycle.ts';
 import {
   advanceSchedule,
   claimDueSchedule,
@@ -38,6 +38,11 @@ export interface SchedulerDeps {
   mayUse(owner: Requester, place: ReplyTarget): { ok: true } | { ok: false; refusal: string };
   /** Tells the owner something where the schedule runs. */
   tell(place: ReplyTarget, text: string): Promise<void>;
+  /**
+   * The platform's link to a message a run answered in (`reply.messageId`), for the history; absent,
+   * or undefined from it: the run is listed without one.
+   */
+  linkTo?(reply: ReplyTarget): Promise<string | undefined>;
   record: RecordScheduleEvent;
 }
 
@@ -167,7 +172,8 @@ async function settleFinishedRun(deps: SchedulerDeps, run: RunRow): Promise<'set
   const progress = run.work_item_id ? await readTurnProgress(deps.pool, run.work_item_id) : undefined;
   if (progress && ['queued', 'running', 'awaiting_approval'].includes(progress.status)) return undefined;
   const [outcome, detail] = outcomeOf(progress);
-  if (!(await settleRun(deps.pool, run, outcome, detail))) return undefined;
+  const link = run.work_item_id ? await answerLink(deps, run.work_item_id) : undefined;
+  if (!(await settleRun(deps.pool, run, outcome, detail, link))) return undefined;
   // An expired card or a stopped run says nothing about whether the task works: the count stands.
   if (outcome !== 'done' && outcome !== 'failed') return 'settled';
   const failures = await countFailure(deps.pool, run.schedule_id, outcome === 'failed');
@@ -179,6 +185,17 @@ async function settleFinishedRun(deps: SchedulerDeps, run: RunRow): Promise<'set
     deps.log.warn({ err: error, scheduleId: paused.id }, 'could not tell the owner a schedule paused'),
   );
   return 'paused';
+}
+
+/** The link to the message a run's turn answered in (its first reply message, in the run's thread). */
+async function answerLink(deps: SchedulerDeps, workItemId: string): Promise<string | undefined> {
+  if (!deps.linkTo) return undefined;
+  const stored = ReplyTarget.safeParse((await readReplyOf(deps.pool, workItemId))?.reply);
+  if (!stored.success || !stored.data.messageId) return undefined;
+  return deps.linkTo(stored.data).catch((error: unknown) => {
+    deps.log.warn({ err: error, workItemId }, 'could not get the link to a scheduled run’s answer');
+    return undefined;
+  });
 }
 
 function outcomeOf(

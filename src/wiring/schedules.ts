@@ -11,6 +11,7 @@ import { changeSchedule, schedulesSeenBy, type ScheduleChange, type ScheduleLimi
 import { tick, type RecordScheduleEvent, type SchedulerDeps } from '../schedules/scheduler.ts';
 import { createScheduleTool } from '../schedules/tool.ts';
 import { readScheduleWorkCommand } from '../schedules/command.ts';
+import { scheduleHistory } from '../schedules/history.ts';
 import { durationSeconds } from '../schedules/when.ts';
 import type { Cleanups } from './cleanups.ts';
 
@@ -40,8 +41,10 @@ export function scheduleVerbs(config: Config, pool: Pool, approvals: ApprovalSer
     scheduleCommand: (text: string) =>
       readScheduleWorkCommand(text, new Date(), scheduleLimits(config).minIntervalSeconds),
     schedules: (person: Requester, place: ReplyTarget) => schedulesSeenBy(pool, person, place, isApprover),
-    changeSchedule: (change: ScheduleChange, id: string, by: Requester) =>
-      changeSchedule(pool, recordScheduleEvent(pool), change, id, { person: by, isApprover }, new Date()),
+    changeSchedule: (change: ScheduleChange | 'history', id: string, by: Requester) =>
+      change === 'history'
+        ? scheduleHistory(pool, id, { person: by, isApprover })
+        : changeSchedule(pool, recordScheduleEvent(pool), change, id, { person: by, isApprover }, new Date()),
   };
 }
 
@@ -59,6 +62,10 @@ function schedulerDeps(wiring: {
     mayUse: (owner, place) => approvals.mayUse(owner, place),
     tell: async (place, text) => {
       await outbounds.for(place).post(place, text);
+    },
+    linkTo: async (reply) => {
+      const outbound = outbounds.for(reply);
+      return reply.messageId && outbound.linkTo ? outbound.linkTo(reply, reply.messageId) : undefined;
     },
     record: recordScheduleEvent(pool),
   };

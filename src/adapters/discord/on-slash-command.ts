@@ -219,13 +219,20 @@ async function answerSchedules(ctx: AdapterContext, interaction: ChatInputComman
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   const listing = await ctx.schedules(person, place);
   const lines = listing.entries.map((e, i) => `${i + 1}. ${e.text}`);
-  const buttons = listing.entries.flatMap((e, i) => [
+  // Three buttons a schedule, and a message holds 25: the newest ones get them.
+  const withButtons = listing.entries.slice(0, Math.floor((LIMITS.buttonsPerRow * LIMITS.actionRows) / 3));
+  if (withButtons.length < listing.entries.length)
+    lines.push(
+      `(Buttons for the first ${withButtons.length}; \`countersign schedules\` in a shell reaches every one.)`,
+    );
+  const buttons = withButtons.flatMap((e, i) => [
     {
       type: 2,
       style: 2,
       label: `${e.paused ? 'Resume' : 'Pause'} ${i + 1}`,
       custom_id: scheduleButtonValue(e.paused ? 'resume' : 'pause', e.id),
     },
+    { type: 2, style: 2, label: `History ${i + 1}`, custom_id: scheduleButtonValue('history', e.id) },
     { type: 2, style: 4, label: `Delete ${i + 1}`, custom_id: scheduleButtonValue('delete', e.id) },
   ]);
   const rows = [];

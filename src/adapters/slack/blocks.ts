@@ -70,6 +70,12 @@ export function scheduleListBlocks(listing: ScheduleListing): Block[] {
         },
         {
           type: 'button',
+          action_id: `countersign_schedule_history_${id.slice(0, 8)}`,
+          text: { type: 'plain_text', text: 'History', emoji: true },
+          value: scheduleButtonValue('history', id),
+        },
+        {
+          type: 'button',
           action_id: `countersign_schedule_delete_${id.slice(0, 8)}`,
           text: { type: 'plain_text', text: 'Delete', emoji: true },
           style: 'danger',

@@ -49,7 +49,7 @@ describe('/schedules in the console with piped stdin', () => {
         LOG_LEVEL: 'silent',
         AGENT_WORKSPACE_ROOT: mkdtempSync(path.join(tmpdir(), 'cs-schedules-')),
       },
-      `/schedules\n/schedules pause ${id}\n/schedules delete 00000000\n`,
+      `/schedules\n/schedules pause ${id}\n/schedules history ${id}\n/schedules delete 00000000\n`,
     );
     const { code } = await run.exited;
     expect(code, run.stderr()).toBe(0);
@@ -58,6 +58,7 @@ describe('/schedules in the console with piped stdin', () => {
     expect(out).toContain('tidy the notes');
     expect(out).toMatch(new RegExp(`Schedule ${id} .* is paused\\.`));
     expect(out).toContain('None of your schedules has the id 00000000.');
+    expect(out).toMatch(new RegExp(`Schedule ${id}.* has not run yet\\.`));
     const h2 = await startHarness({ db });
     try {
       expect(await findSchedule(h2.app.pool, made.schedule.id)).toMatchObject({ status: 'paused' });
