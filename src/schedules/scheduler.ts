@@ -39,6 +39,12 @@ export interface SchedulerDeps {
   /** Tells the owner something where the schedule runs. */
   tell(place: ReplyTarget, text: string): Promise<void>;
   /**
+   * The owner as the platform knows them now where the schedule runs (groups and roles looked up
+   * again): undefined when they are no longer a member there; throws when the platform could not say.
+   * Absent: the owner as stored (a platform without groups).
+   */
+  personNow?(owner: Requester, place: ReplyTarget): Promise<Requester | undefined>;
+  /**
    * The platform's link to a message a run answered in (`reply.messageId`), for the history; absent,
    * or undefined from it: the run is listed without one.
    */
@@ -123,14 +129,19 @@ async function runDueSchedule(client: PoolClient, deps: SchedulerDeps, now: Date
     deps.log.info({ scheduleId: schedule.id, slot }, 'skipped a missed slot (catch_up: none)');
     return { enqueued: false };
   }
-  const allowed = deps.mayUse(schedule.owner, schedule.place);
+  const current = await ownerNow(deps, schedule);
+  if ('failed' in current) return failLookup(client, deps, { schedule, slot, next }, current.failed);
+  const allowed = current.owner
+    ? deps.mayUse(current.owner, schedule.place)
+    : { ok: false as const, refusal: 'they are no longer a member there' };
   if (!allowed.ok) {
     const reason = `${ownerLabel(schedule.owner)} may no longer use the bot here (${allowed.refusal})`;
     await insertRun(client, { scheduleId: schedule.id, slot, workItemId: null, outcome: 'refused', detail: reason });
     await pauseSchedule(client, schedule.id, reason);
     return { enqueued: false, after: { paused: true, effects: () => pausedEffects(deps, schedule, reason) } };
   }
-  const item = runItem(schedule, slot);
+  // The run asks as the owner is now: the turn's own policy checks see today's groups too.
+  const item = runItem({ ...schedule, owner: current.owner! }, slot);
   const fresh = await insertRun(client, {
     scheduleId: schedule.id,
     slot,
@@ -146,6 +157,54 @@ async function runDueSchedule(client: PoolClient, deps: SchedulerDeps, now: Date
     enqueued: true,
     after: { paused: false, effects: () => deps.record('schedule_run', detail, schedule.owner) },
   };
+}
+
+/** How long a run waits for the platform to say who the owner is now (the schedule's row is locked). */
+const LOOKUP_TIMEOUT_MS = 10_000;
+
+/**
+ * The owner as the platform knows them now — never the groups captured when the schedule was made,
+ * which could keep a person removed from a role running under it — or why the platform could not say.
+ */
+async function ownerNow(
+  deps: SchedulerDeps,
+  schedule: ScheduleRow,
+): Promise<{ owner: Requester | undefined } | { failed: string }> {
+  if (!deps.personNow) return { owner: schedule.owner };
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${LOOKUP_TIMEOUT_MS / 1000} s`)), LOOKUP_TIMEOUT_MS);
+  });
+  try {
+    return { owner: await Promise.race([deps.personNow(schedule.owner, schedule.place), timedOut]) };
+  } catch (error) {
+    deps.log.warn({ err: error, scheduleId: schedule.id }, 'could not look up a schedule owner’s groups');
+    return { failed: (error as Error).message };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A slot whose owner could not be looked up: the run fails with the reason (it is not run with the
+ * groups from when the schedule was made), counts as a failure (three in a row pause), and the
+ * schedule moves on.
+ */
+async function failLookup(
+  client: PoolClient,
+  deps: SchedulerDeps,
+  due: { schedule: ScheduleRow; slot: Date; next: Date | undefined },
+  error: string,
+): Promise<DueOutcome> {
+  const { schedule, slot, next } = due;
+  const detail = `could not look up ${ownerLabel(schedule.owner)}'s groups on the platform (${error}); not run with the groups from when it was made`;
+  const fresh = await insertRun(client, { scheduleId: schedule.id, slot, workItemId: null, outcome: 'failed', detail });
+  await advanceSchedule(client, schedule.id, next);
+  if (!fresh || (await countFailure(client, schedule.id, true)) < FAILURES_TO_PAUSE) return { enqueued: false };
+  const reason = `its last ${FAILURES_TO_PAUSE} runs failed (the last: ${detail})`;
+  const paused = await pauseSchedule(client, schedule.id, reason);
+  if (!paused) return { enqueued: false };
+  return { enqueued: false, after: { paused: true, effects: () => pausedEffects(deps, paused, reason) } };
 }
 
 /** A run's work item: the owner asks, where the schedule was made, at NORMAL (LOW in the background). */

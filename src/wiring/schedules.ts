@@ -48,7 +48,10 @@ export function scheduleVerbs(config: Config, pool: Pool, approvals: ApprovalSer
   };
 }
 
-/** The scheduler's dependencies: the policy in force, the place's outbound, the audit log. */
+/**
+ * The scheduler's dependencies: the policy in force, the place's outbound (to tell the owner, look
+ * their groups up again, link a run's answer), the audit log.
+ */
 function schedulerDeps(wiring: {
   pool: Pool;
   log: Logger;
@@ -62,6 +65,11 @@ function schedulerDeps(wiring: {
     mayUse: (owner, place) => approvals.mayUse(owner, place),
     tell: async (place, text) => {
       await outbounds.for(place).post(place, text);
+    },
+    // Groups and roles as the platform says now, not as they were when the schedule was made.
+    personNow: async (owner, place) => {
+      const outbound = outbounds.for(place);
+      return outbound.personNow ? outbound.personNow(owner, place) : owner;
     },
     linkTo: async (reply) => {
       const outbound = outbounds.for(reply);

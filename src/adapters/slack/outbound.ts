@@ -11,6 +11,8 @@ import { LIMITS } from './limits.ts';
 import { NativeDelivery, type NativeStreaming } from './native-delivery.ts';
 import { downloadSlackFile } from './files.ts';
 import type { FileRef } from '../../core/work-item.ts';
+import type { Requester } from '../../core/person.ts';
+import { currentGroupsOf } from './user-groups.ts';
 
 export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
   // Retries and 429s are the reply stream's business (newest text wins), not the client's.
@@ -228,6 +230,17 @@ export class SlackOutbound implements Outbound {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * The person with the user groups Slack lists now (user-groups.ts): groups are the home
+   * workspace's, so an id another org issued is in none. Throws when Slack could not say.
+   */
+  async personNow(person: Requester, place: ReplyTarget): Promise<Requester> {
+    const { groups: _then, ...now } = person;
+    if (!person.workspace || person.workspace !== place.workspace) return now;
+    const groups = await currentGroupsOf(this.#client, person.userId);
+    return groups.length ? { ...now, groups } : now;
   }
 
   /** Deletes a message; best effort (it cleans up after a card that could not be posted whole). */

@@ -93,3 +93,26 @@ export class SlackUserGroups {
     return listing;
   }
 }
+
+/**
+ * Slack's answers that mean a workspace has no user groups for the bot (no usergroups:read, a plan
+ * without them): as for a live message, the person is then in none, which only ever denies.
+ */
+const NO_GROUPS_HERE = new Set(['missing_scope', 'not_allowed_token_type', 'paid_only', 'paid_teams_only']);
+
+/**
+ * The user groups `user` is in now, listed afresh (usergroups.list with users) for work done in their
+ * name while they are away (a scheduled run): never a cached answer. Throws when Slack does not answer
+ * (network, rate limit, server error), so stale groups are never used instead.
+ */
+export async function currentGroupsOf(client: WebClient, user: string): Promise<string[]> {
+  try {
+    const result = (await client.usergroups.list({ include_users: true })) as {
+      usergroups?: Array<{ id?: string; users?: string[]; date_delete?: number }>;
+    };
+    return (result.usergroups ?? []).filter((g) => g.id && !g.date_delete && g.users?.includes(user)).map((g) => g.id!);
+  } catch (error) {
+    if (NO_GROUPS_HERE.has(slackErrorOf(error) ?? '')) return [];
+    throw error;
+  }
+}
