@@ -12,7 +12,7 @@ import { NativeDelivery, type NativeStreaming } from './native-delivery.ts';
 import { downloadSlackFile } from './files.ts';
 import type { FileRef } from '../../core/work-item.ts';
 import type { Requester } from '../../core/person.ts';
-import { currentGroupsOf } from './user-groups.ts';
+import { CurrentUserGroups } from './user-groups.ts';
 
 export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
   // Retries and 429s are the reply stream's business (newest text wins), not the client's.
@@ -52,11 +52,20 @@ export class SlackOutbound implements Outbound {
   readonly limits = { maxMessageLength: LIMITS.replyMessageText, minEditIntervalMs: LIMITS.editIntervalMs };
   readonly #streaming: NativeStreaming | undefined;
   readonly #client: WebClient;
+  readonly #currentGroups: CurrentUserGroups;
   readonly #buckets: RateBuckets;
   readonly #perMinute: number;
 
-  constructor(client: WebClient, buckets: RateBuckets, updatesPerMinute: number, streaming?: NativeStreaming) {
+  /** `groupsFreshForMs`: how long one user group listing answers scheduled runs (default a minute). */
+  constructor(
+    client: WebClient,
+    buckets: RateBuckets,
+    updatesPerMinute: number,
+    streaming?: NativeStreaming,
+    options: { groupsFreshForMs?: number } = {},
+  ) {
     this.#client = client;
+    this.#currentGroups = new CurrentUserGroups(client, options.groupsFreshForMs);
     this.#buckets = buckets;
     this.#perMinute = updatesPerMinute;
     this.#streaming = streaming;
@@ -239,7 +248,7 @@ export class SlackOutbound implements Outbound {
   async personNow(person: Requester, place: ReplyTarget): Promise<Requester> {
     const { groups: _then, ...now } = person;
     if (!person.workspace || person.workspace !== place.workspace) return now;
-    const groups = await currentGroupsOf(this.#client, person.userId);
+    const groups = await this.#currentGroups.groupsOf(person.userId);
     return groups.length ? { ...now, groups } : now;
   }
 

@@ -48,7 +48,14 @@ describe('a schedule owner’s Slack user groups at run time', () => {
       ].join('\n'),
     );
     h = await startHarness({ env: { ...fake.env({ SLACK_STREAMING: 'off' }), POLICY_FILE: policy } });
-    const outbound = new SlackOutbound(createWebClient(fake.botToken, fake.apiUrl), new RateBuckets(h.app.pool), 50);
+    // Each tick of this test is another hour: no listing may answer for the next one.
+    const outbound = new SlackOutbound(
+      createWebClient(fake.botToken, fake.apiUrl),
+      new RateBuckets(h.app.pool),
+      50,
+      undefined,
+      { groupsFreshForMs: 0 },
+    );
     deps = {
       pool: h.app.pool,
       log: h.app.log,
@@ -144,5 +151,21 @@ describe('a schedule owner’s Slack user groups at run time', () => {
     await tick(deps, new Date('2048-01-01T01:00:10Z'));
     expect((await recentRuns(h.app.pool, schedule.id))[0]).toMatchObject({ outcome: 'refused', work_item_id: null });
     expect(await findSchedule(h.app.pool, schedule.id)).toMatchObject({ status: 'paused' });
+  });
+
+  it('lists the groups once for the runs of one minute, so a burst stays within Slack’s limit', async () => {
+    const shared = new SlackOutbound(createWebClient(fake.botToken, fake.apiUrl), new RateBuckets(h.app.pool), 50);
+    const owner: Requester = { platform: 'slack', userId: ALICE, workspace: fake.team };
+    const place: ReplyTarget = { platform: 'slack', channel: CHANNEL, workspace: fake.team };
+    const before = fake.rateLimits.calls.filter((c) => c.method === 'usergroups.list').length;
+    const people = await Promise.all(Array.from({ length: 30 }, () => shared.personNow(owner, place)));
+    expect(people.every((p) => p.groups?.includes(oncall))).toBe(true);
+    expect(fake.rateLimits.calls.filter((c) => c.method === 'usergroups.list').length - before).toBe(1);
+
+    // A listing that failed answers nobody: the next run asks Slack again.
+    const other = new SlackOutbound(createWebClient(fake.botToken, fake.apiUrl), new RateBuckets(h.app.pool), 50);
+    fake.failNext('usergroups.list', { error: 'internal_error' });
+    await expect(other.personNow(owner, place)).rejects.toThrow(/internal_error/);
+    expect((await other.personNow(owner, place)).groups).toEqual([oncall]);
   });
 });
