@@ -17,6 +17,7 @@ import { benchP10 } from './p10-isolation.ts';
 import { benchBudget } from './result-budget.ts';
 import { benchMrkdwn } from './mrkdwn.ts';
 import { benchSpend } from './spend.ts';
+import { benchSchedules } from './schedules.ts';
 import { round } from './stats.ts';
 
 type Row = [figure: string, countersign: string | number, baseline: string | number, ratio: string, target: string];
@@ -25,8 +26,9 @@ type Row = [figure: string, countersign: string | number, baseline: string | num
  * `npm run bench`: measures Countersign against raw baselines taken in the same run, on a real
  * Postgres (DATABASE_URL, or an embedded one) over loopback. Prints a markdown table and writes JSON
  * to bench/results/. BENCH_ONLY=P1,P5 picks figures; BUDGET (tool-result cutting, about half a
- * minute of CPU), MRKDWN (the Slack converter on crafted text) and SPEND (spend limits' cost per
- * model call, and P4 with a budget beside P4 without) run only when named.
+ * minute of CPU), MRKDWN (the Slack converter on crafted text), SPEND (spend limits' cost per
+ * model call, and P4 with a budget beside P4 without) and SCHEDULES (what looking a schedule owner's
+ * groups up again costs the scheduler) run only when named.
  */
 async function main(): Promise<void> {
   const log = createLogger('warn');
@@ -310,6 +312,17 @@ async function main(): Promise<void> {
           '≥ 0.9',
         ],
       );
+    }
+    if (only.includes('SCHEDULES')) {
+      const sched = await benchSchedules(freshDatabase, Number(process.env.BENCH_SCHEDULES ?? 1000));
+      results.schedules = sched;
+      rows.push([
+        `SCHEDULES ${sched.schedules} slots due at once → work items per second, owner's groups looked up again (${sched.listings} usergroups.list) vs as stored`,
+        round(sched.lookedUpPerSecond, 1),
+        round(sched.storedPerSecond, 1),
+        String(round(sched.lookedUpPerSecond / sched.storedPerSecond)),
+        '≥ 0.8, one listing',
+      ]);
     }
     if (only.includes('MRKDWN')) {
       const mrkdwn = benchMrkdwn();

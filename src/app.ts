@@ -276,7 +276,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       requestStop(pool, workItemId, by, (person, reply) => gate.isApprover(person, reply));
     const hasTerminal = consoleOptions !== undefined;
     const inbound: InboundWiring = {
-      ...{ pool, log, approvals, skills, http, events, gate, stopTurn, hasTerminal },
+      ...{ config, pool, log, approvals, skills, http, events, gate, stopTurn, hasTerminal },
       ...(codeWork ? { catalog: codeWork.catalog } : {}),
       ...(connections ? { connections } : {}),
     };
@@ -337,6 +337,7 @@ function registerOutbounds(platforms: Platform[], options: StartOptions, events:
 
 /** What the platforms' inbound halves are given. */
 interface InboundWiring {
+  config: Config;
   pool: Pool;
   log: Logger;
   approvals: ApprovalService;
@@ -375,7 +376,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply));
   const allowances = new BudgetAllowances(pool, (person, reply) => gate.isApprover(person, reply));
   const allowBudget = (offerId: string, by: Requester) => allowances.grant(offerId, by);
-  const { schedules, changeSchedule } = scheduleVerbs(pool, approvals);
+  const { schedules, changeSchedule, scheduleCommand } = scheduleVerbs(wiring.config, pool, approvals);
   return {
     log,
     approvals,
@@ -407,7 +408,8 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
       if (!rules.operatorTerminal) throw new Error(`${rules.name} has no process-bound sessions to claim`);
       return claimSession(pool, rules.name, { session, by });
     },
-    workCommand: (command, text) => readWorkCommand(wiring.catalog, command, text),
+    workCommand: (command, text) =>
+      command === 'schedule' ? scheduleCommand(text) : readWorkCommand(wiring.catalog, command, text),
     repoNames: wiring.catalog?.names() ?? [],
     workStatus: (person) => workStatusText(pool, person),
     budgetStatus: (person, place) =>

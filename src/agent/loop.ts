@@ -139,8 +139,10 @@ export async function runTurn(ctx: TurnContext, initial: TurnState, deps: TurnDe
   if (state.pendingApproval.length > 0) {
     // Parked before a crash, but the envelope never committed: ask again rather than run on without it.
     if (!state.approvalDecisions) return { kind: 'awaiting_approval', calls: state.pendingApproval, state };
-    await applyDecisions(ctx, state, deps);
+    const decided = await applyDecisions(ctx, state, deps);
+    if (state.commandCall) return finish(ctx, state, deps, undefined, commandAnswer(decided), commandAnswer(decided));
   }
+  if (state.commandCall) return runCommandCall(ctx, state, deps);
   while (state.round < deps.settings.maxRounds) {
     const outcome = await runRound(ctx, state, deps);
     if (outcome) return outcome;
@@ -303,8 +305,45 @@ async function afterDenial(ctx: TurnContext, call: ToolCall, deps: TurnDeps): Pr
   }
 }
 
+/**
+ * A command's turn (`/schedule`): the call the command decided on is ruled like the model's — the
+ * policy, a card, a grant — and run or parked; no model round reads or answers it. Its result (or
+ * why it did not run) is the answer.
+ */
+async function runCommandCall(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<TurnOutcome> {
+  const asked = state.messages.at(-1);
+  const decided = asked?.role === 'assistant' ? asked.toolCalls[0] : undefined;
+  if (!asked || asked.role !== 'assistant' || !decided) throw new Error('a command turn without its call');
+  // The defaults filled in, as for the model's calls: the card and the plan hash see what will run.
+  const call = admittedCall(deps.tools, decided);
+  asked.toolCalls = [call];
+  const verdict = await ruleCall(call, deps);
+  if (verdict.kind === 'wait') {
+    state.pendingApproval = [call];
+    deps.sink.setStatus(undefined);
+    await checkpoint(ctx, state, deps);
+    return { kind: 'awaiting_approval', calls: [call], state };
+  }
+  const result =
+    verdict.kind === 'denied'
+      ? verdict.result
+      : await executeToolCall(ctx, call, deps, verdict.note, verdict.note ? 'grant' : 'allow');
+  state.messages.push({ role: 'tool', results: [result] });
+  const answer = verdict.kind === 'denied' ? COMMAND_REFUSED : commandAnswer([result]);
+  return finish(ctx, state, deps, undefined, answer, answer);
+}
+
+const COMMAND_REFUSED = 'The policy does not allow this here, so nothing was done.';
+
+/** What a command's turn answers: its call's result, or that a person denied it. */
+function commandAnswer(results: ToolResult[]): string {
+  const [result] = results;
+  if (!result) return 'Nothing was done.';
+  return result.decision === 'denied' ? 'Denied, so nothing was done.' : result.content;
+}
+
 /** Runs the calls a person approved, answers the denied ones, and checkpoints the result. */
-async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<void> {
+async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<ToolResult[]> {
   const decisions = new Map((state.approvalDecisions ?? []).map((d) => [d.toolCallId, d] as const));
   const results: ToolResult[] = [];
   for (const call of state.pendingApproval) {
@@ -334,6 +373,7 @@ async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps
   state.pendingApproval = [];
   state.approvalDecisions = undefined;
   await checkpoint(ctx, state, deps);
+  return results;
 }
 
 /** Records the final answer durably before it is delivered, so a crash during delivery only re-delivers. */

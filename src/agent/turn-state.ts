@@ -32,5 +32,10 @@ export const TurnState = z.object({
   pendingApproval: z.array(ToolCall).default([]),
   /** Set by an approval continuation: the person's decisions on `pendingApproval`. */
   approvalDecisions: z.array(CallDecision).optional(),
+  /**
+   * A command's turn (`/schedule`): its one call, already in `messages`, was decided by the command,
+   * so it is ruled and run without a model round, and its result is the answer.
+   */
+  commandCall: z.boolean().optional(),
 });
 export type TurnState = z.infer<typeof TurnState>;

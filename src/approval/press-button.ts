@@ -35,7 +35,10 @@ export interface ButtonDeps {
   disconnect?(server: string, by: Requester): Promise<string>;
   /** Grants a budget's allowance offer (src/budgets): it checks the presser. */
   allowBudget?(offerId: string, by: Requester): Promise<{ ok: true; text: string } | { ok: false; reason: string }>;
-  /** Pauses, resumes or deletes a schedule for its owner or an approver (src/schedules); absent: none here. */
+  /**
+   * Pauses, resumes or deletes a schedule, or shows its history, for its owner or an approver
+   * (src/schedules); absent: none here.
+   */
   changeSchedule?(
     change: ScheduleButtonVerb,
     scheduleId: string,

@@ -225,5 +225,16 @@ async function showCard(
   clicked?: ClickedMessage,
 ): Promise<PostedMessage> {
   const target: ReplyTarget = { ...ReplyTarget.parse(envelope.reply), messageId: undefined };
-  return ctx.cards.for(target).show(target, card, envelope.card_message_id ?? undefined, clicked);
+  return ctx.cards
+    .for(target)
+    .show(target, withOwnerMention(envelope, target, card), envelope.card_message_id ?? undefined, clicked);
+}
+
+/**
+ * A card posted by a run nobody watches (a scheduled run) mentions its requester where it is posted,
+ * so the owner hears of it; copies to approvers (route.ts) do not.
+ */
+function withOwnerMention(envelope: EnvelopeRow, target: ReplyTarget, card: ApprovalCard): ApprovalCard {
+  if (!target.unattended || envelope.requester.platform !== target.platform) return card;
+  return { ...card, mention: envelope.requester.userId };
 }

@@ -25,6 +25,11 @@ export interface ApprovalCard {
   planHashPrefix: string;
   expiresAt: Date;
   requesterLabel: string;
+  /**
+   * On the card of a run nobody is watching (a scheduled run): the requester's user id on the card's
+   * platform, which its renderer turns into a mention that notifies them. Absent: nobody is pinged.
+   */
+  mention?: string;
   state: 'pending' | 'decided' | 'expired' | 'refused' | 'superseded';
   /** On a copy sent to approvers: who asked, and where (Markdown, with a link back when there is one). */
   origin?: string;

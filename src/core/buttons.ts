@@ -6,7 +6,7 @@ import { z } from 'zod';
  *   `<nonce>.<decision>`  an approval card's button (nonce: 32 URL-safe base64 characters, never a dot)
  *   `stop:<work item id>` the Stop button of a running turn
  *   `budget-allow:<offer id>` an allowance offered under a budget refusal
- *   `schedule:<pause|resume|delete>:<schedule id>` a schedule's buttons in `/countersign schedules`
+ *   `schedule:<pause|resume|delete|history>:<schedule id>` a schedule's buttons in `/countersign schedules`
  * Both fit Discord's 100-character custom_id, Slack's button value and a console line.
  */
 
@@ -138,9 +138,12 @@ function parseAllowBudget(value: string): string | undefined {
   return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
 }
 
-/** A schedule's Pause/Resume/Delete button (docs/schedules.md): `schedule:<verb>:<schedule id>`. */
-const SCHEDULE_BUTTON = /^schedule:(pause|resume|delete):([0-9a-f-]{36})$/;
-export type ScheduleButtonVerb = 'pause' | 'resume' | 'delete';
+/**
+ * A schedule's Pause/Resume/Delete/History button (docs/schedules.md): `schedule:<verb>:<schedule id>`.
+ * History changes nothing: it shows the last runs to the presser alone.
+ */
+const SCHEDULE_BUTTON = /^schedule:(pause|resume|delete|history):([0-9a-f-]{36})$/;
+export type ScheduleButtonVerb = 'pause' | 'resume' | 'delete' | 'history';
 
 export function scheduleButtonValue(change: ScheduleButtonVerb, scheduleId: string): string {
   return `schedule:${change}:${scheduleId}`;
@@ -167,7 +170,7 @@ export type ButtonVerb =
   | { verb: 'stop'; workItemId: string }
   /** Grant a budget's allowance offer (an approver, not the requester). */
   | { verb: 'allow-budget'; offerId: string }
-  /** Pause, resume or delete a schedule; only its owner or an approver may. */
+  /** Pause, resume, delete a schedule or show its history; only its owner or an approver may. */
   | { verb: 'schedule'; change: ScheduleButtonVerb; scheduleId: string }
   /** Anything else is a card's decision (or a forged value), which the approval service verifies. */
   | { verb: 'decide'; value: string };

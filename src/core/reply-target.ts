@@ -18,6 +18,11 @@ export const ReplyTarget = z.object({
   messageId: z.string().optional(),
   /** The user being answered (Slack's native streams outside DMs must name them). */
   recipient: z.string().optional(),
+  /**
+   * Nobody is watching this reply (a scheduled run, docs/schedules.md): a card it posts mentions its
+   * requester, so they are notified; every other card names people without pinging them.
+   */
+  unattended: z.boolean().optional(),
 });
 export type ReplyTarget = z.infer<typeof ReplyTarget>;
 

@@ -56,6 +56,17 @@ export const FileRef = z.object({
 });
 export type FileRef = z.infer<typeof FileRef>;
 
+/**
+ * A tool call a command decided on before the turn (`/schedule WHEN TASK` is a `schedule_task` call):
+ * the loop rules it like the model's calls — policy, card, grant — and its result is the answer, with
+ * no model round. Only the core's command readers (ctx.workCommand) make one.
+ */
+export const CommandCall = z.object({
+  name: z.string().min(1).max(200),
+  args: z.record(z.string(), z.unknown()),
+});
+export type CommandCall = z.infer<typeof CommandCall>;
+
 const WorkItemInput = z.object({
   /** The person's message; absent for continuations. */
   prompt: z.string().max(100_000).optional(),
@@ -73,6 +84,8 @@ const WorkItemInput = z.object({
   approvalContextId: z.string().optional(),
   /** Files sent with the message; more than the per-message cap are named in a note, not read. */
   files: z.array(FileRef).max(100).optional(),
+  /** The one call a command's turn makes, instead of asking the model (see CommandCall). */
+  call: CommandCall.optional(),
 });
 
 /**

@@ -21,7 +21,7 @@ export interface FollowUp {
 /**
  * The queued messages right behind `item` in its conversation that it may take over, in the order
  * they arrived, locked until the caller's transaction ends: the same requester's plain messages
- * (not a skill run, not an approval's continuation). The run stops at the first message that is not
+ * (not a skill run, a command's call or an approval's continuation). The run stops at the first message that is not
  * one, so nobody else's message is overtaken — and nobody else's words reach a turn that acts with
  * the requester's permissions.
  */
@@ -40,6 +40,8 @@ export async function lockFollowUps(
       next.input.prompt !== undefined &&
       !next.input.approval &&
       !next.input.skill &&
+      // A command's call (`/schedule`) runs in its own turn: taken as text, the call would be lost.
+      !next.input.call &&
       // Files are read when their own turn starts (src/files): a message with files waits for its turn.
       !next.input.files?.length &&
       sameAccountHere(next.requester, item.requester);

@@ -1,6 +1,7 @@
 import type { DeliveryContext, ReplyDelivery } from './delivery.ts';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 import type { FileRef } from '../core/work-item.ts';
+import type { Requester } from '../core/person.ts';
 import type { PartialEdit } from './rate-bucket.ts';
 
 export interface PostedMessage {
@@ -44,6 +45,13 @@ export interface Outbound {
   directChannel?(user: string, workspace?: string): Promise<ReplyTarget>;
   /** A link a person can open to `messageId`, where the platform has one. */
   linkTo?(target: ReplyTarget, messageId: string): Promise<string | undefined>;
+  /**
+   * `person` as the platform knows them now where `place` is: their groups (Slack user groups,
+   * Discord roles) looked up again, for work done in their name while they are not there (a
+   * scheduled run). Undefined: they are no longer a member there. Throws when the platform could not
+   * say. Absent: the platform has no groups to look up.
+   */
+  personNow?(person: Requester, place: ReplyTarget): Promise<Requester | undefined>;
   /**
    * The platform's own way of showing a reply (Slack's native streaming), where it has one and it
    * is enabled; undefined (or absent): replies are shown by post and edit (EditDelivery).

@@ -9,7 +9,7 @@ import { BRANCH, type RepoCatalog } from './repos-config.ts';
  */
 export function readWorkCommand(
   catalog: RepoCatalog | undefined,
-  command: WorkCommandName,
+  command: Exclude<WorkCommandName, 'schedule'>,
   text: string,
 ): WorkCommandResult {
   const words = text.trim().split(/\s+/).filter(Boolean);

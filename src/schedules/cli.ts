@@ -2,6 +2,7 @@ import type { Requester } from '../core/person.ts';
 import type { Pool } from '../db/pool.ts';
 import { changeSchedule, describeSchedules, findByShortId } from './manage.ts';
 import type { RecordScheduleEvent } from './scheduler.ts';
+import { HISTORY_RUNS } from './history.ts';
 import { listSchedules, recentRuns, type RunRow } from './store.ts';
 
 const USAGE =
@@ -49,7 +50,7 @@ export async function schedulesCommand(
     return 1;
   }
   if (verb === 'history') {
-    const runs = await recentRuns(pool, schedule.id, 20);
+    const runs = await recentRuns(pool, schedule.id, HISTORY_RUNS);
     for (const run of runs) io.out(historyLine(run));
     if (runs.length === 0) io.out('No runs yet.');
     return 0;
@@ -63,11 +64,14 @@ export async function schedulesCommand(
   return 0;
 }
 
-/** One run of the history: its slot, outcome (and why), its work item and where it answered. */
+/**
+ * One run of the history: its slot, outcome (and why), its work item, where it answered and the
+ * platform's link to that answer (recorded when the run came to rest).
+ */
 function historyLine(run: RunRow): string {
   const where = run.reply
     ? `${run.reply.platform}:${run.reply.channel}${run.reply.thread ? `/${run.reply.thread}` : ''}`
     : '';
   const detail = run.detail ? ` (${run.detail})` : '';
-  return `${run.slot.toISOString()}  ${run.outcome}${detail}  ${run.work_item_id ?? '-'}  ${where}`.trimEnd();
+  return `${run.slot.toISOString()}  ${run.outcome}${detail}  ${run.work_item_id ?? '-'}  ${where}  ${run.link ?? ''}`.trimEnd();
 }

@@ -111,12 +111,8 @@ export async function changeSchedule(
 ): Promise<{ ok: true; text: string } | { ok: false; reason: string }> {
   const schedule = await findSchedule(pool, id);
   if (!schedule) return { ok: false, reason: `There is no schedule ${shortId(id)}.` };
-  if (by && !sameAccountHere(schedule.owner, by.person) && !by.isApprover(by.person, schedule.place)) {
-    return {
-      ok: false,
-      reason: `Only ${ownerLabel(schedule.owner)} or an approver may change schedule ${shortId(id)}.`,
-    };
-  }
+  const refused = refusalFor(schedule, by, 'change');
+  if (refused) return { ok: false, reason: refused };
   const actor = by?.person ?? operator;
   const detail = { schedule: schedule.id };
   const name = `Schedule ${shortId(schedule.id)} ("${schedule.when_text}": ${preview(schedule.task, 60)})`;
@@ -141,6 +137,19 @@ export async function changeSchedule(
       return { ok: true, text: `${name} is deleted.` };
     }
   }
+}
+
+/**
+ * Why `by` may not see or change a schedule, or undefined when they may: its owner (the same account
+ * in the same workspace) or an approver where it runs; undefined `by` is the operator's shell.
+ */
+export function refusalFor(
+  schedule: ScheduleRow,
+  by: { person: Requester; isApprover: IsApprover } | undefined,
+  verb: 'change' | 'see the history of',
+): string | undefined {
+  if (!by || sameAccountHere(schedule.owner, by.person) || by.isApprover(by.person, schedule.place)) return undefined;
+  return `Only ${ownerLabel(schedule.owner)} or an approver may ${verb} schedule ${shortId(schedule.id)}.`;
 }
 
 /** Schedules as lines: id, state, WHEN, next run, last outcome, task. */

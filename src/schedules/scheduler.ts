@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Requester } from '../core/person.ts';
-import type { ReplyTarget } from '../core/reply-target.ts';
+import { ReplyTarget } from '../core/reply-target.ts';
 import { newWorkItem, Priority, type WorkItem } from '../core/work-item.ts';
 import { transaction, type Pool, type PoolClient } from '../db/pool.ts';
-import { enqueueWorkItem, readTurnProgress } from '../queue/turn-lifecycle.ts';
+import { enqueueWorkItem, readReplyOf, readTurnProgress } from '../queue/turn-lifecycle.ts';
 import {
   advanceSchedule,
   claimDueSchedule,
@@ -38,6 +38,17 @@ export interface SchedulerDeps {
   mayUse(owner: Requester, place: ReplyTarget): { ok: true } | { ok: false; refusal: string };
   /** Tells the owner something where the schedule runs. */
   tell(place: ReplyTarget, text: string): Promise<void>;
+  /**
+   * The owner as the platform knows them now where the schedule runs (groups and roles looked up
+   * again): undefined when they are no longer a member there; throws when the platform could not say.
+   * Absent: the owner as stored (a platform without groups).
+   */
+  personNow?(owner: Requester, place: ReplyTarget): Promise<Requester | undefined>;
+  /**
+   * The platform's link to a message a run answered in (`reply.messageId`), for the history; absent,
+   * or undefined from it: the run is listed without one.
+   */
+  linkTo?(reply: ReplyTarget): Promise<string | undefined>;
   record: RecordScheduleEvent;
 }
 
@@ -118,14 +129,19 @@ async function runDueSchedule(client: PoolClient, deps: SchedulerDeps, now: Date
     deps.log.info({ scheduleId: schedule.id, slot }, 'skipped a missed slot (catch_up: none)');
     return { enqueued: false };
   }
-  const allowed = deps.mayUse(schedule.owner, schedule.place);
+  const current = await ownerNow(deps, schedule);
+  if ('failed' in current) return failLookup(client, deps, { schedule, slot, next }, current.failed);
+  const allowed = current.owner
+    ? deps.mayUse(current.owner, schedule.place)
+    : { ok: false as const, refusal: 'they are no longer a member there' };
   if (!allowed.ok) {
     const reason = `${ownerLabel(schedule.owner)} may no longer use the bot here (${allowed.refusal})`;
     await insertRun(client, { scheduleId: schedule.id, slot, workItemId: null, outcome: 'refused', detail: reason });
     await pauseSchedule(client, schedule.id, reason);
     return { enqueued: false, after: { paused: true, effects: () => pausedEffects(deps, schedule, reason) } };
   }
-  const item = runItem(schedule, slot);
+  // The run asks as the owner is now: the turn's own policy checks see today's groups too.
+  const item = runItem({ ...schedule, owner: current.owner! }, slot);
   const fresh = await insertRun(client, {
     scheduleId: schedule.id,
     slot,
@@ -143,6 +159,54 @@ async function runDueSchedule(client: PoolClient, deps: SchedulerDeps, now: Date
   };
 }
 
+/** How long a run waits for the platform to say who the owner is now (the schedule's row is locked). */
+const LOOKUP_TIMEOUT_MS = 10_000;
+
+/**
+ * The owner as the platform knows them now — never the groups captured when the schedule was made,
+ * which could keep a person removed from a role running under it — or why the platform could not say.
+ */
+async function ownerNow(
+  deps: SchedulerDeps,
+  schedule: ScheduleRow,
+): Promise<{ owner: Requester | undefined } | { failed: string }> {
+  if (!deps.personNow) return { owner: schedule.owner };
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${LOOKUP_TIMEOUT_MS / 1000} s`)), LOOKUP_TIMEOUT_MS);
+  });
+  try {
+    return { owner: await Promise.race([deps.personNow(schedule.owner, schedule.place), timedOut]) };
+  } catch (error) {
+    deps.log.warn({ err: error, scheduleId: schedule.id }, 'could not look up a schedule owner’s groups');
+    return { failed: (error as Error).message };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A slot whose owner could not be looked up: the run fails with the reason (it is not run with the
+ * groups from when the schedule was made), counts as a failure (three in a row pause), and the
+ * schedule moves on.
+ */
+async function failLookup(
+  client: PoolClient,
+  deps: SchedulerDeps,
+  due: { schedule: ScheduleRow; slot: Date; next: Date | undefined },
+  error: string,
+): Promise<DueOutcome> {
+  const { schedule, slot, next } = due;
+  const detail = `could not look up ${ownerLabel(schedule.owner)}'s groups on the platform (${error}); not run with the groups from when it was made`;
+  const fresh = await insertRun(client, { scheduleId: schedule.id, slot, workItemId: null, outcome: 'failed', detail });
+  await advanceSchedule(client, schedule.id, next);
+  if (!fresh || (await countFailure(client, schedule.id, true)) < FAILURES_TO_PAUSE) return { enqueued: false };
+  const reason = `its last ${FAILURES_TO_PAUSE} runs failed (the last: ${detail})`;
+  const paused = await pauseSchedule(client, schedule.id, reason);
+  if (!paused) return { enqueued: false };
+  return { enqueued: false, after: { paused: true, effects: () => pausedEffects(deps, paused, reason) } };
+}
+
 /** A run's work item: the owner asks, where the schedule was made, at NORMAL (LOW in the background). */
 function runItem(schedule: ScheduleRow, slot: Date): WorkItem {
   const { messageId: _posted, ...place } = schedule.place;
@@ -156,7 +220,8 @@ function runItem(schedule: ScheduleRow, slot: Date): WorkItem {
       prompt: `(A scheduled run: "${schedule.when_text}", the slot of ${slot.toISOString()}. The task, as ${ownerLabel(schedule.owner)} set it:)\n\n${schedule.task}`,
     },
     payload: { scheduleId: schedule.id, slot: slot.toISOString() },
-    reply: place,
+    // Nobody is watching: a card this run posts mentions the owner (docs/schedules.md).
+    reply: { ...place, unattended: true },
     placeholder: '…',
   });
 }
@@ -166,7 +231,8 @@ async function settleFinishedRun(deps: SchedulerDeps, run: RunRow): Promise<'set
   const progress = run.work_item_id ? await readTurnProgress(deps.pool, run.work_item_id) : undefined;
   if (progress && ['queued', 'running', 'awaiting_approval'].includes(progress.status)) return undefined;
   const [outcome, detail] = outcomeOf(progress);
-  if (!(await settleRun(deps.pool, run, outcome, detail))) return undefined;
+  const link = run.work_item_id ? await answerLink(deps, run.work_item_id) : undefined;
+  if (!(await settleRun(deps.pool, run, outcome, detail, link))) return undefined;
   // An expired card or a stopped run says nothing about whether the task works: the count stands.
   if (outcome !== 'done' && outcome !== 'failed') return 'settled';
   const failures = await countFailure(deps.pool, run.schedule_id, outcome === 'failed');
@@ -178,6 +244,17 @@ async function settleFinishedRun(deps: SchedulerDeps, run: RunRow): Promise<'set
     deps.log.warn({ err: error, scheduleId: paused.id }, 'could not tell the owner a schedule paused'),
   );
   return 'paused';
+}
+
+/** The link to the message a run's turn answered in (its first reply message, in the run's thread). */
+async function answerLink(deps: SchedulerDeps, workItemId: string): Promise<string | undefined> {
+  if (!deps.linkTo) return undefined;
+  const stored = ReplyTarget.safeParse((await readReplyOf(deps.pool, workItemId))?.reply);
+  if (!stored.success || !stored.data.messageId) return undefined;
+  return deps.linkTo(stored.data).catch((error: unknown) => {
+    deps.log.warn({ err: error, workItemId }, 'could not get the link to a scheduled run’s answer');
+    return undefined;
+  });
 }
 
 function outcomeOf(

@@ -42,6 +42,8 @@ const RunRow = z.object({
   outcome: z.enum(['running', 'done', 'failed', 'expired', 'cancelled', 'refused']),
   detail: z.string().nullable(),
   reply: ReplyTarget.nullable(),
+  /** The platform's link to the message the run answered in, once it came to rest (migration 029). */
+  link: z.string().nullable(),
   finished_at: z.date().nullable(),
 });
 export type RunRow = z.infer<typeof RunRow>;
@@ -173,17 +175,18 @@ export async function unsettledRuns(db: Queryable, limit: number): Promise<RunRo
   return rows.map((r) => RunRow.parse(r));
 }
 
-/** A run's outcome, once; false when it was settled already. */
+/** A run's outcome (and the link to where it answered), once; false when it was settled already. */
 export async function settleRun(
   db: Queryable,
   run: Pick<RunRow, 'schedule_id' | 'slot'>,
   outcome: Exclude<RunOutcome, 'running'>,
   detail: string | undefined,
+  link?: string,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE countersign.schedule_runs SET outcome = $3, detail = $4, finished_at = now()
+    `UPDATE countersign.schedule_runs SET outcome = $3, detail = $4, link = $5, finished_at = now()
       WHERE schedule_id = $1 AND slot = $2 AND outcome = 'running'`,
-    [run.schedule_id, run.slot, outcome, detail ?? null],
+    [run.schedule_id, run.slot, outcome, detail ?? null, link ?? null],
   );
   return rowCount === 1;
 }

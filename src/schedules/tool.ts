@@ -9,7 +9,7 @@ import { shortId, type RecordScheduleEvent } from './scheduler.ts';
 import { formatSlot, zoneOf } from './when.ts';
 import { whenOf } from './store.ts';
 
-const SCHEDULE_TASK = 'schedule_task';
+export const SCHEDULE_TASK = 'schedule_task';
 
 const ScheduleTaskArgs = z.object({
   when: z

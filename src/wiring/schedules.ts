@@ -10,6 +10,8 @@ import type { ReplyTarget } from '../core/reply-target.ts';
 import { changeSchedule, schedulesSeenBy, type ScheduleChange, type ScheduleLimits } from '../schedules/manage.ts';
 import { tick, type RecordScheduleEvent, type SchedulerDeps } from '../schedules/scheduler.ts';
 import { createScheduleTool } from '../schedules/tool.ts';
+import { readScheduleWorkCommand } from '../schedules/command.ts';
+import { scheduleHistory } from '../schedules/history.ts';
 import { durationSeconds } from '../schedules/when.ts';
 import type { Cleanups } from './cleanups.ts';
 
@@ -32,17 +34,24 @@ export function scheduleTools(config: Config, pool: Pool): AnyBuiltinTool[] {
   return [createScheduleTool(pool, scheduleLimits(config), recordScheduleEvent(pool))];
 }
 
-/** What a person's chat commands and buttons may do to schedules: list them, change one. */
-export function scheduleVerbs(pool: Pool, approvals: ApprovalService) {
+/** What a person's chat commands and buttons may do to schedules: propose one, list them, change one. */
+export function scheduleVerbs(config: Config, pool: Pool, approvals: ApprovalService) {
   const isApprover = (person: Requester, place: ReplyTarget) => approvals.isApprover(person, place);
   return {
+    scheduleCommand: (text: string) =>
+      readScheduleWorkCommand(text, new Date(), scheduleLimits(config).minIntervalSeconds),
     schedules: (person: Requester, place: ReplyTarget) => schedulesSeenBy(pool, person, place, isApprover),
-    changeSchedule: (change: ScheduleChange, id: string, by: Requester) =>
-      changeSchedule(pool, recordScheduleEvent(pool), change, id, { person: by, isApprover }, new Date()),
+    changeSchedule: (change: ScheduleChange | 'history', id: string, by: Requester) =>
+      change === 'history'
+        ? scheduleHistory(pool, id, { person: by, isApprover })
+        : changeSchedule(pool, recordScheduleEvent(pool), change, id, { person: by, isApprover }, new Date()),
   };
 }
 
-/** The scheduler's dependencies: the policy in force, the place's outbound, the audit log. */
+/**
+ * The scheduler's dependencies: the policy in force, the place's outbound (to tell the owner, look
+ * their groups up again, link a run's answer), the audit log.
+ */
 function schedulerDeps(wiring: {
   pool: Pool;
   log: Logger;
@@ -56,6 +65,15 @@ function schedulerDeps(wiring: {
     mayUse: (owner, place) => approvals.mayUse(owner, place),
     tell: async (place, text) => {
       await outbounds.for(place).post(place, text);
+    },
+    // Groups and roles as the platform says now, not as they were when the schedule was made.
+    personNow: async (owner, place) => {
+      const outbound = outbounds.for(place);
+      return outbound.personNow ? outbound.personNow(owner, place) : owner;
+    },
+    linkTo: async (reply) => {
+      const outbound = outbounds.for(reply);
+      return reply.messageId && outbound.linkTo ? outbound.linkTo(reply, reply.messageId) : undefined;
     },
     record: recordScheduleEvent(pool),
   };

@@ -125,6 +125,22 @@ describe('messages that arrive while the bot is working', () => {
     expect((await h.settled(bobs.id)).result?.text).toBe('answer to: bob asks [other]');
   });
 
+  it('steer leaves a command’s call to its own turn: it is ruled there, not read as text', async () => {
+    runs.length = 0;
+    const conv = conversation();
+    const first = await say(conv, 'check prod [command]', 'steer');
+    await toolStarted('prod', 1);
+    const command = await h.say(conv, '/deploy staging', {
+      mode: 'steer',
+      requester: ALICE,
+      input: { prompt: '/deploy staging', call: { name: 'deploy', args: { target: 'staging' } } },
+    });
+    expect((await h.settled(first.id)).result?.text).toBe('checked: prod is fine');
+    // Its own turn: the call waits for its card (deploy asks), and no model read it as a message.
+    expect((await h.settled(command.id)).status).toBe('awaiting_approval');
+    expect(provider.requests.some((r) => JSON.stringify(r.messages).includes('/deploy staging'))).toBe(false);
+  });
+
   it('queue: the new message is the next turn', async () => {
     runs.length = 0;
     const conv = conversation();

@@ -44,7 +44,7 @@ describe('schedule buttons', () => {
   /** Presses a button as `by` through the one button dispatch; what only the presser is told is kept. */
   async function press(value: string, by: Requester) {
     said = [];
-    const verbs = scheduleVerbs(h.app.pool, h.app.approvals);
+    const verbs = scheduleVerbs(h.config, h.app.pool, h.app.approvals);
     const surface: ButtonSurface = {
       openDenyForm: async () => undefined,
       showFullArguments: async () => undefined,
@@ -94,7 +94,7 @@ describe('schedule buttons', () => {
 
   it('lists an owner’s own schedules, and an approver everyone’s in the channel', async () => {
     const s = await schedule('btn-list');
-    const verbs = scheduleVerbs(h.app.pool, h.app.approvals);
+    const verbs = scheduleVerbs(h.config, h.app.pool, h.app.approvals);
     const place = { platform: 'test', channel: 'btn-list' };
     expect((await verbs.schedules(bob, place)).entries.map((e) => e.id)).toContain(s.id);
     expect((await verbs.schedules(mallory, place)).entries).toEqual([]);
@@ -120,7 +120,7 @@ describe('schedule buttons', () => {
       new Date(),
     );
     if (!made.ok) throw new Error(made.message);
-    const { schedules } = scheduleVerbs(h.app.pool, h.app.approvals);
+    const { schedules } = scheduleVerbs(h.config, h.app.pool, h.app.approvals);
     const place = { platform: 'test', channel: 'elsewhere' };
     expect((await schedules(owner, place)).entries.map((e) => e.id)).toContain(made.schedule.id);
     expect((await schedules(lookalike, place)).entries.map((e) => e.id)).not.toContain(made.schedule.id);

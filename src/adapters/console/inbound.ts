@@ -158,7 +158,7 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
   });
   if (interactive) {
     output.write(
-      `Countersign console — type a message, /skills to list skills, /code, /review or /research to start work, /status to see yours, /attach PATH to send a file, /budget for spend limits, /connect SERVER or /connections for your own accounts, Ctrl-D to quit.\n`,
+      `Countersign console — type a message, /skills to list skills, /code, /review or /research to start work, /schedule WHEN TASK or /schedules for scheduled work, /status to see yours, /attach PATH to send a file, /budget for spend limits, /connect SERVER or /connections for your own accounts, Ctrl-D to quit.\n`,
     );
   }
   showPrompt(session);

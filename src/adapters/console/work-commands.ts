@@ -5,7 +5,7 @@ import { skillConsoleCommands } from './skill-commands.ts';
 import { attachConsoleCommand } from './attach.ts';
 import { scheduleButtonValue, type ScheduleButtonVerb } from '../../core/buttons.ts';
 
-/** `/code REPO TASK`, `/review REPO BRANCH`, `/research TOPIC`: the command and the rest of the line. */
+/** `/code REPO TASK`, `/review REPO BRANCH`, `/research TOPIC`, `/schedule WHEN TASK`: the command and the rest of the line. */
 const WORK_LINE = new RegExp(`^/(${WORK_COMMANDS.join('|')})(?:\\s+([\\s\\S]*))?$`);
 
 /**
@@ -26,7 +26,12 @@ function workConsoleCommands(
     const work = ctx.workCommand(typed[1] as WorkCommandName, (typed[2] ?? '').trim());
     if (!work.ok) return { reply: work.message };
     return {
-      draft: { type: work.type, priority: work.priority, input: { prompt: work.prompt }, payload: work.payload },
+      draft: {
+        type: work.type,
+        priority: work.priority,
+        input: { prompt: work.prompt, ...(work.call ? { call: work.call } : {}) },
+        payload: work.payload,
+      },
     };
   };
 }
@@ -60,11 +65,11 @@ function connectUsage(servers: readonly string[]): string {
   return `Usage: /connect SERVER. Per-person servers: ${servers.join(', ')}.`;
 }
 
-/** `/schedules`, or `/schedules pause|resume|delete ID` (the 8 characters the list shows, or more). */
-const SCHEDULES_LINE = /^\/schedules(?:\s+(pause|resume|delete)\s+([0-9a-f-]{8,36}))?$/;
+/** `/schedules`, or `/schedules pause|resume|delete|history ID` (the 8 characters the list shows, or more). */
+const SCHEDULES_LINE = /^\/schedules(?:\s+(pause|resume|delete|history)\s+([0-9a-f-]{8,36}))?$/;
 
 /**
- * `/schedules` prints the operator's schedules with their ids; `/schedules pause|resume|delete ID`
+ * `/schedules` prints the operator's schedules with their ids; `/schedules pause|resume|delete|history ID`
  * presses that schedule's button, through the same dispatch (and the same checks) as a click.
  */
 function scheduleConsoleCommands(ctx: Pick<AdapterContext, 'schedules' | 'pressButton'>): ConsoleCommand {
@@ -76,7 +81,8 @@ function scheduleConsoleCommands(ctx: Pick<AdapterContext, 'schedules' | 'pressB
     const [, change, id] = typed;
     if (!change || !id) {
       const lines = [listing.heading.replaceAll('**', ''), ...listing.entries.map((e) => e.text)];
-      if (listing.entries.length) lines.push('Change one with /schedules pause|resume|delete ID.');
+      if (listing.entries.length)
+        lines.push('Change one with /schedules pause|resume|delete ID, or see its runs with /schedules history ID.');
       return { reply: lines.join('\n') };
     }
     const entry = listing.entries.find((e) => e.id.startsWith(id));

@@ -16,6 +16,7 @@ import {
 } from './components/index.ts';
 import { neutralizeMentions } from './format/index.ts';
 import { LIMITS } from './limits.ts';
+import { DISCORD_RULES } from './rules.ts';
 import type { DiscordOutbound } from './outbound.ts';
 
 const CARD_ID_SEPARATOR = ',';
@@ -85,18 +86,30 @@ export class DiscordCardRenderer implements CardRenderer {
   }
 }
 
+/** The requester to ping on a card nobody watches: only a well-formed user id, so nobody else can be. */
+function ownerToMention(card: ApprovalCard): string | undefined {
+  return card.state === 'pending' && card.mention && DISCORD_RULES.ids.user.test(card.mention)
+    ? card.mention
+    : undefined;
+}
+
 /**
  * The approval card in Discord's components, one payload per message; button custom_ids are the
  * neutral `nonce.decision` values. Cards with calls keep their rich embed, so they cannot carry
  * SUPPRESS_EMBEDS (it hides that embed too); their `content` has its links wrapped instead.
  */
 function renderCard(card: ApprovalCard): ApiMessagePayload[] {
+  const owner = ownerToMention(card);
   if (card.kind === 'question') {
+    const asked = neutralizeMentions(cardText(card));
     return [
       {
-        content: neutralizeMentions(cardText(card)).slice(0, LIMITS.messageContent),
+        content: (owner ? `<@${owner}> a scheduled run of yours asks: ${asked}` : asked).slice(
+          0,
+          LIMITS.messageContent,
+        ),
         embeds: [],
-        allowed_mentions: NO_MENTIONS,
+        allowed_mentions: owner ? { parse: [], users: [owner] } : NO_MENTIONS,
         components: replyButtonRows(cardButtons(card)),
         flags: MessageFlag.suppressEmbeds,
       },
@@ -118,6 +131,7 @@ function renderCard(card: ApprovalCard): ApiMessagePayload[] {
     planHashPrefix: card.planHashPrefix,
     expiresAt: card.expiresAt,
     requesterLabel: card.requesterLabel,
+    ...(owner ? { mention: owner } : {}),
     ...(card.origin || card.routedTo ? { note: (card.origin ?? card.routedTo)! } : {}),
     ...(card.change ? { change: card.change } : {}),
   };

@@ -43,7 +43,7 @@ const stringOption = (name: string, text: string) => ({
   required: true,
 });
 
-/** `/code`, `/review`, `/research` (src/core/work-commands.ts), with their options. */
+/** `/code`, `/review`, `/research`, `/schedule` (src/core/work-commands.ts), with their options. */
 function workCommandDefinitions(repoNames: readonly string[]) {
   return [
     {
@@ -63,6 +63,15 @@ function workCommandDefinitions(repoNames: readonly string[]) {
       description: description(`Research: ${WORK_COMMAND_USAGE.research.description}`),
       type: 1,
       options: [stringOption('topic', 'What to find out')],
+    },
+    {
+      name: 'schedule',
+      description: description(`Schedule: ${WORK_COMMAND_USAGE.schedule.description}`),
+      type: 1,
+      options: [
+        stringOption('when', 'When: 0 9 * * 1-5 Europe/Berlin, every 15m, in 2h, 2026-12-01 09:00 UTC'),
+        stringOption('task', 'What to do at each run'),
+      ],
     },
   ];
 }

@@ -80,11 +80,12 @@ export async function onSkill(
   }
 }
 
-/** The words of a work command, as the core reads them from a line: `REPO TASK`, `REPO BRANCH`, `TOPIC`. */
+/** The words of a work command, as the core reads them from a line: `REPO TASK`, `REPO BRANCH`, `WHEN TASK`, `TOPIC`. */
 function workCommandText(name: WorkCommandName, interaction: ChatInputCommandInteraction): string {
   const option = (key: string) => interaction.options.getString(key) ?? '';
   if (name === 'code') return `${option('repo')} ${option('task')}`;
   if (name === 'review') return `${option('repo')} ${option('branch')}`;
+  if (name === 'schedule') return `${option('when')} ${option('task')}`;
   return option('topic');
 }
 
@@ -140,7 +141,7 @@ export async function onWorkCommand(
           type: work.type,
           priority: work.priority,
           conversationId: where.conversationId,
-          input: { prompt: work.prompt },
+          input: { prompt: work.prompt, ...(work.call ? { call: work.call } : {}) },
           payload: { ...work.payload, interactionId: interaction.id },
           reply: where.reply,
           placeholder: '…',
@@ -218,13 +219,20 @@ async function answerSchedules(ctx: AdapterContext, interaction: ChatInputComman
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   const listing = await ctx.schedules(person, place);
   const lines = listing.entries.map((e, i) => `${i + 1}. ${e.text}`);
-  const buttons = listing.entries.flatMap((e, i) => [
+  // Three buttons a schedule, and a message holds 25: the newest ones get them.
+  const withButtons = listing.entries.slice(0, Math.floor((LIMITS.buttonsPerRow * LIMITS.actionRows) / 3));
+  if (withButtons.length < listing.entries.length)
+    lines.push(
+      `(Buttons for the first ${withButtons.length}; \`countersign schedules\` in a shell reaches every one.)`,
+    );
+  const buttons = withButtons.flatMap((e, i) => [
     {
       type: 2,
       style: 2,
       label: `${e.paused ? 'Resume' : 'Pause'} ${i + 1}`,
       custom_id: scheduleButtonValue(e.paused ? 'resume' : 'pause', e.id),
     },
+    { type: 2, style: 2, label: `History ${i + 1}`, custom_id: scheduleButtonValue('history', e.id) },
     { type: 2, style: 4, label: `Delete ${i + 1}`, custom_id: scheduleButtonValue('delete', e.id) },
   ]);
   const rows = [];

@@ -1,4 +1,5 @@
-import { REST, RateLimitError, Routes } from 'discord.js';
+import { DiscordAPIError, REST, RateLimitError, Routes } from 'discord.js';
+import type { Requester } from '../../core/person.ts';
 import type { FileRef } from '../../core/work-item.ts';
 import { downloadAttachment } from './files.ts';
 import type { PartialEdit, RateBuckets } from '../../reply/rate-bucket.ts';
@@ -46,6 +47,9 @@ export function createRest(token: string, apiUrl: string | undefined): REST {
  * per-channel and global buckets shared in Postgres, so many workers together stay inside Discord's
  * limits; model text can never ping anyone.
  */
+/** Discord's JSON error code for a user who is not a member of the guild (API v10, "JSON Error Codes"). */
+const UNKNOWN_MEMBER = 10007;
+
 export class DiscordOutbound implements Outbound {
   readonly platform = 'discord';
   readonly limits = { maxMessageLength: LIMITS.messageContent, minEditIntervalMs: LIMITS.editIntervalMs };
@@ -196,6 +200,25 @@ export class DiscordOutbound implements Outbound {
       this.#rest.post(Routes.userChannels(), { body: { recipient_id: user } }),
     )) as { id: string };
     return { platform: 'discord', channel: channel.id };
+  }
+
+  /**
+   * The person with the roles they have in the guild now (Get Guild Member): the policy's
+   * `discord-role:` entries match these. Undefined when they are no longer a member (10007 Unknown
+   * Member); throws when Discord could not say. In a DM there are no roles to look up.
+   */
+  async personNow(person: Requester, place: ReplyTarget): Promise<Requester | undefined> {
+    const guild = person.workspace;
+    if (!guild || guild === '@me' || guild !== place.workspace) return person;
+    const { groups: _then, ...now } = person;
+    try {
+      const member = (await this.#rest.get(Routes.guildMember(guild, person.userId))) as { roles?: string[] };
+      const roles = (member.roles ?? []).filter((id) => id !== guild);
+      return roles.length ? { ...now, groups: roles } : now;
+    } catch (error) {
+      if (error instanceof DiscordAPIError && error.code === UNKNOWN_MEMBER) return undefined;
+      throw error;
+    }
   }
 
   /** Discord's message link: the guild (`@me` for a DM), the channel, the message. */

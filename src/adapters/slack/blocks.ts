@@ -20,6 +20,7 @@ import {
 import type { ScheduleListing } from '../../core/schedule-list.ts';
 import { fitMrkdwn, markdownToMrkdwn, mrkdwnPieces } from './format/index.ts';
 import { LIMITS } from './limits.ts';
+import { SLACK_RULES } from './rules.ts';
 
 export type Block = KnownBlock;
 
@@ -66,6 +67,12 @@ export function scheduleListBlocks(listing: ScheduleListing): Block[] {
           action_id: `countersign_schedule_${change}_${id.slice(0, 8)}`,
           text: { type: 'plain_text', text: paused ? 'Resume' : 'Pause', emoji: true },
           value: scheduleButtonValue(change, id),
+        },
+        {
+          type: 'button',
+          action_id: `countersign_schedule_history_${id.slice(0, 8)}`,
+          text: { type: 'plain_text', text: 'History', emoji: true },
+          value: scheduleButtonValue('history', id),
         },
         {
           type: 'button',
@@ -239,6 +246,8 @@ function fullArgsButton(card: ApprovalCard, call: ApprovalCard['calls'][number])
 export function approvalCardPages(card: ApprovalCard): Block[][] {
   const header: Block[] = [];
   const pages: Block[][] = [];
+  const mention = ownerMention(card);
+  if (mention) header.push(context(`${mention} a scheduled run of yours is waiting for this decision.`));
   if (card.kind === 'question') {
     header.push(markdownSection(`**Question from the agent** (asked for ${card.requesterLabel})`));
     header.push(markdownSection(card.question ?? ''));
@@ -290,6 +299,16 @@ export function approvalCardPages(card: ApprovalCard): Block[][] {
   const closing = card.kind === 'question' ? questionButtons(card) : allCallsButtons(card);
   if (card.state === 'pending') last.push(...actions(closing, 'countersign_all'));
   return pages;
+}
+
+/**
+ * The mention that notifies a card's requester (`<@U…>`, Slack's user mention), for a card posted by
+ * a run nobody watches; only a well-formed user id becomes one, so nothing else can ever be pinged.
+ */
+export function ownerMention(card: ApprovalCard): string | undefined {
+  return card.state === 'pending' && card.mention && SLACK_RULES.ids.user.test(card.mention)
+    ? `<@${card.mention}>`
+    : undefined;
 }
 
 /** A card that fits one message, as its blocks (tests and small cards); see `approvalCardPages`. */

@@ -2,7 +2,7 @@ import type { ApprovalCard, CardRenderer, ClickedMessage } from '../../core/appr
 import { replacedThroughClick } from '../../approval/card-renderers.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { cardText } from '../../approval/card.ts';
-import { approvalCardPages } from './blocks.ts';
+import { approvalCardPages, ownerMention } from './blocks.ts';
 import { fitMrkdwn } from './format/index.ts';
 import { LIMITS } from './limits.ts';
 import type { SlackOutbound } from './outbound.ts';
@@ -29,8 +29,12 @@ export class SlackCardRenderer implements CardRenderer {
     clicked?: ClickedMessage,
   ): Promise<{ messageId: string }> {
     const pages = approvalCardPages(card);
+    // The first message's text is its notification: it carries the owner's mention too.
+    const mention = ownerMention(card);
     const fallback = (i: number) =>
-      i === 0 ? fitMrkdwn(cardText(card), LIMITS.sectionText) : `Approval card, part ${i + 1} of ${pages.length}`;
+      i === 0
+        ? `${mention ? `${mention} ` : ''}${fitMrkdwn(cardText(card), LIMITS.sectionText)}`
+        : `Approval card, part ${i + 1} of ${pages.length}`;
     if (messageId) {
       const ids = messageId.split(CARD_ID_SEPARATOR);
       // The number of messages depends only on the number of calls, so a card never gains one.

@@ -98,6 +98,7 @@ async function connectSlack(ctx: AdapterContext, deps: SlackInboundDeps): Promis
     code: settings.codeCommand ?? '/code',
     review: settings.reviewCommand ?? '/review',
     research: settings.researchCommand ?? '/research',
+    schedule: settings.scheduleCommand ?? '/schedule',
   };
   const commands = createCommandHandlers(ctx, {
     outbound: deps.outbound,

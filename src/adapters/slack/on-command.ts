@@ -19,7 +19,12 @@ import type { Requester } from '../../core/person.ts';
 /** The names this app's work commands are registered under (SLACK_CODE_COMMAND and its kin). */
 type WorkCommandNames = Record<WorkCommandName, string>;
 
-const DEFAULT_WORK_COMMAND_NAMES: WorkCommandNames = { code: '/code', review: '/review', research: '/research' };
+const DEFAULT_WORK_COMMAND_NAMES: WorkCommandNames = {
+  code: '/code',
+  review: '/review',
+  research: '/research',
+  schedule: '/schedule',
+};
 
 /** What `/countersign` (without `grants`, `status`, `connect` or `connections`) answers. */
 function countersignHelp(command: string, mode: keyof typeof MODE_HELP, names: WorkCommandNames): string {
@@ -116,8 +121,8 @@ async function runWorkCommand(
     async () => {
       const work = ctx.workCommand(name, command.text);
       if (work.ok) {
-        const { header, type, priority, prompt, payload } = work;
-        return { header, item: { type, priority, input: { prompt }, payload } };
+        const { header, type, priority, prompt, payload, call } = work;
+        return { header, item: { type, priority, input: { prompt, ...(call ? { call } : {}) }, payload } };
       }
       await respond({ response_type: 'ephemeral', text: markdownToMrkdwn(work.message) });
       return undefined;

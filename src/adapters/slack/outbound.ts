@@ -12,6 +12,8 @@ import { NativeDelivery, type NativeStreaming } from './native-delivery.ts';
 import { downloadSlackFile } from './files.ts';
 import { findTaggedPost, replyMetadata } from './tagged-posts.ts';
 import type { FileRef } from '../../core/work-item.ts';
+import type { Requester } from '../../core/person.ts';
+import { CurrentUserGroups } from './user-groups.ts';
 
 export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
   // Retries and 429s are the reply stream's business (newest text wins), not the client's.
@@ -51,12 +53,21 @@ export class SlackOutbound implements Outbound {
   readonly limits = { maxMessageLength: LIMITS.replyMessageText, minEditIntervalMs: LIMITS.editIntervalMs };
   readonly #streaming: NativeStreaming | undefined;
   readonly #client: WebClient;
+  readonly #currentGroups: CurrentUserGroups;
   readonly #buckets: RateBuckets;
   readonly #perMinute: number;
   #botId: Promise<string> | undefined;
 
-  constructor(client: WebClient, buckets: RateBuckets, updatesPerMinute: number, streaming?: NativeStreaming) {
+  /** `groupsFreshForMs`: how long one user group listing answers scheduled runs (default a minute). */
+  constructor(
+    client: WebClient,
+    buckets: RateBuckets,
+    updatesPerMinute: number,
+    streaming?: NativeStreaming,
+    options: { groupsFreshForMs?: number } = {},
+  ) {
     this.#client = client;
+    this.#currentGroups = new CurrentUserGroups(client, options.groupsFreshForMs);
     this.#buckets = buckets;
     this.#perMinute = updatesPerMinute;
     this.#streaming = streaming;
@@ -256,6 +267,17 @@ export class SlackOutbound implements Outbound {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * The person with the user groups Slack lists now (user-groups.ts): groups are the home
+   * workspace's, so an id another org issued is in none. Throws when Slack could not say.
+   */
+  async personNow(person: Requester, place: ReplyTarget): Promise<Requester> {
+    const { groups: _then, ...now } = person;
+    if (!person.workspace || person.workspace !== place.workspace) return now;
+    const groups = await this.#currentGroups.groupsOf(person.userId);
+    return groups.length ? { ...now, groups } : now;
   }
 
   /** Deletes a message; best effort (it cleans up after a card that could not be posted whole). */

@@ -22,10 +22,11 @@ export interface SlackInboundSettings {
   skillCommand: string;
   /** `/countersign grants` and help; default `/countersign`. */
   countersignCommand?: string;
-  /** The work commands (src/core/work-commands.ts); defaults `/code`, `/review`, `/research`. */
+  /** The work commands (src/core/work-commands.ts); defaults `/code`, `/review`, `/research`, `/schedule`. */
   codeCommand?: string;
   reviewCommand?: string;
   researchCommand?: string;
+  scheduleCommand?: string;
 }
 
 /** What Slack's outbound half needs of the configuration (the inbound half gets its own section). */
@@ -56,6 +57,7 @@ export const SLACK_ENV = {
   SLACK_CODE_COMMAND: slashCommand('/code'),
   SLACK_REVIEW_COMMAND: slashCommand('/review'),
   SLACK_RESEARCH_COMMAND: slashCommand('/research'),
+  SLACK_SCHEDULE_COMMAND: slashCommand('/schedule'),
   /** `auto`: Slack agent sessions (status, title, native Stop) where the workspace allows them; `off`: never. */
   SLACK_AGENT_SESSIONS: z.enum(['auto', 'off']).default('auto'),
   /** After a workspace refuses agent sessions, how long before they are tried there again. */
@@ -91,6 +93,7 @@ export function slackInboundSettings(env: SlackEnv & { SLACK_BOT_TOKEN: string }
     codeCommand: env.SLACK_CODE_COMMAND,
     reviewCommand: env.SLACK_REVIEW_COMMAND,
     researchCommand: env.SLACK_RESEARCH_COMMAND,
+    scheduleCommand: env.SLACK_SCHEDULE_COMMAND,
   };
 }
 

@@ -93,3 +93,59 @@ export class SlackUserGroups {
     return listing;
   }
 }
+
+/**
+ * Slack's answers that mean a workspace has no user groups for the bot (no usergroups:read, a plan
+ * without them): as for a live message, the person is then in none, which only ever denies.
+ */
+const NO_GROUPS_HERE = new Set(['missing_scope', 'not_allowed_token_type', 'paid_only', 'paid_teams_only']);
+
+/** How long a fresh listing answers for every scheduled run that asks (usergroups.list is Tier 2). */
+const FRESH_FOR_MS = 60_000;
+
+/**
+ * The user groups people are in now, for work done in their name while they are away (a scheduled
+ * run): listed afresh (usergroups.list with users) at most once a minute for all the runs that ask,
+ * so a burst of runs stays within Slack's Tier 2 limit. Unlike SlackUserGroups it never answers from
+ * a listing that failed: when Slack does not answer (network, rate limit, server error) it throws,
+ * so stale groups are never used instead.
+ */
+export class CurrentUserGroups {
+  readonly #client: WebClient;
+  readonly #freshForMs: number;
+  #listing: { at: number; byUser: Promise<Map<string, string[]>> } | undefined;
+
+  constructor(client: WebClient, freshForMs: number = FRESH_FOR_MS) {
+    this.#client = client;
+    this.#freshForMs = freshForMs;
+  }
+
+  async groupsOf(user: string): Promise<string[]> {
+    if (!this.#listing || Date.now() - this.#listing.at >= this.#freshForMs) {
+      const byUser = this.#list();
+      this.#listing = { at: Date.now(), byUser };
+      // A failed listing is not kept: the next run asks Slack again.
+      byUser.catch(() => {
+        if (this.#listing?.byUser === byUser) this.#listing = undefined;
+      });
+    }
+    return (await this.#listing.byUser).get(user) ?? [];
+  }
+
+  async #list(): Promise<Map<string, string[]>> {
+    const byUser = new Map<string, string[]>();
+    try {
+      const result = (await this.#client.usergroups.list({ include_users: true })) as {
+        usergroups?: Array<{ id?: string; users?: string[]; date_delete?: number }>;
+      };
+      for (const group of result.usergroups ?? []) {
+        if (!group.id || group.date_delete) continue;
+        for (const user of group.users ?? []) byUser.set(user, [...(byUser.get(user) ?? []), group.id]);
+      }
+      return byUser;
+    } catch (error) {
+      if (NO_GROUPS_HERE.has(slackErrorOf(error) ?? '')) return byUser;
+      throw error;
+    }
+  }
+}

@@ -101,9 +101,15 @@ export interface WorkerServices {
 }
 
 export function initialTurnState(item: WorkItem): TurnState {
+  const asked: Message[] = item.input.prompt !== undefined ? [{ role: 'user', text: item.input.prompt }] : [];
+  const { call } = item.input;
   return {
+    ...(call ? { commandCall: true } : {}),
     round: 0,
-    messages: item.input.prompt !== undefined ? [{ role: 'user', text: item.input.prompt }] : [],
+    // A command's call stands where the model's would: one id per work item, so a replay finds it run.
+    messages: call
+      ? [...asked, { role: 'assistant', text: '', toolCalls: [{ id: `command-${item.id}`, ...call }] }]
+      : asked,
     emptyRetries: 0,
     usage: { ...ZERO_USAGE },
     reply: { messageIds: item.reply.messageId ? [item.reply.messageId] : [], sealed: [], carry: '' },

@@ -267,7 +267,8 @@ describe('a card that needs a countersignature goes to the people who can give i
       const { mention, card, copy } = await ask(fake, (c) => c.startsWith('D'));
       expect(card.text).toContain(`Sent by direct message to slack:${BOB} for a countersignature.`);
       expect(copy.text).toMatch(
-        /Asked by .* — <https:\/\/fake-slack\.invalid\/archives\/C0OPS00001\/p\d+\|open the conversation>/,
+        // The card is a thread reply: its permalink opens the thread (mrkdwn escapes the URL's &).
+        /Asked by .* — <https:\/\/fake-slack\.invalid\/archives\/C0OPS00001\/p\d+\?thread_ts=\d+\.\d+&amp;cid=C0OPS00001\|open the conversation>/,
       );
       // One DM opened: Bob's (Alice asked; a requester never gets a copy of their own card).
       expect(fake.calls.filter((c) => c.method === 'conversations.open' && c.status === 200)).toHaveLength(1);

@@ -157,6 +157,32 @@ export class FakeDiscord {
   }
 
   /**
+   * A person runs a registered slash command, as Discord's client lets them: only a command the app
+   * registered (in the guild, or globally) is offered, only its own options can be filled in, every
+   * `required` one must be, and a string option with `choices` takes one of them (API v10,
+   * "Application Commands": the client enforces these before an INTERACTION_CREATE is sent).
+   * Throws for a command the client would not send; otherwise dispatches it as `interact` does.
+   */
+  runCommand(payload: Json): InteractionState {
+    const data = payload.data as { name: string; options?: Array<{ name: string; value?: unknown }> };
+    const scope = payload.guild_id ? (payload.guild_id as string) : 'global';
+    const registered = [...(this.world.commands.get(scope) ?? []), ...(this.world.commands.get('global') ?? [])];
+    const command = registered.find((c) => c.name === data.name && ((c.type as number | undefined) ?? 1) === 1);
+    if (!command) throw new Error(`/${data.name} is not a registered command here: Discord would not offer it`);
+    const defined =
+      (command.options as Array<{ name: string; required?: boolean; choices?: Json[] }> | undefined) ?? [];
+    for (const given of data.options ?? []) {
+      const option = defined.find((o) => o.name === given.name);
+      if (!option) throw new Error(`/${data.name} has no option "${given.name}"`);
+      if (option.choices && !option.choices.some((c) => c.value === given.value))
+        throw new Error(`/${data.name} ${given.name}: "${String(given.value)}" is not one of its choices`);
+    }
+    const missing = defined.filter((o) => o.required && !(data.options ?? []).some((g) => g.name === o.name));
+    if (missing.length) throw new Error(`/${data.name} needs ${missing.map((o) => o.name).join(', ')}`);
+    return this.interact(payload);
+  }
+
+  /**
    * Makes an interaction known to REST (its callback and webhook routes) without dispatching it:
    * for tests of a process that answers interactions it did not receive over this gateway.
    */

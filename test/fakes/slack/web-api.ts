@@ -541,11 +541,14 @@ export const METHODS: Record<string, Handler> = {
   'chat.getPermalink': (args, ctx) => {
     const channel = str(args.channel);
     const ts = str(args.message_ts);
-    if (!channel || !ts || !ctx.world.find(channel, ts)) return fail('message_not_found');
+    const message = channel && ts ? ctx.world.find(channel, ts) : undefined;
+    if (!channel || !ts || !message) return fail('message_not_found');
+    // A thread reply's permalink opens its thread: it carries thread_ts and cid, as Slack's does.
+    const reply = message.thread_ts && message.thread_ts !== ts;
     return {
       ok: true,
       channel,
-      permalink: `https://fake-slack.invalid/archives/${channel}/p${ts.replace('.', '')}`,
+      permalink: `https://fake-slack.invalid/archives/${channel}/p${ts.replace('.', '')}${reply ? `?thread_ts=${message.thread_ts}&cid=${channel}` : ''}`,
     };
   },
 

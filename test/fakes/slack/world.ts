@@ -183,6 +183,31 @@ export class SlackWorld {
     return stored;
   }
 
+  /**
+   * Who a message notified when it was posted (Slack's "Formatting text for app surfaces": a user is
+   * mentioned, and notified, by `<@U…>` — optionally `<@U…|label>` — in the message's `text` or in a
+   * mrkdwn text object of its blocks, or by a rich_text `user` element). Edits notify nobody new, so
+   * only the first version counts; plain_text objects never mention.
+   */
+  notified(message: StoredMessage): string[] {
+    const first = message.history[0]!;
+    const users = new Set<string>();
+    const fromMrkdwn = (text: string) => {
+      for (const m of text.matchAll(/<@([UW][A-Z0-9]{2,})(?:\|[^>]*)?>/g)) users.add(m[1]!);
+    };
+    fromMrkdwn(first.text);
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) return node.forEach(walk);
+      if (!node || typeof node !== 'object') return;
+      const object = node as Record<string, unknown>;
+      if (object.type === 'mrkdwn' && typeof object.text === 'string') fromMrkdwn(object.text);
+      if (object.type === 'user' && typeof object.user_id === 'string') users.add(object.user_id);
+      for (const value of Object.values(object)) if (value && typeof value === 'object') walk(value);
+    };
+    walk(first.blocks);
+    return [...users];
+  }
+
   /** A message visible in the channel (ephemerals and deleted messages are not). */
   find(channel: string, ts: string): StoredMessage | undefined {
     return this.messages.find((m) => m.channel === channel && m.ts === ts && !m.deleted && !m.ephemeralFor);

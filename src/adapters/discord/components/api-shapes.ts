@@ -40,6 +40,8 @@ export interface ApiEmbed {
 /** Who a message may ping. Countersign always sends `{ parse: [] }`: nobody. */
 export interface ApiAllowedMentions {
   parse: Array<'users' | 'roles' | 'everyone'>;
+  /** Users who may be pinged by a `<@id>` in the content (at most 100), with `parse` not naming users. */
+  users?: string[];
 }
 
 /** Body of POST /channels/{id}/messages, PATCH of a message, and interaction responses' `data`. */

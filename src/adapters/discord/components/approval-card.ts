@@ -51,6 +51,14 @@ export const ApprovalCardInput = z.object({
   /** A line under the title: who asked and where (a copy sent to approvers), or where copies went. */
   note: z.string().max(1000).optional(),
   /**
+   * A card posted by a run nobody watches (a scheduled run): the requester's user id, mentioned first
+   * on a pending card and let through allowed_mentions, so they alone are notified.
+   */
+  mention: z
+    .string()
+    .regex(/^\d{1,20}$/)
+    .optional(),
+  /**
    * A change card (docs/code-work.md): Approve and Deny carry these labels ("Merge into main",
    * "Discard"), "Full diff" sends `fullDiffValue`, and no standing grant is offered.
    */
@@ -117,6 +125,7 @@ export function approvalCard(raw: ApprovalCardInput, decided: CallOutcome[] = []
           `Expires ${relativeTime(input.expiresAt)}.`
         : `🔐 **Approval needed** (continued, ${p + 1} of ${pages.length}) — calls ${range}.`;
     if (pages.length > 1 && p === 0) content += ` The calls are listed over ${pages.length} messages.`;
+    if (p === 0 && input.mention) content = `<@${input.mention}> a scheduled run of yours is waiting. ${content}`;
     if (pages.length > 1 && last) {
       content += ` **Approve all** / **Deny all** below decide every call still open in these ${pages.length} messages (#1–#${n}).`;
     }
@@ -130,7 +139,7 @@ export function approvalCard(raw: ApprovalCardInput, decided: CallOutcome[] = []
         }),
       ],
       components: approvalButtons(input, calls, byIndex, last),
-      allowed_mentions: NO_MENTIONS,
+      allowed_mentions: p === 0 && input.mention ? { parse: [], users: [input.mention] } : NO_MENTIONS,
     };
   });
 }
