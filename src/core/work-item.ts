@@ -73,6 +73,12 @@ const WorkItemInput = z.object({
   approvalContextId: z.string().optional(),
   /** Files sent with the message; more than the per-message cap are named in a note, not read. */
   files: z.array(FileRef).max(100).optional(),
+  /**
+   * The platform's id of the person's message when its event carried none of its files though the
+   * message may have some (Slack's app_mention): the worker reads the message for them
+   * (`Outbound.messageFiles`), so the ingress never waits on a platform call.
+   */
+  filesOfMessage: z.string().min(1).max(200).optional(),
 });
 
 /**

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
-import type { WorkItem } from '../core/work-item.ts';
-import type { OutboundRegistry } from '../reply/outbound.ts';
+import type { FileRef, WorkItem } from '../core/work-item.ts';
+import type { Outbound, OutboundRegistry } from '../reply/outbound.ts';
 import type { AnyTool } from '../agent/tools/tool.ts';
 import { workspaceOf, type WorkspaceRoots } from '../agent/tools/workspace/access.ts';
 import { receiveFiles, type Intake } from '../files/intake.ts';
@@ -35,13 +35,33 @@ export function fileReceiver(
 ): (item: WorkItem, log: Logger) => Promise<Intake> {
   return async (item, log) => {
     const outbound = outbounds.for(item.reply);
+    const found = await filesOf(item, outbound, log);
+    if (typeof found === 'string') return { note: found, attachments: [] };
+    if (found.length === 0) return { note: '', attachments: [] };
     const download = outbound.download?.bind(outbound);
     const root = rootOf?.(item.conversationId) ?? workspaceRootOf(config);
-    const intake = await receiveFiles(item.input.files ?? [], item.conversationId, download, {
+    const intake = await receiveFiles(found, item.conversationId, download, {
       root,
       maxBytes: config.MAX_FILE_BYTES,
     });
-    log.info({ files: item.input.files?.length, shown: intake.attachments.length }, 'received the message’s files');
+    log.info({ files: found.length, shown: intake.attachments.length }, 'received the message’s files');
     return intake;
   };
+}
+
+/**
+ * The message's files: those its event carried, or those read from the platform for an event that
+ * carries none (Slack's app_mention). A read that fails is a line for the prompt, and the text is
+ * answered all the same.
+ */
+async function filesOf(item: WorkItem, outbound: Outbound, log: Logger): Promise<FileRef[] | string> {
+  const carried = item.input.files ?? [];
+  const messageId = item.input.filesOfMessage;
+  if (carried.length || !messageId || !outbound.messageFiles) return carried;
+  try {
+    return await outbound.messageFiles(item.reply, messageId);
+  } catch (error) {
+    log.warn({ err: error }, 'could not read the message for its files');
+    return `Files sent with this message: they could not be looked up (${(error as Error).message}); if the person sent any, ask them to share them again in the thread.`;
+  }
 }

@@ -95,7 +95,8 @@ export interface WorkerServices {
   ): ModelSpend | undefined;
   /**
    * When a turn starts: the files sent with its message, downloaded, checked and saved (src/files),
-   * as a note for the prompt and the images or documents the model is shown; absent: files are named only.
+   * as a note for the prompt and the images or documents the model is shown (an empty note: the
+   * message had none after all); absent: files are named only.
    */
   receiveFiles?(item: WorkItem, log: Logger): Promise<{ note: string; attachments: Attachment[] }>;
 }
@@ -286,13 +287,17 @@ async function startingState(
  */
 async function withFiles(services: WorkerServices, item: WorkItem, state: TurnState, log: Logger): Promise<TurnState> {
   const files = item.input.files ?? [];
-  if (files.length === 0) return state;
+  if (files.length === 0 && !item.input.filesOfMessage) return state;
   const intake = services.receiveFiles
     ? await services.receiveFiles(item, log)
     : {
-        note: `Files sent with this message (not read here): ${files.map((f) => JSON.stringify(f.name)).join(', ')}`,
+        note: files.length
+          ? `Files sent with this message (not read here): ${files.map((f) => JSON.stringify(f.name)).join(', ')}`
+          : '',
         attachments: [],
       };
+  // A message looked up for files it turned out not to have.
+  if (!intake.note) return state;
   const first = state.messages[0];
   const text = first?.role === 'user' && first.text ? `${first.text}\n\n${intake.note}` : intake.note;
   const message: Message = {

@@ -39,8 +39,11 @@ export interface StoredMessage {
   chunks?: Array<Record<string, unknown>>;
   /** Reaction name → users who reacted. */
   reactions: Record<string, string[]>;
-  /** Files shared with the message (files.completeUploadExternal): ids, names and sizes. */
-  files?: Array<{ id: string; name: string; title: string; size: number }>;
+  /**
+   * Files shared with the message: a person's (a `file_share` event's file objects) or the app's
+   * (files.completeUploadExternal: ids, names and sizes). Reads return them.
+   */
+  files?: Array<Record<string, unknown>>;
 }
 
 /** A file from files.getUploadURLExternal until files.completeUploadExternal shares it. */
