@@ -1,4 +1,6 @@
 import { deflateSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+import sharp from 'sharp';
 
 /** A small valid PNG (red pixels), built as the format says: signature, IHDR, IDAT, IEND. */
 export function png(width = 2, height = 2): Buffer {
@@ -51,3 +53,27 @@ export function pdf(pages: number): Buffer {
 }
 
 export const CSV = 'region,revenue\nnorth,120\nsouth,95\n';
+
+/**
+ * A real PNG of `width` × `height`, encoded by sharp (libvips): flat colour, or random noise that
+ * does not compress (a photo-like image whose PNG is about 3 bytes a pixel).
+ */
+export async function encodedPng(width: number, height: number, noise = false): Promise<Buffer> {
+  const pixels = noise ? randomBytes(width * height * 3) : Buffer.alloc(width * height * 3, 0x40);
+  return sharp(pixels, { raw: { width, height, channels: 3 } })
+    .png()
+    .toBuffer();
+}
+
+/**
+ * A PNG whose header claims `width` × `height` but whose pixel data is a single row: tiny on the wire,
+ * billions of bytes if a decoder believed it (a decompression bomb).
+ */
+export function claimedPng(width: number, height: number): Buffer {
+  const real = png(1, 1);
+  real.writeUInt32BE(width, 16);
+  real.writeUInt32BE(height, 20);
+  // The IHDR's CRC covers the new size, so only the size gives it away.
+  real.writeUInt32BE(crc32(real.subarray(12, 29)), 29);
+  return real;
+}
