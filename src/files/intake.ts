@@ -3,6 +3,7 @@ import type { FileRef } from '../core/work-item.ts';
 import { saveToInbox } from './inbox.ts';
 import { safeFileName } from './names.ts';
 import { fitImage } from './fit-image.ts';
+import { pdfText } from './pdf-text.ts';
 import { pdfPages, sniff, type Sniffed } from './sniff.ts';
 
 /** Fetches a received file's bytes (the platform's `Outbound.download`). */
@@ -140,7 +141,9 @@ async function asModelInput(
   const pages = pdfPages(bytes);
   if (pages > FILE_LIMITS.pdfPages)
     return `not shown: it has ${pages} pages, over the ${FILE_LIMITS.pdfPages} a model reads`;
-  return { attachment: { kind: 'document', mediaType: sniffed.mediaType, data: bytes.toString('base64'), name } };
+  const text = await pdfText(bytes);
+  const data = bytes.toString('base64');
+  return { attachment: { kind: 'document', mediaType: sniffed.mediaType, data, name, ...(text ? { text } : {}) } };
 }
 
 const TOO_MUCH = 'not shown: the message’s other files fill what one request may carry';

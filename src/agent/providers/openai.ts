@@ -43,8 +43,8 @@ interface WireAbilities {
 /**
  * One attachment as parts of a person's message: an image as an image part (a data URL) where the
  * model sees images, else a line saying it was not shown. Chat Completions takes no PDF the way every
- * compatible server would, so a document is named in a text part: it is saved in the workspace, and
- * the message's note says where.
+ * compatible server would, so a document travels as the text extracted from it at intake (bounded,
+ * src/files/pdf-text.ts), or is named when it has none (a scan); the file is saved in the workspace.
  */
 function attachmentPart(a: Attachment, abilities: WireAbilities): ContentPart {
   if (a.kind === 'image' && abilities.vision)
@@ -54,7 +54,11 @@ function attachmentPart(a: Attachment, abilities: WireAbilities): ContentPart {
       type: 'text',
       text: `(The image "${a.name}" is not shown: this model takes no images. It is saved in the workspace, where the note says.)`,
     };
-  return { type: 'text', text: `(The document "${a.name}" cannot be shown to this model; see where it was saved.)` };
+  if (a.text) return { type: 'text', text: `(The document "${a.name}" as text, extracted from it:)\n${a.text}` };
+  return {
+    type: 'text',
+    text: `(The document "${a.name}" cannot be shown to this model and has no text to extract; see where it was saved.)`,
+  };
 }
 
 /**
