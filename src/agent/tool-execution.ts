@@ -3,6 +3,7 @@ import type { Queryable } from '../db/pool.ts';
 import type { ReplySink } from '../reply/reply-sink.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
+import type { ContentPin } from '../core/work-item.ts';
 import { metrics } from '../metrics.ts';
 import type { ToolCall, ToolResult } from './messages.ts';
 import { fitToBudget } from './tools/result-budget.ts';
@@ -26,6 +27,8 @@ export interface ToolCallContext {
   requester: Requester;
   /** Where the turn answers. */
   reply?: ReplyTarget;
+  /** The bytes the card showed, for a call a person approved (ToolContext.approvedContent). */
+  approvedContent?: ContentPin;
 }
 
 export interface ToolExecutionDeps {
@@ -181,6 +184,7 @@ async function runWithinLimit(
       conversationId: ctx.conversationId,
       requester: ctx.requester,
       ...(ctx.reply ? { reply: ctx.reply } : {}),
+      ...(ctx.approvedContent ? { approvedContent: ctx.approvedContent } : {}),
       signal,
       log: deps.log.child({ tool: call.name, toolCallId: call.id }),
     });
