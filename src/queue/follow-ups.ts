@@ -40,8 +40,10 @@ export async function lockFollowUps(
       next.input.prompt !== undefined &&
       !next.input.approval &&
       !next.input.skill &&
-      // Files are read when their own turn starts (src/files): a message with files waits for its turn.
+      // Files are read when their own turn starts (src/files): a message with files waits for its turn,
+      // and so does one whose files are still to be looked up (a Slack mention).
       !next.input.files?.length &&
+      !next.input.filesOfMessage &&
       sameAccountHere(next.requester, item.requester);
     if (!takeable) break;
     out.push({ id: next.id, prompt: next.input.prompt!, mode: next.mode ?? 'queue' });

@@ -125,6 +125,26 @@ describe('messages that arrive while the bot is working', () => {
     expect((await h.settled(bobs.id)).result?.text).toBe('answer to: bob asks [other]');
   });
 
+  it('steer leaves a message whose files are still to be looked up for its own turn, where they are read', async () => {
+    runs.length = 0;
+    const conv = conversation();
+    const first = await say(conv, 'check prod [mention-files]', 'steer');
+    await toolStarted('prod', 1);
+    h.outbound.files.set('F-steer', Buffer.from('a,b\n1,2\n'));
+    h.outbound.messageFileRefs.set('M-steer', [{ id: 'F-steer', name: 'table.csv' }]);
+    const mention = await h.say(conv, 'and this table [mention-files]', {
+      mode: 'steer',
+      requester: ALICE,
+      input: { prompt: 'and this table [mention-files]', filesOfMessage: 'M-steer' },
+    });
+    expect((await h.settled(first.id)).result?.text).toBe('checked: prod is fine');
+    const own = await h.settled(mention.id);
+    expect((await row(mention.id)).result?.takenInto).toBeUndefined();
+    expect(own.result?.text).toContain('answer to: and this table [mention-files]');
+    const seen = userTextsOf('and this table [mention-files]').at(-1)!.at(-1)!;
+    expect(seen).toMatch(/"table\.csv": saved as inbox\/\S+\/table\.csv \(text, 8 bytes\)/);
+  });
+
   it('queue: the new message is the next turn', async () => {
     runs.length = 0;
     const conv = conversation();
