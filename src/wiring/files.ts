@@ -7,6 +7,9 @@ import type { AnyTool } from '../agent/tools/tool.ts';
 import { workspaceOf, type WorkspaceRoots } from '../agent/tools/workspace/access.ts';
 import { receiveFiles, type Intake } from '../files/intake.ts';
 import { shareFileTool, type FilePoster } from '../files/share-file.ts';
+import { saveToInbox } from '../files/inbox.ts';
+import { safeFileName } from '../files/names.ts';
+import type { ToolCall } from '../agent/messages.ts';
 
 type FileConfig = Pick<Config, 'AGENT_WORKSPACE_ROOT' | 'MAX_FILE_BYTES'>;
 
@@ -64,4 +67,20 @@ async function filesOf(item: WorkItem, outbound: Outbound, log: Logger): Promise
     log.warn({ err: error }, 'could not read the message for its files');
     return `Files sent with this message: they could not be looked up (${(error as Error).message}); if the person sent any, ask them to share them again in the thread.`;
   }
+}
+
+/**
+ * The worker's hook for a tool result too long for the model: kept whole in the conversation's own
+ * inbox folder (never readable from another conversation), as `<tool>-result-<call>.txt`, where
+ * read_file reads parts of it and share_file posts it.
+ */
+export function toolOutputKeeper(
+  config: FileConfig,
+  rootOf?: WorkspaceRoots,
+): (item: WorkItem, call: ToolCall, text: string) => Promise<string> {
+  return async (item, call, text) => {
+    const root = rootOf?.(item.conversationId) ?? workspaceRootOf(config);
+    const { name } = safeFileName(`${call.name}-result-${call.id.slice(-12)}.txt`);
+    return saveToInbox(root, item.conversationId, name, Buffer.from(text, 'utf8'));
+  };
 }

@@ -99,6 +99,8 @@ export interface WorkerServices {
    * message had none after all); absent: files are named only.
    */
   receiveFiles?(item: WorkItem, log: Logger): Promise<{ note: string; attachments: Attachment[] }>;
+  /** Saves a tool result too long for the model in the conversation's workspace (src/files); returns its path. */
+  keepToolOutput?(item: WorkItem, call: ToolCall, text: string): Promise<string>;
 }
 
 export function initialTurnState(item: WorkItem): TurnState {
@@ -468,6 +470,9 @@ function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop
     onRuled: (call, ruling) => approvals.recordRuling(item, call, ruling),
     useGrant: async (call) => approvals.useGrant?.(item, call),
     followUps: followUpsOf(services, item, log),
+    ...(services.keepToolOutput
+      ? { keepFullOutput: (call: ToolCall, text: string) => services.keepToolOutput!(item, call, text) }
+      : {}),
     ...spendOf(services, item, log),
     onDecidedCall: async (call, decision, result) => {
       const envelopeId = item.input.approval?.envelopeId;
