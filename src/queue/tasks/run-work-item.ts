@@ -499,7 +499,8 @@ function followUpsOf(services: WorkerServices, item: WorkItem, log: Logger): Non
   const mode = item.input.approval ? 'queue' : (item.mode ?? 'queue');
   let collected = false;
   const take = async (current: TurnState, how: 'append' | 'merge'): Promise<number> => {
-    const taken = await takeFollowUps(pool, item, mode, current, how);
+    const readFiles = services.receiveFiles && ((next: WorkItem) => services.receiveFiles!(next, log));
+    const taken = await takeFollowUps(pool, item, mode, current, how, readFiles);
     if (taken > 0) log.info({ taken, how }, 'newer messages joined the turn');
     return taken;
   };
