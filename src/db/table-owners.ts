@@ -72,6 +72,7 @@ export const SQL_FUNCTION_OWNERS = {
   enqueue_work_item: LIFECYCLE,
   enqueue_inbound_work_item: LIFECYCLE,
   advance_conversation: LIFECYCLE,
+  turn_job_priority: LIFECYCLE,
   settle_work_item: LIFECYCLE,
   supersede_if_followed_up: LIFECYCLE,
   supersede_parked_turns: LIFECYCLE,

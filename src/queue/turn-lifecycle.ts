@@ -400,12 +400,16 @@ async function setReplyMessage(db: Queryable, workItemId: string, messageId: str
   );
 }
 
-/** Schedules a job for a work item that is its conversation's head already (a turn handed over). */
+/**
+ * Schedules a job for a work item that is its conversation's head already (a turn handed over), ranked
+ * like every turn job by how busy its place is (countersign.turn_job_priority, migration 028).
+ */
 async function addWorkItemJob(db: Queryable, item: Pick<WorkItem, 'id' | 'priority'>): Promise<void> {
   const job = turnJobFor(item.priority);
   await db.query(
-    `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text), priority => $3::int, max_attempts => $4::int)`,
-    [job.name, item.id, item.priority, job.options.maxAttempts],
+    `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text),
+       priority => countersign.turn_job_priority($2::uuid)::smallint, max_attempts => $3::int)`,
+    [job.name, item.id, job.options.maxAttempts],
   );
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
+import type { PartialEdit } from './rate-bucket.ts';
 import type { ReplyState } from './reply-state.ts';
 
 /** What an empty reply shows: the inbound adapters post it as the placeholder too. */
@@ -58,9 +59,10 @@ export interface ReplyDelivery {
   upToDate(view: ReplyView): boolean;
   /**
    * Waits for, and takes, the rate token of the next call, where one is due (see Outbound.reserve);
-   * aborted by `signal`, the token is given back and the call throws.
+   * aborted by `signal`, the token is given back and the call throws. `partial`: the call will show
+   * a partial text, and waits behind cards and finals (see PartialEdit).
    */
-  reserve(view: ReplyView, signal?: AbortSignal): Promise<void>;
+  reserve(view: ReplyView, signal?: AbortSignal, partial?: PartialEdit): Promise<void>;
   /** A call failed: a token taken by reserve was spent on it. */
   forgetReservation(): void;
   /** Makes the platform show the view; throws to be retried with the newest text. */

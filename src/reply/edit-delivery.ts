@@ -1,6 +1,7 @@
 import type { ReplyTarget } from '../core/reply-target.ts';
 import { PLACEHOLDER, type DeliveryContext, type ReplyDelivery, type ReplyView } from './delivery.ts';
 import type { Outbound, ReplyOptions } from './outbound.ts';
+import type { PartialEdit } from './rate-bucket.ts';
 import { ReplyMessages } from './reply-messages.ts';
 import type { ReplyState } from './reply-state.ts';
 import { restAfter, splitOnce } from './split.ts';
@@ -53,10 +54,10 @@ export class EditDelivery implements ReplyDelivery {
     return this.#alreadyShows(this.messages.liveIndex, this.#visible(live, statusSuffix), view);
   }
 
-  async reserve(_view?: ReplyView, signal?: AbortSignal): Promise<void> {
+  async reserve(_view?: ReplyView, signal?: AbortSignal, partial?: PartialEdit): Promise<void> {
     // Only edits draw on the edit budget; posting the first message does not.
     if (this.#outbound.reserve && this.messages.ids[this.messages.liveIndex]) {
-      await this.#outbound.reserve(this.#target, signal);
+      await this.#outbound.reserve(this.#target, signal, partial);
       this.#reserved = true;
     }
   }

@@ -1,6 +1,7 @@
 import type { DeliveryContext, ReplyDelivery } from './delivery.ts';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 import type { FileRef } from '../core/work-item.ts';
+import type { PartialEdit } from './rate-bucket.ts';
 
 export interface PostedMessage {
   messageId: string;
@@ -26,11 +27,19 @@ export interface Outbound {
   post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage>;
   edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void>;
   /**
+   * Posts `text` marked with `tag` (a work item's id) so that a later attempt can find it again: with
+   * `findEarlier`, the message this app already posted with that tag is returned instead of a new one.
+   * A worker killed between posting a placeholder and recording it then leaves no stray "…": its
+   * successor takes the same message. Absent: the platform cannot find a post again, and `post` is used.
+   */
+  postTagged?(target: ReplyTarget, text: string, tag: string, findEarlier: boolean): Promise<PostedMessage>;
+  /**
    * Waits for, and takes, the rate token of the next edit to `target`. Streams call it before they
    * decide what text to send, so that under a tight budget only the newest text is sent. Aborted by
-   * `signal` while waiting, the token is given back and the call throws.
+   * `signal` while waiting, the token is given back and the call throws. A stream's partial edit
+   * (`partial`) waits behind every card and final text of the same budget (see PartialEdit).
    */
-  reserve?(target: ReplyTarget, signal?: AbortSignal): Promise<void>;
+  reserve?(target: ReplyTarget, signal?: AbortSignal, partial?: PartialEdit): Promise<void>;
   /** Where a direct message to `user` goes (Slack conversations.open, a Discord DM channel); absent: no DMs. */
   directChannel?(user: string, workspace?: string): Promise<ReplyTarget>;
   /** A link a person can open to `messageId`, where the platform has one. */

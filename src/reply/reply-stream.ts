@@ -68,6 +68,11 @@ export class ReplyStream implements ReplySink {
   #anyDelivered = false;
   /** Gives up a wait for a rate token when the reply is handed off (the token goes back to the bucket). */
   readonly #reserveAbort = new AbortController();
+  /**
+   * Aborted when the text becomes final: a partial edit's wait for a rate token, in the budget's
+   * second lane behind cards and finals, then queues as a final's (see PartialEdit).
+   */
+  readonly #finalized = new AbortController();
 
   constructor(outbound: Outbound, target: ReplyTarget, options: ReplyStreamOptions) {
     this.#outbound = outbound;
@@ -167,6 +172,7 @@ export class ReplyStream implements ReplySink {
     this.#finalButtons = buttons?.length ? buttons : undefined;
     this.#status = undefined;
     this.#finished = true;
+    this.#finalized.abort();
     this.#dirty = true;
     clearTimeout(this.#liveButtonsTimer);
     // The final text does not wait out the edit interval: the interval paces a stream's partial
@@ -226,7 +232,8 @@ export class ReplyStream implements ReplySink {
       try {
         // Take the platform's rate token first, then read the text: while we waited for the budget
         // the text may have moved on (or finished), and only the newest version is worth a call.
-        await delivery.reserve(this.#view, this.#reserveAbort.signal);
+        const partial = this.#finished ? undefined : { finalized: this.#finalized.signal };
+        await delivery.reserve(this.#view, this.#reserveAbort.signal, partial);
         this.#dirty = false;
         await delivery.sync(this.#view);
         backoffMs = 0;

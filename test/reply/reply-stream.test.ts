@@ -3,6 +3,7 @@ import { ReplyStream } from '../../src/reply/reply-stream.ts';
 import { createLogger } from '../../src/log.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';
 import { openFenceAt } from '../../src/reply/split.ts';
+import type { PartialEdit } from '../../src/reply/rate-bucket.ts';
 
 const log = createLogger('silent');
 const target = { platform: 'test', channel: 'c1' };
@@ -151,5 +152,33 @@ describe('streaming a reply', () => {
       expect(message.text).toBe('done');
       expect(message.buttons).toEqual([]);
     });
+  });
+});
+
+describe('a stream’s place in the platform’s budget', () => {
+  /** An outbound with a budget: it records each wait's lane and holds a partial edit's wait until it turns final. */
+  class LaneOutbound extends RecordingOutbound {
+    readonly lanes: Array<'partial' | 'final'> = [];
+    promoted = false;
+    async reserve(_target: unknown, _signal?: AbortSignal, partial?: PartialEdit): Promise<void> {
+      this.lanes.push(partial ? 'partial' : 'final');
+      if (!partial) return;
+      // A budget busy with other conversations' cards: the partial edit waits until its text is final.
+      await new Promise<void>((resolve) => partial.finalized.addEventListener('abort', () => resolve()));
+      this.promoted = true;
+    }
+  }
+
+  it('waits for a partial text’s token behind cards and finals, and queues as a final once the text is final', async () => {
+    const outbound = new LaneOutbound('test', { minEditIntervalMs: 0 });
+    const placeholder = await outbound.post(target, '…');
+    const stream = new ReplyStream(outbound, { ...target, messageId: placeholder.messageId }, { log });
+    stream.append('half an ans');
+    await expect.poll(() => outbound.lanes).toEqual(['partial']);
+    await stream.finish('the whole answer');
+    expect(outbound.promoted).toBe(true);
+    // The one edit the token paid for showed the final text; nothing partial went out after it.
+    expect(outbound.channelText('c1')).toEqual(['the whole answer']);
+    expect(outbound.messages.get(placeholder.messageId)?.edits).toBe(1);
   });
 });

@@ -6,6 +6,8 @@
 export const LIMITS = {
   /** Characters in a message's `content`; longer content is rejected with error 50035. */
   messageContent: 2000,
+  /** Characters of a message's `nonce` (Create Message). */
+  nonceLength: 25,
   /** Characters in a component's `custom_id`. */
   customId: 100,
   /** Characters in a button's label. */

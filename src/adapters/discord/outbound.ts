@@ -1,7 +1,7 @@
 import { REST, RateLimitError, Routes } from 'discord.js';
 import type { FileRef } from '../../core/work-item.ts';
 import { downloadAttachment } from './files.ts';
-import type { RateBuckets } from '../../reply/rate-bucket.ts';
+import type { PartialEdit, RateBuckets } from '../../reply/rate-bucket.ts';
 import type { Outbound, OutboundFile, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { metrics } from '../../metrics.ts';
@@ -25,6 +25,11 @@ const MAX_FILENAME = 100;
 export function attachmentName(filename: string): string {
   const safe = filename.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '') || 'file';
   return safe.length <= MAX_FILENAME ? safe : safe.slice(safe.length - MAX_FILENAME);
+}
+
+/** A message nonce from a tag (a work item's uuid): Discord takes at most 25 characters. */
+function nonceOf(tag: string): string {
+  return tag.replace(/-/g, '').slice(0, LIMITS.nonceLength);
 }
 
 export function createRest(token: string, apiUrl: string | undefined): REST {
@@ -58,10 +63,19 @@ export class DiscordOutbound implements Outbound {
     this.#applicationId = applicationId;
   }
 
-  /** Takes the per-channel and global tokens of the next call to the target's channel. */
-  async reserve(target: ReplyTarget, signal?: AbortSignal): Promise<void> {
-    await this.#buckets.wait(channelEditBucketKey(target.channel), DISCORD_BUCKETS.channelEdit, signal);
-    await this.#buckets.wait(globalBucketKey(this.#applicationId), DISCORD_BUCKETS.global, signal);
+  /**
+   * Takes the per-channel and global tokens of the next call to the target's channel. A wait given up
+   * (a reply handed to the outbox) gives back both, the channel's too when it was already taken.
+   */
+  async reserve(target: ReplyTarget, signal?: AbortSignal, partial?: PartialEdit): Promise<void> {
+    await this.#buckets.waitAll(
+      [
+        { key: channelEditBucketKey(target.channel), bucket: DISCORD_BUCKETS.channelEdit },
+        { key: globalBucketKey(this.#applicationId), bucket: DISCORD_BUCKETS.global },
+      ],
+      signal,
+      partial,
+    );
   }
 
   async #send<T>(channel: string, call: () => Promise<T>, reserved = false): Promise<T> {
@@ -90,6 +104,15 @@ export class DiscordOutbound implements Outbound {
 
   post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage> {
     return this.postPayload(target, this.#payload(text, options));
+  }
+
+  /**
+   * Posts with a nonce made from `tag` and `enforce_nonce`: Discord then returns the message an
+   * earlier attempt created with the same nonce (within a few minutes) instead of creating another,
+   * so no lookup is needed and `findEarlier` changes nothing.
+   */
+  postTagged(target: ReplyTarget, text: string, tag: string): Promise<PostedMessage> {
+    return this.postPayload(target, { ...this.#payload(text), nonce: nonceOf(tag), enforce_nonce: true });
   }
 
   async edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void> {

@@ -10,6 +10,7 @@ import {
 import { EditDelivery } from '../../reply/edit-delivery.ts';
 import type { Outbound, PostedMessage } from '../../reply/outbound.ts';
 import type { ReplyMessages } from '../../reply/reply-messages.ts';
+import type { PartialEdit } from '../../reply/rate-bucket.ts';
 import type { ReplyState } from '../../reply/reply-state.ts';
 import { openFenceAt } from '../../reply/split.ts';
 
@@ -125,8 +126,8 @@ export class NativeDelivery implements ReplyDelivery {
     return this.#edits.upToDate(view);
   }
 
-  async reserve(view: ReplyView): Promise<void> {
-    if (!this.#active) return this.#edits.reserve();
+  async reserve(view: ReplyView, signal?: AbortSignal, partial?: PartialEdit): Promise<void> {
+    if (!this.#active) return this.#edits.reserve(view, signal, partial);
     if (this.#live && !view.finished && !this.#appendReserved) {
       await this.#streaming.reserveAppend(this.#target);
       this.#appendReserved = true;

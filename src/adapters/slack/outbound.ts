@@ -2,7 +2,7 @@ import { WebClient } from '@slack/web-api';
 import type { DeliveryContext, ReplyDelivery } from '../../reply/delivery.ts';
 import type { Outbound, OutboundFile, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
-import type { RateBuckets } from '../../reply/rate-bucket.ts';
+import type { PartialEdit, RateBuckets } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
 import { replyBlocks, type Block } from './blocks.ts';
 import { fitMrkdwn, markdownToMrkdwn } from './format/index.ts';
@@ -10,6 +10,7 @@ import { rateLimitedError } from './api-errors.ts';
 import { LIMITS } from './limits.ts';
 import { NativeDelivery, type NativeStreaming } from './native-delivery.ts';
 import { downloadSlackFile, filesOfMessage } from './files.ts';
+import { findTaggedPost, replyMetadata } from './tagged-posts.ts';
 import type { FileRef } from '../../core/work-item.ts';
 
 export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
@@ -52,6 +53,7 @@ export class SlackOutbound implements Outbound {
   readonly #client: WebClient;
   readonly #buckets: RateBuckets;
   readonly #perMinute: number;
+  #botId: Promise<string> | undefined;
 
   constructor(client: WebClient, buckets: RateBuckets, updatesPerMinute: number, streaming?: NativeStreaming) {
     this.#client = client;
@@ -66,7 +68,7 @@ export class SlackOutbound implements Outbound {
   }
 
   /** chat.update is the call streaming makes often; its Tier 3 budget is per workspace. */
-  async reserve(target: ReplyTarget, signal?: AbortSignal): Promise<void> {
+  async reserve(target: ReplyTarget, signal?: AbortSignal, partial?: PartialEdit): Promise<void> {
     // Burst plus a minute of refill stays within the budget for any 60-second window.
     const capacity = Math.max(1, Math.floor(this.#perMinute / LIMITS.chatUpdateBurstDivisor));
     await this.#buckets.wait(
@@ -76,6 +78,7 @@ export class SlackOutbound implements Outbound {
         refillPerSecond: Math.max(this.#perMinute - capacity, 1) / 60,
       },
       signal,
+      partial,
     );
   }
 
@@ -91,17 +94,42 @@ export class SlackOutbound implements Outbound {
     }
   }
 
-  async post(target: ReplyTarget, text: string, options?: ReplyOptions): Promise<PostedMessage> {
+  async post(target: ReplyTarget, text: string, options?: ReplyOptions, tag?: string): Promise<PostedMessage> {
     const result = await this.#call(target, 'chat.postMessage', () =>
       this.#client.chat.postMessage({
         channel: target.channel,
         ...(target.thread ? { thread_ts: target.thread } : {}),
         text: fitMrkdwn(text, LIMITS.sectionText),
         blocks: replyBlocks(text, options?.buttons),
+        ...(tag ? { metadata: replyMetadata(tag) } : {}),
         ...NO_UNFURLS,
       }),
     );
     return { messageId: String(result.ts) };
+  }
+
+  /**
+   * Posts with the work item's metadata; on a later attempt, first looks for the message an earlier
+   * one posted (see tagged-posts.ts), so a worker killed before recording it leaves no stray message.
+   */
+  async postTagged(target: ReplyTarget, text: string, tag: string, findEarlier: boolean): Promise<PostedMessage> {
+    if (findEarlier) {
+      const found = await findTaggedPost(this.#client, target, tag, await this.#ownBotId());
+      if (found) return { messageId: found };
+    }
+    return this.post(target, text, undefined, tag);
+  }
+
+  /** The app's bot id (auth.test), which marks the messages it posted; asked once. */
+  #ownBotId(): Promise<string> {
+    this.#botId ??= this.#client.auth.test().then(
+      (auth) => String(auth.bot_id),
+      (error: unknown) => {
+        this.#botId = undefined;
+        throw error;
+      },
+    );
+    return this.#botId;
   }
 
   async edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions): Promise<void> {

@@ -180,12 +180,17 @@ type TrackedStop = ReturnType<StopListener['track']>;
 /**
  * Posts the item's placeholder when its reply has no message yet, and records the message's id
  * on the item before the turn starts, so a replay streams into the same message. A crash between
- * the post and the update leaves one stray placeholder; a failed post fails the job, which
- * graphile-worker retries — the message itself is never lost.
+ * the post and the update would leave a stray placeholder; where the platform can find a post again
+ * (`Outbound.postTagged`), a later attempt takes that message instead of posting another. A failed
+ * post fails the job, which graphile-worker retries — the message itself is never lost.
  */
 async function withPlaceholder(services: WorkerServices, item: WorkItem, row: StartedRow): Promise<WorkItem> {
   if (!item.placeholder || item.reply.messageId || row.checkpoint) return item;
-  const posted = await services.outbounds.for(item.reply).post(item.reply, item.placeholder);
+  const outbound = services.outbounds.for(item.reply);
+  // Not the first attempt: an earlier one may have posted the placeholder and died before recording it.
+  const posted = outbound.postTagged
+    ? await outbound.postTagged(item.reply, item.placeholder, item.id, row.attempts > 1)
+    : await outbound.post(item.reply, item.placeholder);
   return recordPlaceholder(services.pool, item, posted.messageId);
 }
 

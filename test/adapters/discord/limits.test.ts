@@ -43,6 +43,7 @@ const auth = (fake: FakeDiscord) => ({ Authorization: `Bot ${fake.token}`, 'Cont
 
 const WITNESSES: Record<DiscordLimit, Witness> = {
   messageContent: { kind: 'message', body: (n) => ({ content: 'x'.repeat(n) }) },
+  nonceLength: { kind: 'message', body: (n) => ({ nonce: 'n'.repeat(n) }) },
   customId: { kind: 'message', body: (n) => ({ components: [row(1, n)] }) },
   buttonLabel: { kind: 'message', body: (n) => ({ components: [row(1, 8, n)] }) },
   linkButtonUrl: {

@@ -83,6 +83,21 @@ describe('DiscordOutbound (REST only, against the fake Discord)', () => {
     expect(stored.pings).toMatchObject({ everyone: false, users: [], roles: [] });
   });
 
+  it('posts a work item’s placeholder once however many attempts post it (nonce, enforce_nonce)', async () => {
+    const channel = fake.createThread({ name: 'killed-mid-post' }).id as string;
+    const tagged = { platform: 'discord', channel };
+    const workItemId = '6f1d2c3b-4a59-4e68-8f7a-0123456789ab';
+    // The first attempt posted and was killed before recording the id; the next one posts again.
+    const first = await outbound.postTagged(tagged, '…', workItemId);
+    const again = await outbound.postTagged(tagged, '…', workItemId);
+    expect(again.messageId).toBe(first.messageId);
+    expect(fake.messagesIn(channel).map((m) => m.message.id)).toEqual([first.messageId]);
+    // Another work item's placeholder in the same channel is a message of its own.
+    const other = await outbound.postTagged(tagged, '…', '0f1d2c3b-4a59-4e68-8f7a-0123456789ab');
+    expect(other.messageId).not.toBe(first.messageId);
+    expect(fake.messagesIn(channel)).toHaveLength(2);
+  });
+
   it('asks Discord not to preview links on every reply it posts and edits (SUPPRESS_EMBEDS)', async () => {
     const since = fake.requests.length;
     const { messageId } = await outbound.post(target, 'see https://evil.example/?secret=1');

@@ -4,9 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   DISCORD_BUCKETS,
   channelEditBucketKey,
+  globalBucketKey,
   takeToken,
   waitForToken,
 } from '../../../src/adapters/discord/rate-limits.ts';
+import { createRest, DiscordOutbound } from '../../../src/adapters/discord/outbound.ts';
+import { RateBuckets } from '../../../src/reply/rate-bucket.ts';
 import { LIMITS } from '../../../src/adapters/discord/limits.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
 import { migrate } from '../../../src/db/migrate.ts';
@@ -144,5 +147,71 @@ describe('takeToken (Postgres token bucket shared by all workers)', () => {
   it('rejects a bucket that could never hand out a token', async () => {
     await expect(takeToken(pool, freshKey(), { capacity: 0, refillPerSecond: 1 })).rejects.toThrow(/capacity/);
     await expect(takeToken(pool, freshKey(), { capacity: 1, refillPerSecond: 0 })).rejects.toThrow(/refill/);
+  });
+});
+
+describe('a Discord reply’s wait for its tokens, given up', () => {
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  const applicationId = '100000000000000001';
+
+  beforeAll(async () => {
+    db = await createTestDatabase('discord_giveup');
+    pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    pool.on('error', () => undefined);
+    await migrate(db.url, createLogger('silent'));
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+
+  const tokens = async (key: string) =>
+    Number((await pool.query('SELECT tokens FROM countersign.rate_buckets WHERE key = $1', [key])).rows[0].tokens);
+
+  it('gives back the channel token it had already taken while it waited for the global one', async () => {
+    // No request is made: only the budgets are drawn from, so the REST client points nowhere.
+    const outbound = new DiscordOutbound(createRest('unused', undefined), new RateBuckets(pool), applicationId);
+    const channel = '200000000000000001';
+    const globalKey = globalBucketKey(applicationId);
+    // The global budget is spent well into the future: ten seconds of other channels' calls queued.
+    await takeToken(pool, globalKey, DISCORD_BUCKETS.global);
+    await pool.query('UPDATE countersign.rate_buckets SET tokens = $2, updated_at = now() WHERE key = $1', [
+      globalKey,
+      -10 * DISCORD_BUCKETS.global.refillPerSecond,
+    ]);
+    const globalBefore = await tokens(globalKey);
+
+    const abort = new AbortController();
+    const waiting = outbound.reserve({ platform: 'discord', channel }, abort.signal);
+    // The channel's token is taken (its bucket was full) and the global one is awaited.
+    await expect.poll(() => tokens(globalKey)).toBeLessThan(globalBefore - 0.5);
+    expect(await tokens(channelEditBucketKey(channel))).toBeLessThan(DISCORD_BUCKETS.channelEdit.capacity - 0.5);
+    abort.abort();
+    await expect(waiting).rejects.toThrow();
+
+    // Both are back: the channel's next edit goes at once with its whole burst, as if nobody had waited.
+    expect(await tokens(channelEditBucketKey(channel))).toBeGreaterThan(DISCORD_BUCKETS.channelEdit.capacity - 0.01);
+    expect(await tokens(globalKey)).toBeGreaterThan(globalBefore - 0.01);
+  });
+
+  it('takes nothing from the global budget when the channel’s own wait is given up', async () => {
+    const outbound = new DiscordOutbound(createRest('unused', undefined), new RateBuckets(pool), applicationId);
+    const channel = '200000000000000002';
+    const channelKey = channelEditBucketKey(channel);
+    // The channel's burst is spent: the next edit waits for its refill.
+    for (let i = 0; i < DISCORD_BUCKETS.channelEdit.capacity; i++) {
+      await takeToken(pool, channelKey, DISCORD_BUCKETS.channelEdit);
+    }
+    const globalKey = globalBucketKey(applicationId);
+    const globalBefore = await tokens(globalKey);
+    const abort = new AbortController();
+    const waiting = outbound.reserve({ platform: 'discord', channel }, abort.signal);
+    await expect.poll(() => tokens(channelKey)).toBeLessThan(-0.5);
+    abort.abort();
+    await expect(waiting).rejects.toThrow();
+    expect(await tokens(channelKey)).toBeGreaterThan(-0.5);
+    // Refill only ever raises the global bucket; nothing was taken from it.
+    expect(await tokens(globalKey)).toBeGreaterThanOrEqual(globalBefore);
   });
 });

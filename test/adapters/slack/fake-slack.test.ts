@@ -273,6 +273,31 @@ describe('the Web API', () => {
     expect(await res.json()).toEqual({ ok: false, error: 'not_authed' });
   });
 
+  it('keeps a message’s metadata and lists it only when include_all_metadata asks', async () => {
+    const fake = await startFake();
+    const web = client(fake);
+    const metadata = { event_type: 'countersign_reply', event_payload: { work_item: 'w1' } };
+    const parent = await web.chat.postMessage({ channel: OPS, text: 'parent' });
+    await web.chat.postMessage({ channel: OPS, thread_ts: parent.ts!, text: '…', metadata });
+    const plain = await web.conversations.replies({ channel: OPS, ts: parent.ts! });
+    expect(plain.messages?.map((m) => (m as { metadata?: unknown }).metadata)).toEqual([undefined, undefined]);
+    const withMetadata = await web.conversations.replies({ channel: OPS, ts: parent.ts!, include_all_metadata: true });
+    expect(withMetadata.messages?.map((m) => (m as { metadata?: unknown }).metadata)).toEqual([undefined, metadata]);
+    const history = await web.conversations.history({ channel: OPS, include_all_metadata: true });
+    expect(history.messages?.some((m) => (m as { metadata?: unknown }).metadata)).toBe(false);
+  });
+
+  it('refuses metadata without an event_type or an event_payload object (invalid_metadata_format)', async () => {
+    const fake = await startFake();
+    const post = (metadata: unknown) =>
+      errorOf(client(fake).chat.postMessage({ channel: OPS, text: 'x', metadata: metadata as never }));
+    expect((await post({ event_payload: {} })).data?.error).toBe('invalid_metadata_format');
+    expect((await post({ event_type: 'x', event_payload: 'not an object' })).data?.error).toBe(
+      'invalid_metadata_format',
+    );
+    expect(fake.world.messages.filter((m) => m.channel === OPS && m.text === 'x')).toEqual([]);
+  });
+
   it('keeps every version of an edited message', async () => {
     const fake = await startFake();
     const web = client(fake);

@@ -93,7 +93,9 @@ describe('Slack message subtypes', () => {
     waitFor(
       async () =>
         fake.textIn(channel, thread).some((t) => t === text || t.startsWith(`${text}\n\n`)) ? true : undefined,
-      20_000,
+      // Generous: every answer here shares one workspace's chat.update budget (about 45 a
+      // minute), so on a loaded CI machine a later test's answer can queue behind earlier ones.
+      45_000,
       `"${text}" in ${channel}`,
     );
   const apiLog = () => fake.files.host('api.log', Buffer.from('GET /health 200\n'));

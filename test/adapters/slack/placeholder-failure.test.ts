@@ -2,6 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeSlack, type ForcedFailure } from '../../fakes/slack/fake-slack.ts';
 import { appMention, eventCallback } from '../../fixtures/slack/events.ts';
 import { startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
+import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
+import { WebClient } from '@slack/web-api';
+import { WorkItem } from '../../../src/core/work-item.ts';
+import { SlackOutbound } from '../../../src/adapters/slack/outbound.ts';
+import { replyMetadata } from '../../../src/adapters/slack/tagged-posts.ts';
+import { RateBuckets } from '../../../src/reply/rate-bucket.ts';
 
 const ALICE = 'U0ALICE001';
 const CHANNEL = 'C0PLACEHLD';
@@ -81,4 +87,97 @@ describe('a failing placeholder post', () => {
       expect(items).toEqual([{ status: 'done', attempts: 2 }]);
     }, 30_000);
   }
+});
+
+/**
+ * A worker killed after Slack took its "…" placeholder and before it recorded the message's ts: the
+ * next attempt must find that message again (by the work item's message metadata) and answer in it,
+ * instead of posting a second placeholder and leaving the first one stray.
+ */
+describe('a worker killed between posting the placeholder and recording it', () => {
+  let fake: FakeSlack;
+  let db: TestDatabase;
+  let ingress: Harness;
+  let worker: Harness | undefined;
+  const env = () => ({
+    SLACK_BOT_TOKEN: fake.botToken,
+    SLACK_API_URL: fake.apiUrl,
+    SLACK_MODE: 'http',
+    SLACK_SIGNING_SECRET: SECRET,
+    SLACK_STREAMING: 'off',
+  });
+  beforeAll(async () => {
+    fake = await FakeSlack.start({ pingIntervalMs: 0 });
+    db = await createTestDatabase();
+    // Only an ingress at first: nobody runs the turn until the "killed" attempt is staged.
+    ingress = await startHarness({ db, role: 'ingress', env: env() });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await ingress.stop();
+    await fake.close();
+    await db.drop();
+  });
+
+  it('answers in the placeholder the killed attempt posted, leaving no stray "…" and no other app’s message taken', async () => {
+    const channel = 'C0KILLPOST';
+    const mention = appMention({ user: ALICE, channel, text: 'killed mid-post' });
+    const res = await fake.post(
+      `http://127.0.0.1:${ingress.app.http.port}/slack/events`,
+      { json: eventCallback(fake.team, mention) },
+      { signingSecret: SECRET },
+    );
+    expect(res.status).toBe(200);
+    const item = await waitFor(
+      async () => {
+        const { rows } = await ingress.app.pool.query<{ item: unknown }>(
+          `SELECT item FROM countersign.work_items WHERE conversation_id = $1`,
+          [`slack:${fake.team}:${channel}:${mention.ts}`],
+        );
+        return rows[0] ? WorkItem.parse(rows[0].item) : undefined;
+      },
+      10_000,
+      'the work item',
+    );
+    // What the killed attempt did: it started (attempt 1) and Slack took its placeholder, tagged.
+    await ingress.app.pool.query(`UPDATE countersign.work_items SET attempts = 1 WHERE id = $1`, [item.id]);
+    const client = new WebClient(fake.botToken, { slackApiUrl: fake.apiUrl, retryConfig: { retries: 0 } });
+    const killed = await new SlackOutbound(client, new RateBuckets(ingress.app.pool), 45).postTagged(
+      item.reply,
+      '…',
+      item.id,
+      false,
+    );
+    // Hostile: another app's message in the thread carries the same metadata; it must not be taken.
+    const impostor = fake.world.add(
+      {
+        team: fake.team,
+        channel,
+        thread_ts: mention.ts,
+        user: 'U0OTHERBOT',
+        bot_id: 'B0OTHERBOT',
+        text: '…',
+        blocks: [],
+        metadata: replyMetadata(item.id),
+      },
+      'chat.postMessage',
+    );
+
+    worker = await startHarness({
+      db,
+      role: 'worker',
+      env: env(),
+      script: { rules: [{ rounds: [{ text: 'echo: {{lastUser}}' }] }] },
+    });
+    const expected = 'echo: killed mid-post';
+    await waitFor(
+      async () => (fake.textIn(channel, mention.ts).includes(expected) ? true : undefined),
+      20_000,
+      `"${expected}" in the thread`,
+    );
+    // One message of ours in the thread: the killed attempt's placeholder, now the answer.
+    expect(fake.botMessages(channel, mention.ts).map((m) => [m.ts, m.text])).toEqual([[killed.messageId, expected]]);
+    expect(impostor.text).toBe('…');
+    expect(impostor.edits).toBe(0);
+  }, 40_000);
 });

@@ -71,7 +71,9 @@ export const MessageBody = z.looseObject({
   allowed_mentions: AllowedMentions.nullish(),
   flags: z.number().int().nullish(),
   tts: z.boolean().optional(),
-  nonce: z.union([z.string(), z.number()]).optional(),
+  // "Can be used to verify a message was sent (up to 25 characters)" (Create Message).
+  nonce: z.union([z.string().max(25), z.number().int()]).optional(),
+  enforce_nonce: z.boolean().optional(),
   message_reference: z
     .looseObject({
       message_id: z.string(),

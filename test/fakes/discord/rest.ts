@@ -190,10 +190,28 @@ function attachmentsOf(ctx: RestContext, channelId: string): Array<{ json: Json;
   });
 }
 
+/** How long Discord remembers a nonce for `enforce_nonce` ("the past few minutes"; the fake's choice). */
+const NONCE_MEMORY_MS = 5 * 60_000;
+
+/**
+ * Create Message with `enforce_nonce` and a nonce: "it will be checked for uniqueness in the past few
+ * minutes. If another message was created by the same author with the same nonce, that message will
+ * be returned and no new message will be created."
+ */
+function sameNonceMessage(ctx: RestContext, channelId: string, body: Json): StoredMessage | undefined {
+  if (body.enforce_nonce !== true || body.nonce === undefined) return undefined;
+  const since = Date.now() - NONCE_MEMORY_MS;
+  return ctx.world
+    .messagesIn(channelId)
+    .find((m) => m.source === 'rest' && !m.deleted && m.message.nonce === body.nonce && m.history[0]!.at >= since);
+}
+
 /** POST /channels/{id}/messages, JSON or multipart with attachments; the bot must see the channel. */
 function createChannelMessage(ctx: RestContext): RestReply {
   const channelId = channelOr404(ctx).id as string;
   if (ctx.world.botLacksAccess.has(channelId)) throw missingAccess();
+  const earlier = sameNonceMessage(ctx, channelId, (ctx.body ?? {}) as Json);
+  if (earlier) return ok(earlier.message);
   const attachments = attachmentsOf(ctx, channelId);
   const body = (ctx.body ?? {}) as Json;
   // Files alone make a message: they count as its content.

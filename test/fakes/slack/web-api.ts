@@ -42,6 +42,28 @@ const str = (v: unknown): string | undefined =>
   typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : undefined;
 const blocksOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
+/**
+ * A message's metadata as chat.postMessage takes it (docs.slack.dev, "Using message metadata"): an
+ * object with an `event_type` (letters, digits and underscores) and an `event_payload` object;
+ * anything else is refused with `invalid_metadata_format`.
+ */
+function metadataOf(value: unknown): StoredMessage['metadata'] | Failure | undefined {
+  if (value === undefined) return undefined;
+  const m = value as { event_type?: unknown; event_payload?: unknown } | null;
+  const typed = typeof m?.event_type === 'string' && /^[A-Za-z0-9_]{1,255}$/.test(m.event_type);
+  const payload = m?.event_payload;
+  if (!typed || typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    return fail('invalid_metadata_format');
+  }
+  return { event_type: m.event_type as string, event_payload: payload as Record<string, unknown> };
+}
+
+/** A history or replies listing's message, with its metadata only when `include_all_metadata` asked. */
+function listedJson(m: StoredMessage, args: Record<string, unknown>, ctx: CallContext): Record<string, unknown> {
+  const withMetadata = args.include_all_metadata === true || args.include_all_metadata === 'true';
+  return { ...messageJson(m, ctx), ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}) };
+}
+
 function messageJson(m: StoredMessage, ctx: CallContext): Record<string, unknown> {
   const replies = ctx.world.replyCount(m.channel, m.ts);
   return {
@@ -315,6 +337,8 @@ export const METHODS: Record<string, Handler> = {
         violation.error,
         violation.messages.length ? { response_metadata: { messages: violation.messages } } : {},
       );
+    const metadata = metadataOf(args.metadata);
+    if (metadata && 'ok' in metadata) return metadata;
     const threadTs = str(args.thread_ts);
     const message = ctx.world.add(
       {
@@ -325,6 +349,7 @@ export const METHODS: Record<string, Handler> = {
         bot_id: ctx.botId,
         text: str(args.text) ?? '',
         blocks: blocksOf(args.blocks),
+        ...(metadata ? { metadata } : {}),
       },
       'chat.postMessage',
     );
@@ -393,7 +418,7 @@ export const METHODS: Record<string, Handler> = {
     // leads whatever it is.
     const [parent, ...replies] = thread;
     return page(
-      [parent!, ...replies.filter(inRange(args))].map((m) => messageJson(m, ctx)),
+      [parent!, ...replies.filter(inRange(args))].map((m) => listedJson(m, args, ctx)),
       args,
     );
   },
@@ -403,7 +428,7 @@ export const METHODS: Record<string, Handler> = {
     if (typeof channel !== 'string') return channel;
     const messages = ctx.world.channelHistory(channel).filter(inRange(args));
     return page(
-      messages.map((m) => messageJson(m, ctx)),
+      messages.map((m) => listedJson(m, args, ctx)),
       args,
     );
   },

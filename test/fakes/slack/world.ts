@@ -40,6 +40,11 @@ export interface StoredMessage {
   /** Reaction name → users who reacted. */
   reactions: Record<string, string[]>;
   /**
+   * Message metadata posted with the message (chat.postMessage `metadata`): returned by
+   * conversations.history / conversations.replies only with `include_all_metadata`.
+   */
+  metadata?: { event_type: string; event_payload: Record<string, unknown> };
+  /**
    * Files shared with the message: a person's (a `file_share` event's file objects) or the app's
    * (files.completeUploadExternal: ids, names and sizes). Reads return them.
    */

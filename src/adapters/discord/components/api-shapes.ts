@@ -56,6 +56,9 @@ export interface ApiMessagePayload {
    * flags, so every edit sends it again.
    */
   flags?: number;
+  /** Create only: a value of at most 25 characters; with `enforce_nonce`, a create is made once. */
+  nonce?: string;
+  enforce_nonce?: boolean;
 }
 
 /** Message flag bits (API v10, Message Resource › Message Flags). */
