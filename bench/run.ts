@@ -15,6 +15,7 @@ import { benchP8, meanBilled } from './p8-conversation-cost.ts';
 import { benchP9 } from './p9-click-progress.ts';
 import { benchP10 } from './p10-isolation.ts';
 import { benchBudget } from './result-budget.ts';
+import { benchFiles } from './files.ts';
 import { benchMrkdwn } from './mrkdwn.ts';
 import { benchSpend } from './spend.ts';
 import { benchSchedules } from './schedules.ts';
@@ -26,9 +27,10 @@ type Row = [figure: string, countersign: string | number, baseline: string | num
  * `npm run bench`: measures Countersign against raw baselines taken in the same run, on a real
  * Postgres (DATABASE_URL, or an embedded one) over loopback. Prints a markdown table and writes JSON
  * to bench/results/. BENCH_ONLY=P1,P5 picks figures; BUDGET (tool-result cutting, about half a
- * minute of CPU), MRKDWN (the Slack converter on crafted text), SPEND (spend limits' cost per
- * model call, and P4 with a budget beside P4 without) and SCHEDULES (what looking a schedule owner's
- * groups up again costs the scheduler) run only when named.
+ * minute of CPU), FILES (fitting images and extracting PDF text), MRKDWN (the Slack converter on
+ * crafted text), SPEND (spend limits' cost per model call, and P4 with a budget beside P4 without)
+ * and SCHEDULES (what looking a schedule owner's groups up again costs the scheduler) run only when
+ * named.
  */
 async function main(): Promise<void> {
   const log = createLogger('warn');
@@ -287,6 +289,11 @@ async function main(): Promise<void> {
         ],
         [`P10 workspace A: slot held per continuation p50 / p99 (ms)`, ms(burst.slotHeld), '', '', ''],
       );
+    }
+    if (only.includes('FILES')) {
+      const files = await benchFiles();
+      results.files = files;
+      for (const f of files) rows.push([`FILES ${f.input}, ${f.bytes} B (ms)`, f.ms, f.outcome, '', '< 1000 ms']);
     }
     if (only.includes('BUDGET')) {
       const budget = benchBudget();

@@ -92,10 +92,14 @@ export const ConfigSchema = z
     OPENAI_API_KEY: headerSecret,
     OPENAI_MODEL: z.string().min(1).default('gpt-4.1'),
     OPENAI_BASE_URL: url.optional(),
+    /** Whether OPENAI_MODEL takes images; false for a text-only model: images are saved and named, never sent. */
+    OPENAI_VISION: bool.default(true),
     OPENROUTER_API_KEY: headerSecret,
     // A family alias OpenRouter keeps pointing at the newest Sonnet: a default must not retire under users.
     OPENROUTER_MODEL: z.string().min(1).default('~anthropic/claude-sonnet-latest'),
     OPENROUTER_BASE_URL: url.default('https://openrouter.ai/api/v1'),
+    /** Whether OPENROUTER_MODEL takes images (as OPENAI_VISION). */
+    OPENROUTER_VISION: bool.default(true),
 
     APPROVAL_TTL_SECONDS: int(30, 7 * 24 * 3600).default(3600),
     APPROVERS: list.default([]),

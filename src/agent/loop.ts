@@ -357,7 +357,8 @@ async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps
         isError: false,
       };
     } else if (decision.approved) {
-      result = { ...(await executeToolCall(ctx, call, deps, undefined, 'approved')), decision: 'approved' };
+      const approvedCtx = decision.content ? { ...ctx, approvedContent: decision.content } : ctx;
+      result = { ...(await executeToolCall(approvedCtx, call, deps, undefined, 'approved')), decision: 'approved' };
     } else {
       const denied = decision.reason ? `This call was not run: ${decision.reason}` : DENIED;
       const content = [denied, await afterDenial(ctx, call, deps)].filter(Boolean).join(' ');

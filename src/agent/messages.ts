@@ -37,6 +37,8 @@ export const Attachment = z.object({
   /** The bytes, base64. */
   data: z.string().min(1),
   name: z.string(),
+  /** A document's text layer (bounded, src/files/pdf-text.ts), for a provider that reads no documents. */
+  text: z.string().optional(),
 });
 export type Attachment = z.infer<typeof Attachment>;
 

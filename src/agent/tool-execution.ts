@@ -3,9 +3,10 @@ import type { Queryable } from '../db/pool.ts';
 import type { ReplySink } from '../reply/reply-sink.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
+import type { ContentPin } from '../core/work-item.ts';
 import { metrics } from '../metrics.ts';
 import type { ToolCall, ToolResult } from './messages.ts';
-import { fitToBudget } from './tools/result-budget.ts';
+import { CHARS_PER_TOKEN, DEFAULT_RESULT_MAX_TOKENS, fitToBudget } from './tools/result-budget.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { admitArgs, DEFAULT_TOOL_TIMEOUT_SECONDS, timeLimitOf, type AnyTool, type ToolOutput } from './tools/tool.ts';
 import { findToolExecution, recordToolResult, recordToolStart } from './turn-store.ts';
@@ -26,6 +27,8 @@ export interface ToolCallContext {
   requester: Requester;
   /** Where the turn answers. */
   reply?: ReplyTarget;
+  /** The bytes the card showed, for a call a person approved (ToolContext.approvedContent). */
+  approvedContent?: ContentPin;
 }
 
 export interface ToolExecutionDeps {
@@ -35,6 +38,12 @@ export interface ToolExecutionDeps {
   settings: ToolExecutionSettings;
   log: Logger;
   signal: AbortSignal;
+  /**
+   * Saves a result too long for the model where this conversation's workspace tools read it
+   * (src/files), and returns its workspace path: the model reads any part with read_file and can
+   * post it whole with share_file. Absent: a long result is only cut.
+   */
+  keepFullOutput?(call: ToolCall, text: string): Promise<string>;
 }
 
 /** A call its tool accepted: the tool and the arguments it will run with. */
@@ -90,10 +99,30 @@ export async function executeToolCall(
     s.setAttributes(toolResult(ran));
     return ran;
   });
-  output = { ...output, content: fitToBudget(output.content, deps.settings.toolResultMaxTokens) };
+  output = { ...output, content: await withinBudget(call, output.content, deps) };
   await recordToolResult(deps.db, ctx.workItemId, call.id, output);
   metrics.toolCalls.inc({ tool: call.name, outcome: output.isError ? 'error' : 'ok' });
   return resultOf(call, output);
+}
+
+/** The line that names where a cut result was kept, and the room it takes from the budget (tokens). */
+const KEPT_NOTE_TOKENS = 80;
+
+/**
+ * The result as the model gets it: whole when it fits, else cut (result-budget.ts) — and, where the
+ * workspace can keep it, saved whole first, the cut result saying where. A save that fails leaves
+ * the cut result as it was.
+ */
+async function withinBudget(call: ToolCall, text: string, deps: ToolExecutionDeps): Promise<string> {
+  const maxTokens = deps.settings.toolResultMaxTokens ?? DEFAULT_RESULT_MAX_TOKENS;
+  if (text.length <= maxTokens * CHARS_PER_TOKEN || !deps.keepFullOutput) return fitToBudget(text, maxTokens);
+  const kept = await deps.keepFullOutput(call, text).catch((error: unknown) => {
+    deps.log.warn({ err: error, tool: call.name }, 'could not keep a long tool result');
+    return undefined;
+  });
+  if (!kept) return fitToBudget(text, maxTokens);
+  const cut = fitToBudget(text, Math.max(1, maxTokens - KEPT_NOTE_TOKENS));
+  return `${cut}\n[The whole result (${text.length} characters) is saved as ${kept}: read_file reads any part of it, and share_file posts it whole to the people here.]`;
 }
 
 /** The tool and arguments a call runs with, or the error the model hears instead (never run). */
@@ -181,6 +210,7 @@ async function runWithinLimit(
       conversationId: ctx.conversationId,
       requester: ctx.requester,
       ...(ctx.reply ? { reply: ctx.reply } : {}),
+      ...(ctx.approvedContent ? { approvedContent: ctx.approvedContent } : {}),
       signal,
       log: deps.log.child({ tool: call.name, toolCallId: call.id }),
     });

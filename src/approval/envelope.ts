@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { Requester } from '../core/person.ts';
-import { CallDecision } from '../core/work-item.ts';
+import { CallDecision, ContentPin } from '../core/work-item.ts';
 import { ReplyTarget } from '../core/reply-target.ts';
 import { canonicalJson } from './canonical-json.ts';
 import { GrantOffer } from './grants.ts';
@@ -35,6 +35,8 @@ export const CallPolicy = z.object({
   why: z.string().optional(),
   /** The workspace changes (ids) the card named, which a countersignature vouches for (taint.ts). */
   vouchesFor: z.array(z.number().int()).optional(),
+  /** The bytes the card showed (share_file): an approval covers only these (resume.ts). */
+  content: ContentPin.optional(),
   /**
    * Others who count as the requester for the second signature (a change's other authors, each
    * `platform:user`): none of them may countersign it.

@@ -5,7 +5,7 @@ import { WorkspacePaths, type RealPaths } from './real-paths.ts';
 import type { Requester } from '../core/person.ts';
 import type { PlatformDirectory } from '../core/platform-rules.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
-import type { ConversationMode } from '../core/work-item.ts';
+import type { ContentPin, ConversationMode } from '../core/work-item.ts';
 import type { CallPolicy } from './envelope.ts';
 import {
   mayDecide,
@@ -26,6 +26,8 @@ export interface JudgedCall {
   args: unknown;
   moved: RealPaths['moved'];
   gitMetadata: boolean;
+  /** The content the call would disclose, as its tool read it (`Tool.pinContent`): a card binds to it. */
+  content?: ContentPin & { secret?: string };
 }
 
 /** Where the policy in force comes from: a PolicyFile (POLICY_FILE, hot reload) or a fixed policy. */
@@ -165,14 +167,15 @@ export class PolicyGate {
     judged: JudgedCall,
     requester: Requester,
     reply: ReplyTarget,
-    facts: Omit<CallFacts, 'gitMetadata'> = {},
+    facts: Omit<CallFacts, 'gitMetadata' | 'secretContent'> = {},
   ): Decision {
+    const secret = judged.content?.secret;
     return this.#policies.current().decide({
       tool: judged.tool,
       args: judged.args,
       where: this.whereOf(reply),
       requester: this.#personOf(requester),
-      facts: { ...facts, gitMetadata: judged.gitMetadata },
+      facts: { ...facts, gitMetadata: judged.gitMetadata, ...(secret ? { secretContent: secret } : {}) },
     });
   }
 
@@ -190,7 +193,8 @@ export class PolicyGate {
       : { name: call.name, kind: builtinToolKind(call.name) ?? (call.name.includes('__') ? 'mcp' : 'exec') };
     const root = this.#rootFor?.(conversationId);
     const real = root !== undefined ? new WorkspacePaths(root).resolve(args) : { args, moved: [], gitMetadata: false };
-    return { tool: descriptor, ...real };
+    const content = root !== undefined && admitted?.ok ? tool?.pinContent?.(real.args, root) : undefined;
+    return { tool: descriptor, ...real, ...(content ? { content } : {}) };
   }
 
   /** Whether the policy in force names anyone who can countersign. */

@@ -84,6 +84,7 @@ async function planWithPolicy(
             ...(grant ? { grant } : {}),
             ...(why ? { why } : {}),
             ...(decision.vouchesFor ? { vouchesFor: decision.vouchesFor } : {}),
+            ...(judged.content ? { content: { sha256: judged.content.sha256, size: judged.content.size } } : {}),
             ...coRequestersOf(ctx, planned),
             ...(missing && decision.outcome === 'allow' ? { onlyForConnection: true } : {}),
           };

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ToolCall } from '../agent/messages.ts';
 import { TurnState } from '../agent/turn-state.ts';
-import type { CallDecision, WorkItem } from '../core/work-item.ts';
+import type { CallDecision, ContentPin, WorkItem } from '../core/work-item.ts';
 import type { Requester } from '../core/person.ts';
 import type { Decision } from '../policy/index.ts';
 import { canonicalJson } from './canonical-json.ts';
@@ -10,7 +10,7 @@ import { parseCalls, planHash, scopeHash, type ApprovalScope, type EnvelopeRow }
 import { ReplyTarget } from '../core/reply-target.ts';
 import { planCalls } from './request.ts';
 import { refreshCard } from './show.ts';
-import { callRunsProgram, clearAfterCountersignedRun, decideCall, unvouchedChanges } from './taint.ts';
+import { callRunsProgram, clearAfterCountersignedRun, judgeAndDecide, unvouchedChanges } from './taint.ts';
 import { audit, findEnvelopeById, recordPolicyRefusals } from './store.ts';
 
 /**
@@ -87,18 +87,30 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
   if (!reply.success) return envelope.decisions ?? [];
   const deciders = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d.by] as const));
   const out: CallDecision[] = [];
+  let refusals = 0;
   for (const decision of envelope.decisions ?? []) {
     const call = calls.find((c) => c.id === decision.toolCallId);
     if (!call || !decision.approved || decision.answer !== undefined) {
       out.push(decision);
       continue;
     }
-    const now = await decideCall(ctx, ctx.pool, call, envelope.requester, reply.data, envelope.conversation_id);
+    const { decision: now, judged } = await judgeAndDecide(
+      ctx,
+      ctx.pool,
+      call,
+      envelope.requester,
+      reply.data,
+      envelope.conversation_id,
+    );
     const by = deciders.get(call.id) ?? envelope.decided_by ?? envelope.requester;
     // A countersignature covers the changed files its card named; a change since is unseen content.
-    const reason = unvouchedChanges(call.policy, now) ?? policyRefusal(ctx, now, by, envelope.requester);
+    // An approval of shown bytes covers those bytes: a file changed since is not what was approved.
+    const reason =
+      changedContent(call.policy?.content, judged.content) ??
+      unvouchedChanges(call.policy, now) ??
+      policyRefusal(ctx, now, by, envelope.requester);
     if (!reason) {
-      out.push(decision);
+      out.push(call.policy?.content ? { ...decision, content: call.policy.content } : decision);
       continue;
     }
     log.warn(
@@ -113,12 +125,21 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
       detail: { call: call.id, tool: call.name, rule: `${now.rule.name}, ${now.rule.source}` },
     });
     out.push({ toolCallId: call.id, approved: false, reason });
+    refusals += 1;
   }
-  if (out.some((d, i) => d !== envelope.decisions?.[i])) {
+  if (refusals > 0) {
     await recordPolicyRefusals(ctx.pool, envelope.id, out);
     await refreshCard(ctx, { ...envelope, decisions: out }, 'decided');
   }
   return out;
+}
+
+/** Why an approval of the bytes a card showed does not cover the content there now, or undefined. */
+function changedContent(shown: ContentPin | undefined, now: ContentPin | undefined): string | undefined {
+  if (!shown || (now && now.sha256 === shown.sha256 && now.size === shown.size)) return undefined;
+  const was = `${shown.size} bytes, sha256 ${shown.sha256.slice(0, 12)}`;
+  const is = now ? `now ${now.size} bytes, sha256 ${now.sha256.slice(0, 12)}` : 'now missing or unreadable';
+  return `the file changed after the card was shown (the card showed ${was}; it is ${is}), so the approval does not cover what would be shared.`;
 }
 
 /** Why the policy in force refuses a call someone approved earlier, or undefined. */

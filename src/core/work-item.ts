@@ -25,6 +25,16 @@ const PriorityValue = z.union([
 const WorkItemType = z.enum(['CHAT', 'RESEARCH', 'CODE', 'REVIEW', 'MERGE', 'CUSTOM']);
 type WorkItemType = z.infer<typeof WorkItemType>;
 
+/**
+ * The bytes a card showed (share_file): their sha256 and size, recorded with the envelope when the
+ * card is made. An approval covers exactly these bytes; a file changed since is refused, not shared.
+ */
+export const ContentPin = z.object({
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  size: z.number().int().nonnegative(),
+});
+export type ContentPin = z.infer<typeof ContentPin>;
+
 /** A decision on one requested tool call, as submitted from an Approve/Deny click. */
 export const CallDecision = z.object({
   toolCallId: z.string().min(1),
@@ -35,6 +45,8 @@ export const CallDecision = z.object({
   reason: z.string().max(2000).optional(),
   /** The standing grant this approval also created ("Always allow here"). */
   grantId: z.string().optional(),
+  /** The bytes the card showed, which the approved call must still find (set when the turn resumes). */
+  content: ContentPin.optional(),
 });
 export type CallDecision = z.infer<typeof CallDecision>;
 
@@ -86,6 +98,12 @@ const WorkItemInput = z.object({
   files: z.array(FileRef).max(100).optional(),
   /** The one call a command's turn makes, instead of asking the model (see CommandCall). */
   call: CommandCall.optional(),
+  /**
+   * The platform's id of the person's message when its event carried none of its files though the
+   * message may have some (Slack's app_mention): the worker reads the message for them
+   * (`Outbound.messageFiles`), so the ingress never waits on a platform call.
+   */
+  filesOfMessage: z.string().min(1).max(200).optional(),
 });
 
 /**

@@ -2,20 +2,20 @@ import type { Attachment } from '../agent/messages.ts';
 import type { FileRef } from '../core/work-item.ts';
 import { saveToInbox } from './inbox.ts';
 import { safeFileName } from './names.ts';
-import { pdfPages, pngSize, sniff, type Sniffed } from './sniff.ts';
+import { fitImage } from './fit-image.ts';
+import { pdfText } from './pdf-text.ts';
+import { pdfPages, sniff, type Sniffed } from './sniff.ts';
 
 /** Fetches a received file's bytes (the platform's `Outbound.download`). */
 export type Downloader = (file: FileRef, options: { maxBytes: number; signal: AbortSignal }) => Promise<Buffer>;
 
 /**
- * What providers take, and what one message may bring. Images: Anthropic's 5 MB and 8000 px per
- * side (OpenAI's are looser). PDFs: Anthropic's 100 pages. The total keeps one request under the
- * APIs' 32 MB once base64 has grown it by a third.
+ * What providers take, and what one message may bring. Images: fitted by fit-image.ts (IMAGE_FIT).
+ * PDFs: Anthropic's 100 pages. The total keeps one request under the APIs' 32 MB once base64 has
+ * grown it by a third.
  */
 export const FILE_LIMITS = {
   filesPerMessage: 10,
-  imageBytes: 5 * 1024 * 1024,
-  imageSide: 8000,
   pdfPages: 100,
   attachedBytes: 20 * 1024 * 1024,
   downloadMs: 30_000,
@@ -86,12 +86,10 @@ async function receiveOne(
   const saved = await saveToInbox(settings.root, conversationId, name, fetched).catch((e: Error) => e);
   if (saved instanceof Error) return { line: `- ${shown}: not saved — ${saved.message}.` };
   const where = `saved as ${saved} (${describe(sniffed)}, ${fetched.length} bytes)`;
-  const input = asModelInput(sniffed, fetched, name, attached);
+  const input = await asModelInput(sniffed, fetched, name, attached);
   if (typeof input === 'string') return { line: `- ${shown}: ${where}; ${input}.` };
-  return {
-    line: `- ${shown}: ${where}; shown to you as ${input.kind === 'image' ? 'an image' : 'a document'}.`,
-    attachment: input,
-  };
+  const as = input.attachment.kind === 'image' ? 'an image' : 'a document';
+  return { line: `- ${shown}: ${where}; shown to you as ${as}${input.how ?? ''}.`, attachment: input.attachment };
 }
 
 /** The file's bytes, or why there are none to read: too large, empty, truncated, unreachable. */
@@ -122,27 +120,30 @@ function describe(sniffed: Exclude<Sniffed, { kind: 'refused' }>): string {
   return sniffed.kind === 'text' ? 'text' : sniffed.mediaType;
 }
 
-/** The attachment the model is shown, or what the note says instead. */
-function asModelInput(
+/** The attachment the model is shown (with how it was fitted), or what the note says instead. */
+async function asModelInput(
   sniffed: Exclude<Sniffed, { kind: 'refused' }>,
   bytes: Buffer,
   name: string,
   attached: number,
-): Attachment | string {
+): Promise<{ attachment: Attachment; how?: string } | string> {
   if (sniffed.kind === 'text') return 'read it with read_file';
   if (sniffed.kind === 'binary') return 'its content cannot be read as text or shown';
-  if (attached + bytes.length > FILE_LIMITS.attachedBytes)
-    return 'not shown: the message’s other files fill what one request may carry';
   if (sniffed.kind === 'image') {
-    const size = pngSize(bytes);
-    if (bytes.length > FILE_LIMITS.imageBytes)
-      return `not shown: images over ${FILE_LIMITS.imageBytes} bytes are refused by the model`;
-    if (size && Math.max(size.width, size.height) > FILE_LIMITS.imageSide)
-      return `not shown: it is ${size.width}×${size.height} pixels, over the model’s ${FILE_LIMITS.imageSide}`;
-    return { kind: 'image', mediaType: sniffed.mediaType, data: bytes.toString('base64'), name };
+    const fitted = await fitImage(bytes, sniffed.mediaType);
+    if ('refused' in fitted) return `not shown: ${fitted.refused}`;
+    if (attached + fitted.bytes.length > FILE_LIMITS.attachedBytes) return TOO_MUCH;
+    const how = fitted.resized && ` (resized from ${fitted.resized.from} to ${fitted.resized.to} pixels)`;
+    const data = fitted.bytes.toString('base64');
+    return { attachment: { kind: 'image', mediaType: fitted.mediaType, data, name }, ...(how ? { how } : {}) };
   }
+  if (attached + bytes.length > FILE_LIMITS.attachedBytes) return TOO_MUCH;
   const pages = pdfPages(bytes);
   if (pages > FILE_LIMITS.pdfPages)
     return `not shown: it has ${pages} pages, over the ${FILE_LIMITS.pdfPages} a model reads`;
-  return { kind: 'document', mediaType: sniffed.mediaType, data: bytes.toString('base64'), name };
+  const text = await pdfText(bytes);
+  const data = bytes.toString('base64');
+  return { attachment: { kind: 'document', mediaType: sniffed.mediaType, data, name, ...(text ? { text } : {}) } };
 }
+
+const TOO_MUCH = 'not shown: the message’s other files fill what one request may carry';

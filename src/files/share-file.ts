@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
+import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import type { ContentPin } from '../core/work-item.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { OutboundFile } from '../reply/outbound.ts';
 import { defineBuiltinTool, type ToolContext, type ToolOutput } from '../agent/tools/tool.ts';
@@ -43,6 +46,7 @@ export function shareFileTool(ws: WorkspaceOf, post: FilePoster, maxBytes: numbe
     risk: 'medium',
     idempotent: false,
     describeForApproval: (raw, ctx) => describeShare(ws(ctx), raw, ctx, maxBytes),
+    pinContent: (args, root) => pinSharedFile(args.path, root, maxBytes),
     execute: (args, ctx) => share(ws(ctx), args, ctx, { post, maxBytes }),
   });
 }
@@ -75,6 +79,8 @@ async function share(
   if (!ctx.reply) return { content: 'This turn has no conversation to share a file into.', isError: true };
   const content = await readForSharing(ws, userPath, maxBytes);
   if (!Buffer.isBuffer(content)) return content;
+  const changed = changedSinceCard(content, ctx.approvedContent);
+  if (changed) return { content: changed, isError: true };
   const filename = path.basename(userPath);
   const sniffed = await sniff(content, filename);
   const contentType = 'mediaType' in sniffed ? sniffed.mediaType : undefined;
@@ -102,7 +108,8 @@ async function describeShare(ws: WorkspaceAccess, raw: unknown, ctx: ToolContext
     const name = path.basename(parsed.data.path);
     const sniffed = await sniff(content, name);
     const type = sniffed.kind === 'text' ? 'text' : sniffed.kind === 'refused' ? 'binary' : sniffed.mediaType;
-    const head = `Shares ${await ws.show(await ws.resolve(parsed.data.path))} (${content.length} bytes, ${type}).`;
+    const where = await ws.show(await ws.resolve(parsed.data.path));
+    const head = `Shares ${where} (${content.length} bytes, ${type}, sha256 ${sha256(content).slice(0, 12)}).`;
     if (sniffed.kind !== 'text') return `${head}\nBinary content, not shown here.`;
     const text = content.toString('utf8');
     const secret = secretIn(text);
@@ -112,4 +119,43 @@ async function describeShare(ws: WorkspaceAccess, raw: unknown, ctx: ToolContext
     const more = lines.length > PREVIEW.lines || shown.length < text.length ? '\n…' : '';
     return `${head}\n\`\`\`\n${shown.replaceAll('```', '`\u200b``')}${more}\n\`\`\``;
   });
+}
+
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+/**
+ * The bytes a share would post, read when the call is judged (before its card, and again when an
+ * approval resumes): their sha256 and size, which the card's approval is bound to, and the secret
+ * they seem to hold, which makes the policy want a countersignature whatever the file is called.
+ * `relative` is the real path under the real workspace root; anything else (a path leading out, a
+ * link, not a regular file, over MAX_FILE_BYTES) has nothing to pin, and the share itself says why.
+ */
+function pinSharedFile(
+  relative: string,
+  root: string,
+  maxBytes: number,
+): (ContentPin & { secret?: string }) | undefined {
+  let fd: number | undefined;
+  try {
+    const realRoot = realpathSync(root);
+    const file = path.resolve(realRoot, relative);
+    if (path.isAbsolute(relative) || !file.startsWith(realRoot + path.sep)) return undefined;
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.size > maxBytes) return undefined;
+    const bytes = readFileSync(fd);
+    // latin1: a key or token is ASCII, found in a text file or inside binary data alike.
+    const secret = secretIn(bytes.toString('latin1'));
+    return { sha256: sha256(bytes), size: bytes.length, ...(secret ? { secret } : {}) };
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Why the bytes about to be shared are not the ones an approved card showed, or undefined. */
+function changedSinceCard(content: Buffer, shown: ContentPin | undefined): string | undefined {
+  if (!shown || (content.length === shown.size && sha256(content) === shown.sha256)) return undefined;
+  return `The file changed after its card was approved (the card showed ${shown.size} bytes, sha256 ${shown.sha256.slice(0, 12)}; it is now ${content.length} bytes, sha256 ${sha256(content).slice(0, 12)}). Nothing was shared; ask again to share it as it is now.`;
 }

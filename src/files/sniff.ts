@@ -82,9 +82,3 @@ function looksComplete(bytes: Buffer, mediaType: string): boolean {
 export function pdfPages(bytes: Buffer): number {
   return bytes.toString('latin1').match(/\/Type\s*\/Page(?![a-zA-Z])/g)?.length ?? 0;
 }
-
-/** Width and height from a PNG's header, where it has one. */
-export function pngSize(bytes: Buffer): { width: number; height: number } | undefined {
-  if (bytes.length < 24 || bytes.toString('latin1', 12, 16) !== 'IHDR') return undefined;
-  return { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
-}

@@ -149,6 +149,15 @@ export function builtinRules(
       }),
       grantable: false,
     },
+    // The same for a file whatever its name, when its content looks like a key or a token.
+    {
+      ...builtin('share-secret-content', haveApprovers ? 'countersign' : 'ask', 'high', {
+        kinds: ['share'],
+        test: ({ facts }) => facts?.secretContent !== undefined,
+      }),
+      grantable: false,
+      explain: ({ facts }) => `its content looks like it holds ${facts?.secretContent ?? 'a secret'}`,
+    },
   ];
   // Only where a second person can sign: a program about to run in a workspace that someone changed
   // on their own click needs that second person, who is told which files changed.

@@ -55,6 +55,8 @@ export interface CallFacts {
   changedFiles?: string[];
   /** The ids of those changes: a card that names the files vouches for exactly these. */
   changeIds?: number[];
+  /** What secret the content a call would disclose seems to hold (a private key, a token), by its content. */
+  secretContent?: string;
 }
 
 /** Which rule decided: its `name` (or `rules[3]`, or `default:write`) and `file:line` (or `built-in`). */

@@ -1,4 +1,5 @@
 import { transaction, type Pool, type Queryable } from '../db/pool.ts';
+import type { Attachment, Message } from '../agent/messages.ts';
 import type { TurnState } from '../agent/turn-state.ts';
 import { saveCheckpoint } from '../agent/turn-store.ts';
 import { sameAccountHere } from '../core/person.ts';
@@ -16,7 +17,12 @@ export interface FollowUp {
   id: string;
   prompt: string;
   mode: ConversationMode;
+  /** The message's own work item, when it brings files to read first (`FollowUpFiles`). */
+  withFiles?: WorkItem;
 }
+
+/** A message's files, read (downloaded, checked, saved) as the prompt's note and the model's attachments. */
+export type FollowUpFiles = (item: WorkItem) => Promise<{ note: string; attachments: Attachment[] }>;
 
 /**
  * The queued messages right behind `item` in its conversation that it may take over, in the order
@@ -42,11 +48,10 @@ export async function lockFollowUps(
       !next.input.skill &&
       // A command's call (`/schedule`) runs in its own turn: taken as text, the call would be lost.
       !next.input.call &&
-      // Files are read when their own turn starts (src/files): a message with files waits for its turn.
-      !next.input.files?.length &&
       sameAccountHere(next.requester, item.requester);
     if (!takeable) break;
-    out.push({ id: next.id, prompt: next.input.prompt!, mode: next.mode ?? 'queue' });
+    const withFiles = next.input.files?.length || next.input.filesOfMessage ? { withFiles: next } : {};
+    out.push({ id: next.id, prompt: next.input.prompt!, mode: next.mode ?? 'queue', ...withFiles });
   }
   return out;
 }
@@ -68,18 +73,24 @@ export async function takeFollowUps(
   mode: ConversationMode,
   state: TurnState,
   how: 'append' | 'merge',
+  readFiles?: FollowUpFiles,
 ): Promise<number> {
   // One cheap read first, so the common case (nothing waiting) opens no transaction.
   if (!(await anyQueuedBehind(pool, item))) return 0;
+  const read = await readFilesFirst(pool, item, mode, readFiles);
   const taken = await transaction(pool, async (client) => {
-    const waiting = (await lockFollowUps(client, item)).filter((f) => f.mode === mode);
+    const waiting = readyPrefix(
+      (await lockFollowUps(client, item)).filter((f) => f.mode === mode),
+      read,
+    );
     if (waiting.length === 0) return undefined;
+    const joining = waiting.map((f) => asMessage(f, read));
     const messages = [...state.messages];
     const first = messages[0];
     if (how === 'merge' && first?.role === 'user') {
-      messages[0] = { ...first, text: [first.text, ...waiting.map((f) => f.prompt)].join('\n') };
+      messages[0] = mergedInto(first, joining);
     } else {
-      messages.push(...waiting.map((f) => ({ role: 'user' as const, text: f.prompt })));
+      messages.push(...joining);
     }
     await markFollowUpsTaken(
       client,
@@ -92,4 +103,51 @@ export async function takeFollowUps(
   if (!taken) return 0;
   state.messages.splice(0, state.messages.length, ...taken.messages);
   return taken.count;
+}
+
+type Intake = Awaited<ReturnType<FollowUpFiles>>;
+type UserMessage = Extract<Message, { role: 'user' }>;
+
+/**
+ * The files of the waiting messages that bring some, read before the transaction that takes them:
+ * a download may take seconds, and no lock is held meanwhile. Reading is idempotent (the same bytes
+ * keep their saved path), so a message read here but then not taken loses nothing.
+ */
+async function readFilesFirst(
+  pool: Pool,
+  item: Pick<WorkItem, 'id' | 'conversationId' | 'requester'>,
+  mode: ConversationMode,
+  readFiles: FollowUpFiles | undefined,
+): Promise<Map<string, Intake>> {
+  const read = new Map<string, Intake>();
+  if (!readFiles) return read;
+  for (const f of await lockFollowUps(pool, item)) {
+    if (f.mode !== mode) continue;
+    if (f.withFiles) read.set(f.id, await readFiles(f.withFiles));
+  }
+  return read;
+}
+
+/** The waiting messages up to the first whose files were not read: they are taken in order or not at all. */
+function readyPrefix(waiting: FollowUp[], read: Map<string, Intake>): FollowUp[] {
+  const unread = waiting.findIndex((f) => f.withFiles && !read.has(f.id));
+  return unread < 0 ? waiting : waiting.slice(0, unread);
+}
+
+/** A taken message as the turn holds it: its text, its files' note after it, its images beside it. */
+function asMessage(f: FollowUp, read: Map<string, Intake>): UserMessage {
+  const intake = read.get(f.id);
+  if (!intake?.note) return { role: 'user', text: f.prompt };
+  const text = f.prompt ? `${f.prompt}\n\n${intake.note}` : intake.note;
+  return { role: 'user', text, ...(intake.attachments.length ? { attachments: intake.attachments } : {}) };
+}
+
+/** A burst merged into the turn's first message (collect): texts line by line, attachments together. */
+function mergedInto(first: UserMessage, joining: UserMessage[]): UserMessage {
+  const attachments = [...(first.attachments ?? []), ...joining.flatMap((m) => m.attachments ?? [])];
+  return {
+    ...first,
+    text: [first.text, ...joining.map((m) => m.text)].join('\n'),
+    ...(attachments.length ? { attachments } : {}),
+  };
 }

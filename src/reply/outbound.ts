@@ -69,6 +69,11 @@ export interface Outbound {
    * oversized file without reading it all. Absent: files sent on this platform are named, not read.
    */
   download?(file: FileRef, options: { maxBytes: number; signal: AbortSignal }): Promise<Buffer>;
+  /**
+   * The files of the message `messageId` in the target's conversation, read from the platform, for an
+   * event that did not carry them (Slack's app_mention). Absent: the events carry every file.
+   */
+  messageFiles?(target: ReplyTarget, messageId: string): Promise<FileRef[]>;
 }
 
 /** A file a reply shares: a diff, a report. */

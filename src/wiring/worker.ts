@@ -20,7 +20,7 @@ import type { AgentTools } from './tools.ts';
 import type { CodeWork } from './repos.ts';
 import { connectionsNoteOf } from './connections.ts';
 import { startScheduler } from './schedules.ts';
-import { fileReceiver } from './files.ts';
+import { fileReceiver, toolOutputKeeper } from './files.ts';
 import type { PersonalConnections } from '../connections/service.ts';
 import { OutboxDeliverer } from '../reply/outbox-deliverer.ts';
 import { announceVisible } from '../queue/tasks/turn-endings.ts';
@@ -174,6 +174,7 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
     ...(wiring.connections ? { connectionsNote: connectionsNoteOf(wiring.connections, catalog) } : {}),
     spend: spendLimitsOf(wiring),
     receiveFiles: fileReceiver(config, wiring.outbounds, wiring.codeWork?.rootOf),
+    keepToolOutput: toolOutputKeeper(config, wiring.codeWork?.rootOf),
   });
 }
 

@@ -78,7 +78,7 @@ const REENTRY_INTERFACES: Array<{ through: string; matches: (module: string, ste
   {
     through:
       '`Outbound` (`src/reply/outbound.ts`) and the card renderer `PlatformAdapter.cards` (`src/approval/card-renderers.ts`)',
-    matches: (module) => /^src\/adapters\/slack\/(outbound|blocks|cards|format\/)/.test(module),
+    matches: (module) => /^src\/adapters\/slack\/(outbound|blocks|cards|files|format\/)/.test(module),
   },
   {
     through: 'The policy’s `decide` / `mayUse` / `mayDecide` (`src/policy/index.ts`), asked through `PolicyGate`',

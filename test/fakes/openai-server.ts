@@ -87,6 +87,34 @@ function validate(body: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
+/** The content part types a user message may carry (Chat Completions: text, image_url, input_audio, file). */
+const PART_TYPES = new Set(['text', 'image_url', 'input_audio', 'file']);
+
+/**
+ * A user message's content: a string, or an array of typed parts. A model without vision refuses an
+ * image part in OpenAI's words ("Invalid content type. image_url is only supported by certain
+ * models."); text-only compatible servers refuse it too, in their own.
+ */
+function contentProblem(body: Record<string, unknown>, vision: boolean): string | undefined {
+  for (const [i, m] of ((body.messages as WireMessage[] | undefined) ?? []).entries()) {
+    if (m.role !== 'user' || typeof m.content === 'string') continue;
+    if (!Array.isArray(m.content)) return `Invalid type for 'messages[${i}].content': expected a string or an array`;
+    for (const [j, part] of (m.content as Array<Record<string, unknown>>).entries()) {
+      const at = `messages[${i}].content[${j}]`;
+      if (!PART_TYPES.has(String(part.type)))
+        return `Invalid value: '${String(part.type)}'. Supported values are: 'text', 'image_url', 'input_audio', and 'file'. (${at}.type)`;
+      if (part.type === 'text' && typeof part.text !== 'string') return `Missing required parameter: '${at}.text'.`;
+      if (part.type === 'image_url') {
+        if (!vision) return 'Invalid content type. image_url is only supported by certain models.';
+        const url = (part.image_url as { url?: unknown } | undefined)?.url;
+        if (typeof url !== 'string' || !/^(https?:|data:image\/(png|jpeg|gif|webp);base64,)/.test(url))
+          return `Invalid '${at}.image_url.url': expected a URL or a base64 data URL of a PNG, JPEG, GIF or WebP image.`;
+      }
+    }
+  }
+  return undefined;
+}
+
 const openaiDialect: Dialect = {
   path: /\/chat\/completions$/,
   requestIdHeader: 'x-request-id',
@@ -169,14 +197,23 @@ const openaiDialect: Dialect = {
     const { type, code } = STREAM_ERROR[kind];
     return { data: JSON.stringify({ error: { message, type, param: null, code } }) };
   },
-  validate,
+  validate: (body) => validate(body) ?? contentProblem(body, true),
 };
+
+/** A user message's text, from a string or from its text parts. */
+function userText(content: unknown): string {
+  if (!Array.isArray(content)) return String(content ?? '');
+  return (content as Array<{ type?: string; text?: string }>)
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text)
+    .join('\n');
+}
 
 /** A request's messages in neutral form, so a script can decide the round from the conversation. */
 function neutralFromOpenAI(body: Record<string, unknown>): Message[] {
   const out: Message[] = [];
   for (const m of (body.messages as WireMessage[] | undefined) ?? []) {
-    if (m.role === 'user') out.push({ role: 'user', text: String(m.content ?? '') });
+    if (m.role === 'user') out.push({ role: 'user', text: userText(m.content) });
     else if (m.role === 'assistant') {
       const calls = (m.tool_calls as WireToolCall[] | undefined) ?? [];
       out.push({
@@ -213,7 +250,14 @@ function neutralFromOpenAI(body: Record<string, unknown>): Message[] {
 export interface FakeOpenAIOptions extends FakeModelOptions {
   /** Answer from a scripted-model script once the queue is empty (rounds decided from the conversation). */
   script?: Script;
+  /** A model without vision (a text-only local model): a request with an image part gets a 400. */
+  textOnly?: boolean;
 }
+
+const dialectFor = (options: FakeOpenAIOptions): Dialect =>
+  options.textOnly
+    ? { ...openaiDialect, validate: (body) => validate(body) ?? contentProblem(body, false) }
+    : openaiDialect;
 
 function withScript(options: FakeOpenAIOptions): FakeModelOptions {
   if (!options.script) return options;
@@ -223,10 +267,10 @@ function withScript(options: FakeOpenAIOptions): FakeModelOptions {
 
 /** @public A fake OpenAI-compatible API that listens once `start()` is called (module docs). */
 export function createFakeOpenAI(options: FakeOpenAIOptions = {}): FakeModelApi {
-  return createFakeModelServer(openaiDialect, withScript(options)).api;
+  return createFakeModelServer(dialectFor(options), withScript(options)).api;
 }
 
 /** A started fake OpenAI-compatible API; give the SDK `${url}/v1` (or any prefix) as baseURL. */
 export function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<StartedFakeModel> {
-  return startFake(openaiDialect, withScript(options));
+  return startFake(dialectFor(options), withScript(options));
 }

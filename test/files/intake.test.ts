@@ -8,7 +8,9 @@ import { safeFileName } from '../../src/files/names.ts';
 import { readFileTool } from '../../src/agent/tools/workspace/read-tools.ts';
 import { workspaceOf } from '../../src/agent/tools/workspace/access.ts';
 import type { FileRef } from '../../src/core/work-item.ts';
-import { CSV, pdf, png, windowsProgram } from './samples.ts';
+import sharp from 'sharp';
+import { IMAGE_FIT } from '../../src/files/fit-image.ts';
+import { claimedPng, CSV, encodedPng, pdf, png, windowsProgram } from './samples.ts';
 
 const MAX = 1024 * 1024;
 
@@ -65,6 +67,37 @@ describe('receiving the files of a message', () => {
     ]);
     expect(intake.note).toContain('image/png');
     expect(intake.note).toContain('shown to you as an image');
+  });
+
+  it('shows an image over the long edge resized to it, and keeps the original saved as it came', async () => {
+    const wide = await encodedPng(9000, 600);
+    const { root, intake } = await receive([{ id: 'F1', name: 'wide.png', size: wide.length }], { F1: wide });
+    const [shown] = intake.attachments;
+    const meta = await sharp(Buffer.from(shown!.data, 'base64')).metadata();
+    expect([shown!.mediaType, meta.format, meta.width, meta.height]).toEqual(['image/png', 'png', 1568, 105]);
+    expect(intake.note).toContain('shown to you as an image (resized from 9000×600 to 1568×105 pixels).');
+    expect(readFileSync(path.join(root, filesUnder(root)[0]!))).toEqual(wide);
+  });
+
+  it('shows a photo-like PNG still over 5 MB once resized as a JPEG under it', async () => {
+    const noisy = await encodedPng(2000, 1600, true);
+    expect(noisy.length).toBeGreaterThan(IMAGE_FIT.maxBytes);
+    const { intake } = await receive([{ id: 'F1', name: 'photo.png' }], { F1: noisy }, 20 * MAX);
+    const [shown] = intake.attachments;
+    const bytes = Buffer.from(shown!.data, 'base64');
+    expect(shown!.mediaType).toBe('image/jpeg');
+    expect(bytes.length).toBeLessThanOrEqual(IMAGE_FIT.maxBytes);
+    expect((await sharp(bytes).metadata()).format).toBe('jpeg');
+    expect(intake.note).toContain('resized from 2000×1600 to 1568×1254 pixels');
+  });
+
+  it('refuses to show an image claiming more pixels than can be resized, saves it and says why', async () => {
+    const bomb = claimedPng(50_000, 50_000);
+    const { root, intake } = await receive([{ id: 'F1', name: 'bomb.png' }], { F1: bomb });
+    expect(intake.attachments).toEqual([]);
+    expect(intake.note).toMatch(/"bomb\.png": saved as inbox\/\S+\/bomb\.png \(image\/png, \d+ bytes\); not shown: /);
+    expect(intake.note).toContain('not shown: it is 50000×50000 pixels, too many to resize (at most 100000000).');
+    expect(filesUnder(root)).toHaveLength(1);
   });
 
   it('gives a PDF as a document, and refuses one of a thousand pages as input while saving it', async () => {

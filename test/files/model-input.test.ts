@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../src/agent/providers/anthropic.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
 import { startHarness, type Harness } from '../helpers/harness.ts';
-import { CSV, png, windowsProgram } from './samples.ts';
+import sharp from 'sharp';
+import { CSV, encodedPng, png, windowsProgram } from './samples.ts';
 
 type Fake = Awaited<ReturnType<typeof startFakeAnthropic>>;
 type Block = { type: string; text?: string; source?: { type: string; media_type: string; data: string } };
@@ -48,6 +49,19 @@ describe('files as model input', () => {
     expect(text?.text).toMatch(
       /"data\.csv": saved as inbox\/[^ ]+\/data\.csv \(text, \d+ bytes\); read it with read_file/,
     );
+  });
+
+  it('resizes a photo over the API’s 5 MB so the request is one the API takes', async () => {
+    const photo = await encodedPng(2000, 1600, true);
+    expect(photo.length).toBeGreaterThan(5 * 1024 * 1024);
+    h.outbound.files.set('F-photo', photo);
+    const item = await h.say('files-photo', 'what is in it?', {
+      input: { prompt: 'what is in it?', files: [{ id: 'F-photo', name: 'photo.png', size: photo.length }] },
+    });
+    expect((await h.settled(item.id)).result?.text).toBe('I see it.');
+    const image = lastRequest().messages[0]!.content.find((b) => b.type === 'image')!;
+    const meta = await sharp(Buffer.from(image.source!.data, 'base64')).metadata();
+    expect([image.source!.media_type, meta.width, meta.height]).toEqual(['image/jpeg', 1568, 1254]);
   });
 
   it('answers the text with a note when a download fails or a file is refused', async () => {

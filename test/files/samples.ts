@@ -1,4 +1,6 @@
 import { deflateSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+import sharp from 'sharp';
 
 /** A small valid PNG (red pixels), built as the format says: signature, IHDR, IDAT, IEND. */
 export function png(width = 2, height = 2): Buffer {
@@ -51,3 +53,59 @@ export function pdf(pages: number): Buffer {
 }
 
 export const CSV = 'region,revenue\nnorth,120\nsouth,95\n';
+
+/**
+ * A real PNG of `width` × `height`, encoded by sharp (libvips): flat colour, or random noise that
+ * does not compress (a photo-like image whose PNG is about 3 bytes a pixel).
+ */
+export async function encodedPng(width: number, height: number, noise = false): Promise<Buffer> {
+  const pixels = noise ? randomBytes(width * height * 3) : Buffer.alloc(width * height * 3, 0x40);
+  return sharp(pixels, { raw: { width, height, channels: 3 } })
+    .png()
+    .toBuffer();
+}
+
+/**
+ * A PNG whose header claims `width` × `height` but whose pixel data is a single row: tiny on the wire,
+ * billions of bytes if a decoder believed it (a decompression bomb).
+ */
+export function claimedPng(width: number, height: number): Buffer {
+  const real = png(1, 1);
+  real.writeUInt32BE(width, 16);
+  real.writeUInt32BE(height, 20);
+  // The IHDR's CRC covers the new size, so only the size gives it away.
+  real.writeUInt32BE(crc32(real.subarray(12, 29)), 29);
+  return real;
+}
+
+/**
+ * A PDF with one page per entry of `pages`, each drawing its text in Helvetica (up to 50 lines of 80
+ * characters): a real text layer, with the cross-reference table at the byte offsets the format asks for.
+ */
+export function textPdf(pages: string[]): Buffer {
+  const escape = (text: string) => text.replace(/[\\()]/g, (c) => `\\${c}`);
+  const objects: string[] = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    `<< /Type /Pages /Count ${pages.length} /Kids [${pages.map((_, i) => `${4 + i * 2} 0 R`).join(' ')}] >>`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
+  for (const [i, text] of pages.entries()) {
+    // Lines of at most 80 characters: glyphs past the page's edge are not text a reader extracts.
+    const lines = text.match(/.{1,80}/g) ?? [''];
+    const stream = `BT /F1 12 Tf 14 TL 72 720 Td ${lines.map((line) => `(${escape(line)}) Tj T*`).join(' ')} ET`;
+    objects.push(
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${5 + i * 2} 0 R >>`,
+      `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
+    );
+  }
+  let body = '%PDF-1.4\n';
+  const offsets = objects.map((object, i) => {
+    const at = body.length;
+    body += `${i + 1} 0 obj\n${object}\nendobj\n`;
+    return at;
+  });
+  const xref = body.length;
+  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(body, 'latin1');
+}

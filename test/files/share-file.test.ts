@@ -1,10 +1,16 @@
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import pino from 'pino';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
 import type { WorkItem } from '../../src/core/work-item.ts';
 import { png } from './samples.ts';
+import { shareFileTool } from '../../src/files/share-file.ts';
+import { workspaceOf } from '../../src/agent/tools/workspace/access.ts';
+
+const sha256 = (text: string | Buffer) => createHash('sha256').update(text).digest('hex');
 
 const share = (args: Record<string, unknown>) => ({
   rounds: [{ text: 'Sharing it.', toolCalls: [{ name: 'share_file', args }] }, { text: 'Result: {{lastToolResult}}' }],
@@ -16,6 +22,7 @@ const script: Script = {
     { match: '^share the env', ...share({ path: '.env' }) },
     { match: '^share the picture', ...share({ path: 'chart.png' }) },
     { match: '^share the notes', ...share({ path: 'notes.txt' }) },
+    { match: '^share the draft', ...share({ path: 'draft.csv' }) },
     { rounds: [{ text: 'ok' }] },
   ],
 };
@@ -62,7 +69,8 @@ describe('share_file', () => {
       reply: { platform: 'test', channel: 'C1', thread: 'T9' },
     });
     const shown = await card(item);
-    expect(shown.text).toContain('Shares report.csv (25 bytes, text).');
+    const report = 'region,revenue\nnorth,120\n';
+    expect(shown.text).toContain(`Shares report.csv (25 bytes, text, sha256 ${sha256(report).slice(0, 12)}).`);
     expect(shown.text).toContain('north,120');
     const result = await press(item, 'Approve');
     if (!result.ok || !('continuation' in result)) throw new Error('expected a continuation');
@@ -108,8 +116,76 @@ describe('share_file', () => {
       'Content not shown: it looks like it holds a secret (an API key).',
     );
     const picture = (await card(await h.say('share-png', 'share the picture'))).text;
-    expect(picture).toContain(`Shares chart.png (${png().length} bytes, image/png).`);
+    expect(picture).toContain(
+      `Shares chart.png (${png().length} bytes, image/png, sha256 ${sha256(png()).slice(0, 12)}).`,
+    );
     expect(picture).toContain('Binary content, not shown here.');
+  });
+
+  it('binds the card to the bytes it showed: a file changed before the click is refused, nothing uploaded', async () => {
+    const draft = path.join(h.config.AGENT_WORKSPACE_ROOT, 'draft.csv');
+    writeFileSync(draft, 'total,10\n');
+    const before = h.outbound.uploads.length;
+    const item = await h.say('share-changed', 'share the draft');
+    expect((await card(item)).text).toContain(`sha256 ${sha256('total,10\n').slice(0, 12)}`);
+    const stored = await h.app.pool.query<{ calls: string }>(
+      `SELECT calls FROM countersign.approval_envelopes WHERE work_item_id = $1`,
+      [item.id],
+    );
+    expect(JSON.parse(stored.rows[0]!.calls)[0].policy.content).toEqual({ sha256: sha256('total,10\n'), size: 9 });
+    // Someone (or the model, in another turn) swaps the content once the card is up.
+    writeFileSync(draft, 'AWS_SECRET_ACCESS_KEY=abc\n');
+    const result = await press(item, 'Approve');
+    if (!result.ok || !('continuation' in result)) throw new Error('expected a continuation');
+    const text = (await h.settled(result.continuation.id)).result?.text ?? '';
+    expect(text).toContain('the file changed after the card was shown (the card showed 9 bytes, sha256');
+    expect(h.outbound.uploads).toHaveLength(before);
+  });
+
+  it('asks a second person for a file whose content holds a key, whatever its name; its requester cannot approve it', async () => {
+    const before = h.outbound.uploads.length;
+    const item = await h.say('share-key-content', 'share the notes');
+    const shown = await card(item);
+    expect(shown.text).toContain('its content looks like it holds an API key');
+    expect(shown.buttons?.map((b) => b.label)).not.toContain('Always allow here');
+    expect((await press(item, 'Approve', alice)).ok).toBe(false);
+    expect(h.outbound.uploads).toHaveLength(before);
+    const signed = await press(item, 'Approve', bob);
+    if (!signed.ok || !('continuation' in signed)) throw new Error('expected a continuation');
+    await h.settled(signed.continuation.id);
+    expect(h.outbound.uploads.at(-1)?.filename).toBe('notes.txt');
+  });
+
+  it('refuses at run time bytes other than those approved, posting nothing', async () => {
+    const posted: string[] = [];
+    const tool = shareFileTool(
+      workspaceOf(h.config.AGENT_WORKSPACE_ROOT),
+      async (_target, file) => {
+        posted.push(file.filename);
+        return undefined;
+      },
+      1024 * 1024,
+    );
+    const run = (sha: string) =>
+      tool.execute(
+        { path: 'report.csv' },
+        {
+          workItemId: 'w',
+          conversationId: 'c',
+          requester: alice,
+          reply: { platform: 'test', channel: 'C1' },
+          approvedContent: { sha256: sha, size: 25 },
+          signal: new AbortController().signal,
+          log: pino({ level: 'silent' }),
+        },
+      );
+    expect(await run('0'.repeat(64))).toMatchObject({
+      isError: true,
+      content: expect.stringContaining('The file changed after its card was approved') as string,
+    });
+    expect(posted).toEqual([]);
+    expect(await run(sha256('region,revenue\nnorth,120\n'))).toBe('Shared report.csv (25 bytes) in the conversation.');
+    expect(posted).toEqual(['report.csv']);
   });
 
   it('says a shared image’s type, read from its bytes, so the platform shows it as one', async () => {

@@ -64,6 +64,13 @@ export class RecordingOutbound implements Outbound {
     return bytes.subarray(0, maxBytes + 1);
   }
 
+  /** The files of a message whose event carried none (`filesOfMessage`), by message id, for `messageFiles`. */
+  readonly messageFileRefs = new Map<string, FileRef[]>();
+
+  async messageFiles(_target: ReplyTarget, messageId: string): Promise<FileRef[]> {
+    return this.messageFileRefs.get(messageId) ?? [];
+  }
+
   async upload(target: ReplyTarget, file: OutboundFile): Promise<void> {
     this.#maybeFail();
     this.uploads.push({ ...file, channel: target.channel, ...(target.thread ? { thread: target.thread } : {}) });

@@ -6,6 +6,7 @@ import { defineTool } from '../../src/agent/tools/tool.ts';
 import type { ConversationMode, WorkItem } from '../../src/core/work-item.ts';
 import { slowTool } from '../helpers/tools.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
+import { png } from '../files/samples.ts';
 
 /** The scripted model, remembering every request (what the model saw, in which request). */
 class RecordingProvider implements ModelProvider {
@@ -139,6 +140,52 @@ describe('messages that arrive while the bot is working', () => {
     // Its own turn: the call waits for its card (deploy asks), and no model read it as a message.
     expect((await h.settled(command.id)).status).toBe('awaiting_approval');
     expect(provider.requests.some((r) => JSON.stringify(r.messages).includes('/deploy staging'))).toBe(false);
+  });
+
+  it('steer: a message with files joins the running turn with them, read before it joins', async () => {
+    runs.length = 0;
+    const conv = conversation();
+    const first = await say(conv, 'check prod [steer-files]', 'steer');
+    await toolStarted('prod', 1);
+    h.outbound.files.set('F-steer-csv', Buffer.from('a,b\n1,2\n'));
+    h.outbound.files.set('F-steer-png', png());
+    const second = await h.say(conv, 'and these [steer-files]', {
+      mode: 'steer',
+      requester: ALICE,
+      input: {
+        prompt: 'and these [steer-files]',
+        files: [
+          { id: 'F-steer-csv', name: 'table.csv' },
+          { id: 'F-steer-png', name: 'shot.png' },
+        ],
+      },
+    });
+    expect((await h.settled(first.id)).result?.text).toContain('answer to: and these [steer-files]');
+    expect((await row(second.id)).result).toEqual({ takenInto: first.id });
+    const last = provider.requests.filter((r) => JSON.stringify(r.messages).includes('[steer-files]')).at(-1)!;
+    const joined = last.messages.at(-1)!;
+    if (joined.role !== 'user') throw new Error('expected the steering message last');
+    expect(joined.text).toMatch(/^and these \[steer-files\]\n\nFiles sent with this message:\n/);
+    expect(joined.text).toMatch(/"table\.csv": saved as inbox\/\S+\/table\.csv \(text, 8 bytes\)/);
+    expect(joined.attachments?.map((a) => [a.kind, a.name])).toEqual([['image', 'shot.png']]);
+  });
+
+  it('steer: a mention whose files are looked up joins with them too', async () => {
+    runs.length = 0;
+    const conv = conversation();
+    const first = await say(conv, 'check prod [mention-files]', 'steer');
+    await toolStarted('prod', 1);
+    h.outbound.files.set('F-steer', Buffer.from('a,b\n1,2\n'));
+    h.outbound.messageFileRefs.set('M-steer', [{ id: 'F-steer', name: 'table.csv' }]);
+    const mention = await h.say(conv, 'and this table [mention-files]', {
+      mode: 'steer',
+      requester: ALICE,
+      input: { prompt: 'and this table [mention-files]', filesOfMessage: 'M-steer' },
+    });
+    expect((await h.settled(first.id)).result?.text).toContain('answer to: and this table [mention-files]');
+    expect((await row(mention.id)).result).toEqual({ takenInto: first.id });
+    const seen = userTextsOf('and this table [mention-files]').at(-1)!.at(-1)!;
+    expect(seen).toMatch(/"table\.csv": saved as inbox\/\S+\/table\.csv \(text, 8 bytes\)/);
   });
 
   it('queue: the new message is the next turn', async () => {

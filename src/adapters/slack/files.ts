@@ -1,3 +1,4 @@
+import type { WebClient } from '@slack/web-api';
 import type { FileRef } from '../../core/work-item.ts';
 import { readCapped } from '../../reply/read-capped.ts';
 
@@ -71,4 +72,28 @@ export async function downloadSlackFile(
     return readCapped(answer, maxBytes);
   }
   throw new Error(`Slack redirected it more than ${MAX_REDIRECTS} times`);
+}
+
+/** The slice of the Web API reading one message needs (conversations.replies and .history). */
+type MessageReader = Pick<WebClient['conversations'], 'replies' | 'history'>;
+
+/**
+ * The files of the message `ts` in `channel`, read back from Slack because an `app_mention` event
+ * carries none. A reply in a thread is found among conversations.replies of its thread (the parent
+ * may come first whatever the range, so the message is picked by its ts); a top-level message is
+ * conversations.history's one message at `ts` (latest=ts, inclusive). Scopes: `*:history`.
+ */
+export async function filesOfMessage(
+  conversations: MessageReader,
+  channel: string,
+  thread: string | undefined,
+  ts: string,
+): Promise<FileRef[]> {
+  const range = { channel, latest: ts, inclusive: true };
+  const read =
+    thread && thread !== ts
+      ? await conversations.replies({ ...range, ts: thread, oldest: ts, limit: 2 })
+      : await conversations.history({ ...range, limit: 1 });
+  const message = read.messages?.find((m) => m.ts === ts);
+  return fileRefsOf(message?.files as SlackEventFile[] | undefined);
 }

@@ -88,11 +88,15 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
     }
   };
 
-  const takeMessage = async (delivery: SlackDelivery): Promise<void> => {
+  /**
+   * `mention`: an app_mention, which carries none of its message's files; the worker reads them from
+   * the message (conversations.replies/history), and a bare mention may be all the text a file has.
+   */
+  const takeMessage = async (delivery: SlackDelivery, mention = false): Promise<void> => {
     const { team, eventId, event } = delivery;
     const prompt = (event.text ?? '').replace(new RegExp(`<@${botUserId}>`, 'g'), '').trim();
     const files = fileRefsOf(event.files);
-    if ((!prompt && files.length === 0) || !event.user) return;
+    if ((!prompt && files.length === 0 && !mention) || !event.user) return;
     const isDm = event.channel_type === 'im';
     const thread = isDm ? event.thread_ts : (event.thread_ts ?? event.ts);
     const requester = await deps.groups.personOf(event.user, event.user_team ?? event.team ?? team, team);
@@ -111,7 +115,7 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
         type: 'CHAT',
         priority: Priority.CRITICAL,
         conversationId: slackConversationId(team, event.channel, isDm ? undefined : thread),
-        input: { prompt, ...(files.length ? { files } : {}) },
+        input: { prompt, ...(files.length ? { files } : mention ? { filesOfMessage: event.ts } : {}) },
         payload: { ts: event.ts, eventId },
         reply,
         placeholder: '…',
@@ -122,7 +126,7 @@ export function createEventHandlers(ctx: AdapterContext, deps: EventDeps) {
   /** `app_mention`: always answered, unless a bot wrote it. */
   const onMention = async (delivery: SlackDelivery): Promise<void> => {
     if (delivery.event.bot_id) return;
-    await takeMessage(delivery);
+    await takeMessage(delivery, true);
   };
 
   /** `message`: DMs, and follow-ups in a thread that is already a conversation. */

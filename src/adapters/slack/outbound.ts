@@ -9,7 +9,7 @@ import { fitMrkdwn, markdownToMrkdwn } from './format/index.ts';
 import { rateLimitedError } from './api-errors.ts';
 import { LIMITS } from './limits.ts';
 import { NativeDelivery, type NativeStreaming } from './native-delivery.ts';
-import { downloadSlackFile } from './files.ts';
+import { downloadSlackFile, filesOfMessage } from './files.ts';
 import { findTaggedPost, replyMetadata } from './tagged-posts.ts';
 import type { FileRef } from '../../core/work-item.ts';
 import type { Requester } from '../../core/person.ts';
@@ -226,6 +226,14 @@ export class SlackOutbound implements Outbound {
   /** A file a person shared, from Slack's file hosts only, with the bot token only there (files.ts). */
   async download(file: FileRef, options: { maxBytes: number; signal: AbortSignal }): Promise<Buffer> {
     return downloadSlackFile(file, this.#client.token ?? '', new URL(this.#client.slackApiUrl).origin, options);
+  }
+
+  /** The files of a mention's own message, which its app_mention event does not carry (files.ts). */
+  async messageFiles(target: ReplyTarget, messageId: string): Promise<FileRef[]> {
+    const method = target.thread && target.thread !== messageId ? 'conversations.replies' : 'conversations.history';
+    return this.#call(target, method, () =>
+      filesOfMessage(this.#client.conversations, target.channel, target.thread, messageId),
+    );
   }
 
   /**

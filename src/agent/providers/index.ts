@@ -40,6 +40,7 @@ function single(config: Config, name: Provider, log?: Logger): ModelProvider {
         modelSetting: 'OPENAI_MODEL',
         baseURL: config.OPENAI_BASE_URL,
         maxRetries: config.MODEL_MAX_RETRIES,
+        vision: config.OPENAI_VISION,
         log,
       });
     case 'openrouter':
@@ -51,6 +52,7 @@ function single(config: Config, name: Provider, log?: Logger): ModelProvider {
         modelSetting: 'OPENROUTER_MODEL',
         baseURL: config.OPENROUTER_BASE_URL,
         maxRetries: config.MODEL_MAX_RETRIES,
+        vision: config.OPENROUTER_VISION,
         headers: OPENROUTER_HEADERS,
         log,
       });

@@ -32,32 +32,59 @@ function toolResultContent(content: string, isError: boolean): string {
 }
 
 type UserContent = OpenAI.Chat.Completions.ChatCompletionUserMessageParam['content'];
+type ContentPart = Exclude<UserContent, string>[number];
+
+/** What the provider's model takes besides text. */
+interface WireAbilities {
+  /** Image parts (OPENAI_VISION / OPENROUTER_VISION); without them an image is named in the text. */
+  vision: boolean;
+}
 
 /**
- * A person's message with its images as image parts (data URLs). Chat Completions takes no PDF the
- * way every compatible server would, so a document is named in a text part: it is saved in the
- * workspace, and the message's note says where.
+ * One attachment as parts of a person's message: an image as an image part (a data URL) where the
+ * model sees images, else a line saying it was not shown. Chat Completions takes no PDF the way every
+ * compatible server would, so a document travels as the text extracted from it at intake (bounded,
+ * src/files/pdf-text.ts), or is named when it has none (a scan); the file is saved in the workspace.
  */
-function userContent(text: string, attachments: readonly Attachment[] | undefined): UserContent {
+function attachmentPart(a: Attachment, abilities: WireAbilities): ContentPart {
+  if (a.kind === 'image' && abilities.vision)
+    return { type: 'image_url', image_url: { url: `data:${a.mediaType};base64,${a.data}` } };
+  if (a.kind === 'image')
+    return {
+      type: 'text',
+      text: `(The image "${a.name}" is not shown: this model takes no images. It is saved in the workspace, where the note says.)`,
+    };
+  if (a.text) return { type: 'text', text: `(The document "${a.name}" as text, extracted from it:)\n${a.text}` };
+  return {
+    type: 'text',
+    text: `(The document "${a.name}" cannot be shown to this model and has no text to extract; see where it was saved.)`,
+  };
+}
+
+/**
+ * A person's message with its attachments. Text only (no image part among them) travels as one
+ * string: a text-only server may take nothing else.
+ */
+function userContent(
+  text: string,
+  attachments: readonly Attachment[] | undefined,
+  abilities: WireAbilities,
+): UserContent {
   if (!attachments?.length) return text;
-  const parts: Exclude<UserContent, string> = [{ type: 'text', text }];
-  for (const a of attachments) {
-    if (a.kind === 'image')
-      parts.push({ type: 'image_url', image_url: { url: `data:${a.mediaType};base64,${a.data}` } });
-    else
-      parts.push({
-        type: 'text',
-        text: `(The document "${a.name}" cannot be shown to this model; see where it was saved.)`,
-      });
-  }
+  const parts: ContentPart[] = [{ type: 'text', text }, ...attachments.map((a) => attachmentPart(a, abilities))];
+  if (parts.every((p) => p.type === 'text')) return parts.map((p) => p.text).join('\n\n');
   return parts;
 }
 
 /** Neutral messages → Chat Completions shape: one `tool` message per result, arguments as JSON text. */
-export function toOpenAIMessages(system: string, messages: Message[]): WireMessage[] {
+export function toOpenAIMessages(
+  system: string,
+  messages: Message[],
+  abilities: WireAbilities = { vision: true },
+): WireMessage[] {
   const out: WireMessage[] = system ? [{ role: 'system', content: system }] : [];
   for (const m of messages) {
-    if (m.role === 'user') out.push({ role: 'user', content: userContent(m.text, m.attachments) });
+    if (m.role === 'user') out.push({ role: 'user', content: userContent(m.text, m.attachments, abilities) });
     else if (m.role === 'assistant') {
       out.push({
         role: 'assistant',
@@ -108,6 +135,8 @@ export interface OpenAIOptions {
   modelSetting?: string;
   /** Extra headers on every request (OpenRouter's app attribution). */
   headers?: Record<string, string>;
+  /** Whether the model takes images (OPENAI_VISION, OPENROUTER_VISION); default true. */
+  vision?: boolean;
 }
 
 /** OpenAI Chat Completions, and every server that speaks it (OpenRouter, Ollama, vLLM, LM Studio, llama.cpp). */
@@ -155,7 +184,7 @@ export class OpenAIProvider implements ModelProvider {
     const stream = await this.#client.chat.completions.create(
       {
         model: this.model,
-        messages: toOpenAIMessages(request.system, request.messages),
+        messages: toOpenAIMessages(request.system, request.messages, { vision: this.#options.vision ?? true }),
         ...(request.tools.length
           ? {
               tools: request.tools.map((t) => ({

@@ -7,8 +7,11 @@
  */
 export const CHARS_PER_TOKEN = 4;
 
+/** TOOL_RESULT_MAX_TOKENS' default. */
+export const DEFAULT_RESULT_MAX_TOKENS = 25_000;
+
 const RESULT_BUDGET = {
-  defaultMaxTokens: 25_000,
+  defaultMaxTokens: DEFAULT_RESULT_MAX_TOKENS,
   /** Share of the budget spent on listing identifiers from the cut part. */
   identifierShare: 0.1,
   /** A cut moves to a line break when one is this close, so kept lines stay whole. */

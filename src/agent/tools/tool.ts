@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ToolSpec } from '../model.ts';
 import type { Requester } from '../../core/person.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
+import type { ContentPin } from '../../core/work-item.ts';
 
 export const RiskLevel = z.enum(['low', 'medium', 'high']);
 export type RiskLevel = z.infer<typeof RiskLevel>;
@@ -16,6 +17,8 @@ export interface ToolContext {
   requester: Requester;
   /** Where the turn answers (a tool that posts into the conversation: share_file). */
   reply?: ReplyTarget;
+  /** For a call a person approved on a card that showed content (`pinContent`): the bytes it showed. */
+  approvedContent?: ContentPin;
   signal: AbortSignal;
   log: Logger;
 }
@@ -88,6 +91,13 @@ export interface Tool<Args = Record<string, unknown>> {
   onDenied?(rawArgs: unknown, ctx: ToolContext): Promise<string | undefined>;
   /** Extra detail for the approval card, e.g. a unified diff of an edit. */
   describeForApproval?(args: Args, ctx: ToolContext): Promise<string | undefined>;
+  /**
+   * The content a call would disclose, read when it is judged (`args` with real paths, relative to
+   * the real `workspaceRoot`): its sha256 and size, which a card's approval is bound to, and what
+   * secret it seems to hold (a floor of the policy then wants a countersignature). Undefined: no
+   * content to bind (the file is missing or not the tool's to read); the tool's own run reports why.
+   */
+  pinContent?(args: Args, workspaceRoot: string): (ContentPin & { secret?: string }) | undefined;
 }
 
 // Tools of different argument types live in one registry; their own `input` schema narrows the type.

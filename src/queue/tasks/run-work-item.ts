@@ -95,9 +95,12 @@ export interface WorkerServices {
   ): ModelSpend | undefined;
   /**
    * When a turn starts: the files sent with its message, downloaded, checked and saved (src/files),
-   * as a note for the prompt and the images or documents the model is shown; absent: files are named only.
+   * as a note for the prompt and the images or documents the model is shown (an empty note: the
+   * message had none after all); absent: files are named only.
    */
   receiveFiles?(item: WorkItem, log: Logger): Promise<{ note: string; attachments: Attachment[] }>;
+  /** Saves a tool result too long for the model in the conversation's workspace (src/files); returns its path. */
+  keepToolOutput?(item: WorkItem, call: ToolCall, text: string): Promise<string>;
 }
 
 export function initialTurnState(item: WorkItem): TurnState {
@@ -297,13 +300,17 @@ async function startingState(
  */
 async function withFiles(services: WorkerServices, item: WorkItem, state: TurnState, log: Logger): Promise<TurnState> {
   const files = item.input.files ?? [];
-  if (files.length === 0) return state;
+  if (files.length === 0 && !item.input.filesOfMessage) return state;
   const intake = services.receiveFiles
     ? await services.receiveFiles(item, log)
     : {
-        note: `Files sent with this message (not read here): ${files.map((f) => JSON.stringify(f.name)).join(', ')}`,
+        note: files.length
+          ? `Files sent with this message (not read here): ${files.map((f) => JSON.stringify(f.name)).join(', ')}`
+          : '',
         attachments: [],
       };
+  // A message looked up for files it turned out not to have.
+  if (!intake.note) return state;
   const first = state.messages[0];
   const text = first?.role === 'user' && first.text ? `${first.text}\n\n${intake.note}` : intake.note;
   const message: Message = {
@@ -474,6 +481,9 @@ function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop
     onRuled: (call, ruling) => approvals.recordRuling(item, call, ruling),
     useGrant: async (call) => approvals.useGrant?.(item, call),
     followUps: followUpsOf(services, item, log),
+    ...(services.keepToolOutput
+      ? { keepFullOutput: (call: ToolCall, text: string) => services.keepToolOutput!(item, call, text) }
+      : {}),
     ...spendOf(services, item, log),
     onDecidedCall: async (call, decision, result) => {
       const envelopeId = item.input.approval?.envelopeId;
@@ -500,7 +510,8 @@ function followUpsOf(services: WorkerServices, item: WorkItem, log: Logger): Non
   const mode = item.input.approval ? 'queue' : (item.mode ?? 'queue');
   let collected = false;
   const take = async (current: TurnState, how: 'append' | 'merge'): Promise<number> => {
-    const taken = await takeFollowUps(pool, item, mode, current, how);
+    const readFiles = services.receiveFiles && ((next: WorkItem) => services.receiveFiles!(next, log));
+    const taken = await takeFollowUps(pool, item, mode, current, how, readFiles);
     if (taken > 0) log.info({ taken, how }, 'newer messages joined the turn');
     return taken;
   };

@@ -361,6 +361,35 @@ describe('the Web API', () => {
     );
   });
 
+  it('reads one message with its files: history at latest=ts inclusive, replies narrowed to ts with the parent first', async () => {
+    const fake = await startFake({ pingIntervalMs: 0 });
+    const web = client(fake);
+    const file = fake.files.host('a.csv', Buffer.from('x,1\n'), 'text/csv');
+    const top = appMention({ user: ALICE, channel: OPS, text: 'top' });
+    fake.seed(eventCallback(fake.team, { ...top, type: 'message', subtype: 'file_share', files: [file] }));
+    // The app_mention of the same message (no files) does not replace what the message event stored.
+    fake.seed(eventCallback(fake.team, top));
+    const exclusive = await web.conversations.history({ channel: OPS, latest: top.ts, limit: 1 });
+    expect(exclusive.messages).toEqual([]);
+    const [one] = (await web.conversations.history({ channel: OPS, latest: top.ts, inclusive: true, limit: 1 }))
+      .messages!;
+    expect(one).toMatchObject({ ts: top.ts, files: [{ id: file.id, name: 'a.csv' }] });
+    const reply = appMention({ user: ALICE, channel: OPS, text: 'in thread', thread_ts: top.ts });
+    fake.seed(eventCallback(fake.team, { ...reply, type: 'message', subtype: 'file_share', files: [file] }));
+    await web.chat.postMessage({ channel: OPS, thread_ts: top.ts, text: 'later' });
+    const narrowed = await web.conversations.replies({
+      channel: OPS,
+      ts: top.ts,
+      oldest: reply.ts,
+      latest: reply.ts,
+      inclusive: true,
+    });
+    expect(narrowed.messages?.map((m) => [m.ts, m.files?.length])).toEqual([
+      [top.ts, 1],
+      [reply.ts, 1],
+    ]);
+  });
+
   it('hides thread replies and ephemerals from conversations.history, newest first', async () => {
     const fake = await startFake();
     const web = client(fake);

@@ -17,6 +17,8 @@ import {
 } from '../../fixtures/slack/events.ts';
 import { startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
 import { CSV, png } from '../../files/samples.ts';
+import { inboxFolderOf } from '../../../src/core/inbox.ts';
+import { slackConversationId } from '../../../src/adapters/slack/conversation-ids.ts';
 
 const CHANNEL = 'C0OPS00001';
 const DM = 'D0ALICE001';
@@ -124,6 +126,85 @@ describe('files on Slack', () => {
       ['files-pri', true],
       ['files-origin', true],
     ]);
+  });
+
+  /**
+   * A mention whose own message shares files. Slack keeps the message with its files (a `file_share`
+   * message event, which the app ignores because it mentions the app), but the `app_mention` event
+   * the app answers carries none.
+   */
+  async function mentionWithFiles(text: string, files: unknown[], thread_ts?: string) {
+    const mention = appMention({ user: ALICE, channel: CHANNEL, text, ...(thread_ts ? { thread_ts } : {}) });
+    expect(mention).not.toHaveProperty('files');
+    fake.seed(eventCallback(fake.team, { ...mention, type: 'message', subtype: 'file_share', files, upload: true }));
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, mention)));
+    return mention;
+  }
+  const readCalls = () =>
+    fake.calls.filter((c) => c.method.startsWith('conversations.') && c.method !== 'conversations.info');
+
+  it('reads a CSV attached to the mention itself, where read_file reads it', async () => {
+    const csv = fake.files.host('sales.csv', Buffer.from(CSV), 'text/csv');
+    const mention = appMention({ user: ALICE, channel: CHANNEL, text: 'sum the north column' });
+    const saved = `inbox/${inboxFolderOf(slackConversationId(fake.team, CHANNEL, mention.ts))}/sales.csv`;
+    model.enqueue(
+      { kind: 'stream', toolCalls: [{ name: 'read_file', json: [JSON.stringify({ path: saved })] }] },
+      { kind: 'stream', text: ['North sums to 120.'] },
+    );
+    fake.seed(eventCallback(fake.team, { ...mention, type: 'message', subtype: 'file_share', files: [csv] }));
+    const calls = fake.calls.length;
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, mention)));
+    await answered(CHANNEL, 'North sums to 120.', mention.ts);
+    // The tool result the model got back is the CSV, read from where the note said it was saved.
+    const [note, result] = model.requests.slice(-2).map((r) => JSON.stringify(r.body));
+    expect(note).toContain(`saved as ${saved} (text, ${CSV.length} bytes)`);
+    expect(result).toContain('north,120');
+    // A top-level mention is read with conversations.history at its own ts, by the worker.
+    const read = fake.calls.slice(calls).find((c) => c.method === 'conversations.history');
+    expect(read?.args).toMatchObject({ channel: CHANNEL, latest: mention.ts, inclusive: 'true', limit: '1' });
+  });
+
+  it('shows a screenshot attached to a mention in a thread to the model as an image block', async () => {
+    const parent = appMention({ user: ALICE, channel: CHANNEL, text: 'hello' });
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, parent)));
+    await answered(CHANNEL, 'Got it.', parent.ts);
+    const shot = fake.files.host('error.png', png(), 'image/png');
+    const calls = fake.calls.length;
+    const mention = await mentionWithFiles('what is this error?', [shot], parent.ts);
+    expect(mention.thread_ts).toBe(parent.ts);
+    const withImage = await waitFor(
+      async () =>
+        model.requests.map((r) => r.body as Body).find((b) => JSON.stringify(b).includes('what is this error')),
+      20_000,
+      'the request',
+    );
+    const blocks = withImage.messages.at(-1)!.content;
+    expect(blocks.find((b) => b.type === 'image')?.source).toEqual({
+      type: 'base64',
+      media_type: 'image/png',
+      data: png().toString('base64'),
+    });
+    // A reply in a thread is found among its thread's replies, by its own ts.
+    const read = fake.calls.slice(calls).find((c) => c.method === 'conversations.replies');
+    expect(read?.args).toMatchObject({ channel: CHANNEL, ts: parent.ts, oldest: mention.ts, latest: mention.ts });
+  });
+
+  it('answers a mention without files with no note, and one whose message cannot be read with a note', async () => {
+    const plain = appMention({ user: ALICE, channel: CHANNEL, text: 'plain question' });
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, plain)));
+    await answered(CHANNEL, 'Got it.', plain.ts);
+    expect(JSON.stringify(lastRequest())).not.toContain('Files sent with this message');
+    fake.failNext('conversations.history', { error: 'missing_scope' });
+    const csv = fake.files.host('lost.csv', Buffer.from(CSV), 'text/csv');
+    const before = fake.files.fetches.length;
+    const unread = await mentionWithFiles('and this one?', [csv]);
+    await answered(CHANNEL, 'Got it.', unread.ts);
+    const text = JSON.stringify(lastRequest());
+    expect(text).toContain('and this one?');
+    expect(text).toContain('they could not be looked up (');
+    expect(text).toContain('missing_scope');
+    expect(fake.files.fetches.length).toBe(before);
+    expect(readCalls().length).toBeGreaterThan(0);
   });
 
   it('saves a CSV sent in a DM where read_file reads it', async () => {

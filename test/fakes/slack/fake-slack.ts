@@ -278,11 +278,21 @@ export class FakeSlack {
     if (!body || typeof body !== 'object') return;
     const { event, team_id: team } = body as { event?: Record<string, unknown>; team_id?: string };
     if (!event || (event.type !== 'message' && event.type !== 'app_mention')) return;
-    if (event.subtype !== undefined && event.subtype !== 'bot_message' && event.subtype !== 'thread_broadcast') return;
+    if (
+      event.subtype !== undefined &&
+      !['bot_message', 'thread_broadcast', 'file_share'].includes(String(event.subtype))
+    )
+      return;
     const channel = typeof event.channel === 'string' ? event.channel : undefined;
     const ts = typeof event.ts === 'string' ? event.ts : undefined;
-    // An app_mention and its message event describe the same message; store it once.
-    if (!channel || !ts || this.world.find(channel, ts)) return;
+    if (!channel || !ts) return;
+    // An app_mention and its message event describe the same message; store it once, with the
+    // files only the message event carries.
+    const known = this.world.find(channel, ts);
+    if (known) {
+      if (Array.isArray(event.files) && !known.files) known.files = event.files as Array<Record<string, unknown>>;
+      return;
+    }
     this.world.add(
       {
         team: team ?? this.team,
@@ -293,6 +303,7 @@ export class FakeSlack {
         ...(typeof event.bot_id === 'string' ? { bot_id: event.bot_id } : {}),
         text: typeof event.text === 'string' ? event.text : '',
         blocks: Array.isArray(event.blocks) ? event.blocks : [],
+        ...(Array.isArray(event.files) ? { files: event.files as Array<Record<string, unknown>> } : {}),
       },
       'user',
     );
@@ -368,6 +379,7 @@ export class FakeSlack {
         status,
         ...(error ? { error } : {}),
         ...(cause ? { cause } : {}),
+        ...('args' in parsed ? { args: parsed.args } : {}),
       });
 
     if ('error' in parsed) {

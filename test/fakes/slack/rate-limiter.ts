@@ -40,6 +40,8 @@ export interface CallRecord {
    * with `FakeSlack.failNext(method, { error, status? })` is "forced" too.
    */
   cause?: 'forced' | 'budget';
+  /** The call's arguments, as the app sent them (form or JSON). */
+  args?: Record<string, unknown>;
 }
 
 export interface RateStats {

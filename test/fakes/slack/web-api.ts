@@ -92,6 +92,8 @@ function messageJson(m: StoredMessage, ctx: CallContext): Record<string, unknown
       ? { reactions: Object.entries(m.reactions).map(([name, users]) => ({ name, users, count: users.length })) }
       : {}),
     ...(m.streaming ? { streaming_state: m.streaming } : {}),
+    // A message with files (file_share) keeps them in reads: the file objects its event carried.
+    ...(m.files?.length ? { files: m.files } : {}),
   };
 }
 
@@ -412,8 +414,11 @@ export const METHODS: Record<string, Handler> = {
     const ts = str(args.ts);
     const thread = ts ? ctx.world.thread(channel, ts) : [];
     if (!thread.length) return fail('thread_not_found');
+    // "A message plus all the messages in reply to it": the range narrows the replies; the parent
+    // leads whatever it is.
+    const [parent, ...replies] = thread;
     return page(
-      thread.map((m) => listedJson(m, args, ctx)),
+      [parent!, ...replies.filter(inRange(args))].map((m) => listedJson(m, args, ctx)),
       args,
     );
   },
@@ -421,11 +426,7 @@ export const METHODS: Record<string, Handler> = {
   'conversations.history': (args, ctx) => {
     const channel = requireChannel(args, ctx);
     if (typeof channel !== 'string') return channel;
-    const oldest = str(args.oldest);
-    const latest = str(args.latest);
-    const messages = ctx.world
-      .channelHistory(channel)
-      .filter((m) => (oldest === undefined || m.ts > oldest) && (latest === undefined || m.ts < latest));
+    const messages = ctx.world.channelHistory(channel).filter(inRange(args));
     return page(
       messages.map((m) => listedJson(m, args, ctx)),
       args,
@@ -708,6 +709,18 @@ export const METHODS: Record<string, Handler> = {
     return { ok: true, channel: message.channel, ts: message.ts, message: messageJson(message, ctx) };
   }),
 };
+
+/**
+ * The `oldest`/`latest` range of conversations.history and .replies: exclusive of both ends unless
+ * `inclusive` ("Include messages with oldest or latest timestamps in results").
+ */
+function inRange(args: Record<string, unknown>): (m: StoredMessage) => boolean {
+  const oldest = str(args.oldest);
+  const latest = str(args.latest);
+  const inclusive = args.inclusive === true || args.inclusive === 'true' || args.inclusive === '1';
+  const after = (ts: string, bound: string) => ts > bound || (inclusive && ts === bound);
+  return (m) => (oldest === undefined || after(m.ts, oldest)) && (latest === undefined || after(latest, m.ts));
+}
 
 function page(items: Array<Record<string, unknown>>, args: Record<string, unknown>): Answer {
   const limit = Math.min(Math.max(Number(args.limit) || 100, 1), 1000);

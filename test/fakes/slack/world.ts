@@ -44,8 +44,11 @@ export interface StoredMessage {
    * conversations.history / conversations.replies only with `include_all_metadata`.
    */
   metadata?: { event_type: string; event_payload: Record<string, unknown> };
-  /** Files shared with the message (files.completeUploadExternal): ids, names and sizes. */
-  files?: Array<{ id: string; name: string; title: string; size: number }>;
+  /**
+   * Files shared with the message: a person's (a `file_share` event's file objects) or the app's
+   * (files.completeUploadExternal: ids, names and sizes). Reads return them.
+   */
+  files?: Array<Record<string, unknown>>;
 }
 
 /** A file from files.getUploadURLExternal until files.completeUploadExternal shares it. */
