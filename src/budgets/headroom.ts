@@ -1,6 +1,6 @@
 import type { ModelPrice } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
-import type { PeriodRow, ReservationLine } from './store.ts';
+import type { PeriodRow } from './store.ts';
 
 /**
  * How much of a model call fits the budgets that apply to it, purely from their locked periods.
@@ -23,7 +23,7 @@ export interface CallBound {
 }
 
 export type Fit =
-  | { ok: true; maxTokens: number; lines: ReservationLine[] }
+  | { ok: true; maxTokens: number }
   | { ok: false; budget: Budget; period: PeriodRow | undefined; why: 'exhausted' | 'unpriced' };
 
 const perToken = (perMillion: number) => perMillion / 1_000_000;
@@ -42,6 +42,10 @@ export function inputBound(parts: unknown): number {
   return Buffer.byteLength(JSON.stringify(parts), 'utf8');
 }
 
+/** What a budget has left in its current period (`period` absent: none used yet). */
+const roomIn = (budget: Budget, period: PeriodRow | undefined) =>
+  budget.limit + (period?.allowance ?? 0) - (period?.spent ?? 0) - (period?.reserved ?? 0);
+
 /** The output tokens that fit in `room` (in the budget's unit) after the input. */
 function outputRoom(budget: Budget, room: number, call: CallBound): number {
   if (budget.unit === 'tokens') return Math.floor(room - call.inputTokens);
@@ -51,24 +55,39 @@ function outputRoom(budget: Budget, room: number, call: CallBound): number {
   return price.output === 0 ? Number.MAX_SAFE_INTEGER : Math.floor(left / perToken(price.output));
 }
 
-/** The worst case of a call with `maxTokens` of output, in the budget's unit. */
-function worstCase(budget: Budget, maxTokens: number, call: CallBound): number {
+/** The worst case of a call with `maxTokens` of output, in the budget's unit (USD: the call is priced). */
+export function worstCase(budget: Budget, maxTokens: number, call: CallBound): number {
   if (budget.unit === 'tokens') return call.inputTokens + maxTokens;
   const price = call.price!;
   return call.inputTokens * dearestInput(price) + maxTokens * perToken(price.output);
 }
 
-/** How a call fits `budgets`, whose current periods (locked) are `periods`. */
+/** The first USD budget a call of an unpriced model cannot be counted against, if any. */
+export const unpricedBudget = (budgets: Budget[], call: CallBound): Budget | undefined =>
+  budgets.find((b) => b.unit === 'usd' && !call.price);
+
+/** The budget that leaves a call the least output (the one to name when a call is crowded out). */
+export function tightestBudget(budgets: Budget[], periods: PeriodRow[], call: CallBound): Budget {
+  const outputLeft = (budget: Budget) => {
+    const period = periods.find((p) => p.budget === budget.name && p.unit === budget.unit);
+    return outputRoom(budget, roomIn(budget, period), call);
+  };
+  return budgets.reduce((tightest, budget) => (outputLeft(budget) < outputLeft(tightest) ? budget : tightest));
+}
+
+/**
+ * How many output tokens of a call fit `budgets`, whose current periods (as locked) are `periods`:
+ * the request's, or fewer where a budget has less room, or a refusal naming the tightest budget.
+ */
 export function fitCall(budgets: Budget[], periods: PeriodRow[], call: CallBound): Fit {
   const periodOf = (b: Budget) => periods.find((p) => p.budget === b.name && p.unit === b.unit);
-  const unpriced = budgets.find((b) => b.unit === 'usd' && !call.price);
+  const unpriced = unpricedBudget(budgets, call);
   if (unpriced) return { ok: false, budget: unpriced, period: periodOf(unpriced), why: 'unpriced' };
   let maxTokens = call.maxTokens;
   let tightest: Budget | undefined;
   for (const budget of budgets) {
     const period = periodOf(budget);
-    const room = budget.limit + (period?.allowance ?? 0) - (period?.spent ?? 0) - (period?.reserved ?? 0);
-    const fits = outputRoom(budget, room, call);
+    const fits = outputRoom(budget, roomIn(budget, period), call);
     if (fits < maxTokens) {
       maxTokens = fits;
       tightest = budget;
@@ -76,11 +95,5 @@ export function fitCall(budgets: Budget[], periods: PeriodRow[], call: CallBound
   }
   if (tightest && maxTokens < Math.min(MIN_OUTPUT_TOKENS, call.maxTokens))
     return { ok: false, budget: tightest, period: periodOf(tightest), why: 'exhausted' };
-  const lines = budgets.map((budget) => ({
-    budget: budget.name,
-    unit: budget.unit,
-    periodStart: periodOf(budget)!.periodStart,
-    amount: worstCase(budget, maxTokens, call),
-  }));
-  return { ok: true, maxTokens, lines };
+  return { ok: true, maxTokens };
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { migrate } from '../../src/db/migrate.ts';
+import { createPool, type Pool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { TurnSpend, keyOf } from '../../src/budgets/spend.ts';
@@ -41,13 +41,15 @@ const round = (usage: Partial<TokenUsage>): ModelRound => ({
 });
 
 let db: TestDatabase;
-let pool: pg.Pool;
+let pool: Pool;
 const log = createLogger('silent');
 
 beforeAll(async () => {
   db = await createTestDatabase();
   await migrate(db.url, log);
-  pool = new pg.Pool({ connectionString: db.url, max: 25 });
+  // The project's pool: its clients keep an error listener, so dropping the database at the end
+  // (which terminates connections pg-pool is still closing) is not an uncaught error.
+  pool = createPool(db.url, 25);
 });
 afterAll(async () => {
   await pool.end();
@@ -57,13 +59,13 @@ afterAll(async () => {
 let items = 0;
 const offered: ReplyButton[] = [];
 
-function turn(budgets: Budget[], notices: string[] = [], leaseSeconds?: number): TurnSpend {
+function turn(budgets: Budget[], notices: string[] = [], leaseSeconds?: number, workItem?: number): TurnSpend {
   items += 1;
   return new TurnSpend({
     pool,
     prices: PRICES,
     budgets,
-    workItemId: `00000000-0000-4000-8000-${String(items).padStart(12, '0')}`,
+    workItemId: `00000000-0000-4000-8000-${String(workItem ?? items).padStart(12, '0')}`,
     requester: { platform: 'test', userId: 'U1' },
     reply: { platform: 'test', channel: 'C1' },
     log,
@@ -94,6 +96,8 @@ describe('reserve before, settle after', () => {
     const period = await periodOf(b);
     expect(period.spent).toBeLessThanOrEqual(1);
     expect(period.reserved).toBe(0);
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM countersign.budget_reservations`);
+    expect(rows[0].n).toBe(0);
     // Four calls fit whole ($0.20 of output each), the rest shrink to the headroom, then are refused.
     expect(results.filter((r) => r.ok).length).toBeGreaterThanOrEqual(4);
     expect(results.filter((r) => !r.ok).length).toBeGreaterThan(0);
@@ -167,7 +171,7 @@ describe('what people are told', () => {
 });
 
 describe('reservations that never settle', () => {
-  it('stop counting when their lease runs out, and housekeeping deletes them', async () => {
+  it('are given back by housekeeping once their lease has run out', async () => {
     const b = budget({ name: 'crashed', limit: 0.25 });
     // A worker that dies mid-call: reserved, never settled.
     const held = await turn([b], [], 0).reserve(request, 'test-model');
@@ -179,11 +183,39 @@ describe('reservations that never settle', () => {
 
   it('are dropped when the same work item reserves again (its replay after a crash)', async () => {
     const b = budget({ name: 'replayed', limit: 0.21 });
-    const spend = turn([b]);
-    expect((await spend.reserve(request, 'test-model')).ok).toBe(true);
-    // Another turn would find the budget held; the replay of the crashed one gets it back.
+    const crashed = turn([b]);
+    expect((await crashed.reserve(request, 'test-model')).ok).toBe(true);
+    // Another turn would find the budget held; the replay of the crashed one (on another worker,
+    // with the same work item) gets it back.
     expect((await turn([b]).reserve(request, 'test-model')).ok).toBe(false);
-    expect((await spend.reserve(request, 'test-model')).ok).toBe(true);
+    const replay = turn([b], [], undefined, items - 1);
+    expect((await replay.reserve(request, 'test-model')).ok).toBe(true);
+  });
+
+  it("are given back by the replay's first settle when the budget still had room", async () => {
+    const b = budget({ name: 'replayed-roomy', limit: 1 });
+    const crashed = turn([b]);
+    expect((await crashed.reserve(request, 'test-model')).ok).toBe(true);
+    const crashedHold = (await periodOf(b)).reserved;
+    const replay = turn([b], [], undefined, items);
+    const reserved = await replay.reserve(request, 'test-model');
+    if (!reserved.ok) throw new Error('refused');
+    expect((await periodOf(b)).reserved).toBeCloseTo(2 * crashedHold, 9);
+    await reserved.settle(round({ inputTokens: 30, outputTokens: 10 }));
+    const period = await periodOf(b);
+    expect(period.reserved).toBe(0);
+    expect(period.spent).toBeCloseTo(30 * 10e-6 + 10 * 100e-6, 9);
+  });
+
+  it('are given back once when a late settle and housekeeping release the same one at once', async () => {
+    const b = budget({ name: 'released-twice', limit: 1 });
+    const reserved = await turn([b], [], 0).reserve(request, 'test-model');
+    if (!reserved.ok) throw new Error('refused');
+    await Promise.all([releaseExpiredReservations(pool), reserved.settle(round({ outputTokens: 100 }))]);
+    const period = await periodOf(b);
+    expect(period.reserved).toBe(0);
+    // The late settle still counts the call: its lease ran out, its spend did not.
+    expect(period.spent).toBeCloseTo(100 * 100e-6, 9);
   });
 });
 
