@@ -51,16 +51,18 @@ async function reserveSettle(connectionString: string, samples: number): Promise
         notify: async () => undefined,
       });
       const t0 = performance.now();
-      const reserved = await spend.reserve(request, 'script');
+      const reserved = await spend.reserve(request, ['script']);
       if (!reserved.ok) throw new Error(reserved.message);
       await reserved.settle({
-        text: 'x',
-        toolCalls: [],
-        stopReason: 'end_turn',
-        usage: { inputTokens: 100, outputTokens: 50, cacheReadTokens: 1000, cacheWriteTokens: 0 },
-        provider: 'scripted',
-        model: 'script',
-        fallbacks: [],
+        round: {
+          text: 'x',
+          toolCalls: [],
+          stopReason: 'end_turn',
+          usage: { inputTokens: 100, outputTokens: 50, cacheReadTokens: 1000, cacheWriteTokens: 0 },
+          provider: 'scripted',
+          model: 'script',
+          fallbacks: [],
+        },
       });
       // The first calls warm the pool's connections and the planner: not counted.
       if (i >= 20) times.push(performance.now() - t0);

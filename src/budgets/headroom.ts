@@ -1,4 +1,7 @@
+import type { Attachment } from '../agent/messages.ts';
+import type { ModelRequest } from '../agent/model.ts';
 import type { ModelPrice } from '../model-prices.ts';
+import { pdfPages } from './pdf-pages.ts';
 import type { Budget } from '../policy/index.ts';
 import type { PeriodRow } from './store.ts';
 
@@ -32,14 +35,34 @@ const perToken = (perMillion: number) => perMillion / 1_000_000;
 const dearestInput = (price: ModelPrice) =>
   perToken(Math.max(price.input, price.cacheWrite ?? price.input, price.cacheRead ?? price.input));
 
+/** What an image is billed at most, in tokens: the APIs scale an image down to about 1.15 megapixels first. */
+const IMAGE_TOKENS = 1_600;
+/** What a PDF page is billed at most, in tokens: its text and an image of it. */
+const PDF_PAGE_TOKENS = 3_000;
+/** The pages assumed of a PDF whose pages cannot be counted: the most one request may carry. */
+const PDF_PAGES_UNKNOWN = 100;
+
 /**
- * An upper bound of a request's input tokens: its size in UTF-8 bytes. Tokenizers of the APIs
- * Countersign speaks put at least one byte in a token, so the bound holds for every model without
- * a tokenizer here; it overestimates (a token is about four bytes of English), which only makes
- * the reservation, never the spend, larger.
+ * What an attachment is billed at most, in tokens, beside its base64 bytes (counted with the rest
+ * of the request): a small file can stand for far more — a 1 KB image of 1,000 × 1,000 pixels,
+ * a compressed PDF whose every page is also sent as an image.
  */
-export function inputBound(parts: unknown): number {
-  return Buffer.byteLength(JSON.stringify(parts), 'utf8');
+function attachmentFloor(attachment: Attachment): number {
+  if (attachment.kind === 'image') return IMAGE_TOKENS;
+  return (pdfPages(attachment.data) ?? PDF_PAGES_UNKNOWN) * PDF_PAGE_TOKENS;
+}
+
+/**
+ * An upper bound of a request's input tokens: its size in UTF-8 bytes, each image or PDF counted
+ * at no less than what it is billed (`attachmentFloor`). Tokenizers of the APIs Countersign speaks
+ * put at least one byte in a token, so the bound holds for every model without a tokenizer here;
+ * it overestimates text (a token is about four bytes of English), which only makes the
+ * reservation, never the spend, larger.
+ */
+export function inputBound(request: Pick<ModelRequest, 'system' | 'messages' | 'tools'>): number {
+  const bytes = Buffer.byteLength(JSON.stringify([request.system, request.messages, request.tools]), 'utf8');
+  const attachments = request.messages.flatMap((m) => (m.role === 'user' ? (m.attachments ?? []) : []));
+  return attachments.reduce((bound, a) => bound + Math.max(0, attachmentFloor(a) - a.data.length), bytes);
 }
 
 /** What a budget has left in its current period (`period` absent: none used yet). */

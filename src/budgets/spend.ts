@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.ts';
-import type { ModelRequest, ModelRound } from '../agent/model.ts';
-import type { ModelSpend, SpendReservation } from '../agent/model-spend.ts';
+import type { ModelRequest } from '../agent/model.ts';
+import type { ModelSpend, SpendReservation, SpentOn } from '../agent/model-spend.ts';
 import { audit } from '../approval/store.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 import { offerAllowance } from './allowances.ts';
 import { metrics } from '../metrics.ts';
-import { costOf, priceOf, type PriceTable } from '../model-prices.ts';
+import { costOf, priceOf, type ModelPrice, type PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
 import {
   fitCall,
@@ -45,6 +45,33 @@ const RESERVATION_LEASE_SECONDS = 15 * 60;
  */
 const RESERVE_ATTEMPTS = 8;
 
+/**
+ * What a call is settled at, in dollars and tokens: its round's usage at the price of the model
+ * that answered (a fallback's own), or what a call cut short was billed so far. Null: not known
+ * (nothing reported, or a model without a price), and the reservation's worst case is spent.
+ */
+function billOf(prices: PriceTable, spent: SpentOn): { usd: number | null; tokens: number | null } {
+  const billed = 'round' in spent ? spent.round : spent.cutShort;
+  if (!billed) return { usd: null, tokens: null };
+  const { usage } = billed;
+  const price = priceOf(prices, billed.model);
+  return {
+    usd: price ? costOf(usage, price).billed : null,
+    tokens: usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens,
+  };
+}
+
+/** One price at least as dear as each of `prices`, kind by kind (input, output, cache reads and writes). */
+function dearest(prices: ModelPrice[]): ModelPrice {
+  const most = (pick: (p: ModelPrice) => number) => Math.max(...prices.map(pick));
+  return {
+    input: most((p) => p.input),
+    output: most((p) => p.output),
+    cacheRead: most((p) => p.cacheRead ?? p.input),
+    cacheWrite: most((p) => p.cacheWrite ?? p.input),
+  };
+}
+
 /** One turn's model calls under the budgets that apply to its requester and place. */
 export interface SpendingTurn {
   pool: Pool;
@@ -74,18 +101,21 @@ export class TurnSpend implements ModelSpend {
     this.#turn = turn;
   }
 
-  async reserve(request: ModelRequest, model: string): Promise<SpendReservation> {
+  async reserve(request: ModelRequest, models: readonly string[]): Promise<SpendReservation> {
     const turn = this.#turn;
+    const prices = models.map((model) => ({ model, price: priceOf(turn.prices, model) }));
+    const unpriced = prices.find((p) => !p.price);
     const call: CallBound = {
-      inputTokens: inputBound([request.system, request.messages, request.tools]),
+      inputTokens: inputBound(request),
       maxTokens: request.maxTokens,
-      price: priceOf(turn.prices, model),
+      // Any model of the chain may answer: the call is held at the dearest price of each kind.
+      price: unpriced ? undefined : dearest(prices.map((p) => p.price!)),
     };
     const id = randomUUID();
     const held = await this.#hold(id, call);
-    if (!held.ok) return this.#refuse(held, model);
+    if (!held.ok) return this.#refuse(held, unpriced?.model ?? models[0]!);
     const { lines } = held;
-    return { ok: true, maxTokens: held.maxTokens, settle: (round) => this.#settle(id, lines, round, model) };
+    return { ok: true, maxTokens: held.maxTokens, settle: (spent) => this.#settle(id, lines, spent) };
   }
 
   /**
@@ -183,18 +213,10 @@ export class TurnSpend implements ModelSpend {
    * Never throws: a settle that fails leaves the reservation to its lease, which overcounts the
    * budget for a while but never lets it be overspent.
    */
-  async #settle(
-    id: string,
-    lines: ReservationLine[],
-    round: ModelRound | undefined,
-    reservedModel: string,
-  ): Promise<void> {
+  async #settle(id: string, lines: ReservationLine[], spent: SpentOn): Promise<void> {
     const turn = this.#turn;
     try {
-      const usage = round?.usage ?? { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
-      const price = priceOf(turn.prices, round?.model ?? reservedModel) ?? priceOf(turn.prices, reservedModel);
-      const tokens = usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
-      const usd = price ? costOf(usage, price).billed : null;
+      const { usd, tokens } = billOf(turn.prices, spent);
       const levels = turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
       const { workItemId } = turn;
       const settled = await settleReservation(turn.pool, { id, workItemId, lines, usd, tokens, levels });

@@ -238,7 +238,7 @@ export interface SettledPeriod {
 
 /**
  * Replaces a reservation by what the call cost, in one statement: `usd` and `tokens`, in each
- * budget's unit (`usd` null: the model has no price, and the reserved amount is spent). The spend
+ * budget's unit (null: not known, and the reserved amount is spent). The spend
  * is added to the periods the call was reserved against (`lines`) whether or not the reservation
  * is still there — its lease may have run out, or a Postgres crash lost it — so every settled call
  * is counted once; what it held is given back only if this statement deleted it. Any other
@@ -254,7 +254,7 @@ export async function settleReservation(
     workItemId: string | undefined;
     lines: ReservationLine[];
     usd: number | null;
-    tokens: number;
+    tokens: number | null;
     levels: Array<{ budget: string; unit: BudgetUnit; limit: number; warnAt: number }>;
   },
 ): Promise<SettledPeriod[]> {
@@ -278,7 +278,7 @@ export async function settleReservation(
        SELECT * FROM unnest($4::text[], $5::text[], $6::numeric[], $7::float8[]) AS l(budget, unit, limit_amount, warn_at)
      ), cost AS (
        SELECT r.budget, r.unit, r.period_start, l.limit_amount, l.warn_at,
-              CASE r.unit WHEN 'usd' THEN coalesce($2::numeric, r.amount) ELSE $3::numeric END AS amount
+              CASE r.unit WHEN 'usd' THEN coalesce($2::numeric, r.amount) ELSE coalesce($3::numeric, r.amount) END AS amount
        FROM unnest($8::text[], $9::text[], $10::timestamptz[], $11::numeric[]) AS r(budget, unit, period_start, amount)
        LEFT JOIN levels l USING (budget, unit)
      ), change AS (

@@ -10,7 +10,7 @@ import type { ReplyButton } from '../../src/core/reply-target.ts';
 import { costOf, type PriceTable } from '../../src/model-prices.ts';
 import type { Budget } from '../../src/policy/index.ts';
 import type { ModelRequest, ModelRound, TokenUsage } from '../../src/agent/model.ts';
-import type { SpendReservation } from '../../src/agent/model-spend.ts';
+import type { SpendReservation, SpentOn } from '../../src/agent/model-spend.ts';
 
 const PRICES: PriceTable = {
   models: { 'test-model': { input: 10, output: 100, cacheRead: 1, cacheWrite: 12.5 } },
@@ -39,6 +39,8 @@ const round = (usage: Partial<TokenUsage>): ModelRound => ({
   model: 'test-model',
   fallbacks: [],
 });
+
+const spentOn = (usage: Partial<TokenUsage>): SpentOn => ({ round: round(usage) });
 
 let db: TestDatabase;
 let pool: Pool;
@@ -79,8 +81,8 @@ function turn(budgets: Budget[], notices: string[] = [], leaseSeconds?: number, 
 
 /** A call that uses every output token it was granted: the worst case the budget must hold. */
 async function worstCall(spend: TurnSpend): Promise<SpendReservation> {
-  const reserved = await spend.reserve(request, 'test-model');
-  if (reserved.ok) await reserved.settle(round({ inputTokens: 30, outputTokens: reserved.maxTokens }));
+  const reserved = await spend.reserve(request, ['test-model']);
+  if (reserved.ok) await reserved.settle(spentOn({ inputTokens: 30, outputTokens: reserved.maxTokens }));
   return reserved;
 }
 
@@ -115,10 +117,10 @@ describe('reserve before, settle after', () => {
 
   it('counts cached reads at their own price', async () => {
     const b = budget({ name: 'cached', limit: 10 });
-    const reserved = await turn([b]).reserve(request, 'test-model');
+    const reserved = await turn([b]).reserve(request, ['test-model']);
     if (!reserved.ok) throw new Error('refused');
     const usage = { inputTokens: 100, outputTokens: 100, cacheReadTokens: 10_000, cacheWriteTokens: 0 };
-    await reserved.settle(round(usage));
+    await reserved.settle(spentOn(usage));
     const spent = (await periodOf(b)).spent;
     // 100 × $10/M + 100 × $100/M + 10,000 × $1/M (not × $10/M).
     expect(spent).toBeCloseTo(0.001 + 0.01 + 0.01, 9);
@@ -127,12 +129,12 @@ describe('reserve before, settle after', () => {
 
   it('caps the output to the headroom left', async () => {
     const b = budget({ name: 'cap', limit: 0.05 });
-    const reserved = await turn([b]).reserve(request, 'test-model');
+    const reserved = await turn([b]).reserve(request, ['test-model']);
     if (!reserved.ok) throw new Error('refused');
     // $0.05 less the input's worst case, at $100 per million output tokens: under 500 tokens.
     expect(reserved.maxTokens).toBeLessThan(500);
     expect(reserved.maxTokens).toBeGreaterThan(480);
-    await reserved.settle(undefined);
+    await reserved.settle(spentOn({}));
     expect((await periodOf(b)).reserved).toBe(0);
   });
 });
@@ -140,7 +142,7 @@ describe('reserve before, settle after', () => {
 describe('what people are told', () => {
   it('refuses a call with a message naming the budget, what it covers and when it resets', async () => {
     const b = budget({ name: 'ops-daily', limit: 0.01, tz: 'Europe/Berlin' });
-    const refused = await turn([b]).reserve(request, 'test-model');
+    const refused = await turn([b]).reserve(request, ['test-model']);
     expect(refused.ok).toBe(false);
     if (refused.ok) return;
     expect(refused.message).toContain('"ops-daily"');
@@ -153,7 +155,7 @@ describe('what people are told', () => {
   });
 
   it('refuses a USD budget for a model without a price rather than guess', async () => {
-    const refused = await turn([budget({ name: 'unpriced' })]).reserve(request, 'mystery-model');
+    const refused = await turn([budget({ name: 'unpriced' })]).reserve(request, ['mystery-model']);
     expect(refused).toMatchObject({ ok: false, message: expect.stringContaining('mystery-model has no price') });
   });
 
@@ -174,7 +176,7 @@ describe('reservations that never settle', () => {
   it('are given back by housekeeping once their lease has run out', async () => {
     const b = budget({ name: 'crashed', limit: 0.25 });
     // A worker that dies mid-call: reserved, never settled.
-    const held = await turn([b], [], 0).reserve(request, 'test-model');
+    const held = await turn([b], [], 0).reserve(request, ['test-model']);
     expect(held.ok).toBe(true);
     expect(await releaseExpiredReservations(pool)).toBeGreaterThanOrEqual(1);
     expect((await periodOf(b)).reserved).toBe(0);
@@ -184,24 +186,24 @@ describe('reservations that never settle', () => {
   it('are dropped when the same work item reserves again (its replay after a crash)', async () => {
     const b = budget({ name: 'replayed', limit: 0.21 });
     const crashed = turn([b]);
-    expect((await crashed.reserve(request, 'test-model')).ok).toBe(true);
+    expect((await crashed.reserve(request, ['test-model'])).ok).toBe(true);
     // Another turn would find the budget held; the replay of the crashed one (on another worker,
     // with the same work item) gets it back.
-    expect((await turn([b]).reserve(request, 'test-model')).ok).toBe(false);
+    expect((await turn([b]).reserve(request, ['test-model'])).ok).toBe(false);
     const replay = turn([b], [], undefined, items - 1);
-    expect((await replay.reserve(request, 'test-model')).ok).toBe(true);
+    expect((await replay.reserve(request, ['test-model'])).ok).toBe(true);
   });
 
   it("are given back by the replay's first settle when the budget still had room", async () => {
     const b = budget({ name: 'replayed-roomy', limit: 1 });
     const crashed = turn([b]);
-    expect((await crashed.reserve(request, 'test-model')).ok).toBe(true);
+    expect((await crashed.reserve(request, ['test-model'])).ok).toBe(true);
     const crashedHold = (await periodOf(b)).reserved;
     const replay = turn([b], [], undefined, items);
-    const reserved = await replay.reserve(request, 'test-model');
+    const reserved = await replay.reserve(request, ['test-model']);
     if (!reserved.ok) throw new Error('refused');
     expect((await periodOf(b)).reserved).toBeCloseTo(2 * crashedHold, 9);
-    await reserved.settle(round({ inputTokens: 30, outputTokens: 10 }));
+    await reserved.settle(spentOn({ inputTokens: 30, outputTokens: 10 }));
     const period = await periodOf(b);
     expect(period.reserved).toBe(0);
     expect(period.spent).toBeCloseTo(30 * 10e-6 + 10 * 100e-6, 9);
@@ -209,9 +211,9 @@ describe('reservations that never settle', () => {
 
   it('are given back once when a late settle and housekeeping release the same one at once', async () => {
     const b = budget({ name: 'released-twice', limit: 1 });
-    const reserved = await turn([b], [], 0).reserve(request, 'test-model');
+    const reserved = await turn([b], [], 0).reserve(request, ['test-model']);
     if (!reserved.ok) throw new Error('refused');
-    await Promise.all([releaseExpiredReservations(pool), reserved.settle(round({ outputTokens: 100 }))]);
+    await Promise.all([releaseExpiredReservations(pool), reserved.settle(spentOn({ outputTokens: 100 }))]);
     const period = await periodOf(b);
     expect(period.reserved).toBe(0);
     // The late settle still counts the call: its lease ran out, its spend did not.
