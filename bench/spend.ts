@@ -30,6 +30,7 @@ const BUDGETS: Budget[] = ['channel', 'everyone'].map((kind) => ({
   per: 'day',
   tz: 'UTC',
   warnAt: 1,
+  allowance: 1,
 }));
 
 async function reserveSettle(connectionString: string, samples: number): Promise<SpendResult['reserveSettle']> {

@@ -57,6 +57,7 @@ const budget = (name: string, over: Partial<Budget> = {}): Budget => ({
   per: 'day',
   tz: 'UTC',
   warnAt: 1,
+  allowance: 1,
   ...over,
 });
 

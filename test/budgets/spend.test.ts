@@ -25,6 +25,8 @@ const budget = (over: Partial<Budget> = {}): Budget => ({
   per: 'day',
   tz: 'UTC',
   warnAt: 0.8,
+  // What the policy compiles when it sets none: a quarter of the limit.
+  allowance: (over.limit ?? 1) / 4,
   ...over,
 });
 
@@ -244,6 +246,17 @@ describe('an allowance', () => {
     expect(after.spent - before).toBeGreaterThan(0.07);
   });
 
+  it('offers the amount the policy sets for the budget', async () => {
+    const b = budget({ name: 'allowance-set', limit: 0.4, allowance: 0.3 });
+    while ((await worstCall(turn([b]))).ok);
+    const button = offered.findLast((o) => o.label.startsWith('Allow'))!;
+    expect(button.label).toBe('Allow $0.30 more today');
+    expect(await allowances.grant(button.value.slice('budget-allow:'.length), person('U2'))).toMatchObject({
+      ok: true,
+    });
+    expect((await periodOf(b)).allowance).toBe(0.3);
+  });
+
   it('cannot be granted by the requester, by someone who is no approver, or twice', async () => {
     const b = budget({ name: 'countersigned', limit: 0.2 });
     while ((await worstCall(turn([b]))).ok);
@@ -261,6 +274,6 @@ describe('an allowance', () => {
     expect(await allowances.grant(offerId, person('U2'))).toMatchObject({ ok: false });
     expect((await periodOf(b)).allowance).toBe(0.05);
     const { rows } = await pool.query(`SELECT actor FROM countersign.approval_audit WHERE event = 'budget_allowance'`);
-    expect(rows.map((r: { actor: { userId: string } }) => r.actor.userId)).toEqual(['U2', 'U2']);
+    expect(rows.map((r: { actor: { userId: string } }) => r.actor.userId)).toEqual(['U2', 'U2', 'U2']);
   });
 });
