@@ -230,7 +230,6 @@ export class TurnSpend implements ModelSpend {
     const turn = this.#turn;
     const budget = turn.budgets.find((b) => b.name === period.budget && b.unit === period.unit);
     if (!budget) return;
-    if (budget.unit === 'usd') metrics.budgetSpentUsd.set({ budget: budget.name }, period.spent);
     if (!period.warnedNow) return;
     const limit = budget.limit + period.allowance;
     await audit(turn.pool, {

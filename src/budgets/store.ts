@@ -218,6 +218,16 @@ export async function releaseExpiredReservations(db: Queryable): Promise<number>
   return rows[0]?.released ?? 0;
 }
 
+/** Each USD budget's settled dollars in its period now in progress (the metric, read at scrape). */
+export async function currentSpendUsd(db: Queryable): Promise<Array<{ budget: string; usd: number }>> {
+  const { rows } = await db.query<{ budget: string; spent: string }>(
+    `SELECT budget, spent FROM countersign.budget_periods
+     WHERE unit = 'usd' AND period_start <= now() AND period_end > now()
+     ORDER BY budget`,
+  );
+  return rows.map((r) => ({ budget: r.budget, usd: Number(r.spent) }));
+}
+
 /** One budget's share of a reservation. */
 export interface ReservationLine {
   budget: string;
