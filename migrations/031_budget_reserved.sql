@@ -10,3 +10,9 @@ SET reserved = r.amount
 FROM (SELECT budget, unit, period_start, sum(amount) AS amount
       FROM countersign.budget_reservations GROUP BY budget, unit, period_start) r
 WHERE p.budget = r.budget AND p.unit = r.unit AND p.period_start = r.period_start;
+
+-- Reservations are now only read by their id or work item (a settle, a replay) and by housekeeping
+-- once a minute over a table that holds only calls in flight: the other two indexes were written
+-- on every model call and read by nothing.
+DROP INDEX countersign.budget_reservations_period;
+DROP INDEX countersign.budget_reservations_expiry;
