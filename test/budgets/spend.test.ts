@@ -108,6 +108,24 @@ describe('reserve before, settle after', () => {
     expect(period.spent).toBeGreaterThan(0.95);
   });
 
+  it('counts each call exactly when many settle at once (written together)', async () => {
+    const b = budget({ name: 'settled-together', limit: 10 });
+    const held = await Promise.all(Array.from({ length: 12 }, () => turn([b]).reserve(request, ['test-model'])));
+    const usages = held.map((_, i) => ({ inputTokens: 100 * (i + 1), outputTokens: 7 * (i + 1) }));
+    await Promise.all(
+      held.map((reserved, i) =>
+        reserved.ok ? reserved.settle(spentOn(usages[i]!)) : Promise.reject(new Error('refused')),
+      ),
+    );
+    const expected = usages.reduce(
+      (sum, u) => sum + costOf({ ...u, cacheReadTokens: 0, cacheWriteTokens: 0 }, PRICES.models['test-model']!).billed,
+      0,
+    );
+    const period = await periodOf(b);
+    expect(period.spent).toBeCloseTo(expected, 9);
+    expect(period.reserved).toBe(0);
+  });
+
   it('holds a budget in tokens as it holds one in dollars', async () => {
     const b = budget({ name: 'tokens', unit: 'tokens', limit: 5000 });
     const results = await Promise.all(Array.from({ length: 10 }, () => worstCall(turn([b]))));
