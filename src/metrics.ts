@@ -12,6 +12,14 @@ collectDefaultMetrics({ register: registry });
 
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
 
+/** Where `countersign_budget_spent_usd` is read at each scrape (src/wiring/http.ts sets it). */
+let budgetSpend: (() => Promise<Array<{ budget: string; usd: number }>>) | undefined;
+
+/** Reads the budgets' spend from `source` (Postgres) whenever /metrics is scraped. */
+export function readBudgetSpendAtScrape(source: () => Promise<Array<{ budget: string; usd: number }>>): void {
+  budgetSpend = source;
+}
+
 export const metrics = {
   turnDuration: new Histogram({
     name: 'countersign_turn_duration_seconds',
@@ -95,9 +103,20 @@ export const metrics = {
   }),
   budgetSpentUsd: new Gauge({
     name: 'countersign_budget_spent_usd',
-    help: 'Dollars settled against each USD budget in its current period, as this process last settled or read it.',
+    help: 'Dollars settled against each USD budget in its current period (read from Postgres at scrape).',
     labelNames: ['budget'] as const,
     registers: [registry],
+    // Every process spends against the same budgets: what one settled is only known to Postgres.
+    async collect() {
+      if (!budgetSpend) return;
+      try {
+        const spent = await budgetSpend();
+        this.reset();
+        for (const { budget, usd } of spent) this.set({ budget }, usd);
+      } catch {
+        // The database is down: the last figures stand; /healthz reports the outage.
+      }
+    },
   }),
   budgetRefusals: new Counter({
     name: 'countersign_budget_refusals_total',

@@ -1,4 +1,4 @@
-import type { ModelProvider, ModelRequest, ModelRound, RoundCallbacks } from './model.ts';
+import type { ModelProvider, ModelRequest, ModelRound, RoundCallbacks, TokenUsage } from './model.ts';
 
 /**
  * What the loop asks before each model call when spend limits apply (src/budgets implements it):
@@ -6,12 +6,19 @@ import type { ModelProvider, ModelRequest, ModelRound, RoundCallbacks } from './
  * budget; it only obeys the answer.
  */
 export interface ModelSpend {
-  reserve(request: ModelRequest, model: string): Promise<SpendReservation>;
+  /** `models`: every model that may answer the call (a fallback chain's), each at its own price. */
+  reserve(request: ModelRequest, models: readonly string[]): Promise<SpendReservation>;
 }
+
+/** What a call was billed for: a whole round, or what a call cut short had been billed so far. */
+export type SpentOn =
+  | { round: ModelRound }
+  /** Stopped or failed: the usage the API reported before it ended (absent: nothing was reported). */
+  | { cutShort: { usage: TokenUsage; model: string } | undefined };
 
 export type SpendReservation =
   /** The call may go ahead with at most `maxTokens` of output (the headroom left, or the request's). */
-  | { ok: true; maxTokens: number; settle(round: ModelRound | undefined): Promise<void> }
+  | { ok: true; maxTokens: number; settle(spent: SpentOn): Promise<void> }
   /** No budget has room for even a small call: the turn ends with `message`. */
   | { ok: false; message: string };
 
@@ -21,8 +28,44 @@ export interface SpendRefused {
 }
 
 /**
- * One model call under the spend limits: reserved before, capped to the headroom, settled after
- * with its real usage. A call that fails gives its reservation back (settled with nothing).
+ * What a call has been billed for while it streams: the usage the API last reported, with the
+ * output raised to the UTF-8 bytes of text shown since (a token is at least one byte), because
+ * the API reports most of the output only at the end and a Stop comes before it.
+ */
+class CallMeter {
+  #reported: { usage: TokenUsage; model: string } | undefined;
+  #shownBytes = 0;
+
+  watch(callbacks: RoundCallbacks): RoundCallbacks {
+    return {
+      onText: (delta) => {
+        this.#shownBytes += Buffer.byteLength(delta, 'utf8');
+        callbacks.onText(delta);
+      },
+      onRoundRestart: () => {
+        this.#shownBytes = 0;
+        callbacks.onRoundRestart();
+      },
+      onUsage: (usage, model) => {
+        this.#reported = { usage, model };
+        callbacks.onUsage?.(usage, model);
+      },
+    };
+  }
+
+  billedSoFar(): SpentOn {
+    const reported = this.#reported;
+    if (!reported) return { cutShort: undefined };
+    const outputTokens = Math.max(reported.usage.outputTokens, this.#shownBytes);
+    return { cutShort: { usage: { ...reported.usage, outputTokens }, model: reported.model } };
+  }
+}
+
+/**
+ * One model call under the spend limits: reserved before (at the dearest model that may answer),
+ * capped to the headroom, settled after with its real usage. A call that is stopped or fails is
+ * settled at what the API reported it had billed, or at its whole reservation when it reported
+ * nothing — never at zero, since a provider bills what it streamed before the cut.
  */
 export async function spendingCall(
   provider: ModelProvider,
@@ -32,15 +75,16 @@ export async function spendingCall(
   signal: AbortSignal,
 ): Promise<ModelRound | SpendRefused> {
   if (!spend) return provider.streamRound(request, callbacks, signal);
-  const reserved = await spend.reserve(request, provider.model);
+  const reserved = await spend.reserve(request, provider.models ?? [provider.model]);
   if (!reserved.ok) return { refused: reserved.message };
+  const meter = new CallMeter();
   let answer: ModelRound;
   try {
-    answer = await provider.streamRound({ ...request, maxTokens: reserved.maxTokens }, callbacks, signal);
+    answer = await provider.streamRound({ ...request, maxTokens: reserved.maxTokens }, meter.watch(callbacks), signal);
   } catch (error) {
-    await reserved.settle(undefined).catch(() => undefined);
+    await reserved.settle(meter.billedSoFar()).catch(() => undefined);
     throw error;
   }
-  await reserved.settle(answer);
+  await reserved.settle({ round: answer });
   return answer;
 }

@@ -60,6 +60,12 @@ export interface RoundCallbacks {
    * the round began will be streamed again, so the sink must forget it instead of showing it twice.
    */
   onRoundRestart(): void;
+  /**
+   * The usage the API has reported so far for the current attempt (cumulative), and the model
+   * billing it, each time it reports more: a round that is stopped or fails after this was still
+   * billed for it, and spend limits count it (src/agent/model-spend.ts).
+   */
+  onUsage?(usage: TokenUsage, model: string): void;
 }
 
 /**
@@ -69,6 +75,8 @@ export interface RoundCallbacks {
 export interface ModelProvider {
   readonly name: string;
   readonly model: string;
+  /** Every model that may answer a round, in the order tried (a fallback chain's); absent: `model` alone. */
+  readonly models?: readonly string[];
   streamRound(request: ModelRequest, callbacks: RoundCallbacks, signal: AbortSignal): Promise<ModelRound>;
 }
 

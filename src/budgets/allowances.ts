@@ -13,12 +13,6 @@ import { amountOf, resetTime } from './texts.ts';
  * refused in, as a button; an approver who is not the requester grants it (countersign), once.
  */
 
-/** What an offer adds: a quarter of the limit ("Allow $5.00 more today" on a $20 daily budget). */
-function offeredAmount(budget: Budget): number {
-  const quarter = budget.limit / 4;
-  return budget.unit === 'usd' ? Math.max(0.01, Math.round(quarter * 100) / 100) : Math.max(1, Math.round(quarter));
-}
-
 const PERIOD_WORD = { day: 'today', month: 'this month' } as const;
 
 /** Records the offer and returns its message and button, posted under the refusal. */
@@ -28,7 +22,8 @@ export async function offerAllowance(
 ): Promise<{ text: string; buttons: ReplyButton[] }> {
   const { budget } = refused;
   const id = randomUUID();
-  const amount = offeredAmount(budget);
+  // The policy's allowance_usd / allowance_tokens, a quarter of the limit by default ("Allow $5.00 more today").
+  const amount = budget.allowance;
   await insertAllowanceOffer(pool, {
     id,
     budget: budget.name,

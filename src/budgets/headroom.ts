@@ -1,6 +1,9 @@
+import type { Attachment } from '../agent/messages.ts';
+import type { ModelRequest } from '../agent/model.ts';
 import type { ModelPrice } from '../model-prices.ts';
+import { pdfPages } from './pdf-pages.ts';
 import type { Budget } from '../policy/index.ts';
-import type { PeriodRow, ReservationLine } from './store.ts';
+import type { PeriodRow } from './store.ts';
 
 /**
  * How much of a model call fits the budgets that apply to it, purely from their locked periods.
@@ -23,7 +26,7 @@ export interface CallBound {
 }
 
 export type Fit =
-  | { ok: true; maxTokens: number; lines: ReservationLine[] }
+  | { ok: true; maxTokens: number }
   | { ok: false; budget: Budget; period: PeriodRow | undefined; why: 'exhausted' | 'unpriced' };
 
 const perToken = (perMillion: number) => perMillion / 1_000_000;
@@ -32,15 +35,39 @@ const perToken = (perMillion: number) => perMillion / 1_000_000;
 const dearestInput = (price: ModelPrice) =>
   perToken(Math.max(price.input, price.cacheWrite ?? price.input, price.cacheRead ?? price.input));
 
+/** What an image is billed at most, in tokens: the APIs scale an image down to about 1.15 megapixels first. */
+const IMAGE_TOKENS = 1_600;
+/** What a PDF page is billed at most, in tokens: its text and an image of it. */
+const PDF_PAGE_TOKENS = 3_000;
+/** The pages assumed of a PDF whose pages cannot be counted: the most one request may carry. */
+const PDF_PAGES_UNKNOWN = 100;
+
 /**
- * An upper bound of a request's input tokens: its size in UTF-8 bytes. Tokenizers of the APIs
- * Countersign speaks put at least one byte in a token, so the bound holds for every model without
- * a tokenizer here; it overestimates (a token is about four bytes of English), which only makes
- * the reservation, never the spend, larger.
+ * What an attachment is billed at most, in tokens, beside its base64 bytes (counted with the rest
+ * of the request): a small file can stand for far more — a 1 KB image of 1,000 × 1,000 pixels,
+ * a compressed PDF whose every page is also sent as an image.
  */
-export function inputBound(parts: unknown): number {
-  return Buffer.byteLength(JSON.stringify(parts), 'utf8');
+function attachmentFloor(attachment: Attachment): number {
+  if (attachment.kind === 'image') return IMAGE_TOKENS;
+  return (pdfPages(attachment.data) ?? PDF_PAGES_UNKNOWN) * PDF_PAGE_TOKENS;
 }
+
+/**
+ * An upper bound of a request's input tokens: its size in UTF-8 bytes, each image or PDF counted
+ * at no less than what it is billed (`attachmentFloor`). Tokenizers of the APIs Countersign speaks
+ * put at least one byte in a token, so the bound holds for every model without a tokenizer here;
+ * it overestimates text (a token is about four bytes of English), which only makes the
+ * reservation, never the spend, larger.
+ */
+export function inputBound(request: Pick<ModelRequest, 'system' | 'messages' | 'tools'>): number {
+  const bytes = Buffer.byteLength(JSON.stringify([request.system, request.messages, request.tools]), 'utf8');
+  const attachments = request.messages.flatMap((m) => (m.role === 'user' ? (m.attachments ?? []) : []));
+  return attachments.reduce((bound, a) => bound + Math.max(0, attachmentFloor(a) - a.data.length), bytes);
+}
+
+/** What a budget has left in its current period (`period` absent: none used yet). */
+const roomIn = (budget: Budget, period: PeriodRow | undefined) =>
+  budget.limit + (period?.allowance ?? 0) - (period?.spent ?? 0) - (period?.reserved ?? 0);
 
 /** The output tokens that fit in `room` (in the budget's unit) after the input. */
 function outputRoom(budget: Budget, room: number, call: CallBound): number {
@@ -51,24 +78,39 @@ function outputRoom(budget: Budget, room: number, call: CallBound): number {
   return price.output === 0 ? Number.MAX_SAFE_INTEGER : Math.floor(left / perToken(price.output));
 }
 
-/** The worst case of a call with `maxTokens` of output, in the budget's unit. */
-function worstCase(budget: Budget, maxTokens: number, call: CallBound): number {
+/** The worst case of a call with `maxTokens` of output, in the budget's unit (USD: the call is priced). */
+export function worstCase(budget: Budget, maxTokens: number, call: CallBound): number {
   if (budget.unit === 'tokens') return call.inputTokens + maxTokens;
   const price = call.price!;
   return call.inputTokens * dearestInput(price) + maxTokens * perToken(price.output);
 }
 
-/** How a call fits `budgets`, whose current periods (locked) are `periods`. */
+/** The first USD budget a call of an unpriced model cannot be counted against, if any. */
+export const unpricedBudget = (budgets: Budget[], call: CallBound): Budget | undefined =>
+  budgets.find((b) => b.unit === 'usd' && !call.price);
+
+/** The budget that leaves a call the least output (the one to name when a call is crowded out). */
+export function tightestBudget(budgets: Budget[], periods: PeriodRow[], call: CallBound): Budget {
+  const outputLeft = (budget: Budget) => {
+    const period = periods.find((p) => p.budget === budget.name && p.unit === budget.unit);
+    return outputRoom(budget, roomIn(budget, period), call);
+  };
+  return budgets.reduce((tightest, budget) => (outputLeft(budget) < outputLeft(tightest) ? budget : tightest));
+}
+
+/**
+ * How many output tokens of a call fit `budgets`, whose current periods (as locked) are `periods`:
+ * the request's, or fewer where a budget has less room, or a refusal naming the tightest budget.
+ */
 export function fitCall(budgets: Budget[], periods: PeriodRow[], call: CallBound): Fit {
   const periodOf = (b: Budget) => periods.find((p) => p.budget === b.name && p.unit === b.unit);
-  const unpriced = budgets.find((b) => b.unit === 'usd' && !call.price);
+  const unpriced = unpricedBudget(budgets, call);
   if (unpriced) return { ok: false, budget: unpriced, period: periodOf(unpriced), why: 'unpriced' };
   let maxTokens = call.maxTokens;
   let tightest: Budget | undefined;
   for (const budget of budgets) {
     const period = periodOf(budget);
-    const room = budget.limit + (period?.allowance ?? 0) - (period?.spent ?? 0) - (period?.reserved ?? 0);
-    const fits = outputRoom(budget, room, call);
+    const fits = outputRoom(budget, roomIn(budget, period), call);
     if (fits < maxTokens) {
       maxTokens = fits;
       tightest = budget;
@@ -76,11 +118,5 @@ export function fitCall(budgets: Budget[], periods: PeriodRow[], call: CallBound
   }
   if (tightest && maxTokens < Math.min(MIN_OUTPUT_TOKENS, call.maxTokens))
     return { ok: false, budget: tightest, period: periodOf(tightest), why: 'exhausted' };
-  const lines = budgets.map((budget) => ({
-    budget: budget.name,
-    unit: budget.unit,
-    periodStart: periodOf(budget)!.periodStart,
-    amount: worstCase(budget, maxTokens, call),
-  }));
-  return { ok: true, maxTokens, lines };
+  return { ok: true, maxTokens };
 }

@@ -1,28 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { transaction, type Pool } from '../db/pool.ts';
-import type { ModelRequest, ModelRound } from '../agent/model.ts';
-import type { ModelSpend, SpendReservation } from '../agent/model-spend.ts';
+import type { Pool } from '../db/pool.ts';
+import type { ModelRequest } from '../agent/model.ts';
+import type { ModelSpend, SpendReservation, SpentOn } from '../agent/model-spend.ts';
 import { audit } from '../approval/store.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 import { offerAllowance } from './allowances.ts';
 import { metrics } from '../metrics.ts';
-import { costOf, priceOf, type PriceTable } from '../model-prices.ts';
+import { costOf, priceOf, type ModelPrice, type PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
-import { fitCall, inputBound, type Fit } from './headroom.ts';
 import {
-  dropReservationsOf,
-  insertReservation,
-  lockPeriods,
-  lockReservedPeriods,
+  fitCall,
+  inputBound,
+  tightestBudget,
+  unpricedBudget,
+  worstCase,
+  type CallBound,
+  type Fit,
+} from './headroom.ts';
+import {
   openPeriods,
-  releaseReservation,
-  reservedIn,
+  readPeriods,
+  releaseReservationsOf,
+  reserveCall,
   settleReservation,
-  commitWithoutWaiting,
   type BudgetKey,
-  type PeriodRow,
   type ReservationLine,
   type SettledPeriod,
 } from './store.ts';
@@ -34,6 +37,40 @@ import { refusalText, unpricedText, warningText } from './texts.ts';
  * dead worker's hold on a budget ends soon. A replay of the same work item drops it at once.
  */
 const RESERVATION_LEASE_SECONDS = 15 * 60;
+
+/**
+ * How often a reservation is tried again when calls reserved in between took the room it was
+ * fitted to: each try fits the call to the periods as the last one found them, so it only fails
+ * again when yet more calls got in first. Past this, the call is refused like one that does not fit.
+ */
+const RESERVE_ATTEMPTS = 8;
+
+/**
+ * What a call is settled at, in dollars and tokens: its round's usage at the price of the model
+ * that answered (a fallback's own), or what a call cut short was billed so far. Null: not known
+ * (nothing reported, or a model without a price), and the reservation's worst case is spent.
+ */
+function billOf(prices: PriceTable, spent: SpentOn): { usd: number | null; tokens: number | null } {
+  const billed = 'round' in spent ? spent.round : spent.cutShort;
+  if (!billed) return { usd: null, tokens: null };
+  const { usage } = billed;
+  const price = priceOf(prices, billed.model);
+  return {
+    usd: price ? costOf(usage, price).billed : null,
+    tokens: usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens,
+  };
+}
+
+/** One price at least as dear as each of `prices`, kind by kind (input, output, cache reads and writes). */
+function dearest(prices: ModelPrice[]): ModelPrice {
+  const most = (pick: (p: ModelPrice) => number) => Math.max(...prices.map(pick));
+  return {
+    input: most((p) => p.input),
+    output: most((p) => p.output),
+    cacheRead: most((p) => p.cacheRead ?? p.input),
+    cacheWrite: most((p) => p.cacheWrite ?? p.input),
+  };
+}
 
 /** One turn's model calls under the budgets that apply to its requester and place. */
 export interface SpendingTurn {
@@ -49,32 +86,89 @@ export interface SpendingTurn {
   leaseSeconds?: number;
 }
 
+type Refusal = Extract<Fit, { ok: false }>;
+/** A reservation that holds: the call may go ahead with `maxTokens` of output. */
+type Held = { ok: true; maxTokens: number; lines: ReservationLine[] };
+
 export const keyOf = (b: Budget): BudgetKey => ({ budget: b.name, unit: b.unit, per: b.per, tz: b.tz });
 
 /** Reserves and settles each model call of one turn against its budgets (the loop's `ModelSpend`). */
 export class TurnSpend implements ModelSpend {
   readonly #turn: SpendingTurn;
+  #replayChecked = false;
 
   constructor(turn: SpendingTurn) {
     this.#turn = turn;
   }
 
-  async reserve(request: ModelRequest, model: string): Promise<SpendReservation> {
+  async reserve(request: ModelRequest, models: readonly string[]): Promise<SpendReservation> {
     const turn = this.#turn;
-    const price = priceOf(turn.prices, model);
-    const call = {
-      inputTokens: inputBound([request.system, request.messages, request.tools]),
+    const prices = models.map((model) => ({ model, price: priceOf(turn.prices, model) }));
+    const unpriced = prices.find((p) => !p.price);
+    const call: CallBound = {
+      inputTokens: inputBound(request),
       maxTokens: request.maxTokens,
-      price,
+      // Any model of the chain may answer: the call is held at the dearest price of each kind.
+      price: unpriced ? undefined : dearest(prices.map((p) => p.price!)),
     };
     const id = randomUUID();
-    const fit = await reserveInOneTransaction(turn, id, (periods) => fitCall(turn.budgets, periods, call));
-    if (!fit.ok) return this.#refuse(fit, model);
-    const { lines } = fit;
-    return { ok: true, maxTokens: fit.maxTokens, settle: (round) => this.#settle(id, lines, round, model) };
+    const held = await this.#hold(id, call);
+    if (!held.ok) return this.#refuse(held, unpriced?.model ?? models[0]!);
+    const { lines } = held;
+    return { ok: true, maxTokens: held.maxTokens, settle: (spent) => this.#settle(id, lines, spent) };
   }
 
-  async #refuse(fit: Extract<Fit, { ok: false }>, model: string): Promise<SpendReservation> {
+  /**
+   * Reserves the call's worst case against every budget in one statement, first at the output the
+   * request asks for; where a budget has less room, again at the output that fits what it found.
+   */
+  async #hold(id: string, call: CallBound): Promise<Held | Refusal> {
+    const { pool, budgets, workItemId, leaseSeconds = RESERVATION_LEASE_SECONDS } = this.#turn;
+    const unpriced = unpricedBudget(budgets, call);
+    if (unpriced) return this.#refusal(unpriced, 'unpriced');
+    let fit: Fit = { ok: true, maxTokens: call.maxTokens };
+    for (let attempt = 0; attempt < RESERVE_ATTEMPTS && fit.ok; attempt++) {
+      const { maxTokens } = fit;
+      const asks = budgets.map((b) => ({ ...keyOf(b), limit: b.limit, amount: worstCase(b, maxTokens, call) }));
+      const outcome = await reserveCall(pool, { id, workItemId, asks, leaseSeconds });
+      if (outcome.held) {
+        const lines = asks.map((a) => ({
+          budget: a.budget,
+          unit: a.unit,
+          periodStart: outcome.periods.find((p) => p.budget === a.budget && p.unit === a.unit)!.periodStart,
+          amount: a.amount,
+        }));
+        return { ok: true, maxTokens, lines };
+      }
+      if (outcome.periods.length < budgets.length) await openPeriods(pool, budgets.map(keyOf));
+      else if (!this.#replayChecked) await this.#releaseCrashedAttempt();
+      else fit = fitCall(budgets, outcome.periods, call);
+    }
+    return fit.ok ? this.#crowdedOut(call) : fit;
+  }
+
+  /**
+   * Gives back what a crashed attempt of this work item still holds, once per turn and only when
+   * the budgets seem full: otherwise the turn's first settle gives it back (`settleReservation`).
+   */
+  async #releaseCrashedAttempt(): Promise<void> {
+    this.#replayChecked = true;
+    await releaseReservationsOf(this.#turn.pool, this.#turn.workItemId);
+  }
+
+  /** The refusal of a call whose room other calls kept taking first, `RESERVE_ATTEMPTS` times over. */
+  async #crowdedOut(call: CallBound): Promise<Refusal> {
+    const { pool, budgets } = this.#turn;
+    return this.#refusal(tightestBudget(budgets, await readPeriods(pool, budgets.map(keyOf)), call), 'exhausted');
+  }
+
+  /** A refusal naming `budget`, with its current period as it stands (for the message and the audit). */
+  async #refusal(budget: Budget, why: Refusal['why']): Promise<Refusal> {
+    const [period] = await readPeriods(this.#turn.pool, [keyOf(budget)]);
+    return { ok: false, budget, period, why };
+  }
+
+  async #refuse(fit: Refusal, model: string): Promise<SpendReservation> {
     const { budget, period } = fit;
     const turn = this.#turn;
     metrics.budgetRefusals.inc({ budget: budget.name });
@@ -119,20 +213,13 @@ export class TurnSpend implements ModelSpend {
    * Never throws: a settle that fails leaves the reservation to its lease, which overcounts the
    * budget for a while but never lets it be overspent.
    */
-  async #settle(
-    id: string,
-    lines: ReservationLine[],
-    round: ModelRound | undefined,
-    reservedModel: string,
-  ): Promise<void> {
+  async #settle(id: string, lines: ReservationLine[], spent: SpentOn): Promise<void> {
     const turn = this.#turn;
     try {
-      if (!round) return await releaseReservation(turn.pool, id);
-      const price = priceOf(turn.prices, round.model) ?? priceOf(turn.prices, reservedModel);
-      const { usage } = round;
-      const tokens = usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
-      const usd = price ? costOf(usage, price).billed : null;
-      const settled = await settleInOneTransaction(turn, { id, lines, usd, tokens });
+      const { usd, tokens } = billOf(turn.prices, spent);
+      const levels = turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
+      const { workItemId } = turn;
+      const settled = await settleReservation(turn.pool, { id, workItemId, lines, usd, tokens, levels });
       for (const period of settled) await this.#afterSettle(period);
     } catch (error) {
       turn.log.warn({ err: error }, 'could not settle a model call against its budgets; its reservation stays');
@@ -143,7 +230,6 @@ export class TurnSpend implements ModelSpend {
     const turn = this.#turn;
     const budget = turn.budgets.find((b) => b.name === period.budget && b.unit === period.unit);
     if (!budget) return;
-    if (budget.unit === 'usd') metrics.budgetSpentUsd.set({ budget: budget.name }, period.spent);
     if (!period.warnedNow) return;
     const limit = budget.limit + period.allowance;
     await audit(turn.pool, {
@@ -155,43 +241,4 @@ export class TurnSpend implements ModelSpend {
       turn.log.warn({ err: error }, 'could not post a budget warning');
     });
   }
-}
-
-/**
- * The reservation in one transaction: the periods are created if new and locked (in one order),
- * then the call is fitted to what they leave and its worst case held. Concurrent calls on the same
- * budget wait for each other's lock, so each sees the others' reservations: none can overspend.
- */
-async function reserveInOneTransaction(
-  turn: SpendingTurn,
-  id: string,
-  fit: (periods: PeriodRow[]) => Fit,
-): Promise<Fit> {
-  const keys = turn.budgets.map(keyOf);
-  return transaction(turn.pool, async (client) => {
-    await commitWithoutWaiting(client);
-    await dropReservationsOf(client, turn.workItemId);
-    await openPeriods(client, keys);
-    const locked = await lockPeriods(client, keys);
-    const reserved = await reservedIn(client, keys);
-    const result = fit(locked.map((p) => ({ ...p, reserved: reserved.get(`${p.budget}\u0000${p.unit}`) ?? 0 })));
-    if (result.ok) {
-      const leaseSeconds = turn.leaseSeconds ?? RESERVATION_LEASE_SECONDS;
-      await insertReservation(client, { id, workItemId: turn.workItemId, lines: result.lines, leaseSeconds });
-    }
-    return result;
-  });
-}
-
-/** The settle in one transaction, taking the periods' locks in the order reserving takes them. */
-async function settleInOneTransaction(
-  turn: SpendingTurn,
-  settle: { id: string; lines: ReservationLine[]; usd: number | null; tokens: number },
-): Promise<SettledPeriod[]> {
-  const levels = turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
-  return transaction(turn.pool, async (client) => {
-    await commitWithoutWaiting(client);
-    await lockReservedPeriods(client, settle.lines);
-    return settleReservation(client, { ...settle, levels });
-  });
 }

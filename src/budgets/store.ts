@@ -2,8 +2,8 @@ import type { Queryable } from '../db/pool.ts';
 import type { BudgetUnit } from '../policy/index.ts';
 
 /**
- * The SQL of budgets (migration 027): each budget's use per period and the reservations of model
- * calls in flight, one statement per function. Periods begin and end by the database's clock in
+ * The SQL of budgets (migrations 027, 031): each budget's use per period (settled, reserved,
+ * allowed) and the reservations of model calls in flight, one statement per function. Periods begin and end by the database's clock in
  * the budget's time zone, so every worker counts the same day.
  */
 
@@ -77,39 +77,84 @@ export async function openPeriods(db: Queryable, keys: BudgetKey[]): Promise<voi
 }
 
 /**
- * The budgets' current periods, locked until the transaction ends, in one order (budget, unit) so
- * two calls sharing budgets never wait for each other in a circle. Without `reserved`: a statement
- * that waited for the lock still reads other tables as of before the wait, so what the lock holder
- * reserved is read by the next statement (`reservedIn`), whose snapshot is taken after it.
+ * Statements that change a budget commit without waiting for their WAL flush. The period row stays
+ * locked until the commit, so with a synchronous commit every call of every turn would hold the
+ * shared `everyone` row for a disk flush and turns would queue on it (measured in docs/budgets.md,
+ * Cost, with the trade-off: a crash of Postgres itself can forget the last fraction of a second of
+ * reservations and settles). `set_config(…, true)` in the statement applies to its own implicit
+ * transaction: one round trip, and the pool's connections keep their setting for everything else.
  */
-export async function lockPeriods(db: Queryable, keys: BudgetKey[]): Promise<Array<Omit<PeriodRow, 'reserved'>>> {
-  const { rows } = await db.query<Omit<RawPeriod, 'reserved'>>(
-    `WITH ${CURRENT_PERIODS}
-     SELECT p.budget, p.unit, p.period_start, p.period_end, p.spent, p.allowance, p.warned_at IS NOT NULL AS warned
-     FROM countersign.budget_periods p
-     JOIN current_periods c USING (budget, unit, period_start)
-     ORDER BY p.budget, p.unit
-     FOR UPDATE OF p`,
-    keyParams(keys),
-  );
-  return rows.map((r) => periodOf({ ...r, reserved: '0' }));
+const COMMIT = `commit_mode AS (SELECT set_config('synchronous_commit', 'off', true))`;
+
+/** A budget's share of a call a reservation asks for: its amount, and the budget's limit. */
+export interface ReservationAsk extends BudgetKey {
+  amount: number;
+  limit: number;
+}
+
+/** What a reservation found: the periods as locked (all of them, or it reserved nothing), and whether it held. */
+export interface ReservationOutcome {
+  held: boolean;
+  /** Every budget's current period, read under its lock; fewer than asked: some period is new. */
+  periods: PeriodRow[];
 }
 
 /**
- * What calls in flight hold of the budgets' current periods, per budget and unit: reservations
- * whose lease has not run out (a dead worker's stops counting when its lease does).
+ * Reserves a call in one statement: locks the budgets' current periods (in one order, so calls
+ * sharing budgets never wait for each other in a circle), and only if every one exists and has room
+ * for its amount (`limit + allowance − spent − reserved`), raises their `reserved` and records the
+ * reservation for `leaseSeconds`. A statement that waited for a lock reads the rows as the holder
+ * left them (READ COMMITTED re-reads a locked row), so concurrent calls each see the others' holds.
  */
-export async function reservedIn(db: Queryable, keys: BudgetKey[]): Promise<Map<string, number>> {
-  const { rows } = await db.query<{ budget: string; unit: string; reserved: string }>(
-    `WITH ${CURRENT_PERIODS}
-     SELECT r.budget, r.unit, sum(r.amount) AS reserved
-     FROM countersign.budget_reservations r
-     JOIN current_periods c USING (budget, unit, period_start)
-     WHERE r.expires_at > now()
-     GROUP BY r.budget, r.unit`,
-    keyParams(keys),
-  );
-  return new Map(rows.map((r) => [`${r.budget}\u0000${r.unit}`, Number(r.reserved)]));
+export async function reserveCall(
+  db: Queryable,
+  call: { id: string; workItemId: string | undefined; asks: ReservationAsk[]; leaseSeconds: number },
+): Promise<ReservationOutcome> {
+  const { asks } = call;
+  const { rows } = await db.query<RawPeriod & { held: boolean }>({
+    name: 'cs_budget_reserve',
+    text: `WITH ${COMMIT}, ask AS (
+       SELECT a.budget, a.unit, a.amount, a.limit_amount,
+              date_trunc(a.per, now() AT TIME ZONE a.tz) AT TIME ZONE a.tz AS period_start
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::numeric[], $6::numeric[])
+         AS a(budget, unit, per, tz, amount, limit_amount)
+     ), locked AS (
+       SELECT p.budget, p.unit, p.period_start, p.period_end, p.spent, p.allowance, p.reserved,
+              p.warned_at IS NOT NULL AS warned
+       FROM countersign.budget_periods p
+       JOIN ask USING (budget, unit, period_start)
+       ORDER BY p.budget, p.unit
+       FOR UPDATE OF p
+     ), verdict AS (
+       SELECT count(*) = cardinality($1::text[])
+              AND coalesce(bool_and(a.limit_amount + l.allowance - l.spent - l.reserved >= a.amount), true) AS held
+       FROM locked l JOIN ask a USING (budget, unit)
+     ), raised AS (
+       UPDATE countersign.budget_periods p SET reserved = p.reserved + a.amount
+       FROM ask a, verdict v
+       WHERE v.held AND p.budget = a.budget AND p.unit = a.unit AND p.period_start = a.period_start
+     ), recorded AS (
+       INSERT INTO countersign.budget_reservations (id, budget, unit, period_start, amount, work_item_id, expires_at)
+       SELECT $7, a.budget, a.unit, a.period_start, a.amount, $8, now() + make_interval(secs => $9)
+       FROM ask a, verdict v
+       WHERE v.held
+     )
+     SELECT l.*, v.held FROM verdict v CROSS JOIN commit_mode LEFT JOIN locked l ON true`,
+    values: [
+      asks.map((a) => a.budget),
+      asks.map((a) => a.unit),
+      asks.map((a) => a.per),
+      asks.map((a) => a.tz),
+      asks.map((a) => a.amount),
+      asks.map((a) => a.limit),
+      call.id,
+      call.workItemId ?? null,
+      call.leaseSeconds,
+    ],
+  });
+  const held = rows[0]?.held ?? false;
+  // The raised amounts are this call's own: the periods as they were before it reserved.
+  return { held, periods: rows.filter((r) => r.budget !== null).map(periodOf) };
 }
 
 /** The budgets' current periods without locking them (operators' views); a budget not used yet has none. */
@@ -118,10 +163,7 @@ export async function readPeriods(db: Queryable, keys: BudgetKey[]): Promise<Per
     `WITH ${CURRENT_PERIODS}
      SELECT c.budget, c.unit, c.period_start, c.period_end,
             coalesce(p.spent, 0) AS spent, coalesce(p.allowance, 0) AS allowance,
-            coalesce(p.warned_at IS NOT NULL, false) AS warned,
-            (SELECT coalesce(sum(r.amount), 0) FROM countersign.budget_reservations r
-             WHERE r.budget = c.budget AND r.unit = c.unit AND r.period_start = c.period_start
-               AND r.expires_at > now()) AS reserved
+            coalesce(p.reserved, 0) AS reserved, coalesce(p.warned_at IS NOT NULL, false) AS warned
      FROM current_periods c
      LEFT JOIN countersign.budget_periods p USING (budget, unit, period_start)
      ORDER BY c.budget, c.unit`,
@@ -131,11 +173,59 @@ export async function readPeriods(db: Queryable, keys: BudgetKey[]): Promise<Per
 }
 
 /**
- * Forgets the reservations an earlier attempt of this work item left behind: its rounds run one
- * at a time, so a reservation still there when the next call reserves belongs to a crashed attempt.
+ * Gives back the reservations `released` (a CTE of deleted reservation rows) holds on their
+ * periods, locking the periods in the order a reservation takes them. Only a reservation this
+ * statement deleted is given back, so a reservation released twice at once (a settle and
+ * housekeeping) is given back once.
  */
-export async function dropReservationsOf(db: Queryable, workItemId: string): Promise<void> {
-  await db.query(`DELETE FROM countersign.budget_reservations WHERE work_item_id = $1`, [workItemId]);
+const GIVE_BACK = `held AS (
+       SELECT budget, unit, period_start, sum(amount) AS amount FROM released GROUP BY budget, unit, period_start
+     ), locked AS (
+       SELECT p.budget, p.unit, p.period_start FROM countersign.budget_periods p
+       JOIN held USING (budget, unit, period_start)
+       ORDER BY p.budget, p.unit
+       FOR UPDATE OF p
+     ), given_back AS (
+       UPDATE countersign.budget_periods p SET reserved = p.reserved - h.amount
+       FROM held h JOIN locked USING (budget, unit, period_start)
+       WHERE p.budget = h.budget AND p.unit = h.unit AND p.period_start = h.period_start
+     )`;
+
+/**
+ * Gives back the reservations an earlier attempt of this work item left behind: its rounds run one
+ * at a time, so a reservation still there when its next attempt starts belongs to a crashed one.
+ */
+export async function releaseReservationsOf(db: Queryable, workItemId: string): Promise<void> {
+  await db.query(
+    `WITH ${COMMIT}, released AS (
+       DELETE FROM countersign.budget_reservations WHERE work_item_id = $1
+       RETURNING budget, unit, period_start, amount
+     ), ${GIVE_BACK}
+     SELECT 1 FROM commit_mode`,
+    [workItemId],
+  );
+}
+
+/** Gives back the reservations whose lease ran out (their worker died mid-call): housekeeping. */
+export async function releaseExpiredReservations(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ released: number }>(
+    `WITH released AS (
+       DELETE FROM countersign.budget_reservations WHERE expires_at <= now()
+       RETURNING id, budget, unit, period_start, amount
+     ), ${GIVE_BACK}
+     SELECT count(DISTINCT id)::int AS released FROM released`,
+  );
+  return rows[0]?.released ?? 0;
+}
+
+/** Each USD budget's settled dollars in its period now in progress (the metric, read at scrape). */
+export async function currentSpendUsd(db: Queryable): Promise<Array<{ budget: string; usd: number }>> {
+  const { rows } = await db.query<{ budget: string; spent: string }>(
+    `SELECT budget, spent FROM countersign.budget_periods
+     WHERE unit = 'usd' AND period_start <= now() AND period_end > now()
+     ORDER BY budget`,
+  );
+  return rows.map((r) => ({ budget: r.budget, usd: Number(r.spent) }));
 }
 
 /** One budget's share of a reservation. */
@@ -144,49 +234,6 @@ export interface ReservationLine {
   unit: BudgetUnit;
   periodStart: Date;
   amount: number;
-}
-
-/** Holds `lines` for a call in flight until it settles or its lease (seconds) runs out. */
-export async function insertReservation(
-  db: Queryable,
-  reservation: { id: string; workItemId: string | undefined; lines: ReservationLine[]; leaseSeconds: number },
-): Promise<void> {
-  const { lines } = reservation;
-  await db.query(
-    `INSERT INTO countersign.budget_reservations (id, budget, unit, period_start, amount, work_item_id, expires_at)
-     SELECT $1, l.budget, l.unit, l.period_start, l.amount, $6, now() + make_interval(secs => $7)
-     FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::numeric[]) AS l(budget, unit, period_start, amount)`,
-    [
-      reservation.id,
-      lines.map((l) => l.budget),
-      lines.map((l) => l.unit),
-      lines.map((l) => l.periodStart),
-      lines.map((l) => l.amount),
-      reservation.workItemId ?? null,
-      reservation.leaseSeconds,
-    ],
-  );
-}
-
-/**
- * Commits the transaction without waiting for its WAL flush. A reservation's or a settle's fsync
- * costs more than all its statements; what a Postgres crash can lose is the last fraction of a
- * second of them, and a settle counts its spend even when its reservation was lost (see
- * `settleReservation`), so such a crash can let through only the calls reserved in that moment.
- */
-export async function commitWithoutWaiting(db: Queryable): Promise<void> {
-  await db.query(`SET LOCAL synchronous_commit = off`);
-}
-
-/** Locks the periods a call was reserved against, in the order `lockPeriods` takes them. */
-export async function lockReservedPeriods(db: Queryable, lines: ReservationLine[]): Promise<void> {
-  await db.query(
-    `SELECT 1 FROM countersign.budget_periods p
-     JOIN unnest($1::text[], $2::text[], $3::timestamptz[]) AS l(budget, unit, period_start) USING (budget, unit, period_start)
-     ORDER BY p.budget, p.unit
-     FOR UPDATE OF p`,
-    [lines.map((l) => l.budget), lines.map((l) => l.unit), lines.map((l) => l.periodStart)],
-  );
 }
 
 /** What settling did to one budget: its spend now, and whether this settle crossed its warning level. */
@@ -200,20 +247,24 @@ export interface SettledPeriod {
 }
 
 /**
- * Replaces a reservation by what the call cost: `usd` and `tokens`, in each budget's unit (`usd`
- * null: the model has no price, and the reserved amount is spent). The spend is added to the
- * periods the call was reserved against (`lines`) whether or not the reservation is still there —
- * its lease may have run out, or a Postgres crash lost it — so every settled call is counted once.
- * The first settle that takes a budget past its warning level (`warnAt` × (limit + allowance))
- * marks it warned, in the same statement, so each period warns once however many calls settle.
+ * Replaces a reservation by what the call cost, in one statement: `usd` and `tokens`, in each
+ * budget's unit (null: not known, and the reserved amount is spent). The spend
+ * is added to the periods the call was reserved against (`lines`) whether or not the reservation
+ * is still there — its lease may have run out, or a Postgres crash lost it — so every settled call
+ * is counted once; what it held is given back only if this statement deleted it. Any other
+ * reservation of the same work item goes too: its rounds run one at a time, so one still there is
+ * a crashed attempt's (the replay's first settle gives it back). The first settle that takes a
+ * budget past its warning level (`warnAt` × (limit + allowance)) marks it warned, in the same
+ * statement, so each period warns once however many calls settle.
  */
 export async function settleReservation(
   db: Queryable,
   settle: {
     id: string;
+    workItemId: string | undefined;
     lines: ReservationLine[];
     usd: number | null;
-    tokens: number;
+    tokens: number | null;
     levels: Array<{ budget: string; unit: BudgetUnit; limit: number; warnAt: number }>;
   },
 ): Promise<SettledPeriod[]> {
@@ -225,28 +276,43 @@ export async function settleReservation(
     allowance: string;
     period_end: Date;
     warned_now: boolean;
-  }>(
-    `WITH released AS (
-       -- Run to completion though nothing reads it (a data-modifying WITH always is).
-       DELETE FROM countersign.budget_reservations WHERE id = $1
+    counted: boolean;
+  }>({
+    name: 'cs_budget_settle',
+    text: `WITH ${COMMIT}, released AS (
+       DELETE FROM countersign.budget_reservations WHERE id = $1 OR work_item_id = $12
+       RETURNING budget, unit, period_start, amount
+     ), given_back AS (
+       SELECT budget, unit, period_start, sum(amount) AS amount FROM released GROUP BY budget, unit, period_start
      ), levels AS (
        SELECT * FROM unnest($4::text[], $5::text[], $6::numeric[], $7::float8[]) AS l(budget, unit, limit_amount, warn_at)
      ), cost AS (
        SELECT r.budget, r.unit, r.period_start, l.limit_amount, l.warn_at,
-              CASE r.unit WHEN 'usd' THEN coalesce($2::numeric, r.amount) ELSE $3::numeric END AS amount
+              CASE r.unit WHEN 'usd' THEN coalesce($2::numeric, r.amount) ELSE coalesce($3::numeric, r.amount) END AS amount
        FROM unnest($8::text[], $9::text[], $10::timestamptz[], $11::numeric[]) AS r(budget, unit, period_start, amount)
        LEFT JOIN levels l USING (budget, unit)
+     ), change AS (
+       SELECT budget, unit, period_start, c.limit_amount, c.warn_at, c.amount IS NOT NULL AS counted,
+              coalesce(c.amount, 0) AS spend, coalesce(g.amount, 0) AS given_back
+       FROM cost c FULL JOIN given_back g USING (budget, unit, period_start)
+     ), locked AS (
+       SELECT p.budget, p.unit, p.period_start FROM countersign.budget_periods p
+       JOIN change USING (budget, unit, period_start)
+       ORDER BY p.budget, p.unit
+       FOR UPDATE OF p
      )
      UPDATE countersign.budget_periods p
-     SET spent = p.spent + c.amount,
+     SET spent = p.spent + c.spend,
+         reserved = p.reserved - c.given_back,
          warned_at = CASE
-           WHEN p.warned_at IS NULL AND c.warn_at IS NOT NULL
-                AND p.spent + c.amount >= c.warn_at * (c.limit_amount + p.allowance) THEN now()
+           WHEN p.warned_at IS NULL AND c.warn_at IS NOT NULL AND c.spend > 0
+                AND p.spent + c.spend >= c.warn_at * (c.limit_amount + p.allowance) THEN now()
            ELSE p.warned_at END
-     FROM cost c
+     FROM change c JOIN locked USING (budget, unit, period_start) CROSS JOIN commit_mode
      WHERE p.budget = c.budget AND p.unit = c.unit AND p.period_start = c.period_start
-     RETURNING p.budget, p.unit, p.spent, p.allowance, p.period_end, coalesce(p.warned_at = now(), false) AS warned_now`,
-    [
+     RETURNING p.budget, p.unit, p.spent, p.allowance, p.period_end, c.counted,
+               coalesce(p.warned_at = now(), false) AS warned_now`,
+    values: [
       settle.id,
       settle.usd,
       settle.tokens,
@@ -258,27 +324,19 @@ export async function settleReservation(
       lines.map((l) => l.unit),
       lines.map((l) => l.periodStart),
       lines.map((l) => l.amount),
+      settle.workItemId ?? null,
     ],
-  );
-  return rows.map((r) => ({
-    budget: r.budget,
-    unit: r.unit,
-    spent: Number(r.spent),
-    allowance: Number(r.allowance),
-    periodEnd: r.period_end,
-    warnedNow: r.warned_now,
-  }));
-}
-
-/** Gives a reservation back unspent (the call never reached the model). */
-export async function releaseReservation(db: Queryable, reservationId: string): Promise<void> {
-  await db.query(`DELETE FROM countersign.budget_reservations WHERE id = $1`, [reservationId]);
-}
-
-/** Reservations whose lease ran out (their worker died mid-call): housekeeping deletes them. */
-export async function releaseExpiredReservations(db: Queryable): Promise<number> {
-  const { rowCount } = await db.query(`DELETE FROM countersign.budget_reservations WHERE expires_at <= now()`);
-  return rowCount ?? 0;
+  });
+  return rows
+    .filter((r) => r.counted)
+    .map((r) => ({
+      budget: r.budget,
+      unit: r.unit,
+      spent: Number(r.spent),
+      allowance: Number(r.allowance),
+      periodEnd: r.period_end,
+      warnedNow: r.warned_now,
+    }));
 }
 
 /** A refused turn's offer of more room, as its button's click reads it. */

@@ -31,6 +31,11 @@ export interface Budget {
   tz: string;
   /** The share of the limit at which the conversation is warned, once per period. */
   warnAt: number;
+  /**
+   * How much more an approver's one-off allowance adds to the current period, in `unit`
+   * (`allowance_usd:` / `allowance_tokens:`; default a quarter of the limit).
+   */
+  allowance: number;
 }
 
 /** A budget with what the engine matches people and places against. */

@@ -381,6 +381,12 @@ function compileRequesters(gate: PolicySchema['requesters'], resolve: Resolver):
   );
 }
 
+/** The allowance a budget offers when the file sets none: a quarter of its limit, in whole cents or tokens. */
+function quarterOf(budget: BudgetSchema): number {
+  if (budget.usd !== undefined) return Math.max(0.01, Math.round(budget.usd * 25) / 100);
+  return Math.max(1, Math.round(budget.tokens! / 4));
+}
+
 /** Budgets with their people resolved (group names expanded); a name is used once. */
 function compileBudgets(budgets: BudgetSchema[], c: RuleCompiling): CompiledBudget[] {
   const names = new Set<string>();
@@ -405,6 +411,7 @@ function compileBudgets(budgets: BudgetSchema[], c: RuleCompiling): CompiledBudg
       per: budget.per,
       tz: budget.tz ?? 'UTC',
       warnAt: budget.warn_at ?? 0.8,
+      allowance: budget.allowance_usd ?? budget.allowance_tokens ?? quarterOf(budget),
       ...(people ? { people } : {}),
     };
   });

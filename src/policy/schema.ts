@@ -184,9 +184,29 @@ function budgetSchema(ids: ReturnType<typeof idSchemas>) {
         .gt(0, 'expected more than 0')
         .max(1, 'expected at most 1')
         .optional(),
+      allowance_usd: z
+        .number({ error: 'expected an amount in US dollars' })
+        .positive('expected more than 0')
+        .optional(),
+      allowance_tokens: z
+        .number({ error: 'expected a number of tokens' })
+        .int('expected a whole number of tokens')
+        .positive('expected more than 0')
+        .optional(),
     })
     .refine((b) => (b.usd === undefined) !== (b.tokens === undefined), {
       error: 'give the limit as exactly one of usd or tokens',
+    })
+    .superRefine((b, ctx) => {
+      // An approver's allowance adds to the limit, so it is in the limit's unit.
+      if (b.allowance_usd !== undefined && b.usd === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['allowance_usd'],
+          message: 'the limit is in tokens: use allowance_tokens',
+        });
+      if (b.allowance_tokens !== undefined && b.tokens === undefined)
+        ctx.addIssue({ code: 'custom', path: ['allowance_tokens'], message: 'the limit is in usd: use allowance_usd' });
     });
 }
 

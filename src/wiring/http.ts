@@ -4,6 +4,8 @@ import type { Pool } from '../db/pool.ts';
 import { startHttpServer, type HttpServer } from '../http/server.ts';
 import { healthHandler } from '../http/health.ts';
 import { metricsHandler } from '../http/metrics.ts';
+import { currentSpendUsd } from '../budgets/store.ts';
+import { readBudgetSpendAtScrape } from '../metrics.ts';
 import type { QueueRunner } from '../queue/runner.ts';
 import type { Cleanups } from './cleanups.ts';
 
@@ -25,5 +27,6 @@ export async function startHttp(
     }),
   );
   http.route('/metrics', metricsHandler(pool, { token: config.METRICS_TOKEN }));
+  readBudgetSpendAtScrape(() => currentSpendUsd(pool));
   return http;
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { migrate } from '../../src/db/migrate.ts';
+import { createPool, type Pool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { TurnSpend, keyOf } from '../../src/budgets/spend.ts';
@@ -10,7 +10,7 @@ import type { ReplyButton } from '../../src/core/reply-target.ts';
 import { costOf, type PriceTable } from '../../src/model-prices.ts';
 import type { Budget } from '../../src/policy/index.ts';
 import type { ModelRequest, ModelRound, TokenUsage } from '../../src/agent/model.ts';
-import type { SpendReservation } from '../../src/agent/model-spend.ts';
+import type { SpendReservation, SpentOn } from '../../src/agent/model-spend.ts';
 
 const PRICES: PriceTable = {
   models: { 'test-model': { input: 10, output: 100, cacheRead: 1, cacheWrite: 12.5 } },
@@ -25,6 +25,8 @@ const budget = (over: Partial<Budget> = {}): Budget => ({
   per: 'day',
   tz: 'UTC',
   warnAt: 0.8,
+  // What the policy compiles when it sets none: a quarter of the limit.
+  allowance: (over.limit ?? 1) / 4,
   ...over,
 });
 
@@ -40,14 +42,18 @@ const round = (usage: Partial<TokenUsage>): ModelRound => ({
   fallbacks: [],
 });
 
+const spentOn = (usage: Partial<TokenUsage>): SpentOn => ({ round: round(usage) });
+
 let db: TestDatabase;
-let pool: pg.Pool;
+let pool: Pool;
 const log = createLogger('silent');
 
 beforeAll(async () => {
   db = await createTestDatabase();
   await migrate(db.url, log);
-  pool = new pg.Pool({ connectionString: db.url, max: 25 });
+  // The project's pool: its clients keep an error listener, so dropping the database at the end
+  // (which terminates connections pg-pool is still closing) is not an uncaught error.
+  pool = createPool(db.url, 25);
 });
 afterAll(async () => {
   await pool.end();
@@ -57,13 +63,13 @@ afterAll(async () => {
 let items = 0;
 const offered: ReplyButton[] = [];
 
-function turn(budgets: Budget[], notices: string[] = [], leaseSeconds?: number): TurnSpend {
+function turn(budgets: Budget[], notices: string[] = [], leaseSeconds?: number, workItem?: number): TurnSpend {
   items += 1;
   return new TurnSpend({
     pool,
     prices: PRICES,
     budgets,
-    workItemId: `00000000-0000-4000-8000-${String(items).padStart(12, '0')}`,
+    workItemId: `00000000-0000-4000-8000-${String(workItem ?? items).padStart(12, '0')}`,
     requester: { platform: 'test', userId: 'U1' },
     reply: { platform: 'test', channel: 'C1' },
     log,
@@ -77,8 +83,8 @@ function turn(budgets: Budget[], notices: string[] = [], leaseSeconds?: number):
 
 /** A call that uses every output token it was granted: the worst case the budget must hold. */
 async function worstCall(spend: TurnSpend): Promise<SpendReservation> {
-  const reserved = await spend.reserve(request, 'test-model');
-  if (reserved.ok) await reserved.settle(round({ inputTokens: 30, outputTokens: reserved.maxTokens }));
+  const reserved = await spend.reserve(request, ['test-model']);
+  if (reserved.ok) await reserved.settle(spentOn({ inputTokens: 30, outputTokens: reserved.maxTokens }));
   return reserved;
 }
 
@@ -94,10 +100,30 @@ describe('reserve before, settle after', () => {
     const period = await periodOf(b);
     expect(period.spent).toBeLessThanOrEqual(1);
     expect(period.reserved).toBe(0);
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM countersign.budget_reservations`);
+    expect(rows[0].n).toBe(0);
     // Four calls fit whole ($0.20 of output each), the rest shrink to the headroom, then are refused.
     expect(results.filter((r) => r.ok).length).toBeGreaterThanOrEqual(4);
     expect(results.filter((r) => !r.ok).length).toBeGreaterThan(0);
     expect(period.spent).toBeGreaterThan(0.95);
+  });
+
+  it('counts each call exactly when many settle at once (written together)', async () => {
+    const b = budget({ name: 'settled-together', limit: 10 });
+    const held = await Promise.all(Array.from({ length: 12 }, () => turn([b]).reserve(request, ['test-model'])));
+    const usages = held.map((_, i) => ({ inputTokens: 100 * (i + 1), outputTokens: 7 * (i + 1) }));
+    await Promise.all(
+      held.map((reserved, i) =>
+        reserved.ok ? reserved.settle(spentOn(usages[i]!)) : Promise.reject(new Error('refused')),
+      ),
+    );
+    const expected = usages.reduce(
+      (sum, u) => sum + costOf({ ...u, cacheReadTokens: 0, cacheWriteTokens: 0 }, PRICES.models['test-model']!).billed,
+      0,
+    );
+    const period = await periodOf(b);
+    expect(period.spent).toBeCloseTo(expected, 9);
+    expect(period.reserved).toBe(0);
   });
 
   it('holds a budget in tokens as it holds one in dollars', async () => {
@@ -111,10 +137,10 @@ describe('reserve before, settle after', () => {
 
   it('counts cached reads at their own price', async () => {
     const b = budget({ name: 'cached', limit: 10 });
-    const reserved = await turn([b]).reserve(request, 'test-model');
+    const reserved = await turn([b]).reserve(request, ['test-model']);
     if (!reserved.ok) throw new Error('refused');
     const usage = { inputTokens: 100, outputTokens: 100, cacheReadTokens: 10_000, cacheWriteTokens: 0 };
-    await reserved.settle(round(usage));
+    await reserved.settle(spentOn(usage));
     const spent = (await periodOf(b)).spent;
     // 100 × $10/M + 100 × $100/M + 10,000 × $1/M (not × $10/M).
     expect(spent).toBeCloseTo(0.001 + 0.01 + 0.01, 9);
@@ -123,12 +149,12 @@ describe('reserve before, settle after', () => {
 
   it('caps the output to the headroom left', async () => {
     const b = budget({ name: 'cap', limit: 0.05 });
-    const reserved = await turn([b]).reserve(request, 'test-model');
+    const reserved = await turn([b]).reserve(request, ['test-model']);
     if (!reserved.ok) throw new Error('refused');
     // $0.05 less the input's worst case, at $100 per million output tokens: under 500 tokens.
     expect(reserved.maxTokens).toBeLessThan(500);
     expect(reserved.maxTokens).toBeGreaterThan(480);
-    await reserved.settle(undefined);
+    await reserved.settle(spentOn({}));
     expect((await periodOf(b)).reserved).toBe(0);
   });
 });
@@ -136,7 +162,7 @@ describe('reserve before, settle after', () => {
 describe('what people are told', () => {
   it('refuses a call with a message naming the budget, what it covers and when it resets', async () => {
     const b = budget({ name: 'ops-daily', limit: 0.01, tz: 'Europe/Berlin' });
-    const refused = await turn([b]).reserve(request, 'test-model');
+    const refused = await turn([b]).reserve(request, ['test-model']);
     expect(refused.ok).toBe(false);
     if (refused.ok) return;
     expect(refused.message).toContain('"ops-daily"');
@@ -149,7 +175,7 @@ describe('what people are told', () => {
   });
 
   it('refuses a USD budget for a model without a price rather than guess', async () => {
-    const refused = await turn([budget({ name: 'unpriced' })]).reserve(request, 'mystery-model');
+    const refused = await turn([budget({ name: 'unpriced' })]).reserve(request, ['mystery-model']);
     expect(refused).toMatchObject({ ok: false, message: expect.stringContaining('mystery-model has no price') });
   });
 
@@ -167,10 +193,10 @@ describe('what people are told', () => {
 });
 
 describe('reservations that never settle', () => {
-  it('stop counting when their lease runs out, and housekeeping deletes them', async () => {
+  it('are given back by housekeeping once their lease has run out', async () => {
     const b = budget({ name: 'crashed', limit: 0.25 });
     // A worker that dies mid-call: reserved, never settled.
-    const held = await turn([b], [], 0).reserve(request, 'test-model');
+    const held = await turn([b], [], 0).reserve(request, ['test-model']);
     expect(held.ok).toBe(true);
     expect(await releaseExpiredReservations(pool)).toBeGreaterThanOrEqual(1);
     expect((await periodOf(b)).reserved).toBe(0);
@@ -179,11 +205,39 @@ describe('reservations that never settle', () => {
 
   it('are dropped when the same work item reserves again (its replay after a crash)', async () => {
     const b = budget({ name: 'replayed', limit: 0.21 });
-    const spend = turn([b]);
-    expect((await spend.reserve(request, 'test-model')).ok).toBe(true);
-    // Another turn would find the budget held; the replay of the crashed one gets it back.
-    expect((await turn([b]).reserve(request, 'test-model')).ok).toBe(false);
-    expect((await spend.reserve(request, 'test-model')).ok).toBe(true);
+    const crashed = turn([b]);
+    expect((await crashed.reserve(request, ['test-model'])).ok).toBe(true);
+    // Another turn would find the budget held; the replay of the crashed one (on another worker,
+    // with the same work item) gets it back.
+    expect((await turn([b]).reserve(request, ['test-model'])).ok).toBe(false);
+    const replay = turn([b], [], undefined, items - 1);
+    expect((await replay.reserve(request, ['test-model'])).ok).toBe(true);
+  });
+
+  it("are given back by the replay's first settle when the budget still had room", async () => {
+    const b = budget({ name: 'replayed-roomy', limit: 1 });
+    const crashed = turn([b]);
+    expect((await crashed.reserve(request, ['test-model'])).ok).toBe(true);
+    const crashedHold = (await periodOf(b)).reserved;
+    const replay = turn([b], [], undefined, items);
+    const reserved = await replay.reserve(request, ['test-model']);
+    if (!reserved.ok) throw new Error('refused');
+    expect((await periodOf(b)).reserved).toBeCloseTo(2 * crashedHold, 9);
+    await reserved.settle(spentOn({ inputTokens: 30, outputTokens: 10 }));
+    const period = await periodOf(b);
+    expect(period.reserved).toBe(0);
+    expect(period.spent).toBeCloseTo(30 * 10e-6 + 10 * 100e-6, 9);
+  });
+
+  it('are given back once when a late settle and housekeeping release the same one at once', async () => {
+    const b = budget({ name: 'released-twice', limit: 1 });
+    const reserved = await turn([b], [], 0).reserve(request, ['test-model']);
+    if (!reserved.ok) throw new Error('refused');
+    await Promise.all([releaseExpiredReservations(pool), reserved.settle(spentOn({ outputTokens: 100 }))]);
+    const period = await periodOf(b);
+    expect(period.reserved).toBe(0);
+    // The late settle still counts the call: its lease ran out, its spend did not.
+    expect(period.spent).toBeCloseTo(100 * 100e-6, 9);
   });
 });
 
@@ -210,6 +264,17 @@ describe('an allowance', () => {
     expect(after.spent - before).toBeGreaterThan(0.07);
   });
 
+  it('offers the amount the policy sets for the budget', async () => {
+    const b = budget({ name: 'allowance-set', limit: 0.4, allowance: 0.3 });
+    while ((await worstCall(turn([b]))).ok);
+    const button = offered.findLast((o) => o.label.startsWith('Allow'))!;
+    expect(button.label).toBe('Allow $0.30 more today');
+    expect(await allowances.grant(button.value.slice('budget-allow:'.length), person('U2'))).toMatchObject({
+      ok: true,
+    });
+    expect((await periodOf(b)).allowance).toBe(0.3);
+  });
+
   it('cannot be granted by the requester, by someone who is no approver, or twice', async () => {
     const b = budget({ name: 'countersigned', limit: 0.2 });
     while ((await worstCall(turn([b]))).ok);
@@ -227,6 +292,6 @@ describe('an allowance', () => {
     expect(await allowances.grant(offerId, person('U2'))).toMatchObject({ ok: false });
     expect((await periodOf(b)).allowance).toBe(0.05);
     const { rows } = await pool.query(`SELECT actor FROM countersign.approval_audit WHERE event = 'budget_allowance'`);
-    expect(rows.map((r: { actor: { userId: string } }) => r.actor.userId)).toEqual(['U2', 'U2']);
+    expect(rows.map((r: { actor: { userId: string } }) => r.actor.userId)).toEqual(['U2', 'U2', 'U2']);
   });
 });

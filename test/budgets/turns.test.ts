@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,8 @@ import { costOf } from '../../src/model-prices.ts';
 import { pressButton, type ButtonSurface } from '../../src/approval/press-button.ts';
 import { BudgetAllowances } from '../../src/budgets/index.ts';
 import { budgetStatusText } from '../../src/budgets/view.ts';
+import { readPeriods, settleReservation } from '../../src/budgets/store.ts';
+import { createPool } from '../../src/db/pool.ts';
 import { runCli } from '../helpers/processes.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
 import type { StartedFakeModel } from '../fakes/model-http.ts';
@@ -179,5 +182,31 @@ describe('operators', () => {
     );
     expect(text).toMatch(/^The budgets your requests here count against:\n\n```\nbudget /);
     expect(text).toContain('team-daily');
+  });
+
+  it('scrape countersign_budget_spent_usd from Postgres, so spend another process settled shows too', async () => {
+    const scrape = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${harness.app.http.port}/metrics`)).text();
+      return Number(/^countersign_budget_spent_usd\{budget="team-daily"\} (\S+)$/m.exec(text)?.[1]);
+    };
+    const key = { budget: 'team-daily', unit: 'usd' as const, per: 'day' as const, tz: 'UTC' };
+    // Another process: its own pool, settling a call of its own (a late settle counts without its reservation).
+    const other = createPool(db.url, 2);
+    try {
+      const [period] = await readPeriods(other, [key]);
+      expect(await scrape()).toBeCloseTo(period!.spent, 9);
+      const line = { budget: key.budget, unit: key.unit, periodStart: period!.periodStart, amount: 0.5 };
+      await settleReservation(other, {
+        id: randomUUID(),
+        workItemId: undefined,
+        lines: [line],
+        usd: 0.25,
+        tokens: 10,
+        levels: [],
+      });
+      expect(await scrape()).toBeCloseTo(period!.spent + 0.25, 9);
+    } finally {
+      await other.end();
+    }
   });
 });

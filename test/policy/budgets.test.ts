@@ -99,6 +99,63 @@ describe('the budgets section of a policy', () => {
     );
   });
 
+  it('reads the allowance an approver may grant, a quarter of the limit unless set', () => {
+    const parsed = parse(`budgets:
+  - name: set-usd
+    for: { everyone: true }
+    usd: 20
+    per: day
+    allowance_usd: 7.5
+  - name: set-tokens
+    for: { everyone: true }
+    tokens: 1000
+    per: day
+    allowance_tokens: 300
+  - name: default
+    for: { everyone: true }
+    usd: 10.1
+    per: day
+rules: []
+`);
+    if (!parsed.ok) throw new Error(parsed.problems.map(formatPolicyProblem).join('\n'));
+    expect(parsed.policy.budgets.map((b) => [b.name, b.allowance])).toEqual([
+      ['set-usd', 7.5],
+      ['set-tokens', 300],
+      ['default', 2.53],
+    ]);
+  });
+
+  it('reports an allowance in the wrong unit or of no amount at its line', () => {
+    const found = problems(`budgets:
+  - name: a
+    for: { everyone: true }
+    usd: 20
+    per: day
+    allowance_tokens: 500
+  - name: b
+    for: { everyone: true }
+    tokens: 1000
+    per: day
+    allowance_usd: 5
+  - name: c
+    for: { everyone: true }
+    usd: 1
+    per: day
+    allowance_usd: -1
+`);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(
+          /^policy\.yaml:6:\d+: budgets\[0\]\.allowance_tokens: the limit is in usd: use allowance_usd/,
+        ),
+        expect.stringMatching(
+          /^policy\.yaml:11:\d+: budgets\[1\]\.allowance_usd: the limit is in tokens: use allowance_tokens/,
+        ),
+        expect.stringMatching(/^policy\.yaml:16:\d+: budgets\[2\]\.allowance_usd: expected more than 0/),
+      ]),
+    );
+  });
+
   it('refuses a repeated name and an unknown group', () => {
     const found = problems(`budgets:
   - name: a

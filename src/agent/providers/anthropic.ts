@@ -187,6 +187,7 @@ export class AnthropicProvider implements ModelProvider {
           usage.cacheReadTokens = event.message.usage.cache_read_input_tokens ?? 0;
           usage.cacheWriteTokens = event.message.usage.cache_creation_input_tokens ?? 0;
           usage.outputTokens = event.message.usage.output_tokens ?? 0;
+          callbacks.onUsage?.({ ...usage }, this.model);
           break;
         case 'content_block_start':
           if (event.content_block.type === 'tool_use') {
@@ -220,6 +221,7 @@ export class AnthropicProvider implements ModelProvider {
           usage.inputTokens = event.usage.input_tokens ?? usage.inputTokens;
           usage.cacheReadTokens = event.usage.cache_read_input_tokens ?? usage.cacheReadTokens;
           usage.cacheWriteTokens = event.usage.cache_creation_input_tokens ?? usage.cacheWriteTokens;
+          callbacks.onUsage?.({ ...usage }, this.model);
           break;
         case 'message_stop':
           ended = true;

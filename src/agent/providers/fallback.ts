@@ -30,6 +30,10 @@ export class FallbackProvider implements ModelProvider {
     return this.#providers[0]!.model;
   }
 
+  get models(): readonly string[] {
+    return this.#providers.flatMap((p) => p.models ?? [p.model]);
+  }
+
   /** The chain, in the order it is tried. */
   get providers(): readonly ModelProvider[] {
     return this.#providers;
@@ -49,6 +53,7 @@ export class FallbackProvider implements ModelProvider {
           shown = false;
           callbacks.onRoundRestart();
         },
+        onUsage: (usage, model) => callbacks.onUsage?.(usage, model),
       };
       try {
         const round = await provider.streamRound(request, tracked, signal);

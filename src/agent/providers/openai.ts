@@ -212,6 +212,7 @@ export class OpenAIProvider implements ModelProvider {
         usage.inputTokens = chunk.usage.prompt_tokens - cached;
         usage.cacheReadTokens = cached;
         usage.outputTokens = chunk.usage.completion_tokens;
+        callbacks.onUsage?.({ ...usage }, this.model);
       }
       const choice = chunk.choices[0];
       if (!choice) continue;

@@ -89,6 +89,7 @@ async function withRetries<T>(
         delivered = false;
         callbacks.onRoundRestart();
       },
+      onUsage: (usage, model) => callbacks.onUsage?.(usage, model),
     };
     try {
       options.signal.throwIfAborted();

@@ -17,6 +17,9 @@ export function traced(provider: ModelProvider): ModelProvider {
     get model() {
       return provider.model;
     },
+    get models() {
+      return provider.models;
+    },
     streamRound: (request, callbacks, signal) => tracedRound(provider, request, callbacks, signal),
   };
 }
