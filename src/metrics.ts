@@ -131,7 +131,7 @@ export const metrics = {
   }),
   jobsWaiting: new Gauge({
     name: 'countersign_jobs_waiting',
-    help: 'Jobs ready to run and not yet taken, by priority (read from Postgres at scrape).',
+    help: 'Jobs ready to run and not yet taken, by priority class (read from Postgres at scrape).',
     labelNames: ['priority'] as const,
     registers: [registry],
   }),

@@ -146,11 +146,17 @@ export class WorkerLiveness {
   }
 }
 
-/** Jobs ready to run and not taken, per priority (the /metrics gauge of waiting jobs). */
+/**
+ * Jobs ready to run and not taken, per priority class (the /metrics gauge of waiting jobs). A turn's
+ * job is ranked inside its class (CRITICAL 1–9, HIGH 10–99, …; migration 028), so the rank is folded
+ * back into its class: a gauge per rank would say nothing an operator acts on.
+ */
 export async function countWaitingJobs(db: Queryable): Promise<Array<{ priority: number; n: number }>> {
   const { rows } = await db.query<{ priority: number; n: number }>(
-    `SELECT priority, count(*)::int AS n FROM graphile_worker.jobs
-     WHERE locked_at IS NULL AND run_at <= now() AND attempts < max_attempts GROUP BY priority`,
+    `SELECT CASE WHEN priority >= 1 THEN (10 ^ floor(log(priority::numeric)))::int ELSE priority END AS priority,
+            count(*)::int AS n
+       FROM graphile_worker.jobs
+      WHERE locked_at IS NULL AND run_at <= now() AND attempts < max_attempts GROUP BY 1`,
   );
   return rows;
 }

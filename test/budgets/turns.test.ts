@@ -118,10 +118,19 @@ describe('a $1.00 budget under 20 concurrent turns', () => {
       `SELECT spent FROM countersign.budget_periods WHERE budget = 'team-daily'`,
     );
     expect(Number(rows[0]!.spent)).toBeCloseTo(billed(), 6);
-    const before = fake.requests.length;
-    const late = await harness.say('conv-late', 'one more');
-    expect((await harness.settled(late.id)).result?.text).toContain('"team-daily"');
-    expect(fake.requests.length).toBe(before);
+    // Settling frees what a call was reserved beyond its real input, so after the burst a little room
+    // may be left: later turns may use it, but the budget still holds, and then a turn is refused
+    // without a request.
+    for (let i = 0; i < 5; i++) {
+      const before = fake.requests.length;
+      const late = await harness.say(`conv-late-${i}`, 'one more');
+      const text = (await harness.settled(late.id)).result?.text ?? '';
+      expect(billed()).toBeLessThanOrEqual(1);
+      if (!text.includes('"team-daily"')) continue;
+      expect(fake.requests.length).toBe(before);
+      return;
+    }
+    throw new Error('five turns after the budget was spent, none was refused');
   });
 
   it('lets an approver, not the requester, allow more from the button under the refusal', async () => {
