@@ -5,7 +5,7 @@ import { createPool, type Pool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { TurnSpend, keyOf } from '../../src/budgets/spend.ts';
 import { readPeriods } from '../../src/budgets/store.ts';
-import { pdfPages } from '../../src/budgets/pdf-pages.ts';
+import { pdfPages } from '../../src/core/pdf-pages.ts';
 import { AnthropicProvider } from '../../src/agent/providers/anthropic.ts';
 import { FallbackProvider } from '../../src/agent/providers/fallback.ts';
 import { spendingCall } from '../../src/agent/model-spend.ts';
@@ -222,10 +222,12 @@ async function heldFor(name: string, attachments: Attachment[]): Promise<number>
 }
 
 describe('images and PDFs', () => {
-  it('count their pages, written plainly or in compressed object streams', () => {
-    expect(pdfPages(pdf(7, false))).toBe(7);
-    expect(pdfPages(pdf(12, true))).toBe(12);
-    expect(pdfPages(Buffer.from('not a pdf at all').toString('base64'))).toBeUndefined();
+  it('count their pages, written plainly, with name escapes or in compressed object streams', () => {
+    expect(pdfPages(Buffer.from(pdf(7, false), 'base64'))).toBe(7);
+    expect(pdfPages(Buffer.from(pdf(12, true), 'base64'))).toBe(12);
+    const escaped = Buffer.from(pdf(9, false), 'base64').toString('latin1').replaceAll('/Page ', '/P#61ge ');
+    expect(pdfPages(Buffer.from(escaped, 'latin1'))).toBe(9);
+    expect(pdfPages(Buffer.from('not a pdf at all'))).toBeUndefined();
   });
 
   it('hold at least 3,000 tokens a PDF page and 1,600 an image, however few their bytes', async () => {
