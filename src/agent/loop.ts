@@ -342,6 +342,19 @@ function commandAnswer(results: ToolResult[]): string {
   return result.decision === 'denied' ? 'Denied, so nothing was done.' : result.content;
 }
 
+/**
+ * An approved call of a tool that binds its card to content (share_file) whose card bound none: the
+ * file was missing or unreadable when the card was shown, so the approval covers no bytes. Run anyway,
+ * it would post whatever is there by then — a file an earlier call on the same card wrote, holding a
+ * key the requester alone could not have approved to share.
+ */
+function unpinnedApproval(call: ToolCall, decision: CallDecision, deps: TurnDeps): boolean {
+  return !decision.content && deps.tools.get(call.name)?.pinContent !== undefined;
+}
+
+const UNPINNED =
+  'This call was not run: its card found no file to show, so the approval covers no content. Ask again now that the file is there.';
+
 /** Runs the calls a person approved, answers the denied ones, and checkpoints the result. */
 async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps): Promise<ToolResult[]> {
   const decisions = new Map((state.approvalDecisions ?? []).map((d) => [d.toolCallId, d] as const));
@@ -356,6 +369,8 @@ async function applyDecisions(ctx: TurnContext, state: TurnState, deps: TurnDeps
         content: `The person answered: ${decision.answer}`,
         isError: false,
       };
+    } else if (decision.approved && unpinnedApproval(call, decision, deps)) {
+      result = { toolCallId: call.id, name: call.name, content: UNPINNED, isError: true, decision: 'denied' };
     } else if (decision.approved) {
       const approvedCtx = decision.content ? { ...ctx, approvedContent: decision.content } : ctx;
       result = { ...(await executeToolCall(approvedCtx, call, deps, undefined, 'approved')), decision: 'approved' };

@@ -10,11 +10,22 @@ export interface ModelSpend {
   reserve(request: ModelRequest, models: readonly string[]): Promise<SpendReservation>;
 }
 
-/** What a call was billed for: a whole round, or what a call cut short had been billed so far. */
-export type SpentOn =
+/** What one attempt was billed: the usage the API reported, at the model that billed it. */
+interface Billed {
+  usage: TokenUsage;
+  model: string;
+}
+
+/**
+ * What a call was billed for: a whole round, or what a call cut short had been billed so far —
+ * and, in `earlier`, what attempts that failed before it (retried, or handed to a fallback) were
+ * billed, which a provider charges all the same.
+ */
+export type SpentOn = (
   | { round: ModelRound }
   /** Stopped or failed: the usage the API reported before it ended (absent: nothing was reported). */
-  | { cutShort: { usage: TokenUsage; model: string } | undefined };
+  | { cutShort: Billed | undefined }
+) & { earlier?: Billed[] };
 
 export type SpendReservation =
   /** The call may go ahead with at most `maxTokens` of output (the headroom left, or the request's). */
@@ -33,8 +44,10 @@ export interface SpendRefused {
  * the API reports most of the output only at the end and a Stop comes before it.
  */
 class CallMeter {
-  #reported: { usage: TokenUsage; model: string } | undefined;
+  #reported: Billed | undefined;
   #shownBytes = 0;
+  /** What attempts that failed were billed, each at its own model. */
+  readonly #earlier: Billed[] = [];
 
   watch(callbacks: RoundCallbacks): RoundCallbacks {
     return {
@@ -50,14 +63,38 @@ class CallMeter {
         this.#reported = { usage, model };
         callbacks.onUsage?.(usage, model);
       },
+      onAttemptFailed: () => {
+        const billed = this.#attempt();
+        if (billed) this.#earlier.push(billed);
+        this.#reported = undefined;
+        this.#shownBytes = 0;
+        callbacks.onAttemptFailed?.();
+      },
     };
   }
 
+  /** The round that answered, with what failed attempts before it were billed. */
+  answered(round: ModelRound): SpentOn {
+    return { round, ...this.#withEarlier(this.#earlier) };
+  }
+
+  /** A call that ended without an answer: its attempts' bills, the last one as what was cut short. */
   billedSoFar(): SpentOn {
+    const current = this.#attempt();
+    const all = current ? [...this.#earlier, current] : [...this.#earlier];
+    return { cutShort: all.at(-1), ...this.#withEarlier(all.slice(0, -1)) };
+  }
+
+  #withEarlier(earlier: Billed[]): { earlier?: Billed[] } {
+    return earlier.length ? { earlier } : {};
+  }
+
+  /** The current attempt's bill so far, its output raised to the bytes of text it showed. */
+  #attempt(): Billed | undefined {
     const reported = this.#reported;
-    if (!reported) return { cutShort: undefined };
+    if (!reported) return undefined;
     const outputTokens = Math.max(reported.usage.outputTokens, this.#shownBytes);
-    return { cutShort: { usage: { ...reported.usage, outputTokens }, model: reported.model } };
+    return { usage: { ...reported.usage, outputTokens }, model: reported.model };
   }
 }
 
@@ -65,7 +102,8 @@ class CallMeter {
  * One model call under the spend limits: reserved before (at the dearest model that may answer),
  * capped to the headroom, settled after with its real usage. A call that is stopped or fails is
  * settled at what the API reported it had billed, or at its whole reservation when it reported
- * nothing — never at zero, since a provider bills what it streamed before the cut.
+ * nothing — never at zero, since a provider bills what it streamed before the cut. Attempts that
+ * failed before the one that ended the call (retried, or handed to a fallback) count too.
  */
 export async function spendingCall(
   provider: ModelProvider,
@@ -85,6 +123,6 @@ export async function spendingCall(
     await reserved.settle(meter.billedSoFar()).catch(() => undefined);
     throw error;
   }
-  await reserved.settle({ round: answer });
+  await reserved.settle(meter.answered(answer));
   return answer;
 }

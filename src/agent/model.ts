@@ -66,6 +66,12 @@ export interface RoundCallbacks {
    * billed for it, and spend limits count it (src/agent/model-spend.ts).
    */
   onUsage?(usage: TokenUsage, model: string): void;
+  /**
+   * The current attempt failed and is over (a retry or a fallback provider may follow): what it was
+   * billed stays billed, so spend limits keep it apart from the next attempt's usage. Called before
+   * `onRoundRestart` withdraws its text.
+   */
+  onAttemptFailed?(): void;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Attachment } from '../agent/messages.ts';
 import type { ModelRequest } from '../agent/model.ts';
 import type { ModelPrice } from '../model-prices.ts';
-import { pdfPages } from './pdf-pages.ts';
+import { pdfPages } from '../core/pdf-pages.ts';
 import type { Budget } from '../policy/index.ts';
 import type { PeriodRow } from './store.ts';
 
@@ -49,7 +49,7 @@ const PDF_PAGES_UNKNOWN = 100;
  */
 function attachmentFloor(attachment: Attachment): number {
   if (attachment.kind === 'image') return IMAGE_TOKENS;
-  return (pdfPages(attachment.data) ?? PDF_PAGES_UNKNOWN) * PDF_PAGE_TOKENS;
+  return (pdfPages(Buffer.from(attachment.data, 'base64')) ?? PDF_PAGES_UNKNOWN) * PDF_PAGE_TOKENS;
 }
 
 /**

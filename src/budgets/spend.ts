@@ -47,18 +47,22 @@ const RESERVE_ATTEMPTS = 8;
 
 /**
  * What a call is settled at, in dollars and tokens: its round's usage at the price of the model
- * that answered (a fallback's own), or what a call cut short was billed so far. Null: not known
+ * that answered (a fallback's own), or what a call cut short was billed so far, plus what its failed
+ * attempts before were billed. Null: not known
  * (nothing reported, or a model without a price), and the reservation's worst case is spent.
  */
 function billOf(prices: PriceTable, spent: SpentOn): { usd: number | null; tokens: number | null } {
-  const billed = 'round' in spent ? spent.round : spent.cutShort;
-  if (!billed) return { usd: null, tokens: null };
-  const { usage } = billed;
-  const price = priceOf(prices, billed.model);
-  return {
-    usd: price ? costOf(usage, price).billed : null,
-    tokens: usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens,
-  };
+  const last = 'round' in spent ? spent.round : spent.cutShort;
+  if (!last) return { usd: null, tokens: null };
+  // Failed attempts before it were billed too, each at its own model's price.
+  let usd: number | null = 0;
+  let tokens = 0;
+  for (const { usage, model } of [...(spent.earlier ?? []), last]) {
+    const price = priceOf(prices, model);
+    usd = usd !== null && price ? usd + costOf(usage, price).billed : null;
+    tokens += usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
+  }
+  return { usd, tokens };
 }
 
 /** One price at least as dear as each of `prices`, kind by kind (input, output, cache reads and writes). */

@@ -4,7 +4,8 @@ import { saveToInbox } from './inbox.ts';
 import { safeFileName } from './names.ts';
 import { fitImage } from './fit-image.ts';
 import { pdfText } from './pdf-text.ts';
-import { pdfPages, sniff, type Sniffed } from './sniff.ts';
+import { pdfPages } from '../core/pdf-pages.ts';
+import { sniff, type Sniffed } from './sniff.ts';
 
 /** Fetches a received file's bytes (the platform's `Outbound.download`). */
 export type Downloader = (file: FileRef, options: { maxBytes: number; signal: AbortSignal }) => Promise<Buffer>;
@@ -138,7 +139,7 @@ async function asModelInput(
     return { attachment: { kind: 'image', mediaType: fitted.mediaType, data, name }, ...(how ? { how } : {}) };
   }
   if (attached + bytes.length > FILE_LIMITS.attachedBytes) return TOO_MUCH;
-  const pages = pdfPages(bytes);
+  const pages = pdfPages(bytes) ?? 0;
   if (pages > FILE_LIMITS.pdfPages)
     return `not shown: it has ${pages} pages, over the ${FILE_LIMITS.pdfPages} a model reads`;
   const text = await pdfText(bytes);

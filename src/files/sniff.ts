@@ -77,8 +77,3 @@ function looksComplete(bytes: Buffer, mediaType: string): boolean {
   if (mediaType === 'image/jpeg') return bytes.subarray(-16).includes(Buffer.from([0xff, 0xd9]));
   return true;
 }
-
-/** Pages a PDF declares (`/Type /Page` objects): a rough count, enough to refuse a thousand pages. */
-export function pdfPages(bytes: Buffer): number {
-  return bytes.toString('latin1').match(/\/Type\s*\/Page(?![a-zA-Z])/g)?.length ?? 0;
-}

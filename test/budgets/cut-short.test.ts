@@ -5,7 +5,7 @@ import { createPool, type Pool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { TurnSpend, keyOf } from '../../src/budgets/spend.ts';
 import { readPeriods } from '../../src/budgets/store.ts';
-import { pdfPages } from '../../src/budgets/pdf-pages.ts';
+import { pdfPages } from '../../src/core/pdf-pages.ts';
 import { AnthropicProvider } from '../../src/agent/providers/anthropic.ts';
 import { FallbackProvider } from '../../src/agent/providers/fallback.ts';
 import { spendingCall } from '../../src/agent/model-spend.ts';
@@ -160,6 +160,31 @@ describe('a fallback model', () => {
     expect((await periodOf(b)).spent).toBeCloseTo(costOf(usage, PRICES.models['dear-model']!).billed, 9);
   });
 
+  // An attempt the API billed (message_start reported its input) and that then failed mid-stream is
+  // charged all the same: it counts beside the round the fallback answered.
+  it('counts the attempt that failed mid-stream before the fallback answered', async () => {
+    const b = budget('fallback-after-a-billed-attempt');
+    const chain = new FallbackProvider([anthropic('cheap-model'), anthropic('dear-model')]);
+    api.enqueue(
+      {
+        kind: 'stream',
+        text: ['partial'],
+        usage: { input: 50_000, output: 10 },
+        errorAfterEvents: { after: 3, type: 'overloaded' },
+      },
+      { kind: 'stream', text: ['ok'], usage: { input: 100, output: 200 } },
+    );
+    const callbacks = { onText: () => undefined, onRoundRestart: () => undefined };
+    const round = await spendingCall(chain, turn([b]), request(), callbacks, new AbortController().signal);
+    if ('refused' in round) throw new Error(round.refused);
+    expect(round.model).toBe('dear-model');
+    const answered = { inputTokens: 100, outputTokens: 200, cacheReadTokens: 0, cacheWriteTokens: 0 };
+    const failedInput = { inputTokens: 50_000, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+    const atLeast =
+      costOf(answered, PRICES.models['dear-model']!).billed + costOf(failedInput, PRICES.models['cheap-model']!).billed;
+    expect((await periodOf(b)).spent).toBeGreaterThanOrEqual(atLeast);
+  });
+
   it('without a price is refused under a budget in dollars, naming it', async () => {
     const chain = new FallbackProvider([anthropic('cheap-model'), anthropic('unknown-model')]);
     const callbacks = { onText: () => undefined, onRoundRestart: () => undefined };
@@ -196,10 +221,12 @@ async function heldFor(name: string, attachments: Attachment[]): Promise<number>
 }
 
 describe('images and PDFs', () => {
-  it('count their pages, written plainly or in compressed object streams', () => {
-    expect(pdfPages(pdf(7, false))).toBe(7);
-    expect(pdfPages(pdf(12, true))).toBe(12);
-    expect(pdfPages(Buffer.from('not a pdf at all').toString('base64'))).toBeUndefined();
+  it('count their pages, written plainly, with name escapes or in compressed object streams', () => {
+    expect(pdfPages(Buffer.from(pdf(7, false), 'base64'))).toBe(7);
+    expect(pdfPages(Buffer.from(pdf(12, true), 'base64'))).toBe(12);
+    const escaped = Buffer.from(pdf(9, false), 'base64').toString('latin1').replaceAll('/Page ', '/P#61ge ');
+    expect(pdfPages(Buffer.from(escaped, 'latin1'))).toBe(9);
+    expect(pdfPages(Buffer.from('not a pdf at all'))).toBeUndefined();
   });
 
   it('hold at least 3,000 tokens a PDF page and 1,600 an image, however few their bytes', async () => {

@@ -1,4 +1,5 @@
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { deflateSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -110,6 +111,29 @@ describe('receiving the files of a message', () => {
     );
     expect(intake.attachments.map((a) => [a.kind, a.name])).toEqual([['document', 'short.pdf']]);
     expect(intake.note).toMatch(/"huge\.pdf": saved as inbox\/.*huge\.pdf .*not shown: it has 1000 pages/);
+  });
+
+  // Page objects a reader finds but a plain `/Type /Page` search does not: in a compressed object stream
+  // (PDF 1.5), or written with a name escape (`/P#61ge`); counted, so neither passes the 100-page limit.
+  it('refuses a PDF of a thousand pages hidden in an object stream or behind name escapes', async () => {
+    const objects = Array.from({ length: 1000 }, (_, i) => `${i + 3} 0 obj << /Type /Page /Parent 2 0 R >> endobj`);
+    const stream = deflateSync(objects.join('\n')).toString('latin1');
+    const hidden = Buffer.from(
+      `%PDF-1.7\n2 0 obj << /Type /Pages /Count 1000 >> endobj\n1 0 obj << /Type /ObjStm /Filter /FlateDecode >>\nstream\n${stream}endstream\nendobj\n%%EOF\n`,
+      'latin1',
+    );
+    const escaped = Buffer.from(
+      pdf(1000).toString('latin1').replaceAll('/Type /Page /Parent', '/Type /P#61ge /Parent'),
+      'latin1',
+    );
+    const { intake } = await receive(
+      [
+        { id: 'F1', name: 'hidden.pdf' },
+        { id: 'F2', name: 'escaped.pdf' },
+      ],
+      { F1: hidden, F2: escaped },
+    );
+    expect(intake.attachments).toEqual([]);
   });
 
   it('refuses a .png that is a program by its magic bytes, and writes nothing', async () => {

@@ -23,6 +23,23 @@ const script: Script = {
     { match: '^share the picture', ...share({ path: 'chart.png' }) },
     { match: '^share the notes', ...share({ path: 'notes.txt' }) },
     { match: '^share the draft', ...share({ path: 'draft.csv' }) },
+    {
+      // One round: a file written and shared on the same card, so the share's file is missing when it is judged.
+      match: '^write and share',
+      rounds: [
+        {
+          text: 'Writing and sharing it.',
+          toolCalls: [
+            {
+              name: 'write_file',
+              args: { path: 'leak.txt', content: 'OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz\n' },
+            },
+            { name: 'share_file', args: { path: 'leak.txt' } },
+          ],
+        },
+        { text: 'Result: {{lastToolResult}}' },
+      ],
+    },
     { rounds: [{ text: 'ok' }] },
   ],
 };
@@ -154,6 +171,20 @@ describe('share_file', () => {
     if (!signed.ok || !('continuation' in signed)) throw new Error('expected a continuation');
     await h.settled(signed.continuation.id);
     expect(h.outbound.uploads.at(-1)?.filename).toBe('notes.txt');
+  });
+
+  it('shares nothing on an approval whose card found no file to show: bytes written later are not what was approved', async () => {
+    const before = h.outbound.uploads.length;
+    const item = await h.say('share-unpinned', 'write and share');
+    const shown = await card(item);
+    expect(shown.text).toContain('Cannot be shared');
+    // The requester approves their own card (write and share are both theirs to approve)...
+    const result = await press(item, 'Approve all');
+    if (!result.ok || !('continuation' in result)) throw new Error('expected a continuation');
+    const text = (await h.settled(result.continuation.id)).result?.text ?? '';
+    // ...but the file the write created holds a key: sharing it would have needed a second person.
+    expect(h.outbound.uploads.slice(before).map((u) => u.content.toString())).toEqual([]);
+    expect(text).toContain('no file to show');
   });
 
   it('refuses at run time bytes other than those approved, posting nothing', async () => {

@@ -54,6 +54,7 @@ export class FallbackProvider implements ModelProvider {
           callbacks.onRoundRestart();
         },
         onUsage: (usage, model) => callbacks.onUsage?.(usage, model),
+        onAttemptFailed: () => callbacks.onAttemptFailed?.(),
       };
       try {
         const round = await provider.streamRound(request, tracked, signal);

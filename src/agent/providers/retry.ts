@@ -90,12 +90,15 @@ async function withRetries<T>(
         callbacks.onRoundRestart();
       },
       onUsage: (usage, model) => callbacks.onUsage?.(usage, model),
+      onAttemptFailed: () => callbacks.onAttemptFailed?.(),
     };
     try {
       options.signal.throwIfAborted();
       return await attempt(tracked);
     } catch (caught) {
       if (options.signal.aborted) throw caught;
+      // Whatever comes next (a retry, a fallback, or the error itself), this attempt's bill stands.
+      callbacks.onAttemptFailed?.();
       // Whatever a model call throws came from the provider's HTTP client, whatever its code says: a
       // host that does not resolve (ENOTFOUND) is not the database being away (src/db/errors.ts).
       const error = markOrigin(caught, 'service');

@@ -494,7 +494,7 @@ export const METHODS: Record<string, Handler> = {
         id: user.id,
         team_id: user.team_id,
         name: user.name,
-        deleted: false,
+        deleted: user.deleted ?? false,
         real_name: user.real_name,
         tz: user.tz,
         is_bot: user.is_bot,

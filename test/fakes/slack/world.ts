@@ -88,6 +88,8 @@ export interface SlackUser {
   real_name: string;
   is_bot: boolean;
   tz: string;
+  /** A deactivated account (the user object's `deleted`): it stays listed, and no longer signs in. */
+  deleted?: boolean;
 }
 
 export interface SlackChannel {
