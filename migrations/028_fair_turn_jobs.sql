@@ -51,10 +51,11 @@ $$;
 -- quiet place's first turn still waits for one of them to end. So each worker also runs a small
 -- express pool that forbids this flag (src/queue/runner.ts): it takes only turns whose place had
 -- nothing outstanding, and is idle otherwise.
-CREATE FUNCTION countersign.turn_job_flags(p_work_item_id uuid) RETURNS text[]
-LANGUAGE sql STABLE AS $$
-  SELECT CASE WHEN countersign.turn_job_priority(w.id) > w.priority THEN ARRAY['backlog'] END
-  FROM countersign.work_items w WHERE w.id = p_work_item_id
+-- Given the job's rank (countersign.turn_job_priority) and the item's own priority, so the count
+-- behind the rank runs once per enqueue.
+CREATE FUNCTION countersign.turn_job_flags(p_rank integer, p_priority integer) RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_rank > p_priority THEN ARRAY['backlog'] END
 $$;
 
 -- As in 006, with the job's priority from countersign.turn_job_priority.
@@ -70,6 +71,7 @@ DECLARE
   v_head uuid;
   v_next uuid;
   v_next_priority integer;
+  v_rank integer;
 BEGIN
   SELECT active_work_item INTO v_head FROM countersign.conversations WHERE id = p_conversation_id FOR UPDATE;
   IF v_head IS DISTINCT FROM p_work_item_id THEN
@@ -79,11 +81,12 @@ BEGIN
     WHERE conversation_id = p_conversation_id AND status = 'queued' ORDER BY seq LIMIT 1;
   UPDATE countersign.conversations SET active_work_item = v_next WHERE id = p_conversation_id;
   IF v_next IS NOT NULL THEN
+    v_rank := countersign.turn_job_priority(v_next);
     PERFORM graphile_worker.add_job(
       CASE WHEN v_next_priority <= p_interactive_max_priority THEN p_interactive_task ELSE p_background_task END,
       json_build_object('workItemId', v_next::text),
-      priority => countersign.turn_job_priority(v_next)::smallint,
-      flags => countersign.turn_job_flags(v_next),
+      priority => v_rank::smallint,
+      flags => countersign.turn_job_flags(v_rank, v_next_priority),
       max_attempts => 25);
   END IF;
 END
@@ -103,6 +106,7 @@ CREATE OR REPLACE FUNCTION countersign.enqueue_work_item(
 LANGUAGE plpgsql AS $$
 DECLARE
   v_head uuid;
+  v_rank integer;
 BEGIN
   INSERT INTO countersign.conversations AS c (id, platform, active_work_item)
     VALUES (p_conversation_id, p_platform, p_id)
@@ -114,9 +118,9 @@ BEGIN
   IF v_head IS DISTINCT FROM p_id THEN
     RETURN false;
   END IF;
+  v_rank := countersign.turn_job_priority(p_id);
   PERFORM graphile_worker.add_job(p_task, json_build_object('workItemId', p_id::text),
-    priority => countersign.turn_job_priority(p_id)::smallint, flags => countersign.turn_job_flags(p_id),
-    max_attempts => 25);
+    priority => v_rank::smallint, flags => countersign.turn_job_flags(v_rank, p_priority), max_attempts => 25);
   RETURN true;
 END
 $$;

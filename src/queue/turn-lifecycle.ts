@@ -410,9 +410,9 @@ async function addWorkItemJob(db: Queryable, item: Pick<WorkItem, 'id' | 'priori
   const job = turnJobFor(item.priority);
   await db.query(
     `SELECT graphile_worker.add_job($1::text, json_build_object('workItemId', $2::text),
-       priority => countersign.turn_job_priority($2::uuid)::smallint,
-       flags => countersign.turn_job_flags($2::uuid), max_attempts => $3::int)`,
-    [job.name, item.id, job.options.maxAttempts],
+       priority => r.rank::smallint, flags => countersign.turn_job_flags(r.rank, $4::int), max_attempts => $3::int)
+     FROM (SELECT countersign.turn_job_priority($2::uuid) AS rank) r`,
+    [job.name, item.id, job.options.maxAttempts, item.priority],
   );
 }
 
