@@ -15,6 +15,13 @@ export interface BucketShape {
 }
 
 /**
+ * A bucket row's level now, in SQL: its tokens plus the refill since it was last updated, never above
+ * the capacity ($2; $3 is the refill per second, `now` the statement's clock). `row` is the alias.
+ */
+const refilled = (row: string) =>
+  `LEAST($2::float8, ${row}.tokens + GREATEST(0, EXTRACT(EPOCH FROM ((SELECT t FROM now) - ${row}.updated_at))) * $3::float8)`;
+
+/**
  * Takes one token and says how long to wait before using it, in ms (0: go now). The token is
  * reserved either way — the bucket goes negative, so the next caller is queued behind this one
  * instead of both racing for the same refill. One statement, row-locked by the upsert, with time
@@ -25,10 +32,7 @@ const TAKE_TOKEN = `
   INSERT INTO countersign.rate_buckets AS b (key, tokens, updated_at)
   SELECT $1::text, $2::float8 - 1, now.t FROM now
   ON CONFLICT (key) DO UPDATE SET
-    tokens = LEAST(
-      $2::float8,
-      b.tokens + GREATEST(0, EXTRACT(EPOCH FROM ((SELECT t FROM now) - b.updated_at))) * $3::float8
-    ) - 1,
+    tokens = ${refilled('b')} - 1,
     updated_at = GREATEST(b.updated_at, (SELECT t FROM now))
   RETURNING tokens`;
 
@@ -87,17 +91,13 @@ const TAKE_FREE_TOKEN = `
     INSERT INTO countersign.rate_buckets AS b (key, tokens, updated_at)
     SELECT $1::text, $2::float8 - 1, now.t FROM now
     ON CONFLICT (key) DO UPDATE SET
-      tokens = LEAST(
-        $2::float8,
-        b.tokens + GREATEST(0, EXTRACT(EPOCH FROM ((SELECT t FROM now) - b.updated_at))) * $3::float8
-      ) - 1,
+      tokens = ${refilled('b')} - 1,
       updated_at = GREATEST(b.updated_at, (SELECT t FROM now))
-    WHERE b.tokens + GREATEST(0, EXTRACT(EPOCH FROM ((SELECT t FROM now) - b.updated_at))) * $3::float8 >= 1
+    WHERE ${refilled('b')} >= 1
     RETURNING 1
   )
   SELECT EXISTS (SELECT 1 FROM taken) AS taken,
-    (SELECT LEAST($2::float8, r.tokens + GREATEST(0, EXTRACT(EPOCH FROM ((SELECT t FROM now) - r.updated_at))) * $3::float8)
-       FROM countersign.rate_buckets r WHERE r.key = $1::text) AS level`;
+    (SELECT ${refilled('r')} FROM countersign.rate_buckets r WHERE r.key = $1::text) AS level`;
 
 /** How long a partial edit looks again at the latest, while finals keep the bucket in debt. */
 const PARTIAL_LOOK_MAX_MS = 5000;
