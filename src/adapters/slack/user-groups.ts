@@ -70,15 +70,9 @@ export class SlackUserGroups {
   }
 
   async #list(team: string): Promise<Listing> {
-    const byUser = new Map<string, string[]>();
+    let byUser = new Map<string, string[]>();
     try {
-      const result = (await this.#client.usergroups.list({ include_users: true })) as {
-        usergroups?: Array<{ id?: string; users?: string[]; date_delete?: number }>;
-      };
-      for (const group of result.usergroups ?? []) {
-        if (!group.id || group.date_delete) continue;
-        for (const user of group.users ?? []) byUser.set(user, [...(byUser.get(user) ?? []), group.id]);
-      }
+      byUser = await listGroupsByUser(this.#client);
     } catch (error) {
       if (!this.#warned.has(team)) {
         this.#warned.add(team);
@@ -92,6 +86,19 @@ export class SlackUserGroups {
     this.#listings.set(team, listing);
     return listing;
   }
+}
+
+/** Every live user group of the workspace, by member: one `usergroups.list` with its users. */
+async function listGroupsByUser(client: WebClient): Promise<Map<string, string[]>> {
+  const result = (await client.usergroups.list({ include_users: true })) as {
+    usergroups?: Array<{ id?: string; users?: string[]; date_delete?: number }>;
+  };
+  const byUser = new Map<string, string[]>();
+  for (const group of result.usergroups ?? []) {
+    if (!group.id || group.date_delete) continue;
+    for (const user of group.users ?? []) byUser.set(user, [...(byUser.get(user) ?? []), group.id]);
+  }
+  return byUser;
 }
 
 /**
@@ -133,18 +140,10 @@ export class CurrentUserGroups {
   }
 
   async #list(): Promise<Map<string, string[]>> {
-    const byUser = new Map<string, string[]>();
     try {
-      const result = (await this.#client.usergroups.list({ include_users: true })) as {
-        usergroups?: Array<{ id?: string; users?: string[]; date_delete?: number }>;
-      };
-      for (const group of result.usergroups ?? []) {
-        if (!group.id || group.date_delete) continue;
-        for (const user of group.users ?? []) byUser.set(user, [...(byUser.get(user) ?? []), group.id]);
-      }
-      return byUser;
+      return await listGroupsByUser(this.#client);
     } catch (error) {
-      if (NO_GROUPS_HERE.has(slackErrorOf(error) ?? '')) return byUser;
+      if (NO_GROUPS_HERE.has(slackErrorOf(error) ?? '')) return new Map();
       throw error;
     }
   }
