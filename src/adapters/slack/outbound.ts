@@ -13,6 +13,7 @@ import { downloadSlackFile, filesOfMessage } from './files.ts';
 import { findTaggedPost, replyMetadata } from './tagged-posts.ts';
 import type { FileRef } from '../../core/work-item.ts';
 import type { Requester } from '../../core/person.ts';
+import { AccountStatus } from './account-status.ts';
 import { CurrentUserGroups } from './user-groups.ts';
 
 export function createWebClient(token: string, apiUrl: string | undefined): WebClient {
@@ -54,6 +55,7 @@ export class SlackOutbound implements Outbound {
   readonly #streaming: NativeStreaming | undefined;
   readonly #client: WebClient;
   readonly #currentGroups: CurrentUserGroups;
+  readonly #accounts: AccountStatus;
   readonly #buckets: RateBuckets;
   readonly #perMinute: number;
   #botId: Promise<string> | undefined;
@@ -68,6 +70,7 @@ export class SlackOutbound implements Outbound {
   ) {
     this.#client = client;
     this.#currentGroups = new CurrentUserGroups(client, options.groupsFreshForMs);
+    this.#accounts = new AccountStatus(client);
     this.#buckets = buckets;
     this.#perMinute = updatesPerMinute;
     this.#streaming = streaming;
@@ -281,9 +284,11 @@ export class SlackOutbound implements Outbound {
    * The person with the user groups Slack lists now (user-groups.ts): groups are the home
    * workspace's, so an id another org issued is in none. Throws when Slack could not say.
    */
-  async personNow(person: Requester, place: ReplyTarget): Promise<Requester> {
+  async personNow(person: Requester, place: ReplyTarget): Promise<Requester | undefined> {
     const { groups: _then, ...now } = person;
     if (!person.workspace || person.workspace !== place.workspace) return now;
+    // A deactivated owner is no longer a member (only with users:read; see AccountStatus).
+    if (await this.#accounts.isDeactivated(person.userId)) return undefined;
     const groups = await this.#currentGroups.groupsOf(person.userId);
     return groups.length ? { ...now, groups } : now;
   }

@@ -153,11 +153,10 @@ describe('a schedule owner’s Slack user groups at run time', () => {
     expect(await findSchedule(h.app.pool, schedule.id)).toMatchObject({ status: 'paused' });
   });
 
-  // Review finding (not fixed): Outbound.personNow promises undefined for an owner who is no longer a
-  // member, and Discord's keeps it (10007 Unknown Member); Slack's never asks whether the account is
-  // still active (users.info's `deleted`, which needs users:read), so a deactivated owner's schedules
-  // keep running in their name wherever the policy lets everyone use the bot. `it.fails` until it does.
-  it.fails('takes a deactivated owner for someone no longer a member, so their schedules stop', async () => {
+  // Review finding: user groups cannot tell a deactivated account from anyone else, so without this a
+  // deactivated owner's schedules kept running in their name wherever the policy lets everyone use
+  // the bot. users.info's `deleted` tells, where the install has users:read.
+  it('takes a deactivated owner for someone no longer a member, so their schedules stop', async () => {
     const gone = 'U0GONE0001';
     fake.world.users.set(gone, {
       id: gone,
@@ -174,19 +173,49 @@ describe('a schedule owner’s Slack user groups at run time', () => {
     expect(await outbound.personNow(owner, place)).toBeUndefined();
   });
 
+  it('counts every account as active where the install may not read accounts (no users:read)', async () => {
+    const gone = 'U0GONE0002';
+    fake.world.users.set(gone, {
+      id: gone,
+      team_id: fake.team,
+      name: 'gone2',
+      real_name: 'Gone Too',
+      is_bot: false,
+      tz: 'Etc/UTC',
+      deleted: true,
+    });
+    const outbound = new SlackOutbound(createWebClient(fake.botToken, fake.apiUrl), new RateBuckets(h.app.pool), 50);
+    const owner: Requester = { platform: 'slack', userId: gone, workspace: fake.team };
+    const place: ReplyTarget = { platform: 'slack', channel: CHANNEL, workspace: fake.team };
+    fake.failNext('users.info', { error: 'missing_scope' });
+    expect(await outbound.personNow(owner, place)).toMatchObject({ userId: gone });
+    // Not asked again: the scope does not come back without a reinstall.
+    const asked = fake.rateLimits.calls.filter((c) => c.method === 'users.info').length;
+    expect(await outbound.personNow(owner, place)).toMatchObject({ userId: gone });
+    expect(fake.rateLimits.calls.filter((c) => c.method === 'users.info').length).toBe(asked);
+  });
+
+  it('fails the lookup, rather than run, when Slack cannot say whether the account is active', async () => {
+    const outbound = new SlackOutbound(createWebClient(fake.botToken, fake.apiUrl), new RateBuckets(h.app.pool), 50);
+    const owner: Requester = { platform: 'slack', userId: ALICE, workspace: fake.team };
+    const place: ReplyTarget = { platform: 'slack', channel: CHANNEL, workspace: fake.team };
+    fake.failNext('users.info', { error: 'internal_error' });
+    await expect(outbound.personNow(owner, place)).rejects.toThrow(/internal_error/);
+  });
+
   it('lists the groups once for the runs of one minute, so a burst stays within Slack’s limit', async () => {
     const shared = new SlackOutbound(createWebClient(fake.botToken, fake.apiUrl), new RateBuckets(h.app.pool), 50);
     const owner: Requester = { platform: 'slack', userId: ALICE, workspace: fake.team };
     const place: ReplyTarget = { platform: 'slack', channel: CHANNEL, workspace: fake.team };
     const before = fake.rateLimits.calls.filter((c) => c.method === 'usergroups.list').length;
     const people = await Promise.all(Array.from({ length: 30 }, () => shared.personNow(owner, place)));
-    expect(people.every((p) => p.groups?.includes(oncall))).toBe(true);
+    expect(people.every((p) => p?.groups?.includes(oncall))).toBe(true);
     expect(fake.rateLimits.calls.filter((c) => c.method === 'usergroups.list').length - before).toBe(1);
 
     // A listing that failed answers nobody: the next run asks Slack again.
     const other = new SlackOutbound(createWebClient(fake.botToken, fake.apiUrl), new RateBuckets(h.app.pool), 50);
     fake.failNext('usergroups.list', { error: 'internal_error' });
     await expect(other.personNow(owner, place)).rejects.toThrow(/internal_error/);
-    expect((await other.personNow(owner, place)).groups).toEqual([oncall]);
+    expect((await other.personNow(owner, place))?.groups).toEqual([oncall]);
   });
 });
