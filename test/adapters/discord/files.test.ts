@@ -51,8 +51,10 @@ describe('files on Discord', () => {
     elsewhere.close();
   });
 
+  // Includes, not starts with: a DM message sent while the previous turn is still settling may join
+  // that turn (steering takes a message's files with it), and is then answered in the same reply.
   const answerIn = (channel: string, start: string) =>
-    fake.until(() => fake.botTextIn(channel).find((t) => t.startsWith(start)), `an answer starting ${start}`, 30_000);
+    fake.until(() => fake.botTextIn(channel).find((t) => t.includes(start)), `an answer with ${start}`, 30_000);
 
   it('reads a DM’s attachments from the CDN without a token: a CSV saved for read_file, a screenshot shown, a fake .png refused', async () => {
     const dm = fake.scene.dmChannelId;
