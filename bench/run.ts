@@ -311,8 +311,10 @@ async function main(): Promise<void> {
       rows.push(
         ['SPEND reserve + settle per model call p50 (ms)', round(spend.reserveSettle.p50), '', '', '≤ 2'],
         ['SPEND reserve + settle per model call p99 (ms)', round(spend.reserveSettle.p99), '', '', ''],
+        ['SPEND the same through a lease p50 (ms)', round(spend.reserveSettleLeased.p50), '', '', '≤ 2'],
+        ['SPEND the same through a lease p99 (ms)', round(spend.reserveSettleLeased.p99), '', '', ''],
         [
-          'SPEND P4 turns/s with a budget (best of 2) vs without',
+          `SPEND P4 turns/s with a budget (best of ${spend.p4.with.length}) vs without`,
           round(best(spend.p4.with)),
           round(best(spend.p4.without)),
           String(round(ratio)),

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
+import { BudgetLeases } from '../src/budgets/leases.ts';
 import { TurnSpend } from '../src/budgets/spend.ts';
 import { createLogger } from '../src/log.ts';
 import type { Budget } from '../src/policy/index.ts';
@@ -18,6 +19,8 @@ import { summarize } from './stats.ts';
  */
 export interface SpendResult {
   reserveSettle: { p50: number; p99: number; samples: number };
+  /** The same through a process's lease (src/budgets/leases.ts), as calls on a roomy budget go. */
+  reserveSettleLeased: { p50: number; p99: number; samples: number };
   p4: { without: number[]; with: number[]; turns: number };
   /** CPU ms per turn (this process + Postgres), per pass: whether a gap is work added or waiting on the row lock. */
   cpu: { without: number[]; with: number[] };
@@ -35,10 +38,20 @@ const BUDGETS: Budget[] = ['channel', 'everyone'].map((kind) => ({
   allowance: 1,
 }));
 
-async function reserveSettle(connectionString: string, samples: number): Promise<SpendResult['reserveSettle']> {
+async function reserveSettle(
+  connectionString: string,
+  samples: number,
+  leased: boolean,
+): Promise<SpendResult['reserveSettle']> {
   const pool = new pg.Pool({ connectionString, max: 4 });
+  const log = createLogger('silent');
+  const processId = 'bench-process';
+  await pool.query(
+    `INSERT INTO countersign.worker_processes (id, hostname, pid, role) VALUES ($1, 'bench', 1, 'worker') ON CONFLICT DO NOTHING`,
+    [processId],
+  );
+  const leases = leased ? new BudgetLeases({ pool, processId, log, callsPerLease: 16 }) : undefined;
   try {
-    const log = createLogger('silent');
     const prices = { models: { script: { input: 3, output: 15, cacheRead: 0.3 } } };
     const request = { system: 'You are a bench.', messages: [], tools: [], maxTokens: 4096 };
     const times: number[] = [];
@@ -52,6 +65,7 @@ async function reserveSettle(connectionString: string, samples: number): Promise
         reply: { platform: 'bench', channel: 'C1' },
         log,
         notify: async () => undefined,
+        ...(leases ? { leases } : {}),
       });
       const t0 = performance.now();
       const reserved = await spend.reserve(request, ['script']);
@@ -73,6 +87,7 @@ async function reserveSettle(connectionString: string, samples: number): Promise
     const { p50, p99 } = summarize(times);
     return { p50, p99, samples };
   } finally {
+    await leases?.close();
     await pool.end();
   }
 }
@@ -95,7 +110,8 @@ export async function benchSpend(
   samples: number,
   turns: number,
 ): Promise<SpendResult> {
-  const reserve = await reserveSettle(await freshDatabase('spend'), samples);
+  const reserve = await reserveSettle(await freshDatabase('spend'), samples, false);
+  const reserveLeased = await reserveSettle(await freshDatabase('spend_leased'), samples, true);
   const chat = await new HttpChatPlatform().start();
   const files = budgetFiles();
   const p4: SpendResult['p4'] = { without: [], with: [], turns };
@@ -114,5 +130,5 @@ export async function benchSpend(
   } finally {
     await chat.stop();
   }
-  return { reserveSettle: reserve, p4, cpu };
+  return { reserveSettle: reserve, reserveSettleLeased: reserveLeased, p4, cpu };
 }

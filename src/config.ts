@@ -145,6 +145,8 @@ export const ConfigSchema = z
     POLICY_FILE: optionalString,
     /** JSON price table over the built-in one: `countersign usage` and USD budgets (docs/costs.md, docs/budgets.md). */
     MODEL_PRICES_FILE: optionalString,
+    /** How many model calls' worst case a worker's lease on a roomy budget holds (src/budgets/leases.ts); 0: none. */
+    BUDGET_LEASE_CALLS: int(0, 1000).default(16),
     ENABLE_RUN_COMMAND: bool.default(false),
     TOOL_RESULT_MAX_TOKENS: int(1000, 1_000_000).default(25_000),
     /** A tool running longer than this is abandoned, recorded as failed, and never replayed. */

@@ -5,6 +5,7 @@ import type { WorkItem } from '../core/work-item.ts';
 import type { ReplyButton } from '../core/reply-target.ts';
 import type { PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
+import type { BudgetLeases } from './leases.ts';
 import { TurnSpend } from './spend.ts';
 
 /** What the spend limits of a process work with. */
@@ -14,6 +15,8 @@ export interface SpendLimitsOptions {
   prices: PriceTable;
   /** The budgets of the policy in force that a model call of this work item counts against. */
   budgetsFor(item: WorkItem): Budget[];
+  /** This process's leases (leases.ts); absent: every model call reserves on its own. */
+  leases?: BudgetLeases;
 }
 
 /**
@@ -36,10 +39,21 @@ export class SpendLimits {
   ): ModelSpend | undefined {
     const budgets = this.#options.budgetsFor(item);
     if (budgets.length === 0) return undefined;
-    const { pool, prices } = this.#options;
+    const { pool, prices, leases } = this.#options;
     const { id: workItemId, requester, reply } = item;
-    return new TurnSpend({ pool, prices, budgets, workItemId, requester, reply, log, notify });
+    return new TurnSpend({
+      pool,
+      prices,
+      budgets,
+      workItemId,
+      requester,
+      reply,
+      log,
+      notify,
+      ...(leases ? { leases } : {}),
+    });
   }
 }
 
 export { BudgetAllowances } from './allowances.ts';
+export { BudgetLeases } from './leases.ts';

@@ -7,6 +7,7 @@ import { audit } from '../approval/store.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 import { offerAllowance } from './allowances.ts';
+import type { BudgetLeases } from './leases.ts';
 import { metrics } from '../metrics.ts';
 import { costOf, priceOf, type ModelPrice, type PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
@@ -88,6 +89,8 @@ export interface SpendingTurn {
   /** Posts a message in the turn's conversation (a warning, an allowance offer); failures are only logged. */
   notify(text: string, buttons?: ReplyButton[]): Promise<void>;
   leaseSeconds?: number;
+  /** This process's leases (leases.ts): where the budgets have plenty of room, a call is lent a share of one. */
+  leases?: BudgetLeases;
 }
 
 type Refusal = Extract<Fit, { ok: false }>;
@@ -115,11 +118,39 @@ export class TurnSpend implements ModelSpend {
       // Any model of the chain may answer: the call is held at the dearest price of each kind.
       price: unpriced ? undefined : dearest(prices.map((p) => p.price!)),
     };
+    if (!unpriced) {
+      const lent = await this.#lent(call);
+      if (lent) return lent;
+    }
     const id = randomUUID();
     const held = await this.#hold(id, call);
     if (!held.ok) return this.#refuse(held, unpriced?.model ?? models[0]!);
     const { lines } = held;
     return { ok: true, maxTokens: held.maxTokens, settle: (spent) => this.#settle(id, lines, spent) };
+  }
+
+  /** A share of this process's lease for the call at the output it asks for, where the budgets have room for a lease. */
+  async #lent(call: CallBound): Promise<SpendReservation | undefined> {
+    const { leases, budgets, prices } = this.#turn;
+    if (!leases) return undefined;
+    const asks = budgets.map((b) => ({ ...keyOf(b), limit: b.limit, amount: worstCase(b, call.maxTokens, call) }));
+    const draw = await leases.lend(asks, this.#levels());
+    if (!draw) return undefined;
+    return {
+      ok: true,
+      maxTokens: call.maxTokens,
+      settle: async (spent) => {
+        const { usd, tokens } = billOf(prices, spent);
+        draw.settle(
+          (unit) => (unit === 'usd' ? usd : tokens),
+          (period) => this.#afterSettle(period),
+        );
+      },
+    };
+  }
+
+  #levels() {
+    return this.#turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
   }
 
   /**
@@ -221,8 +252,8 @@ export class TurnSpend implements ModelSpend {
     const turn = this.#turn;
     try {
       const { usd, tokens } = billOf(turn.prices, spent);
-      const levels = turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
       const { workItemId } = turn;
+      const levels = this.#levels();
       const settled = await settleReservation(turn.pool, { id, workItemId, lines, usd, tokens, levels });
       for (const period of settled) await this.#afterSettle(period);
     } catch (error) {

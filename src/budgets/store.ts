@@ -90,6 +90,8 @@ const COMMIT = `commit_mode AS (SELECT set_config('synchronous_commit', 'off', t
 export interface ReservationAsk extends BudgetKey {
   amount: number;
   limit: number;
+  /** The room the budget must have left for the reservation to hold (default: `amount`): a lease asks for more than it takes. */
+  room?: number;
 }
 
 /** What a reservation found: the periods as locked (all of them, or it reserved nothing), and whether it held. */
@@ -108,16 +110,23 @@ export interface ReservationOutcome {
  */
 export async function reserveCall(
   db: Queryable,
-  call: { id: string; workItemId: string | undefined; asks: ReservationAsk[]; leaseSeconds: number },
+  call: {
+    id: string;
+    workItemId: string | undefined;
+    asks: ReservationAsk[];
+    leaseSeconds: number;
+    /** A process's lease (leases.ts): it holds while that process lives, not for `leaseSeconds`. */
+    processId?: string;
+  },
 ): Promise<ReservationOutcome> {
   const { asks } = call;
   const { rows } = await db.query<RawPeriod & { held: boolean }>({
     name: 'cs_budget_reserve',
     text: `WITH ${COMMIT}, ask AS (
-       SELECT a.budget, a.unit, a.amount, a.limit_amount,
+       SELECT a.budget, a.unit, a.amount, a.limit_amount, greatest(a.amount, a.room) AS room,
               date_trunc(a.per, now() AT TIME ZONE a.tz) AT TIME ZONE a.tz AS period_start
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::numeric[], $6::numeric[])
-         AS a(budget, unit, per, tz, amount, limit_amount)
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::numeric[], $6::numeric[], $10::numeric[])
+         AS a(budget, unit, per, tz, amount, limit_amount, room)
      ), locked AS (
        SELECT p.budget, p.unit, p.period_start, p.period_end, p.spent, p.allowance, p.reserved,
               p.warned_at IS NOT NULL AS warned
@@ -127,15 +136,15 @@ export async function reserveCall(
        FOR UPDATE OF p
      ), verdict AS (
        SELECT count(*) = cardinality($1::text[])
-              AND coalesce(bool_and(a.limit_amount + l.allowance - l.spent - l.reserved >= a.amount), true) AS held
+              AND coalesce(bool_and(a.limit_amount + l.allowance - l.spent - l.reserved >= a.room), true) AS held
        FROM locked l JOIN ask a USING (budget, unit)
      ), raised AS (
        UPDATE countersign.budget_periods p SET reserved = p.reserved + a.amount
        FROM ask a, verdict v
        WHERE v.held AND p.budget = a.budget AND p.unit = a.unit AND p.period_start = a.period_start
      ), recorded AS (
-       INSERT INTO countersign.budget_reservations (id, budget, unit, period_start, amount, work_item_id, expires_at)
-       SELECT $7, a.budget, a.unit, a.period_start, a.amount, $8, now() + make_interval(secs => $9)
+       INSERT INTO countersign.budget_reservations (id, budget, unit, period_start, amount, work_item_id, expires_at, process_id)
+       SELECT $7, a.budget, a.unit, a.period_start, a.amount, $8, now() + make_interval(secs => $9), $11
        FROM ask a, verdict v
        WHERE v.held
      )
@@ -150,6 +159,8 @@ export async function reserveCall(
       call.id,
       call.workItemId ?? null,
       call.leaseSeconds,
+      asks.map((a) => a.room ?? a.amount),
+      call.processId ?? null,
     ],
   });
   const held = rows[0]?.held ?? false;
@@ -206,16 +217,48 @@ export async function releaseReservationsOf(db: Queryable, workItemId: string): 
   );
 }
 
-/** Gives back the reservations whose lease ran out (their worker died mid-call): housekeeping. */
+/**
+ * Gives back the reservations whose lease ran out (their worker died mid-call): housekeeping. A
+ * process's lease has no time limit: it ends with its process (`spendDeadProcessLeases`).
+ */
 export async function releaseExpiredReservations(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ released: number }>(
     `WITH released AS (
-       DELETE FROM countersign.budget_reservations WHERE expires_at <= now()
+       DELETE FROM countersign.budget_reservations WHERE expires_at <= now() AND process_id IS NULL
        RETURNING id, budget, unit, period_start, amount
      ), ${GIVE_BACK}
      SELECT count(DISTINCT id)::int AS released FROM released`,
   );
   return rows[0]?.released ?? 0;
+}
+
+/**
+ * Counts as spent what the leases of processes that are gone still hold (housekeeping): calls a lease
+ * covered may have settled in that process's memory and never been written, so giving the rest back
+ * could let a budget be overspent; counting it all can only overcount, by at most the lease.
+ */
+export async function spendDeadProcessLeases(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ leases: number }>(
+    `WITH ended AS (
+       DELETE FROM countersign.budget_reservations r
+       WHERE r.process_id IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM countersign.worker_processes w WHERE w.id = r.process_id)
+       RETURNING r.id, r.budget, r.unit, r.period_start, r.amount
+     ), held AS (
+       SELECT budget, unit, period_start, sum(amount) AS amount FROM ended GROUP BY budget, unit, period_start
+     ), locked AS (
+       SELECT p.budget, p.unit, p.period_start FROM countersign.budget_periods p
+       JOIN held USING (budget, unit, period_start)
+       ORDER BY p.budget, p.unit
+       FOR UPDATE OF p
+     ), spent AS (
+       UPDATE countersign.budget_periods p SET spent = p.spent + h.amount, reserved = p.reserved - h.amount
+       FROM held h JOIN locked USING (budget, unit, period_start)
+       WHERE p.budget = h.budget AND p.unit = h.unit AND p.period_start = h.period_start
+     )
+     SELECT count(DISTINCT id)::int AS leases FROM ended`,
+  );
+  return rows[0]?.leases ?? 0;
 }
 
 /** Each USD budget's settled dollars in its period now in progress (the metric, read at scrape). */
@@ -337,6 +380,101 @@ export async function settleReservation(
       periodEnd: r.period_end,
       warnedNow: r.warned_now,
     }));
+}
+
+/** What a lease writes of one budget: the spend its calls settled since, and the room it no longer needs. */
+export interface LeaseLine {
+  budget: string;
+  unit: BudgetUnit;
+  periodStart: Date;
+  spend: number;
+  giveBack: number;
+}
+
+/**
+ * Writes what the calls of a process's lease settled since its last flush, in one statement: their
+ * spend moves from the lease's hold to the period's `spent`, and the hold shrinks further by
+ * `giveBack` (room the lease hands back). Only while the lease row is there: a lease whose process
+ * was declared dead was counted as spent whole (`spendDeadProcessLeases`), so nothing is counted twice.
+ * Warns like `settleReservation`. Closing the lease gives back all it still holds and removes it.
+ */
+export async function flushLease(
+  db: Queryable,
+  flush: {
+    id: string;
+    lines: LeaseLine[];
+    levels: Array<{ budget: string; unit: BudgetUnit; limit: number; warnAt: number }>;
+    /** The lease ends: all it holds is given back and its row goes (`giveBack` is then ignored). */
+    close: boolean;
+  },
+): Promise<SettledPeriod[]> {
+  const { lines, levels } = flush;
+  const { rows } = await db.query<{
+    budget: string;
+    unit: BudgetUnit;
+    spent: string;
+    allowance: string;
+    period_end: Date;
+    warned_now: boolean;
+  }>({
+    name: 'cs_budget_flush_lease',
+    text: `WITH ${COMMIT}, change AS (
+       SELECT * FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::numeric[], $6::numeric[])
+         AS c(budget, unit, period_start, spend, give_back)
+     ), held AS (
+       SELECT r.budget, r.unit, r.period_start, c.spend,
+              CASE WHEN $11 THEN r.amount ELSE least(r.amount, c.spend + c.give_back) END AS freed
+       FROM countersign.budget_reservations r JOIN change c USING (budget, unit, period_start)
+       WHERE r.id = $1
+       FOR UPDATE OF r
+     ), shrunk AS (
+       UPDATE countersign.budget_reservations r SET amount = r.amount - h.freed
+       FROM held h
+       WHERE NOT $11 AND r.id = $1 AND r.budget = h.budget AND r.unit = h.unit
+     ), closed AS (
+       DELETE FROM countersign.budget_reservations WHERE $11 AND id = $1
+     ), levels AS (
+       SELECT * FROM unnest($7::text[], $8::text[], $9::numeric[], $10::float8[]) AS l(budget, unit, limit_amount, warn_at)
+     ), locked AS (
+       SELECT p.budget, p.unit, p.period_start FROM countersign.budget_periods p
+       JOIN held USING (budget, unit, period_start)
+       ORDER BY p.budget, p.unit
+       FOR UPDATE OF p
+     )
+     UPDATE countersign.budget_periods p
+     SET spent = p.spent + h.spend,
+         reserved = p.reserved - h.freed,
+         warned_at = CASE
+           WHEN p.warned_at IS NULL AND l.warn_at IS NOT NULL AND h.spend > 0
+                AND p.spent + h.spend >= l.warn_at * (l.limit_amount + p.allowance) THEN now()
+           ELSE p.warned_at END
+     FROM held h JOIN locked USING (budget, unit, period_start) LEFT JOIN levels l USING (budget, unit)
+       CROSS JOIN commit_mode
+     WHERE p.budget = h.budget AND p.unit = h.unit AND p.period_start = h.period_start
+     RETURNING p.budget, p.unit, p.spent, p.allowance, p.period_end,
+               coalesce(p.warned_at = now(), false) AS warned_now`,
+    values: [
+      flush.id,
+      lines.map((l) => l.budget),
+      lines.map((l) => l.unit),
+      lines.map((l) => l.periodStart),
+      lines.map((l) => l.spend),
+      lines.map((l) => l.giveBack),
+      levels.map((l) => l.budget),
+      levels.map((l) => l.unit),
+      levels.map((l) => l.limit),
+      levels.map((l) => l.warnAt),
+      flush.close,
+    ],
+  });
+  return rows.map((r) => ({
+    budget: r.budget,
+    unit: r.unit,
+    spent: Number(r.spent),
+    allowance: Number(r.allowance),
+    periodEnd: r.period_end,
+    warnedNow: r.warned_now,
+  }));
 }
 
 /** A refused turn's offer of more room, as its button's click reads it. */

@@ -42,6 +42,8 @@ export const TABLE_OWNERS = {
     sharedWith: {
       [OUTBOX]:
         'claiming outbox replies whose process has no heartbeat: one statement, so a live process is never taken from',
+      'src/budgets/store.ts':
+        'counting as spent the budget leases of processes with no heartbeat: one statement, so a live process’s lease is never ended',
     },
   },
   worker_slots: { owner: LIVENESS },

@@ -9,7 +9,7 @@ import type { TurnEvents } from '../queue/turn-events.ts';
 import type { CodeWork } from './repos.ts';
 import type { PersonalConnections } from '../connections/service.ts';
 import { sweepExpiredStates } from '../connections/store.ts';
-import { releaseExpiredReservations } from '../budgets/store.ts';
+import { releaseExpiredReservations, spendDeadProcessLeases } from '../budgets/store.ts';
 
 /**
  * Every job's handler, given what it needs: turns, approval cards (approvals, which the queue does
@@ -39,7 +39,8 @@ export function jobTasks(deps: {
       events: deps.events,
       ...(deps.codeWork ? { sweepWorktrees: deps.codeWork.sweep } : {}),
       ...(deps.connections ? { sweepConnectStates: () => sweepExpiredStates(deps.pool) } : {}),
-      releaseBudgetReservations: () => releaseExpiredReservations(deps.pool),
+      releaseBudgetReservations: async () =>
+        (await releaseExpiredReservations(deps.pool)) + (await spendDeadProcessLeases(deps.pool)),
       settings: {
         historyRetentionDays: config.HISTORY_RETENTION_DAYS,
         auditRetentionDays: config.AUDIT_RETENTION_DAYS,

@@ -24,7 +24,7 @@ import { fileReceiver, toolOutputKeeper } from './files.ts';
 import type { PersonalConnections } from '../connections/service.ts';
 import { OutboxDeliverer } from '../reply/outbox-deliverer.ts';
 import { announceVisible } from '../queue/tasks/turn-endings.ts';
-import { SpendLimits } from '../budgets/index.ts';
+import { BudgetLeases, SpendLimits } from '../budgets/index.ts';
 import { loadPriceTable } from '../model-prices.ts';
 
 /** Characters of the system prompt given to the list of skills (names and descriptions only). */
@@ -65,6 +65,8 @@ interface TurnControls {
   draining: AbortController;
   /** Delivers the reply outbox: finished turns' texts, apart from the slots that computed them. */
   outbox: OutboxDeliverer;
+  /** This process's leases on roomy budgets (src/budgets/leases.ts): they end with its heartbeat. */
+  leases: BudgetLeases;
 }
 
 /** Starts the worker pools (roles all and worker): turns, approval cards and housekeeping. */
@@ -136,7 +138,15 @@ async function startTurnControls(wiring: WorkerWiring, cleanups: Cleanups): Prom
   outbox.start();
   // Stopped after the worker pools (cleanups run newest first), which may still hand it replies.
   cleanups.add(() => outbox.stop());
-  return { liveness, stops, fence, draining, outbox };
+  const leases = new BudgetLeases({
+    pool: wiring.pool,
+    processId: liveness.processId,
+    log,
+    callsPerLease: config.BUDGET_LEASE_CALLS,
+  });
+  // Like the outbox: after the worker pools, whose last calls settle into the leases.
+  cleanups.add(() => leases.close());
+  return { liveness, stops, fence, draining, outbox, leases };
 }
 
 function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: TurnControls) {
@@ -172,16 +182,17 @@ function workItemTask(wiring: WorkerWiring, provider: ModelProvider, controls: T
     platforms: wiring.platforms,
     ...(wiring.codeWork ? { workspaces: wiring.codeWork.turns } : {}),
     ...(wiring.connections ? { connectionsNote: connectionsNoteOf(wiring.connections, catalog) } : {}),
-    spend: spendLimitsOf(wiring),
+    spend: spendLimitsOf(wiring, controls.leases),
     receiveFiles: fileReceiver(config, wiring.outbounds, wiring.codeWork?.rootOf),
     keepToolOutput: toolOutputKeeper(config, wiring.codeWork?.rootOf),
   });
 }
 
 /** The policy's budgets (docs/budgets.md), counted at MODEL_PRICES_FILE's prices over the built-in ones. */
-function spendLimitsOf(wiring: WorkerWiring) {
+function spendLimitsOf(wiring: WorkerWiring, leases: BudgetLeases) {
   const limits = new SpendLimits({
     pool: wiring.pool,
+    leases,
     prices: loadPriceTable(wiring.config.MODEL_PRICES_FILE),
     budgetsFor: (item) => wiring.approvals.budgetsFor(item.requester, item.reply),
   });

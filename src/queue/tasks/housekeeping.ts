@@ -39,7 +39,10 @@ interface HousekeepingDeps {
   sweepWorktrees?: () => Promise<number>;
   /** Removes Connect links' states long past their expiry (per-person connections, src/connections). */
   sweepConnectStates?: () => Promise<number>;
-  /** Deletes budget reservations whose lease ran out: their worker died mid-call (src/budgets). */
+  /**
+   * Deletes budget reservations whose lease ran out (their worker died mid-call) and counts as spent
+   * what dead processes' leases held (src/budgets).
+   */
   releaseBudgetReservations?: () => Promise<number>;
 }
 
