@@ -40,24 +40,29 @@ export interface SpendRefused {
 
 /**
  * What a call has been billed for while it streams: the usage the API last reported, with the
- * output raised to the UTF-8 bytes of text shown since (a token is at least one byte), because
- * the API reports most of the output only at the end and a Stop comes before it.
+ * output raised to the UTF-8 bytes it streamed since — text shown and tool-call arguments (a token
+ * is at least one byte) — because the API reports most of the output only at the end and a Stop
+ * comes before it.
  */
 class CallMeter {
   #reported: Billed | undefined;
-  #shownBytes = 0;
+  #streamedBytes = 0;
   /** What attempts that failed were billed, each at its own model. */
   readonly #earlier: Billed[] = [];
 
   watch(callbacks: RoundCallbacks): RoundCallbacks {
     return {
       onText: (delta) => {
-        this.#shownBytes += Buffer.byteLength(delta, 'utf8');
+        this.#streamedBytes += Buffer.byteLength(delta, 'utf8');
         callbacks.onText(delta);
       },
       onRoundRestart: () => {
-        this.#shownBytes = 0;
+        this.#streamedBytes = 0;
         callbacks.onRoundRestart();
+      },
+      onOutputBytes: (bytes) => {
+        this.#streamedBytes += bytes;
+        callbacks.onOutputBytes?.(bytes);
       },
       onUsage: (usage, model) => {
         this.#reported = { usage, model };
@@ -67,7 +72,7 @@ class CallMeter {
         const billed = this.#attempt();
         if (billed) this.#earlier.push(billed);
         this.#reported = undefined;
-        this.#shownBytes = 0;
+        this.#streamedBytes = 0;
         callbacks.onAttemptFailed?.();
       },
     };
@@ -89,11 +94,11 @@ class CallMeter {
     return earlier.length ? { earlier } : {};
   }
 
-  /** The current attempt's bill so far, its output raised to the bytes of text it showed. */
+  /** The current attempt's bill so far, its output raised to the bytes it streamed. */
   #attempt(): Billed | undefined {
     const reported = this.#reported;
     if (!reported) return undefined;
-    const outputTokens = Math.max(reported.usage.outputTokens, this.#shownBytes);
+    const outputTokens = Math.max(reported.usage.outputTokens, this.#streamedBytes);
     return { usage: { ...reported.usage, outputTokens }, model: reported.model };
   }
 }

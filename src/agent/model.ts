@@ -72,6 +72,11 @@ export interface RoundCallbacks {
    * `onRoundRestart` withdraws its text.
    */
   onAttemptFailed?(): void;
+  /**
+   * Output the API streamed that is not visible text — a tool call's arguments, as they come — in
+   * UTF-8 bytes: billed as output all the same, so a call stopped mid tool call counts it.
+   */
+  onOutputBytes?(bytes: number): void;
 }
 
 /**

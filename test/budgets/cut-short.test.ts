@@ -117,6 +117,35 @@ describe('a call cut short', () => {
     expect(period.spent).toBeCloseTo(costOf(usage, PRICES.models['cheap-model']!).billed, 9);
   });
 
+  it('counts the tool-call arguments it had streamed when Stop was pressed, though none of them showed', async () => {
+    const b = budget('stopped-in-a-tool-call');
+    api.enqueue({
+      kind: 'stream',
+      toolCalls: [{ name: 'write_file', json: ['{"content": "' + 'a'.repeat(400), 'b'.repeat(400), '"}'] }],
+      usage: { input: 2000, output: 900 },
+      delayMs: 40,
+    });
+    const stop = new AbortController();
+    let streamed = 0;
+    const callbacks = {
+      onText: () => undefined,
+      onRoundRestart: () => undefined,
+      onOutputBytes: (bytes: number) => {
+        streamed += bytes;
+        stop.abort();
+      },
+    };
+    await expect(
+      spendingCall(anthropic('cheap-model'), turn([b]), request(), callbacks, stop.signal),
+    ).rejects.toThrow();
+    const period = await periodOf(b);
+    expect(streamed).toBe(413);
+    expect(period.reserved).toBe(0);
+    // message_start reported 2,000 input tokens and 1 output; 413 bytes of arguments were streamed since.
+    const usage = { inputTokens: 2000, outputTokens: 413, cacheReadTokens: 0, cacheWriteTokens: 0 };
+    expect(period.spent).toBeCloseTo(costOf(usage, PRICES.models['cheap-model']!).billed, 9);
+  });
+
   it('is settled at its whole reservation when it failed before the API reported any usage', async () => {
     const failed = budget('failed-early');
     api.enqueue({ kind: 'error', status: 400, body: 'messages: invalid' });

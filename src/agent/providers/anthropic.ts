@@ -212,6 +212,7 @@ export class AnthropicProvider implements ModelProvider {
           } else if (event.delta.type === 'input_json_delta') {
             const block = blocks.get(event.index);
             if (block) block.json += event.delta.partial_json;
+            callbacks.onOutputBytes?.(Buffer.byteLength(event.delta.partial_json, 'utf8'));
           }
           break;
         case 'message_delta':

@@ -55,6 +55,7 @@ export class FallbackProvider implements ModelProvider {
         },
         onUsage: (usage, model) => callbacks.onUsage?.(usage, model),
         onAttemptFailed: () => callbacks.onAttemptFailed?.(),
+        onOutputBytes: (bytes) => callbacks.onOutputBytes?.(bytes),
       };
       try {
         const round = await provider.streamRound(request, tracked, signal);

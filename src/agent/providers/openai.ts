@@ -228,7 +228,10 @@ export class OpenAIProvider implements ModelProvider {
         const call = calls.get(index) ?? { id: '', name: '', json: '' };
         if (part.id) call.id = part.id;
         if (part.function?.name) call.name += part.function.name;
-        if (part.function?.arguments) call.json += part.function.arguments;
+        if (part.function?.arguments) {
+          call.json += part.function.arguments;
+          callbacks.onOutputBytes?.(Buffer.byteLength(part.function.arguments, 'utf8'));
+        }
         calls.set(index, call);
       }
       if (choice.finish_reason) stopReason = STOP[choice.finish_reason] ?? 'other';

@@ -91,6 +91,7 @@ async function withRetries<T>(
       },
       onUsage: (usage, model) => callbacks.onUsage?.(usage, model),
       onAttemptFailed: () => callbacks.onAttemptFailed?.(),
+      onOutputBytes: (bytes) => callbacks.onOutputBytes?.(bytes),
     };
     try {
       options.signal.throwIfAborted();
