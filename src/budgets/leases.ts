@@ -27,11 +27,12 @@ export interface BudgetLeasesOptions {
 }
 
 /**
- * A lease is taken only where the budget has this many times the lease left, so all the processes'
- * leases together stay a small part of what is left, and a turn refused near the limit was not
- * crowded out by room another process leased and does not use.
+ * A lease is taken only while all the leases of a budget's period, the new one included, are at most
+ * this share of what is not spent yet. So a call can be refused for room leased and not used only in
+ * the last twentieth of a budget, and then only until those leases end (`lifetimeMs` at most, plus
+ * the calls they lent to).
  */
-const ROOM_PER_LEASE = 20;
+const LEASED_SHARE = 0.05;
 
 /** After a budget had too little room for a lease, its calls reserve on their own this long before a lease is tried again. */
 const NO_LEASE_FOR_MS = 1_000;
@@ -259,7 +260,7 @@ export class BudgetLeases {
 
   async #reserve(key: string, asks: ReservationAsk[], levels: WarnLevel[]): Promise<Lease | undefined> {
     const amounts = asks.map((a) => ({ ...a, amount: a.amount * this.#callsPerLease }));
-    const leaseAsks = amounts.map((a) => ({ ...a, room: a.amount * ROOM_PER_LEASE }));
+    const leaseAsks = amounts.map((a) => ({ ...a, leasedShare: LEASED_SHARE }));
     const id = randomUUID();
     for (let attempt = 0; attempt < 2; attempt++) {
       const outcome = await reserveCall(this.pool, {
@@ -270,6 +271,7 @@ export class BudgetLeases {
         processId: this.#processId,
       });
       if (outcome.held) {
+        this.#noLeaseUntil.delete(key);
         const lines = leaseAsks.map((a) => {
           const period = outcome.periods.find((p) => p.budget === a.budget && p.unit === a.unit)!;
           const { periodStart, periodEnd } = period;

@@ -90,8 +90,11 @@ const COMMIT = `commit_mode AS (SELECT set_config('synchronous_commit', 'off', t
 export interface ReservationAsk extends BudgetKey {
   amount: number;
   limit: number;
-  /** The room the budget must have left for the reservation to hold (default: `amount`): a lease asks for more than it takes. */
-  room?: number;
+  /**
+   * A process's lease (leases.ts) holds only if all the period's leases together, this one included,
+   * are at most this share of what is not spent yet (`limit + allowance − spent`).
+   */
+  leasedShare?: number;
 }
 
 /** What a reservation found: the periods as locked (all of them, or it reserved nothing), and whether it held. */
@@ -123,10 +126,10 @@ export async function reserveCall(
   const { rows } = await db.query<RawPeriod & { held: boolean }>({
     name: 'cs_budget_reserve',
     text: `WITH ${COMMIT}, ask AS (
-       SELECT a.budget, a.unit, a.amount, a.limit_amount, greatest(a.amount, a.room) AS room,
+       SELECT a.budget, a.unit, a.amount, a.limit_amount, a.leased_share,
               date_trunc(a.per, now() AT TIME ZONE a.tz) AT TIME ZONE a.tz AS period_start
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::numeric[], $6::numeric[], $10::numeric[])
-         AS a(budget, unit, per, tz, amount, limit_amount, room)
+         AS a(budget, unit, per, tz, amount, limit_amount, leased_share)
      ), locked AS (
        SELECT p.budget, p.unit, p.period_start, p.period_end, p.spent, p.allowance, p.reserved,
               p.warned_at IS NOT NULL AS warned
@@ -136,8 +139,18 @@ export async function reserveCall(
        FOR UPDATE OF p
      ), verdict AS (
        SELECT count(*) = cardinality($1::text[])
-              AND coalesce(bool_and(a.limit_amount + l.allowance - l.spent - l.reserved >= a.room), true) AS held
+              AND coalesce(bool_and(a.limit_amount + l.allowance - l.spent - l.reserved >= a.amount
+                                    AND (a.leased_share IS NULL
+                                         OR leases.amount + a.amount
+                                            <= a.leased_share * (a.limit_amount + l.allowance - l.spent))), true) AS held
        FROM locked l JOIN ask a USING (budget, unit)
+       -- Read only for a lease. Leases taken by statements that committed while this one waited for
+       -- the lock are not seen: the share can be passed by a lease or two at once, the limit never.
+       LEFT JOIN LATERAL (
+         SELECT coalesce(sum(r.amount), 0) AS amount FROM countersign.budget_reservations r
+         WHERE a.leased_share IS NOT NULL AND r.process_id IS NOT NULL
+           AND r.budget = a.budget AND r.unit = a.unit AND r.period_start = a.period_start
+       ) leases ON true
      ), raised AS (
        UPDATE countersign.budget_periods p SET reserved = p.reserved + a.amount
        FROM ask a, verdict v
@@ -159,7 +172,7 @@ export async function reserveCall(
       call.id,
       call.workItemId ?? null,
       call.leaseSeconds,
-      asks.map((a) => a.room ?? a.amount),
+      asks.map((a) => a.leasedShare ?? null),
       call.processId ?? null,
     ],
   });

@@ -162,9 +162,9 @@ describe('a lease on a roomy budget', () => {
     expect((await periodOf(b)).reserved).toBe(0);
   });
 
-  it('is not taken where the budget has less than twenty leases of room: each call reserves on its own', async () => {
+  it('is not taken where it alone would be more than a twentieth of what is left: each call reserves on its own', async () => {
     await liveProcess('p-tight');
-    // A lease would hold about $3.2; $50 left is less than twenty of them.
+    // A lease would hold about $3.2; a twentieth of $50 is $2.5.
     const b = budget({ name: 'tight', limit: 50 });
     const leases = leasesOf('p-tight');
     const reserved = await turn([b], leases).reserve(request, ['test-model']);
@@ -173,6 +173,30 @@ describe('a lease on a roomy budget', () => {
     expect(await reservationRows(`budget = 'tight' AND work_item_id IS NOT NULL`)).toBe(1);
     if (reserved.ok) await reserved.settle({ round: round({ inputTokens: 1, outputTokens: 1 }) });
     await leases.close();
+  });
+
+  it('keeps all the leases on a shared budget within a twentieth of what is left, however many sets of budgets lease', async () => {
+    await liveProcess('p-many');
+    const everyone = budget({ name: 'shared-everyone', limit: 1000, allowance: 0 });
+    const leases = leasesOf('p-many', { lifetimeMs: 60_000 });
+    // Thirty people, each with a budget of their own beside everyone's: thirty sets of budgets.
+    const running: SpendReservation[] = [];
+    for (let person = 0; person < 30; person++) {
+      const own = budget({ name: `person-${person}`, covers: { kind: 'person', value: `test:U${person}` } });
+      running.push(await turn([own, everyone], leases).reserve(request, ['test-model']));
+    }
+    expect(running.every((r) => r.ok)).toBe(true);
+    const { rows } = await pool.query<{ leased: string; leases: number }>(
+      `SELECT coalesce(sum(amount), 0) AS leased, count(*)::int AS leases FROM countersign.budget_reservations
+       WHERE budget = 'shared-everyone' AND process_id IS NOT NULL`,
+    );
+    // A lease holds about $3.2 of it: fifteen fit in $50, the other people's calls reserved on their own.
+    expect(Number(rows[0]!.leased)).toBeLessThanOrEqual(50);
+    expect(rows[0]!.leases).toBeGreaterThan(10);
+    expect(await reservationRows(`budget = 'shared-everyone' AND work_item_id IS NOT NULL`)).toBeGreaterThan(0);
+    for (const r of running) if (r.ok) await r.settle({ round: round({ inputTokens: 1, outputTokens: 1 }) });
+    await leases.close();
+    expect((await periodOf(everyone)).reserved).toBe(0);
   });
 
   it('never lets three processes spend past the limit, leasing while there is room and reserving each call near it', async () => {
