@@ -10,6 +10,12 @@ export const ModelPrice = z.strictObject({
   cacheRead: z.number().min(0).optional(),
   /** Writing a prefix to the cache. Default: the input price (no surcharge). */
   cacheWrite: z.number().min(0).optional(),
+  /**
+   * The most input tokens one image may count for at this model, where that is more than the 1,600
+   * of a ~1.15-megapixel image elsewhere: OpenAI counts some models' images by patches times a
+   * multiplier, or by tiles at many tokens each (src/budgets reserves at least this per image).
+   */
+  imageTokens: z.number().int().positive().optional(),
 });
 export type ModelPrice = z.infer<typeof ModelPrice>;
 
@@ -27,7 +33,12 @@ const anthropic = (input: number, output: number): ModelPrice => ({
   cacheRead: input * 0.1,
 });
 /** OpenAI: caching is automatic; writes cost nothing extra, reads are discounted. */
-const openai = (input: number, output: number, cacheRead: number): ModelPrice => ({ input, output, cacheRead });
+const openai = (input: number, output: number, cacheRead: number, imageTokens?: number): ModelPrice => ({
+  input,
+  output,
+  cacheRead,
+  ...(imageTokens ? { imageTokens } : {}),
+});
 
 /**
  * List prices as published when this table was written (USD per million tokens; Anthropic's model
@@ -51,11 +62,13 @@ export const DEFAULT_PRICES: PriceTable = {
     'claude-3-5-sonnet': anthropic(3, 15),
     'claude-haiku-4-5': anthropic(1, 5),
     'claude-3-5-haiku': anthropic(0.8, 4),
-    'gpt-5-mini': openai(0.25, 2, 0.025),
+    // Images by patches: at most 1,536 of them, times 1.62 for these two models.
+    'gpt-5-mini': openai(0.25, 2, 0.025, 2_500),
     'gpt-5': openai(1.25, 10, 0.125),
-    'gpt-4.1-mini': openai(0.4, 1.6, 0.1),
+    'gpt-4.1-mini': openai(0.4, 1.6, 0.1, 2_500),
     'gpt-4.1': openai(2, 8, 0.5),
-    'gpt-4o-mini': openai(0.15, 0.6, 0.075),
+    // Images by tiles: 2,833 tokens plus 5,667 a tile, at most 8 tiles of 512 px after scaling.
+    'gpt-4o-mini': openai(0.15, 0.6, 0.075, 48_200),
     'gpt-4o': openai(2.5, 10, 1.25),
   },
 };

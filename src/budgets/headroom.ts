@@ -35,7 +35,10 @@ const perToken = (perMillion: number) => perMillion / 1_000_000;
 const dearestInput = (price: ModelPrice) =>
   perToken(Math.max(price.input, price.cacheWrite ?? price.input, price.cacheRead ?? price.input));
 
-/** What an image is billed at most, in tokens: the APIs scale an image down to about 1.15 megapixels first. */
+/**
+ * What an image is billed at most, in tokens, unless the model's price says more (`imageTokens`):
+ * the APIs scale an image down to about 1.15 megapixels first.
+ */
 const IMAGE_TOKENS = 1_600;
 /** What a PDF page is billed at most, in tokens: its text and an image of it. */
 const PDF_PAGE_TOKENS = 3_000;
@@ -47,22 +50,27 @@ const PDF_PAGES_UNKNOWN = 100;
  * of the request): a small file can stand for far more — a 1 KB image of 1,000 × 1,000 pixels,
  * a compressed PDF whose every page is also sent as an image.
  */
-function attachmentFloor(attachment: Attachment): number {
-  if (attachment.kind === 'image') return IMAGE_TOKENS;
+function attachmentFloor(attachment: Attachment, imageTokens: number): number {
+  if (attachment.kind === 'image') return imageTokens;
   return (pdfPages(Buffer.from(attachment.data, 'base64')) ?? PDF_PAGES_UNKNOWN) * PDF_PAGE_TOKENS;
 }
 
 /**
- * An upper bound of a request's input tokens: its size in UTF-8 bytes, each image or PDF counted
- * at no less than what it is billed (`attachmentFloor`). Tokenizers of the APIs Countersign speaks
+ * An upper bound of a request's input tokens at the models priced `prices`: its size in UTF-8 bytes,
+ * each image or PDF counted at no less than what it is billed (`attachmentFloor`). Tokenizers of the APIs Countersign speaks
  * put at least one byte in a token, so the bound holds for every model without a tokenizer here;
  * it overestimates text (a token is about four bytes of English), which only makes the
  * reservation, never the spend, larger.
  */
-export function inputBound(request: Pick<ModelRequest, 'system' | 'messages' | 'tools'>): number {
+export function inputBound(
+  request: Pick<ModelRequest, 'system' | 'messages' | 'tools'>,
+  prices: ReadonlyArray<ModelPrice | undefined> = [],
+): number {
   const bytes = Buffer.byteLength(JSON.stringify([request.system, request.messages, request.tools]), 'utf8');
   const attachments = request.messages.flatMap((m) => (m.role === 'user' ? (m.attachments ?? []) : []));
-  return attachments.reduce((bound, a) => bound + Math.max(0, attachmentFloor(a) - a.data.length), bytes);
+  // Any model of a fallback chain may answer: an image counts at the most any of them bills.
+  const imageTokens = Math.max(IMAGE_TOKENS, ...prices.map((p) => p?.imageTokens ?? 0));
+  return attachments.reduce((bound, a) => bound + Math.max(0, attachmentFloor(a, imageTokens) - a.data.length), bytes);
 }
 
 /** What a budget has left in its current period (`period` absent: none used yet). */

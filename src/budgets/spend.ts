@@ -113,7 +113,10 @@ export class TurnSpend implements ModelSpend {
     const prices = models.map((model) => ({ model, price: priceOf(turn.prices, model) }));
     const unpriced = prices.find((p) => !p.price);
     const call: CallBound = {
-      inputTokens: inputBound(request),
+      inputTokens: inputBound(
+        request,
+        prices.map((p) => p.price),
+      ),
       maxTokens: request.maxTokens,
       // Any model of the chain may answer: the call is held at the dearest price of each kind.
       price: unpriced ? undefined : dearest(prices.map((p) => p.price!)),

@@ -11,7 +11,7 @@ import { FallbackProvider } from '../../src/agent/providers/fallback.ts';
 import { spendingCall } from '../../src/agent/model-spend.ts';
 import type { Attachment } from '../../src/agent/messages.ts';
 import type { ModelRequest } from '../../src/agent/model.ts';
-import { costOf, type PriceTable } from '../../src/model-prices.ts';
+import { DEFAULT_PRICES, costOf, type PriceTable } from '../../src/model-prices.ts';
 import type { Budget } from '../../src/policy/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
@@ -27,6 +27,8 @@ const PRICES: PriceTable = {
   models: {
     'cheap-model': { input: 1, output: 10 },
     'dear-model': { input: 10, output: 100 },
+    // Its built-in price, which says what one image may count for at it.
+    'gpt-4o-mini': DEFAULT_PRICES.models['gpt-4o-mini']!,
   },
 };
 
@@ -241,10 +243,10 @@ function pdf(pages: number, compressed: boolean): string {
 }
 
 /** What a token budget holds for one call of `attachments`: input bound and output together. */
-async function heldFor(name: string, attachments: Attachment[]): Promise<number> {
+async function heldFor(name: string, attachments: Attachment[], models = ['cheap-model']): Promise<number> {
   const b = budget(name, { unit: 'tokens', limit: 10_000_000 });
   const messages = [{ role: 'user' as const, text: 'read this', attachments }];
-  const held = await turn([b]).reserve(request({ messages, maxTokens: 1000 }), ['cheap-model']);
+  const held = await turn([b]).reserve(request({ messages, maxTokens: 1000 }), models);
   if (!held.ok) throw new Error(held.message);
   return (await periodOf(b)).reserved - 1000;
 }
@@ -268,6 +270,18 @@ describe('images and PDFs', () => {
     const imageInput = await heldFor('image', [{ kind: 'image', mediaType: 'image/png', data: png, name: 'a.png' }]);
     expect(pdfInput - plain).toBeGreaterThanOrEqual(20 * 3000);
     expect(imageInput - plain).toBeGreaterThanOrEqual(1600);
+  });
+
+  it('hold an image at what the model counts one for, where its price says more (OpenAI counts gpt-4o-mini’s by tiles)', async () => {
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    const image = [{ kind: 'image' as const, mediaType: 'image/png', data: png, name: 'a.png' }];
+    const plain = await heldFor('text-only-mini', [], ['gpt-4o-mini']);
+    const alone = await heldFor('image-mini', image, ['gpt-4o-mini']);
+    // 2,833 + 5,667 × 8 tiles: far above the 1,600 of a megapixel image elsewhere.
+    expect(alone - plain).toBeGreaterThanOrEqual(48_169);
+    // A fallback chain that may end at it holds the image as it would.
+    const chain = await heldFor('image-chain', image, ['cheap-model', 'gpt-4o-mini']);
+    expect(chain - plain).toBeGreaterThanOrEqual(48_169);
   });
 
   it('hold a PDF whose pages cannot be counted at the most pages a request may carry', async () => {

@@ -253,6 +253,8 @@ describe('a process that dies with a lease', () => {
     const running = await turn([b], dying).reserve(request, ['test-model']);
     expect(running.ok).toBe(true);
     await call(turn([b], live), { inputTokens: 10, outputTokens: 10 });
+    // The live process writes its call's spend a moment later: wait for it, so it is in `before`.
+    await expect.poll(async () => (await periodOf(b)).spent, { timeout: 10_000 }).toBeCloseTo(costOfCall(10, 10), 9);
     const before = await periodOf(b);
     const heldByDying = Number(
       (
