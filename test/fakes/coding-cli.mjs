@@ -22,6 +22,7 @@
 //   --started=PATH      appends the task's line to PATH as it starts: proof that it ran
 // A task "hang" hangs as --mode=hang does, whatever the mode.
 //   --sleep-ms=N        (stream-json) waits N ms before its result, so runs overlap
+//   --max-budget-usd=N  (stream-json) the result's text names the spend cap it was given
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, writeFileSync } from 'node:fs';
 
@@ -116,7 +117,8 @@ async function streamJson(task) {
   });
   line({ type: 'stream_event', event: { type: 'message_stop' } });
   if (option('sleep-ms')) await sleep(Number(option('sleep-ms')));
-  line({ type: 'result', subtype: 'success', is_error: false, result: `Wrote ${file} as asked.`, ...spend() });
+  const cap = option('max-budget-usd') === undefined ? '' : ` (spend cap $${option('max-budget-usd')})`;
+  line({ type: 'result', subtype: 'success', is_error: false, result: `Wrote ${file} as asked${cap}.`, ...spend() });
 }
 
 function plain(task, source) {

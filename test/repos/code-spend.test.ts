@@ -35,6 +35,10 @@ rules: []
 
 let h: Harness;
 let started: string;
+let clone: string;
+
+/** Git as the tests run it: no system or global configuration. */
+const GIT_ENV = { PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
 
 /** A throw-away clone on `main`, one commit. */
 function makeRepo(dir: string): string {
@@ -43,7 +47,7 @@ function makeRepo(dir: string): string {
   const git = (...args: string[]) =>
     execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@localhost', ...args], {
       cwd: clone,
-      env: { PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+      env: GIT_ENV,
     });
   git('init', '-q', '-b', 'main');
   writeFileSync(path.join(clone, 'README.md'), '# demo\n');
@@ -56,11 +60,12 @@ beforeAll(async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'cs-code-spend-'));
   writeFileSync(path.join(dir, 'policy.yaml'), POLICY);
   started = path.join(dir, 'started.log');
+  clone = makeRepo(dir);
   const cli = path.resolve(import.meta.dirname, '../fakes/coding-cli.mjs');
   h = await startHarness({
     env: {
       POLICY_FILE: path.join(dir, 'policy.yaml'),
-      REPOS: `demo=${makeRepo(dir)}`,
+      REPOS: `demo=${clone}`,
       WORKTREES_DIR: path.join(dir, 'worktrees'),
       BACKGROUND_CONCURRENCY: '5',
       CODING_AGENT_RESERVE_USD: String(HOLD_USD),
@@ -73,6 +78,7 @@ beforeAll(async () => {
         `--cost=${REPORTED_USD}`,
         '--usage=100/50/1000/10',
         '--sleep-ms=200',
+        '--max-budget-usd={budget_usd}',
         '{task}',
       ]),
     },
@@ -115,6 +121,16 @@ describe('an external coding CLI under budgets', () => {
     const settled = await h.settled(item.id, 60_000);
     expect(settled.status).toBe('awaiting_approval');
     expect(startedTasks()).toContain('write settle.txt: counted');
+    // "{budget_usd}" in the command became the hold, the CLI's own cap: its answer (the change's
+    // commit subject) names the cap it was given.
+    const { rows } = await h.app.pool.query<{ calls: string }>(
+      `SELECT calls FROM countersign.approval_envelopes WHERE work_item_id = $1`,
+      [item.id],
+    );
+    const [call] = JSON.parse(rows[0]!.calls) as Array<{ args: { sha: string } }>;
+    expect(
+      execFileSync('git', ['log', '-1', '--format=%s', call!.args.sha], { cwd: clone, env: GIT_ENV, encoding: 'utf8' }),
+    ).toBe(`Wrote settle.txt as asked (spend cap $${HOLD_USD}).\n`);
     expect(await spent('team-usd')).toEqual({ spent: REPORTED_USD, reserved: 0 });
     expect(await spent('team-tokens')).toEqual({ spent: REPORTED_TOKENS, reserved: 0 });
   });
