@@ -164,6 +164,17 @@ export const ConfigSchema = z
     REPO_WORKTREES_MAX: int(1, 1000).default(20),
     /** An external coding CLI that does `/code` work instead of the built-in loop (argv, JSON or words). */
     CODING_AGENT_COMMAND: optionalString,
+    /**
+     * What one run of it is held at under a budget in dollars before it starts (docs/budgets.md), and
+     * what "{budget_usd}" in the command becomes, for a CLI's own spend cap.
+     */
+    CODING_AGENT_RESERVE_USD: z.coerce
+      .number({ error: 'expected an amount of US dollars such as 5 or 2.50' })
+      .positive('expected an amount of US dollars above 0, such as 5 or 2.50')
+      .max(100_000, 'expected at most 100000 dollars')
+      .default(5),
+    /** The same under a budget in tokens (input, output, cache reads and writes). */
+    CODING_AGENT_RESERVE_TOKENS: int(1, 1_000_000_000).default(2_000_000),
 
     /** Where this bot's HTTP server is reachable from people's browsers (the OAuth callback: docs/connections.md). */
     PUBLIC_URL: url.optional(),

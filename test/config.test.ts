@@ -206,6 +206,21 @@ describe('configuration', () => {
     );
   });
 
+  it("reads what a coding CLI's run is held at under budgets, refusing amounts that are not one", () => {
+    expect(loadConfig({})).toMatchObject({ CODING_AGENT_RESERVE_USD: 5, CODING_AGENT_RESERVE_TOKENS: 2_000_000 });
+    expect(loadConfig({ CODING_AGENT_RESERVE_USD: '2.50' }).CODING_AGENT_RESERVE_USD).toBe(2.5);
+    let error: unknown;
+    try {
+      loadConfig({ CODING_AGENT_RESERVE_USD: '0', CODING_AGENT_RESERVE_TOKENS: '1.5' });
+    } catch (e) {
+      error = e;
+    }
+    expect((error as ConfigError).problems).toEqual([
+      expect.stringMatching(/^CODING_AGENT_RESERVE_USD: expected an amount of US dollars above 0/),
+      expect.stringMatching(/^CODING_AGENT_RESERVE_TOKENS: expected a whole number between 1 and 1000000000/),
+    ]);
+  });
+
   it('defaults the OpenRouter model to an alias that does not retire', () => {
     expect(loadConfig({}).OPENROUTER_MODEL).toBe('~anthropic/claude-sonnet-latest');
   });

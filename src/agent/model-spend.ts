@@ -8,7 +8,33 @@ import type { ModelProvider, ModelRequest, ModelRound, RoundCallbacks, TokenUsag
 export interface ModelSpend {
   /** `models`: every model that may answer the call (a fallback chain's), each at its own price. */
   reserve(request: ModelRequest, models: readonly string[]): Promise<SpendReservation>;
+  /**
+   * An external coding CLI's run (CODING_AGENT_COMMAND) against the same budgets: held at a
+   * configured worst case before it starts, settled to what it reported after. Absent: this spend
+   * cannot count a run, and a run under it is refused (spend that cannot be counted is not allowed).
+   */
+  reserveRun?(worst: RunWorstCase): Promise<RunReservation>;
 }
+
+/** What an external run is held at before it starts, in each budget unit, and for how long at most. */
+export interface RunWorstCase {
+  usd: number;
+  tokens: number;
+  /** Longer than the run may last: past it, housekeeping gives the hold back (its worker died). */
+  leaseSeconds: number;
+}
+
+/** What an external run reported it spent; a unit absent: not reported, and the hold is spent whole. */
+export interface RunBill {
+  usd?: number;
+  tokens?: number;
+}
+
+export type RunReservation =
+  /** The run may start; `settle` replaces the hold by its bill, and never throws. */
+  | { ok: true; settle(bill: RunBill): Promise<void> }
+  /** A budget has no room for the run's worst case: it never starts, and the turn ends with `message`. */
+  | { ok: false; message: string };
 
 /** What one attempt was billed: the usage the API reported, at the model that billed it. */
 interface Billed {

@@ -5,8 +5,8 @@ import type { WorkItem } from '../core/work-item.ts';
 import type { ReplyButton } from '../core/reply-target.ts';
 import type { PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
+import { TurnSpendWithRuns } from './external-spend.ts';
 import type { BudgetLeases } from './leases.ts';
-import { TurnSpend } from './spend.ts';
 
 /** What the spend limits of a process work with. */
 export interface SpendLimitsOptions {
@@ -31,7 +31,10 @@ export class SpendLimits {
     this.#options = options;
   }
 
-  /** The turn's `ModelSpend`, or undefined when no budget applies (its calls cost nothing extra). */
+  /**
+   * The turn's `ModelSpend` (its model calls and its coding CLI's runs), or undefined when no budget
+   * applies (its calls cost nothing extra).
+   */
   forTurn(
     item: WorkItem,
     log: Logger,
@@ -41,7 +44,7 @@ export class SpendLimits {
     if (budgets.length === 0) return undefined;
     const { pool, prices, leases } = this.#options;
     const { id: workItemId, requester, reply } = item;
-    return new TurnSpend({
+    return new TurnSpendWithRuns({
       pool,
       prices,
       budgets,

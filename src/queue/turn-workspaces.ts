@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ToolCall } from '../agent/messages.ts';
+import type { ModelSpend } from '../agent/model-spend.ts';
 import type { AnyTool } from '../agent/tools/tool.ts';
 import type { WorkItem } from '../core/work-item.ts';
 
@@ -40,8 +41,13 @@ export type PreparedWorkspace =
       external?: ExternalRun;
     };
 
-/** An external coding agent's run in the worktree: progress as it comes, the summary at the end. */
+/**
+ * An external coding agent's run in the worktree: progress as it comes, the summary at the end.
+ * `spend`: the turn's spend limits, when budgets apply; the run is held against them before it
+ * starts, and `refused` (the budget's message) when one has no room: the agent never started.
+ */
 export type ExternalRun = (
   onProgress: (markdown: string) => void,
   signal: AbortSignal,
-) => Promise<{ text: string; failed: boolean }>;
+  spend: ModelSpend | undefined,
+) => Promise<{ text: string; failed: boolean } | { refused: string }>;

@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ToolCall } from '../agent/messages.ts';
+import type { ModelSpend, RunBill, RunReservation, RunWorstCase } from '../agent/model-spend.ts';
 import type { AnyTool } from '../agent/tools/tool.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { PreparedWorkspace, TurnWorkspaces } from '../queue/turn-workspaces.ts';
 import { changeDiff, branchTip, commitWorktree } from './changes.ts';
 import type { CodeBinding, CodeWorkspaces } from './code-workspaces.ts';
-import { runCodingAgent } from './coding-agent.ts';
+import { CODING_AGENT_TIMEOUT_MS, runCodingAgent } from './coding-agent.ts';
 import { git } from './git.ts';
 import type { RepoConfig } from './repos-config.ts';
 import { MERGE_CHANGE, USE_REPOSITORY, type RecordCodeEvent } from './tools.ts';
@@ -22,6 +23,20 @@ const CodePayload = z.object({
 /** Characters of a branch's diff a review's system prompt holds; the model reads files for more. */
 const REVIEW_DIFF_CHARS = 60_000;
 
+/**
+ * How long past the CLI's own time limit a run's budget hold lasts: it is stopped (and settled) at
+ * that limit, so only a worker that died mid-run leaves its hold to run out.
+ */
+const RUN_LEASE_MARGIN_SECONDS = 5 * 60;
+
+/** The external coding CLI: its argv, the secrets it never gets, and what a run is held at under budgets. */
+export interface CodingAgentSetup {
+  argv: string[];
+  withheld: ReadonlySet<string>;
+  /** CODING_AGENT_RESERVE_USD and CODING_AGENT_RESERVE_TOKENS: a run's worst case, held before it starts. */
+  reserve: { usd: number; tokens: number };
+}
+
 /** Subject and body lengths of the commit message made from the model's answer. */
 const SUBJECT_CHARS = 72;
 const BODY_CHARS = 4000;
@@ -33,13 +48,9 @@ const BODY_CHARS = 4000;
 export class CodeTurns implements TurnWorkspaces {
   readonly #workspaces: CodeWorkspaces;
   readonly #record: RecordCodeEvent;
-  readonly #codingAgent: { argv: string[]; withheld: ReadonlySet<string> } | undefined;
+  readonly #codingAgent: CodingAgentSetup | undefined;
 
-  constructor(
-    workspaces: CodeWorkspaces,
-    record: RecordCodeEvent,
-    codingAgent?: { argv: string[]; withheld: ReadonlySet<string> },
-  ) {
+  constructor(workspaces: CodeWorkspaces, record: RecordCodeEvent, codingAgent?: CodingAgentSetup) {
     this.#workspaces = workspaces;
     this.#record = record;
     this.#codingAgent = codingAgent;
@@ -109,13 +120,32 @@ export class CodeTurns implements TurnWorkspaces {
     task: string,
     log: Logger,
   ): NonNullable<Extract<PreparedWorkspace, { kind: 'repository' }>['external']> {
-    const { argv, withheld } = this.#codingAgent ?? { argv: [], withheld: new Set<string>() };
-    return async (onProgress, signal) => {
+    const { argv, withheld, reserve } = this.#codingAgent ?? {
+      argv: [],
+      withheld: new Set<string>(),
+      reserve: { usd: 0, tokens: 0 },
+    };
+    return async (onProgress, signal, spend) => {
       // The CLI runs as the bot, unsandboxed, with the clone's refs in reach: a base it moved itself
       // (a prompt-injected `git push` or `update-ref`) is reported loudly, never passed off as done.
       const base = await this.#workspaces.worktrees.base(repo);
       const before = await branchTip(repo.path, base);
-      const result = await runCodingAgent({ argv, withheld, cwd: worktree.path, task, signal, onProgress });
+      const worst: RunWorstCase = {
+        ...reserve,
+        leaseSeconds: Math.ceil(CODING_AGENT_TIMEOUT_MS / 1000) + RUN_LEASE_MARGIN_SECONDS,
+      };
+      const held = await holdRun(spend, worst);
+      if (!held.ok) return { refused: held.message };
+      let spent: RunBill = {};
+      let result;
+      try {
+        const budgetUsd = reserve.usd;
+        result = await runCodingAgent({ argv, withheld, budgetUsd, cwd: worktree.path, task, signal, onProgress });
+        spent = result.spent;
+      } finally {
+        await held.settle(spent);
+      }
+      log.info({ spent, held: reserve }, 'the coding agent ran');
       const after = await branchTip(repo.path, base);
       if (before !== after) {
         log.error({ repo: repo.name, base, before, after }, 'the coding agent moved the base branch itself');
@@ -172,6 +202,20 @@ export class CodeTurns implements TurnWorkspaces {
       },
     };
   }
+}
+
+/**
+ * Holds a run's worst case against the turn's budgets, when any apply. A spend that cannot count a
+ * run refuses it: spend that cannot be counted is not allowed (docs/budgets.md).
+ */
+async function holdRun(spend: ModelSpend | undefined, worst: RunWorstCase): Promise<RunReservation> {
+  if (!spend) return { ok: true, settle: async () => undefined };
+  if (!spend.reserveRun)
+    return {
+      ok: false,
+      message: 'I did not start the coding agent: budgets apply here, and its spend cannot be counted.',
+    };
+  return spend.reserveRun(worst);
 }
 
 /** The accounts named by the Requested-by trailers of `from..tip`: every person whose turn committed. */

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
+import type { RunBill } from '../agent/model-spend.ts';
 import { safeGitEnvironment } from './git.ts';
 
 /**
@@ -12,8 +13,11 @@ import { safeGitEnvironment } from './git.ts';
  * change card, like any other code turn.
  */
 
+/** How long a run may take before it is stopped, unless its caller says otherwise. */
+export const CODING_AGENT_TIMEOUT_MS = 30 * 60 * 1000;
+
 const LIMITS = {
-  defaultTimeoutMs: 30 * 60 * 1000,
+  defaultTimeoutMs: CODING_AGENT_TIMEOUT_MS,
   /** After SIGTERM, how long the process group has before SIGKILL. */
   killGraceMs: 2_000,
   /** After the agent exits, how long to wait for pipes a grandchild that left the group may hold. */
@@ -36,6 +40,8 @@ const LIMITS = {
 export interface CodingAgentOptions {
   /** CODING_AGENT_COMMAND, parsed. An element containing "{task}" gets the task; if none does, the task goes to stdin. */
   argv: string[];
+  /** What "{budget_usd}" in `argv` becomes: the dollars the run is held at, for a CLI's own spend cap. */
+  budgetUsd?: number;
   /** The worktree. */
   cwd: string;
   task: string;
@@ -53,6 +59,8 @@ export interface CodingAgentOptions {
 
 export interface CodingAgentResult {
   summary: string;
+  /** What the run reported it spent (stream-json `result`); empty when it reported nothing. */
+  spent: RunBill;
   exitCode: number | null;
   stopped: boolean;
   timedOut: boolean;
@@ -94,12 +102,17 @@ export function parseCodingAgentCommand(value: string): string[] {
   return checked.data;
 }
 
-/** The argv with the task in place of "{task}", and the task for stdin when no element asks for it. */
-function withTask(argv: readonly string[], task: string): { argv: string[]; stdin: string } {
-  const placed = argv.some((arg) => arg.includes('{task}'));
+/**
+ * The argv with the task in place of "{task}" (and the run's dollars in place of "{budget_usd}"),
+ * and the task for stdin when no element asks for it.
+ */
+function withTask(argv: readonly string[], task: string, budgetUsd?: number): { argv: string[]; stdin: string } {
+  const budgeted =
+    budgetUsd === undefined ? [...argv] : argv.map((arg) => arg.replaceAll('{budget_usd}', String(budgetUsd)));
+  const placed = budgeted.some((arg) => arg.includes('{task}'));
   return placed
-    ? { argv: argv.map((arg) => arg.replaceAll('{task}', () => task)), stdin: '' }
-    : { argv: [...argv], stdin: task };
+    ? { argv: budgeted.map((arg) => arg.replaceAll('{task}', () => task)), stdin: '' }
+    : { argv: budgeted, stdin: task };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -150,8 +163,65 @@ function toolLine(name: unknown, input: unknown): string {
 
 interface StreamEvent {
   progress?: string;
-  /** A `result` event: what the agent says it did. */
-  result?: { text: string; isError: boolean };
+  /** A `result` event: what the agent says it did, and what it reported it spent. */
+  result?: { text: string; isError: boolean; spent: RunBill };
+}
+
+// What a Claude Code `result` event reports it spent (code.claude.com/docs/en/agent-sdk/cost-tracking):
+// `total_cost_usd`, the run's cumulative `usage`, and `modelUsage` per model, which also counts the
+// subagents' requests that `usage` leaves out. A field that is not as documented counts as not reported.
+const Count = z.number().nonnegative().nullish();
+const Tokens = z.object({
+  input_tokens: Count,
+  output_tokens: Count,
+  cache_read_input_tokens: Count,
+  cache_creation_input_tokens: Count,
+});
+const ModelTokens = z.object({
+  inputTokens: Count,
+  outputTokens: Count,
+  cacheReadInputTokens: Count,
+  cacheCreationInputTokens: Count,
+});
+const ReportedSpend = z.object({
+  total_cost_usd: Count.catch(undefined),
+  usage: Tokens.optional().catch(undefined),
+  modelUsage: z.record(z.string(), ModelTokens).optional().catch(undefined),
+});
+
+const sum = (counts: Array<number | null | undefined>): number => counts.reduce<number>((a, n) => a + (n ?? 0), 0);
+
+/** The dollars and tokens (input, output, cache reads and writes) a `result` event reports. */
+function spentOf(event: Record<string, unknown>): RunBill {
+  const reported = ReportedSpend.safeParse(event);
+  if (!reported.success) return {};
+  const { total_cost_usd: usd, usage, modelUsage } = reported.data;
+  const totals = [
+    ...(usage
+      ? [
+          sum([
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_input_tokens,
+            usage.cache_creation_input_tokens,
+          ]),
+        ]
+      : []),
+    ...(modelUsage
+      ? [
+          sum(
+            Object.values(modelUsage).flatMap((m) => [
+              m.inputTokens,
+              m.outputTokens,
+              m.cacheReadInputTokens,
+              m.cacheCreationInputTokens,
+            ]),
+          ),
+        ]
+      : []),
+  ];
+  // The larger count: never fewer tokens than either report shows.
+  return { ...(typeof usd === 'number' ? { usd } : {}), ...(totals.length ? { tokens: Math.max(...totals) } : {}) };
 }
 
 function assistantProgress(message: unknown): string | undefined {
@@ -174,7 +244,13 @@ function streamEvent(event: Record<string, unknown>): StreamEvent {
     const isError = event.is_error === true;
     const text = typeof event.result === 'string' ? event.result.trim() : '';
     const subtype = typeof event.subtype === 'string' ? event.subtype : 'error';
-    return { result: { text: text || (isError ? `The coding agent reported an error (${subtype}).` : ''), isError } };
+    return {
+      result: {
+        text: text || (isError ? `The coding agent reported an error (${subtype}).` : ''),
+        isError,
+        spent: spentOf(event),
+      },
+    };
   }
   return {};
 }
@@ -284,7 +360,7 @@ class TailLines {
 class AgentOutput {
   readonly progress = new TailLines();
   readonly stderr = new TailLines();
-  result: { text: string; isError: boolean } | undefined;
+  result: { text: string; isError: boolean; spent: RunBill } | undefined;
   readonly #onProgress: (markdown: string) => void;
 
   constructor(onProgress: (markdown: string) => void) {
@@ -451,6 +527,8 @@ export async function runCodingAgent(options: CodingAgentOptions): Promise<Codin
   if (options.signal.aborted) {
     return {
       summary: 'The coding agent was stopped before it started.',
+      // Nothing ran: nothing was spent.
+      spent: { usd: 0, tokens: 0 },
       exitCode: null,
       stopped: true,
       timedOut: false,
@@ -459,7 +537,7 @@ export async function runCodingAgent(options: CodingAgentOptions): Promise<Codin
   const timeoutMs = options.timeoutMs ?? LIMITS.defaultTimeoutMs;
   const output = new AgentOutput(options.onProgress);
   const ending = await runProcess({
-    ...withTask(options.argv, options.task),
+    ...withTask(options.argv, options.task, options.budgetUsd),
     cwd: options.cwd,
     // Any git the agent runs in the worktree runs none of the repository's programs either.
     env: {
@@ -472,6 +550,8 @@ export async function runCodingAgent(options: CodingAgentOptions): Promise<Codin
   });
   return {
     summary: summarise(ending, output, timeoutMs),
+    // A program that could not be started spent nothing; one that reported nothing, an unknown amount.
+    spent: ending.startError ? { usd: 0, tokens: 0 } : (output.result?.spent ?? {}),
     exitCode: ending.exitCode,
     stopped: ending.ended === 'stopped',
     timedOut: ending.ended === 'timedOut',

@@ -72,7 +72,13 @@ export async function openCodeWork(
     turns: new CodeTurns(
       workspaces,
       record,
-      codingAgent ? { argv: codingAgent, withheld: CODING_AGENT_WITHHELD } : undefined,
+      codingAgent
+        ? {
+            argv: codingAgent,
+            withheld: CODING_AGENT_WITHHELD,
+            reserve: { usd: config.CODING_AGENT_RESERVE_USD, tokens: config.CODING_AGENT_RESERVE_TOKENS },
+          }
+        : undefined,
     ),
     changeDiff: (args, conversationId) => diffFile(workspaces, args, conversationId),
     sweep: () => workspaces.sweep(repos, (id) => conversationExists(pool, id)),

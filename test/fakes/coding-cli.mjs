@@ -16,8 +16,15 @@
 //   --ignore-term       (hang) it and its grandchild ignore SIGTERM: only SIGKILL ends them
 //   --git-commit        after the task, commits everything with the `git` on PATH, as a coding CLI
 //                       does (the repository's hooks and fsmonitor must not run)
+//   --cost=USD          (stream-json) the result reports `total_cost_usd` USD, as Claude Code does
+//   --usage=I/O/R/W     (stream-json) the result's `usage`: input, output, cache read and cache
+//                       creation tokens; --model-usage=I/O/R/W the same as one model's `modelUsage`
+//   --started=PATH      appends the task's line to PATH as it starts: proof that it ran
+// A task "hang" hangs as --mode=hang does, whatever the mode.
+//   --sleep-ms=N        (stream-json) waits N ms before its result, so runs overlap
+//   --max-budget-usd=N  (stream-json) the result's text names the spend cap it was given
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 
 const ENV_NAMES = [
   'SLACK_BOT_TOKEN',
@@ -53,6 +60,38 @@ function doTask(task) {
   return match[1];
 }
 
+/** The result's reported spend, from --cost, --usage and --model-usage. */
+function spend() {
+  const tokens = (value) => {
+    const [input, output, read, write] = value.split('/').map(Number);
+    return { input, output, read, write };
+  };
+  const reported = {};
+  if (option('cost') !== undefined) reported.total_cost_usd = Number(option('cost'));
+  if (option('usage') !== undefined) {
+    const t = tokens(option('usage'));
+    reported.usage = {
+      input_tokens: t.input,
+      output_tokens: t.output,
+      cache_read_input_tokens: t.read,
+      cache_creation_input_tokens: t.write,
+    };
+  }
+  if (option('model-usage') !== undefined) {
+    const t = tokens(option('model-usage'));
+    reported.modelUsage = {
+      'claude-fake': {
+        inputTokens: t.input,
+        outputTokens: t.output,
+        cacheReadInputTokens: t.read,
+        cacheCreationInputTokens: t.write,
+        costUSD: reported.total_cost_usd ?? 0,
+      },
+    };
+  }
+  return reported;
+}
+
 async function streamJson(task) {
   line({ type: 'system', subtype: 'init', cwd: process.cwd(), tools: ['Read', 'Write', 'Bash'] });
   line({ type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: 'Reading the task.' }] } });
@@ -77,7 +116,9 @@ async function streamJson(task) {
     message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'ok' }] },
   });
   line({ type: 'stream_event', event: { type: 'message_stop' } });
-  line({ type: 'result', subtype: 'success', is_error: false, result: `Wrote ${file} as asked.` });
+  if (option('sleep-ms')) await sleep(Number(option('sleep-ms')));
+  const cap = option('max-budget-usd') === undefined ? '' : ` (spend cap $${option('max-budget-usd')})`;
+  line({ type: 'result', subtype: 'success', is_error: false, result: `Wrote ${file} as asked${cap}.`, ...spend() });
 }
 
 function plain(task, source) {
@@ -127,9 +168,10 @@ function gitCommit() {
 }
 
 const { task, source } = await readTask();
-if (mode === 'stream-json') await streamJson(task);
+if (option('started')) appendFileSync(option('started'), `${task.trim()}\n`);
+if (mode === 'hang' || task.trim() === 'hang') await hang();
+else if (mode === 'stream-json') await streamJson(task);
 else if (mode === 'plain') plain(task, source);
-else if (mode === 'hang') await hang();
 else if (mode === 'fail') fail();
 else if (mode === 'env') env();
 else {

@@ -85,7 +85,13 @@ describe('runCodingAgent', () => {
   it('runs a stream-json CLI in the worktree: markdown progress, never JSON, and its result as the summary', async () => {
     const { result, progress, cwd } = await runFake(['--mode=stream-json', '{task}']);
     expect(readFileSync(path.join(cwd, 'notes.txt'), 'utf8')).toBe('hello\n');
-    expect(result).toEqual({ summary: 'Wrote notes.txt as asked.', exitCode: 0, stopped: false, timedOut: false });
+    expect(result).toEqual({
+      summary: 'Wrote notes.txt as asked.',
+      spent: {},
+      exitCode: 0,
+      stopped: false,
+      timedOut: false,
+    });
     expect(progress).toEqual(['Reading the task.', 'Writing the file.\n• Write `notes.txt`\n• Bash `echo ˋdateˋ`']);
     for (const markdown of progress) expect(markdown).not.toMatch(/^\s*[{[]|"type"/m);
   });
@@ -108,12 +114,35 @@ describe('runCodingAgent', () => {
     expect(readFileSync(path.join(direct.cwd, 'a.txt'), 'utf8')).toBe('$& and $1 stay\n');
   });
 
+  it('reads what a stream-json run reported it spent: total_cost_usd, and every kind of token', async () => {
+    const { result } = await runFake(['--mode=stream-json', '--cost=0.4213', '--usage=100/50/1000/10', '{task}']);
+    expect(result.spent).toEqual({ usd: 0.4213, tokens: 1160 });
+    // modelUsage also counts subagents' requests: the larger count is taken.
+    const more = await runFake(['--usage=100/50/1000/10', '--model-usage=200/80/3000/20', '{task}']);
+    expect(more.result.spent).toEqual({ tokens: 3300 });
+    const fewer = await runFake(['--usage=100/50/1000/10', '--model-usage=1/1/1/1', '{task}']);
+    expect(fewer.result.spent).toEqual({ tokens: 1160 });
+  });
+
+  it('counts a reported cost that is not a number as not reported', async () => {
+    const { result } = await runFake(['--mode=stream-json', '--cost=abc', '{task}']);
+    // JSON.stringify(NaN) is null: a result with "total_cost_usd": null.
+    expect(result.spent).toEqual({});
+  });
+
+  it('puts the dollars the run is held at in every argument that contains {budget_usd}', async () => {
+    const { progress } = await runFake(['--mode=plain', 'cap {budget_usd} for {task}'], { budgetUsd: 2.5 });
+    expect(progress[0]).toBe('task from argv: cap 2.5 for write notes.txt: hello');
+  });
+
   it('on stop kills the whole process group, grandchildren too', async () => {
     const stop = new AbortController();
     const { running, grandchild } = await hangingRun([], { signal: stop.signal });
     stop.abort();
     const { result, progress } = await running;
     expect(result).toMatchObject({ exitCode: null, stopped: true, timedOut: false });
+    // It reported nothing: what it spent is not known (its budget hold is spent whole).
+    expect(result.spent).toEqual({});
     expect(result.summary).toMatch(/^The coding agent was stopped\./);
     expect(progress).toEqual(['working on it']);
     expect(await waitFor(() => !alive(grandchild))).toBe(true);
@@ -157,6 +186,8 @@ describe('runCodingAgent', () => {
     });
     expect(result.summary).toMatch(/could not be started \(\/nonexistent\/coding-cli: no such program\)/);
     expect(result.exitCode).toBeNull();
+    // Nothing ran, so nothing was spent.
+    expect(result.spent).toEqual({ usd: 0, tokens: 0 });
   });
 
   it('starts nothing when already stopped', async () => {

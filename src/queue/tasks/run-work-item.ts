@@ -228,7 +228,7 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
       const context = turnContext(services, item, history, notes.filter(Boolean).join('\n\n'));
       const external = workspace.kind === 'repository' && state.round === 0 ? workspace.external : undefined;
       const outcome = external
-        ? await runExternally(external, state, sink, signal)
+        ? await runExternally(external, state, sink, signal, spendOf(services, item, log).spend)
         : await runTurn(context, state, deps);
       ending = endingOfOutcome(await withChangeCard(services, item, outcome, log));
     }
@@ -355,18 +355,23 @@ function turnContext(services: WorkerServices, item: WorkItem, history: Message[
 
 /**
  * An external coding CLI's run as a turn's outcome: its progress shown as the status line, its
- * summary the answer. Not checkpointed: a retried job runs it again in the same worktree.
+ * summary the answer (or a budget's refusal, when the run did not fit: it never started). Not
+ * checkpointed: a retried job runs it again in the same worktree.
  */
 async function runExternally(
   run: ExternalRun,
   state: TurnState,
   sink: ReplyStream,
   signal: AbortSignal,
+  spend: ModelSpend | undefined,
 ): Promise<TurnOutcome> {
-  const result = await run((markdown) => sink.setStatus(markdown.split('\n')[0]?.slice(0, 200)), signal);
+  const result = await run((markdown) => sink.setStatus(markdown.split('\n')[0]?.slice(0, 200)), signal, spend);
   sink.setStatus(undefined);
   signal.throwIfAborted();
-  const text = result.text.trim() || (result.failed ? 'The coding agent failed without output.' : 'Done.');
+  const text =
+    'refused' in result
+      ? result.refused
+      : result.text.trim() || (result.failed ? 'The coding agent failed without output.' : 'Done.');
   return {
     kind: 'final',
     text,

@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import type { ModelRequest } from '../agent/model.ts';
+import type { ModelSpend, RunBill, RunReservation, RunWorstCase, SpendReservation } from '../agent/model-spend.ts';
+import { audit } from '../approval/store.ts';
+import { metrics } from '../metrics.ts';
+import type { Budget } from '../policy/index.ts';
+import { offerAllowance } from './allowances.ts';
+import { keyOf, TurnSpend, type SpendingTurn } from './spend.ts';
+import {
+  openPeriods,
+  readPeriods,
+  releaseReservationsOf,
+  reserveCall,
+  settleReservation,
+  type PeriodRow,
+  type ReservationLine,
+} from './store.ts';
+import { amountOf, coveredBy, resetTime, warningText } from './texts.ts';
+
+/**
+ * An external coding CLI's run under the turn's budgets (docs/budgets.md, "External coding agents"):
+ * the same budgets, requester and place as the turn's model calls, the same two statements. A run
+ * cannot be fitted to the room left as a model call's output can, so it is held whole or not at all.
+ */
+
+/** Tries of a run's reservation: once more after creating a new period's rows, once after a replay's cleanup. */
+const RESERVE_ATTEMPTS = 3;
+
+const PERIOD = { day: 'daily', month: 'monthly' } as const;
+
+/** A run's hold in a budget's unit. */
+const amountFor = (budget: Budget, worst: RunWorstCase): number => (budget.unit === 'usd' ? worst.usd : worst.tokens);
+
+/** The turn's answer when a budget has less room than a run's worst case: the CLI was never started. */
+function runRefusalText(budget: Budget, period: PeriodRow | undefined, held: number): string {
+  const used = (period?.spent ?? 0) + (period?.reserved ?? 0);
+  const limit = budget.limit + (period?.allowance ?? 0);
+  const left = Math.max(0, limit - used);
+  const setting = budget.unit === 'usd' ? 'CODING_AGENT_RESERVE_USD' : 'CODING_AGENT_RESERVE_TOKENS';
+  return (
+    `I did not start the coding agent: the ${PERIOD[budget.per]} budget "${budget.name}" of ${coveredBy(budget)} ` +
+    `has ${amountOf(budget.unit, left)} left (${amountOf(budget.unit, used)} of ${amountOf(budget.unit, limit)} used, ` +
+    `calls in progress included), and a coding agent's run is held at ${amountOf(budget.unit, held)} before it starts (${setting}). ` +
+    `It resets at ${resetTime(period?.periodEnd ?? new Date(), budget.tz)}; an approver can allow more before then.`
+  );
+}
+
+/** A turn's spend: its model calls (`TurnSpend`) and its external coding CLI's runs, on the same budgets. */
+export class TurnSpendWithRuns implements ModelSpend {
+  readonly #turn: SpendingTurn;
+  readonly #calls: TurnSpend;
+  #replayChecked = false;
+
+  constructor(turn: SpendingTurn) {
+    this.#turn = turn;
+    this.#calls = new TurnSpend(turn);
+  }
+
+  reserve(request: ModelRequest, models: readonly string[]): Promise<SpendReservation> {
+    return this.#calls.reserve(request, models);
+  }
+
+  /**
+   * Holds `worst` against every budget in one statement (its unit's amount in each), or refuses the
+   * run naming the budget without room. The hold is settled once, to what the run reported.
+   */
+  async reserveRun(worst: RunWorstCase): Promise<RunReservation> {
+    const { pool, budgets, workItemId } = this.#turn;
+    const id = randomUUID();
+    const asks = budgets.map((b) => ({ ...keyOf(b), limit: b.limit, amount: amountFor(b, worst) }));
+    let periods: PeriodRow[] = [];
+    for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
+      const outcome = await reserveCall(pool, { id, workItemId, asks, leaseSeconds: worst.leaseSeconds });
+      periods = outcome.periods;
+      if (outcome.held) {
+        const lines: ReservationLine[] = asks.map((a) => ({
+          budget: a.budget,
+          unit: a.unit,
+          periodStart: periods.find((p) => p.budget === a.budget && p.unit === a.unit)!.periodStart,
+          amount: a.amount,
+        }));
+        return { ok: true, settle: (bill) => this.#settle(id, lines, bill) };
+      }
+      if (periods.length < budgets.length) await openPeriods(pool, budgets.map(keyOf));
+      else if (!this.#replayChecked) {
+        // A crashed attempt of this work item may still hold room (its run was cut off with its worker).
+        this.#replayChecked = true;
+        await releaseReservationsOf(pool, workItemId);
+      } else break;
+    }
+    return this.#refuse(worst, periods);
+  }
+
+  /** Refuses the run as a model call is refused: counted, audited, and an approver offered to allow more. */
+  async #refuse(worst: RunWorstCase, locked: PeriodRow[]): Promise<RunReservation> {
+    const turn = this.#turn;
+    const periodOf = (b: Budget) => locked.find((p) => p.budget === b.name && p.unit === b.unit);
+    const room = (b: Budget) => {
+      const p = periodOf(b);
+      return p ? b.limit + p.allowance - p.spent - p.reserved - amountFor(b, worst) : Number.NEGATIVE_INFINITY;
+    };
+    // The budget furthest from fitting the run, as the statement found them.
+    const budget = turn.budgets.reduce((a, b) => (room(b) < room(a) ? b : a));
+    const [period] = await readPeriods(turn.pool, [keyOf(budget)]);
+    metrics.budgetRefusals.inc({ budget: budget.name });
+    await audit(turn.pool, {
+      event: 'budget_refused',
+      actor: turn.requester,
+      reason: 'exhausted',
+      detail: {
+        budget: budget.name,
+        unit: budget.unit,
+        limit: budget.limit,
+        spent: period?.spent ?? 0,
+        reserved: period?.reserved ?? 0,
+        allowance: period?.allowance ?? 0,
+        workItemId: turn.workItemId,
+        run: 'coding agent',
+        held: amountFor(budget, worst),
+      },
+    }).catch((error: unknown) => turn.log.warn({ err: error }, 'could not audit a budget refusal'));
+    turn.log.info({ budget: budget.name }, 'a budget refused a coding agent run');
+    if (period) await this.#offerMore(budget, period.periodStart);
+    return { ok: false, message: runRefusalText(budget, period, amountFor(budget, worst)) };
+  }
+
+  async #offerMore(budget: Budget, periodStart: Date): Promise<void> {
+    const turn = this.#turn;
+    try {
+      const { workItemId, requester, reply } = turn;
+      const offer = await offerAllowance(turn.pool, { budget, periodStart, workItemId, requester, reply });
+      await turn.notify(offer.text, offer.buttons);
+    } catch (error) {
+      turn.log.warn({ err: error }, 'could not offer an allowance under a budget refusal');
+    }
+  }
+
+  /**
+   * Replaces the hold by what the run reported (a unit not reported: the hold, never zero). A report
+   * above the hold is counted as reported: it was spent. Never throws: a failed settle leaves the
+   * hold to its lease, which overcounts for a while but never lets a budget be overspent.
+   */
+  async #settle(id: string, lines: ReservationLine[], bill: RunBill): Promise<void> {
+    const turn = this.#turn;
+    try {
+      const levels = turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
+      const settled = await settleReservation(turn.pool, {
+        id,
+        workItemId: turn.workItemId,
+        lines,
+        usd: bill.usd ?? null,
+        tokens: bill.tokens ?? null,
+        levels,
+      });
+      for (const period of settled.filter((p) => p.warnedNow)) {
+        const budget = turn.budgets.find((b) => b.name === period.budget && b.unit === period.unit);
+        if (budget) await this.#warn(budget, period.spent, budget.limit + period.allowance, period.periodEnd);
+      }
+    } catch (error) {
+      turn.log.warn({ err: error }, 'could not settle a coding agent run against its budgets; its hold stays');
+    }
+  }
+
+  async #warn(budget: Budget, spent: number, limit: number, periodEnd: Date): Promise<void> {
+    const turn = this.#turn;
+    await audit(turn.pool, {
+      event: 'budget_warned',
+      actor: turn.requester,
+      detail: { budget: budget.name, unit: budget.unit, limit, spent, workItemId: turn.workItemId },
+    });
+    await turn
+      .notify(warningText(budget, spent, limit, periodEnd))
+      .catch((error: unknown) => turn.log.warn({ err: error }, 'could not post a budget warning'));
+  }
+}
