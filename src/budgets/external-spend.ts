@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { ModelRequest } from '../agent/model.ts';
 import type { ModelSpend, RunBill, RunReservation, RunWorstCase, SpendReservation } from '../agent/model-spend.ts';
-import { audit } from '../approval/store.ts';
-import { metrics } from '../metrics.ts';
 import type { Budget } from '../policy/index.ts';
-import { offerAllowance } from './allowances.ts';
-import { keyOf, TurnSpend, type SpendingTurn } from './spend.ts';
+import { keyOf, TurnSpend } from './spend.ts';
+import type { SpendingTurn } from './spending-turn.ts';
 import {
   openPeriods,
   readPeriods,
@@ -15,7 +13,8 @@ import {
   type PeriodRow,
   type ReservationLine,
 } from './store.ts';
-import { amountOf, coveredBy, resetTime, warningText } from './texts.ts';
+import { amountOf, coveredBy, resetTime } from './texts.ts';
+import { recordRefusal, warnIfCrossed } from './turn-notices.ts';
 
 /**
  * An external coding CLI's run under the turn's budgets (docs/budgets.md, "External coding agents"):
@@ -102,37 +101,12 @@ export class TurnSpendWithRuns implements ModelSpend {
     // The budget furthest from fitting the run, as the statement found them.
     const budget = turn.budgets.reduce((a, b) => (room(b) < room(a) ? b : a));
     const [period] = await readPeriods(turn.pool, [keyOf(budget)]);
-    metrics.budgetRefusals.inc({ budget: budget.name });
-    await audit(turn.pool, {
-      event: 'budget_refused',
-      actor: turn.requester,
-      reason: 'exhausted',
-      detail: {
-        budget: budget.name,
-        unit: budget.unit,
-        limit: budget.limit,
-        spent: period?.spent ?? 0,
-        reserved: period?.reserved ?? 0,
-        allowance: period?.allowance ?? 0,
-        workItemId: turn.workItemId,
-        run: 'coding agent',
-        held: amountFor(budget, worst),
-      },
-    }).catch((error: unknown) => turn.log.warn({ err: error }, 'could not audit a budget refusal'));
-    turn.log.info({ budget: budget.name }, 'a budget refused a coding agent run');
-    if (period) await this.#offerMore(budget, period.periodStart);
+    await recordRefusal(
+      turn,
+      { budget, period, why: 'exhausted' },
+      { run: 'coding agent', held: amountFor(budget, worst) },
+    );
     return { ok: false, message: runRefusalText(budget, period, amountFor(budget, worst)) };
-  }
-
-  async #offerMore(budget: Budget, periodStart: Date): Promise<void> {
-    const turn = this.#turn;
-    try {
-      const { workItemId, requester, reply } = turn;
-      const offer = await offerAllowance(turn.pool, { budget, periodStart, workItemId, requester, reply });
-      await turn.notify(offer.text, offer.buttons);
-    } catch (error) {
-      turn.log.warn({ err: error }, 'could not offer an allowance under a budget refusal');
-    }
   }
 
   /**
@@ -152,24 +126,9 @@ export class TurnSpendWithRuns implements ModelSpend {
         tokens: bill.tokens ?? null,
         levels,
       });
-      for (const period of settled.filter((p) => p.warnedNow)) {
-        const budget = turn.budgets.find((b) => b.name === period.budget && b.unit === period.unit);
-        if (budget) await this.#warn(budget, period.spent, budget.limit + period.allowance, period.periodEnd);
-      }
+      for (const period of settled) await warnIfCrossed(turn, period);
     } catch (error) {
       turn.log.warn({ err: error }, 'could not settle a coding agent run against its budgets; its hold stays');
     }
-  }
-
-  async #warn(budget: Budget, spent: number, limit: number, periodEnd: Date): Promise<void> {
-    const turn = this.#turn;
-    await audit(turn.pool, {
-      event: 'budget_warned',
-      actor: turn.requester,
-      detail: { budget: budget.name, unit: budget.unit, limit, spent, workItemId: turn.workItemId },
-    });
-    await turn
-      .notify(warningText(budget, spent, limit, periodEnd))
-      .catch((error: unknown) => turn.log.warn({ err: error }, 'could not post a budget warning'));
   }
 }

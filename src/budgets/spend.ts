@@ -1,14 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
-import type { Pool } from '../db/pool.ts';
 import type { ModelRequest } from '../agent/model.ts';
 import type { ModelSpend, SpendReservation, SpentOn } from '../agent/model-spend.ts';
-import { audit } from '../approval/store.ts';
-import type { Requester } from '../core/person.ts';
-import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
-import { offerAllowance } from './allowances.ts';
-import type { BudgetLeases } from './leases.ts';
-import { metrics } from '../metrics.ts';
 import { costOf, priceOf, type ModelPrice, type PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
 import {
@@ -28,9 +20,10 @@ import {
   settleReservation,
   type BudgetKey,
   type ReservationLine,
-  type SettledPeriod,
 } from './store.ts';
-import { refusalText, unpricedText, warningText } from './texts.ts';
+import type { SpendingTurn } from './spending-turn.ts';
+import { refusalText, unpricedText } from './texts.ts';
+import { recordRefusal, warnIfCrossed } from './turn-notices.ts';
 
 /**
  * How long a reservation holds when its call never settles (the worker died mid-call): longer
@@ -75,22 +68,6 @@ function dearest(prices: ModelPrice[]): ModelPrice {
     cacheRead: most((p) => p.cacheRead ?? p.input),
     cacheWrite: most((p) => p.cacheWrite ?? p.input),
   };
-}
-
-/** One turn's model calls under the budgets that apply to its requester and place. */
-export interface SpendingTurn {
-  pool: Pool;
-  prices: PriceTable;
-  budgets: Budget[];
-  workItemId: string;
-  requester: Requester;
-  log: Logger;
-  reply: ReplyTarget;
-  /** Posts a message in the turn's conversation (a warning, an allowance offer); failures are only logged. */
-  notify(text: string, buttons?: ReplyButton[]): Promise<void>;
-  leaseSeconds?: number;
-  /** This process's leases (leases.ts): where the budgets have plenty of room, a call is lent a share of one. */
-  leases?: BudgetLeases;
 }
 
 type Refusal = Extract<Fit, { ok: false }>;
@@ -146,7 +123,7 @@ export class TurnSpend implements ModelSpend {
         const { usd, tokens } = billOf(prices, spent);
         draw.settle(
           (unit) => (unit === 'usd' ? usd : tokens),
-          (period) => this.#afterSettle(period),
+          (period) => warnIfCrossed(this.#turn, period),
         );
       },
     };
@@ -208,42 +185,13 @@ export class TurnSpend implements ModelSpend {
 
   async #refuse(fit: Refusal, model: string): Promise<SpendReservation> {
     const { budget, period } = fit;
-    const turn = this.#turn;
-    metrics.budgetRefusals.inc({ budget: budget.name });
     const spent = (period?.spent ?? 0) + (period?.reserved ?? 0);
     const message =
       fit.why === 'unpriced'
         ? unpricedText(budget, model)
         : refusalText(budget, spent, period?.periodEnd ?? new Date());
-    await audit(turn.pool, {
-      event: 'budget_refused',
-      actor: turn.requester,
-      reason: fit.why,
-      detail: {
-        budget: budget.name,
-        unit: budget.unit,
-        limit: budget.limit,
-        spent: period?.spent ?? 0,
-        reserved: period?.reserved ?? 0,
-        allowance: period?.allowance ?? 0,
-        workItemId: turn.workItemId,
-      },
-    }).catch((error: unknown) => turn.log.warn({ err: error }, 'could not audit a budget refusal'));
-    turn.log.info({ budget: budget.name, why: fit.why }, 'a budget refused a model call');
-    if (fit.why === 'exhausted' && period) await this.#offerMore(budget, period.periodStart);
+    await recordRefusal(this.#turn, fit);
     return { ok: false, message };
-  }
-
-  /** Under the refusal, an approver's button to allow more for this period. */
-  async #offerMore(budget: Budget, periodStart: Date): Promise<void> {
-    const turn = this.#turn;
-    try {
-      const { workItemId, requester, reply } = turn;
-      const offer = await offerAllowance(turn.pool, { budget, periodStart, workItemId, requester, reply });
-      await turn.notify(offer.text, offer.buttons);
-    } catch (error) {
-      turn.log.warn({ err: error }, 'could not offer an allowance under a budget refusal');
-    }
   }
 
   /**
@@ -258,25 +206,9 @@ export class TurnSpend implements ModelSpend {
       const { workItemId } = turn;
       const levels = this.#levels();
       const settled = await settleReservation(turn.pool, { id, workItemId, lines, usd, tokens, levels });
-      for (const period of settled) await this.#afterSettle(period);
+      for (const period of settled) await warnIfCrossed(turn, period);
     } catch (error) {
       turn.log.warn({ err: error }, 'could not settle a model call against its budgets; its reservation stays');
     }
-  }
-
-  async #afterSettle(period: SettledPeriod): Promise<void> {
-    const turn = this.#turn;
-    const budget = turn.budgets.find((b) => b.name === period.budget && b.unit === period.unit);
-    if (!budget) return;
-    if (!period.warnedNow) return;
-    const limit = budget.limit + period.allowance;
-    await audit(turn.pool, {
-      event: 'budget_warned',
-      actor: turn.requester,
-      detail: { budget: budget.name, unit: budget.unit, limit, spent: period.spent, workItemId: turn.workItemId },
-    });
-    await turn.notify(warningText(budget, period.spent, limit, period.periodEnd)).catch((error: unknown) => {
-      turn.log.warn({ err: error }, 'could not post a budget warning');
-    });
   }
 }
