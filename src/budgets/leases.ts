@@ -74,6 +74,8 @@ class Lease {
   /** The warning of the last call settled: a crossing found by a flush is told in its conversation. */
   onWarned: ((period: SettledPeriod) => Promise<void>) | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** Ends the lease's lending at its lifetime, whether or not a call of its budgets comes again. */
+  #endOfLife: NodeJS.Timeout | undefined;
   #writing: Promise<void> | undefined;
 
   readonly id: string;
@@ -124,6 +126,17 @@ class Lease {
     this.schedule();
   }
 
+  /**
+   * Retires the lease `lifetimeMs` after it opened: a lease is otherwise retired only when a call of
+   * the same budgets finds it too old, and one whose budgets are not called again (a person who went
+   * home, a period that ended) would keep its room from every other process until this one stops.
+   */
+  retireAfter(lifetimeMs: number): void {
+    this.#endOfLife = setTimeout(() => this.retire(), Math.max(0, this.openedAt + lifetimeMs - Date.now()));
+    // The process's stop writes what is left (`BudgetLeases.close`): this timer alone keeps nothing alive.
+    this.#endOfLife.unref();
+  }
+
   /** Writes soon (once per `flushDelayMs`, whatever settles meanwhile). */
   schedule(): void {
     if (this.#timer || this.closed || this.owner.stopped) return;
@@ -146,6 +159,7 @@ class Lease {
   cancel(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    clearTimeout(this.#endOfLife);
   }
 
   async #write(): Promise<void> {
@@ -186,6 +200,7 @@ class Lease {
 
   #closed(): void {
     this.closed = true;
+    clearTimeout(this.#endOfLife);
     this.owner.forget(this);
   }
 
@@ -278,6 +293,7 @@ export class BudgetLeases {
           return { budget: a.budget, unit: a.unit, periodStart, periodEnd, held: a.amount, lent: 0, unwritten: 0 };
         });
         const lease = new Lease(id, lines, levels, this);
+        lease.retireAfter(this.#lifetimeMs);
         this.#open.set(key, lease);
         this.#all.add(lease);
         return lease;

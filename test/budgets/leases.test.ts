@@ -162,6 +162,19 @@ describe('a lease on a roomy budget', () => {
     expect((await periodOf(b)).reserved).toBe(0);
   });
 
+  it('gives back its room once its lifetime is over, though no call of its budgets comes again', async () => {
+    await liveProcess('p-idle');
+    const b = budget({ name: 'idle' });
+    const leases = leasesOf('p-idle', { lifetimeMs: 100 });
+    await call(turn([b], leases), { inputTokens: 10, outputTokens: 10 });
+    // Nobody calls against this budget again (the person went home): the lease must still end.
+    await expect.poll(async () => reservationRows(`process_id = 'p-idle'`), { timeout: 10_000 }).toBe(0);
+    const period = await periodOf(b);
+    expect(period.reserved).toBe(0);
+    expect(period.spent).toBeCloseTo(costOfCall(10, 10), 9);
+    await leases.close();
+  });
+
   it('is not taken where it alone would be more than a twentieth of what is left: each call reserves on its own', async () => {
     await liveProcess('p-tight');
     // A lease would hold about $3.2; a twentieth of $50 is $2.5.
