@@ -211,10 +211,14 @@ class Lease {
 
 const free = (line: LeaseLine) => line.held - line.lent - line.unwritten;
 
-/** What a set of budgets is keyed by: each call of a turn asks the same set. */
+/**
+ * What a set of budgets is keyed by: each call of a turn asks the same set. The limit, period and
+ * time zone are part of it: a turn begun after the policy changed a budget must not be lent room a
+ * lease took under the old one (its calls would be counted against neither the new limit nor period).
+ */
 const keyOf = (asks: ReservationAsk[]) =>
   asks
-    .map((a) => `${a.budget}\u0000${a.unit}`)
+    .map((a) => [a.budget, a.unit, a.per, a.tz, a.limit].join('\u0000'))
     .sort()
     .join('\u0001');
 

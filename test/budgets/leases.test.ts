@@ -175,6 +175,18 @@ describe('a lease on a roomy budget', () => {
     await leases.close();
   });
 
+  it('lends nothing to calls under a budget the policy changed since the lease was taken', async () => {
+    await liveProcess('p-reload');
+    const before = budget({ name: 'reloaded', limit: 1000, allowance: 0 });
+    const leases = leasesOf('p-reload', { lifetimeMs: 60_000 });
+    await call(turn([before], leases), { inputTokens: 10, outputTokens: 10 });
+    // The policy file is reloaded: the same budget, now $0.50 a day. Turns begun since count against that.
+    const after = { ...before, limit: 0.5 };
+    await Promise.all(Array.from({ length: 16 }, () => call(turn([after], leases))));
+    await leases.close();
+    expect((await periodOf(after)).spent).toBeLessThanOrEqual(0.5);
+  });
+
   it('is not taken where it alone would be more than a twentieth of what is left: each call reserves on its own', async () => {
     await liveProcess('p-tight');
     // A lease would hold about $3.2; a twentieth of $50 is $2.5.
