@@ -23,6 +23,7 @@ import {
 } from './store.ts';
 import type { SpendingTurn } from './spending-turn.ts';
 import { refusalText, unpricedText } from './texts.ts';
+import { settleWithRetries } from './settle-retries.ts';
 import { recordRefusal, warnIfCrossed } from './turn-notices.ts';
 
 /**
@@ -196,8 +197,8 @@ export class TurnSpend implements ModelSpend {
 
   /**
    * Replaces the reservation by the call's real cost (cache reads and writes at their prices).
-   * Never throws: a settle that fails leaves the reservation to its lease, which overcounts the
-   * budget for a while but never lets it be overspent.
+   * A settle that fails is tried again (settle-retries.ts). Never throws: one that still fails is
+   * only logged, and its reservation, given back later, leaves the call uncounted.
    */
   async #settle(id: string, lines: ReservationLine[], spent: SpentOn): Promise<void> {
     const turn = this.#turn;
@@ -205,7 +206,9 @@ export class TurnSpend implements ModelSpend {
       const { usd, tokens } = billOf(turn.prices, spent);
       const { workItemId } = turn;
       const levels = this.#levels();
-      const settled = await settleReservation(turn.pool, { id, workItemId, lines, usd, tokens, levels });
+      const settled = await settleWithRetries(() =>
+        settleReservation(turn.pool, { id, workItemId, lines, usd, tokens, levels }),
+      );
       for (const period of settled) await warnIfCrossed(turn, period);
     } catch (error) {
       turn.log.warn({ err: error }, 'could not settle a model call against its budgets; its reservation stays');
