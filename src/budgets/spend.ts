@@ -43,12 +43,13 @@ const RESERVE_ATTEMPTS = 8;
 /**
  * What a call is settled at, in dollars and tokens: its round's usage at the price of the model
  * that answered (a fallback's own), or what a call cut short was billed so far, plus what its failed
- * attempts before were billed. Null: not known
- * (nothing reported, or a model without a price), and the reservation's worst case is spent.
+ * attempts before were billed. Null: not known (nothing reported, an attempt that streamed output
+ * without its usage reported, or a model without a price), and the reservation's worst case is spent.
  */
 function billOf(prices: PriceTable, spent: SpentOn): { usd: number | null; tokens: number | null } {
   const last = 'round' in spent ? spent.round : spent.cutShort;
-  if (!last) return { usd: null, tokens: null };
+  // An attempt billed for output it streamed, its usage never reported: not known, the reservation is spent.
+  if (!last || spent.unreported) return { usd: null, tokens: null };
   // Failed attempts before it were billed too, each at its own model's price.
   let usd: number | null = 0;
   let tokens = 0;
