@@ -34,6 +34,14 @@ export interface BudgetLeasesOptions {
  */
 const LEASED_SHARE = 0.05;
 
+/**
+ * What a lease's row says it expires in. A lease ends with its process, not at a time, and this
+ * release's housekeeping never expires one; the release before leases (migration 033) expired every
+ * reservation past its `expires_at`, and while it still runs beside this one (a rolling deploy) it
+ * would give back a lease this process still lends from, whose spend would then be written nowhere.
+ */
+const LEASE_ROW_SECONDS = 100 * 365 * 24 * 3600;
+
 /** After a budget had too little room for a lease, its calls reserve on their own this long before a lease is tried again. */
 const NO_LEASE_FOR_MS = 1_000;
 
@@ -286,7 +294,7 @@ export class BudgetLeases {
         id,
         workItemId: undefined,
         asks: leaseAsks,
-        leaseSeconds: 0,
+        leaseSeconds: LEASE_ROW_SECONDS,
         processId: this.#processId,
       });
       if (outcome.held) {

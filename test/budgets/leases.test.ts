@@ -267,6 +267,24 @@ describe('a lease on a roomy budget', () => {
   });
 });
 
+describe('a lease during a rolling deploy', () => {
+  it('is not expired by the housekeeping of a worker of the release before leases', async () => {
+    await liveProcess('p-rolling');
+    const b = budget({ name: 'rolling' });
+    const leases = leasesOf('p-rolling', { lifetimeMs: 60_000 });
+    const running = await turn([b], leases).reserve(request, ['test-model']);
+    expect(running.ok).toBe(true);
+    // That release gave back every reservation whose lease ran out, not knowing a process's lease:
+    // what it would take is no longer held, while this process still lends it and writes its spend to it.
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM countersign.budget_reservations WHERE budget = 'rolling' AND expires_at <= now() + interval '1 day'`,
+    );
+    expect(rows[0]!.n).toBe(0);
+    if (running.ok) await running.settle({ round: round({ inputTokens: 1, outputTokens: 1 }) });
+    await leases.close();
+  });
+});
+
 describe('a process that dies with a lease', () => {
   it('has what its lease held counted as spent, never given back, and a live process’s lease left alone', async () => {
     await liveProcess('p-live');
