@@ -326,6 +326,16 @@ describe('images and PDFs', () => {
     expect(chain - plain).toBeGreaterThanOrEqual(48_169);
   });
 
+  it('hold a photo at what an image is billed, not at its bytes: the APIs bill its pixels, scaled down', async () => {
+    const plain = await heldFor('text-only-photo', []);
+    // A photo as Countersign sends one (long edge 1,568 px): about 800 KB, over a million base64 characters.
+    const photo = Buffer.alloc(800_000, 0x5a).toString('base64');
+    const held = await heldFor('photo', [{ kind: 'image', mediaType: 'image/jpeg', data: photo, name: 'p.jpg' }]);
+    expect(held - plain).toBeGreaterThanOrEqual(1600);
+    // Held at its base64 bytes, it took a million tokens: a budget of a million a day refused every photo.
+    expect(held - plain).toBeLessThan(2 * 1600);
+  });
+
   it('hold a PDF whose pages cannot be counted at the most pages a request may carry', async () => {
     const garbage = Buffer.from('%PDF-1.7 garbage without pages').toString('base64');
     const plain = await heldFor('text-only-2', []);
