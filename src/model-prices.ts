@@ -88,7 +88,19 @@ export function loadPriceTable(file: string | undefined): PriceTable {
   if (!parsed.success) {
     throw new Error(`MODEL_PRICES_FILE ${file} is not a price table: ${z.prettifyError(parsed.error)}`);
   }
-  return { models: { ...DEFAULT_PRICES.models, ...parsed.data.models } };
+  const models = Object.entries(parsed.data.models).map(([model, price]) => [model, withImageTokens(model, price)]);
+  return { models: { ...DEFAULT_PRICES.models, ...Object.fromEntries(models) } };
+}
+
+/**
+ * An operator's entry that does not say what an image counts for keeps what the built-in entry it
+ * stands for says (a new list price, a dated id of the same model): budgets reserve an image at it,
+ * and without it a gpt-4o-mini image would be held at 1,600 tokens instead of 48,200.
+ */
+function withImageTokens(model: string, price: ModelPrice): ModelPrice {
+  if (price.imageTokens !== undefined) return price;
+  const imageTokens = priceOf(DEFAULT_PRICES, model)?.imageTokens;
+  return imageTokens === undefined ? price : { ...price, imageTokens };
 }
 
 export function priceOf(table: PriceTable, model: string): ModelPrice | undefined {

@@ -31,4 +31,21 @@ describe('the price table', () => {
     expect(priceOf(table, 'claude-sonnet-4-5')).toEqual({ input: 2, output: 10 });
     expect(priceOf(table, 'gpt-4o')!.input).toBe(2.5);
   });
+
+  it('keeps what a built-in model counts an image for when the file re-prices it without saying', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cs-prices-'));
+    const file = path.join(dir, 'p.json');
+    // A new list price, and a dated id of the same model: neither says how it counts images.
+    const models = {
+      'gpt-4o-mini': { input: 0.1, output: 0.5 },
+      'gpt-4o-mini-2024-07-18': { input: 0.1, output: 0.5 },
+    };
+    writeFileSync(file, JSON.stringify({ models }));
+    const table = loadPriceTable(file);
+    expect(priceOf(table, 'gpt-4o-mini')).toEqual({ input: 0.1, output: 0.5, imageTokens: 48_200 });
+    expect(priceOf(table, 'gpt-4o-mini-2024-07-18')!.imageTokens).toBe(48_200);
+    // One that says, says.
+    writeFileSync(file, JSON.stringify({ models: { 'gpt-4o-mini': { input: 0.1, output: 0.5, imageTokens: 9_000 } } }));
+    expect(priceOf(loadPriceTable(file), 'gpt-4o-mini')!.imageTokens).toBe(9_000);
+  });
 });

@@ -51,7 +51,14 @@ export type SpentOn = (
   | { round: ModelRound }
   /** Stopped or failed: the usage the API reported before it ended (absent: nothing was reported). */
   | { cutShort: Billed | undefined }
-) & { earlier?: Billed[] };
+) & {
+  earlier?: Billed[];
+  /**
+   * An attempt streamed output and ended before the API reported its usage (OpenAI reports it only
+   * in the last chunk): it was billed, at a cost not known, so the call's reservation is spent whole.
+   */
+  unreported?: true;
+};
 
 export type SpendReservation =
   /** The call may go ahead with at most `maxTokens` of output (the headroom left, or the request's). */
@@ -75,6 +82,8 @@ class CallMeter {
   #streamedBytes = 0;
   /** What attempts that failed were billed, each at its own model. */
   readonly #earlier: Billed[] = [];
+  /** An attempt that failed had streamed output the API never reported usage for. */
+  #unreported = false;
 
   watch(callbacks: RoundCallbacks): RoundCallbacks {
     return {
@@ -97,6 +106,7 @@ class CallMeter {
       onAttemptFailed: () => {
         const billed = this.#attempt();
         if (billed) this.#earlier.push(billed);
+        else if (this.#streamedBytes > 0) this.#unreported = true;
         this.#reported = undefined;
         this.#streamedBytes = 0;
         callbacks.onAttemptFailed?.();
@@ -106,14 +116,20 @@ class CallMeter {
 
   /** The round that answered, with what failed attempts before it were billed. */
   answered(round: ModelRound): SpentOn {
-    return { round, ...this.#withEarlier(this.#earlier) };
+    return { round, ...this.#withEarlier(this.#earlier), ...(this.#unreported ? { unreported: true } : {}) };
   }
 
   /** A call that ended without an answer: its attempts' bills, the last one as what was cut short. */
   billedSoFar(): SpentOn {
     const current = this.#attempt();
     const all = current ? [...this.#earlier, current] : [...this.#earlier];
-    return { cutShort: all.at(-1), ...this.#withEarlier(all.slice(0, -1)) };
+    // The attempt cut short streamed output with no usage reported: as unknown as a failed one's.
+    const unreported = this.#unreported || (!current && this.#streamedBytes > 0);
+    return {
+      cutShort: all.at(-1),
+      ...this.#withEarlier(all.slice(0, -1)),
+      ...(unreported ? { unreported: true } : {}),
+    };
   }
 
   #withEarlier(earlier: Billed[]): { earlier?: Billed[] } {

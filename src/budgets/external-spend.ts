@@ -14,6 +14,7 @@ import {
   type ReservationLine,
 } from './store.ts';
 import { amountOf, coveredBy, resetTime } from './texts.ts';
+import { settleWithRetries } from './settle-retries.ts';
 import { recordRefusal, warnIfCrossed } from './turn-notices.ts';
 
 /**
@@ -111,21 +112,24 @@ export class TurnSpendWithRuns implements ModelSpend {
 
   /**
    * Replaces the hold by what the run reported (a unit not reported: the hold, never zero). A report
-   * above the hold is counted as reported: it was spent. Never throws: a failed settle leaves the
-   * hold to its lease, which overcounts for a while but never lets a budget be overspent.
+   * above the hold is counted as reported: it was spent. A settle that fails is tried again
+   * (settle-retries.ts); one that still fails is only logged, and the hold, given back later, leaves
+   * the run uncounted.
    */
   async #settle(id: string, lines: ReservationLine[], bill: RunBill): Promise<void> {
     const turn = this.#turn;
     try {
       const levels = turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
-      const settled = await settleReservation(turn.pool, {
-        id,
-        workItemId: turn.workItemId,
-        lines,
-        usd: bill.usd ?? null,
-        tokens: bill.tokens ?? null,
-        levels,
-      });
+      const settled = await settleWithRetries(() =>
+        settleReservation(turn.pool, {
+          id,
+          workItemId: turn.workItemId,
+          lines,
+          usd: bill.usd ?? null,
+          tokens: bill.tokens ?? null,
+          levels,
+        }),
+      );
       for (const period of settled) await warnIfCrossed(turn, period);
     } catch (error) {
       turn.log.warn({ err: error }, 'could not settle a coding agent run against its budgets; its hold stays');

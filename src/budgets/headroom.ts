@@ -57,8 +57,8 @@ function attachmentFloor(attachment: Attachment, imageTokens: number): number {
 
 /**
  * An upper bound of a request's input tokens at the models priced `prices`: its size in UTF-8 bytes,
- * each image or PDF counted at no less than what it is billed (`attachmentFloor`). Tokenizers of the APIs Countersign speaks
- * put at least one byte in a token, so the bound holds for every model without a tokenizer here;
+ * each image counted at the most it is billed and each PDF at no less (`attachmentFloor`).
+ * Tokenizers of the APIs Countersign speaks put at least one byte in a token, so the bound holds for every model without a tokenizer here;
  * it overestimates text (a token is about four bytes of English), which only makes the
  * reservation, never the spend, larger.
  */
@@ -70,7 +70,15 @@ export function inputBound(
   const attachments = request.messages.flatMap((m) => (m.role === 'user' ? (m.attachments ?? []) : []));
   // Any model of a fallback chain may answer: an image counts at the most any of them bills.
   const imageTokens = Math.max(IMAGE_TOKENS, ...prices.map((p) => p?.imageTokens ?? 0));
-  return attachments.reduce((bound, a) => bound + Math.max(0, attachmentFloor(a, imageTokens) - a.data.length), bytes);
+  // An image is billed by its pixels, which the APIs scale down first, never by its file's size: its
+  // base64 (in `bytes`) counts as the most it is billed instead. A PDF counts at its bytes or its pages, the more.
+  return attachments.reduce(
+    (bound, a) =>
+      a.kind === 'image'
+        ? bound - a.data.length + imageTokens
+        : bound + Math.max(0, attachmentFloor(a, imageTokens) - a.data.length),
+    bytes,
+  );
 }
 
 /** What a budget has left in its current period (`period` absent: none used yet). */

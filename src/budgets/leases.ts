@@ -34,6 +34,14 @@ export interface BudgetLeasesOptions {
  */
 const LEASED_SHARE = 0.05;
 
+/**
+ * What a lease's row says it expires in. A lease ends with its process, not at a time, and this
+ * release's housekeeping never expires one; the release before leases (migration 033) expired every
+ * reservation past its `expires_at`, and while it still runs beside this one (a rolling deploy) it
+ * would give back a lease this process still lends from, whose spend would then be written nowhere.
+ */
+const LEASE_ROW_SECONDS = 100 * 365 * 24 * 3600;
+
 /** After a budget had too little room for a lease, its calls reserve on their own this long before a lease is tried again. */
 const NO_LEASE_FOR_MS = 1_000;
 
@@ -74,6 +82,8 @@ class Lease {
   /** The warning of the last call settled: a crossing found by a flush is told in its conversation. */
   onWarned: ((period: SettledPeriod) => Promise<void>) | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** Ends the lease's lending at its lifetime, whether or not a call of its budgets comes again. */
+  #endOfLife: NodeJS.Timeout | undefined;
   #writing: Promise<void> | undefined;
 
   readonly id: string;
@@ -124,6 +134,17 @@ class Lease {
     this.schedule();
   }
 
+  /**
+   * Retires the lease `lifetimeMs` after it opened: a lease is otherwise retired only when a call of
+   * the same budgets finds it too old, and one whose budgets are not called again (a person who went
+   * home, a period that ended) would keep its room from every other process until this one stops.
+   */
+  retireAfter(lifetimeMs: number): void {
+    this.#endOfLife = setTimeout(() => this.retire(), Math.max(0, this.openedAt + lifetimeMs - Date.now()));
+    // The process's stop writes what is left (`BudgetLeases.close`): this timer alone keeps nothing alive.
+    this.#endOfLife.unref();
+  }
+
   /** Writes soon (once per `flushDelayMs`, whatever settles meanwhile). */
   schedule(): void {
     if (this.#timer || this.closed || this.owner.stopped) return;
@@ -146,6 +167,7 @@ class Lease {
   cancel(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    clearTimeout(this.#endOfLife);
   }
 
   async #write(): Promise<void> {
@@ -186,6 +208,7 @@ class Lease {
 
   #closed(): void {
     this.closed = true;
+    clearTimeout(this.#endOfLife);
     this.owner.forget(this);
   }
 
@@ -196,10 +219,14 @@ class Lease {
 
 const free = (line: LeaseLine) => line.held - line.lent - line.unwritten;
 
-/** What a set of budgets is keyed by: each call of a turn asks the same set. */
+/**
+ * What a set of budgets is keyed by: each call of a turn asks the same set. The limit, period and
+ * time zone are part of it: a turn begun after the policy changed a budget must not be lent room a
+ * lease took under the old one (its calls would be counted against neither the new limit nor period).
+ */
 const keyOf = (asks: ReservationAsk[]) =>
   asks
-    .map((a) => `${a.budget}\u0000${a.unit}`)
+    .map((a) => [a.budget, a.unit, a.per, a.tz, a.limit].join('\u0000'))
     .sort()
     .join('\u0001');
 
@@ -267,7 +294,7 @@ export class BudgetLeases {
         id,
         workItemId: undefined,
         asks: leaseAsks,
-        leaseSeconds: 0,
+        leaseSeconds: LEASE_ROW_SECONDS,
         processId: this.#processId,
       });
       if (outcome.held) {
@@ -278,6 +305,7 @@ export class BudgetLeases {
           return { budget: a.budget, unit: a.unit, periodStart, periodEnd, held: a.amount, lent: 0, unwritten: 0 };
         });
         const lease = new Lease(id, lines, levels, this);
+        lease.retireAfter(this.#lifetimeMs);
         this.#open.set(key, lease);
         this.#all.add(lease);
         return lease;

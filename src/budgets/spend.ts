@@ -23,6 +23,7 @@ import {
 } from './store.ts';
 import type { SpendingTurn } from './spending-turn.ts';
 import { refusalText, unpricedText } from './texts.ts';
+import { settleWithRetries } from './settle-retries.ts';
 import { recordRefusal, warnIfCrossed } from './turn-notices.ts';
 
 /**
@@ -42,12 +43,13 @@ const RESERVE_ATTEMPTS = 8;
 /**
  * What a call is settled at, in dollars and tokens: its round's usage at the price of the model
  * that answered (a fallback's own), or what a call cut short was billed so far, plus what its failed
- * attempts before were billed. Null: not known
- * (nothing reported, or a model without a price), and the reservation's worst case is spent.
+ * attempts before were billed. Null: not known (nothing reported, an attempt that streamed output
+ * without its usage reported, or a model without a price), and the reservation's worst case is spent.
  */
 function billOf(prices: PriceTable, spent: SpentOn): { usd: number | null; tokens: number | null } {
   const last = 'round' in spent ? spent.round : spent.cutShort;
-  if (!last) return { usd: null, tokens: null };
+  // An attempt billed for output it streamed, its usage never reported: not known, the reservation is spent.
+  if (!last || spent.unreported) return { usd: null, tokens: null };
   // Failed attempts before it were billed too, each at its own model's price.
   let usd: number | null = 0;
   let tokens = 0;
@@ -196,8 +198,8 @@ export class TurnSpend implements ModelSpend {
 
   /**
    * Replaces the reservation by the call's real cost (cache reads and writes at their prices).
-   * Never throws: a settle that fails leaves the reservation to its lease, which overcounts the
-   * budget for a while but never lets it be overspent.
+   * A settle that fails is tried again (settle-retries.ts). Never throws: one that still fails is
+   * only logged, and its reservation, given back later, leaves the call uncounted.
    */
   async #settle(id: string, lines: ReservationLine[], spent: SpentOn): Promise<void> {
     const turn = this.#turn;
@@ -205,7 +207,9 @@ export class TurnSpend implements ModelSpend {
       const { usd, tokens } = billOf(turn.prices, spent);
       const { workItemId } = turn;
       const levels = this.#levels();
-      const settled = await settleReservation(turn.pool, { id, workItemId, lines, usd, tokens, levels });
+      const settled = await settleWithRetries(() =>
+        settleReservation(turn.pool, { id, workItemId, lines, usd, tokens, levels }),
+      );
       for (const period of settled) await warnIfCrossed(turn, period);
     } catch (error) {
       turn.log.warn({ err: error }, 'could not settle a model call against its budgets; its reservation stays');

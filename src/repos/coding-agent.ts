@@ -169,24 +169,31 @@ interface StreamEvent {
 
 // What a Claude Code `result` event reports it spent (code.claude.com/docs/en/agent-sdk/cost-tracking):
 // `total_cost_usd`, the run's cumulative `usage`, and `modelUsage` per model, which also counts the
-// subagents' requests that `usage` leaves out. A field that is not as documented counts as not reported.
+// subagents' requests that `usage` leaves out. A field that is not as documented counts as not reported;
+// token counts without their input and output numbers (null, or named otherwise by another CLI) are not
+// a report of zero tokens: the hold is spent whole.
 const Count = z.number().nonnegative().nullish();
+const Counted = z.number().nonnegative();
 const Tokens = z.object({
-  input_tokens: Count,
-  output_tokens: Count,
+  input_tokens: Counted,
+  output_tokens: Counted,
   cache_read_input_tokens: Count,
   cache_creation_input_tokens: Count,
 });
 const ModelTokens = z.object({
-  inputTokens: Count,
-  outputTokens: Count,
+  inputTokens: Counted,
+  outputTokens: Counted,
   cacheReadInputTokens: Count,
   cacheCreationInputTokens: Count,
 });
 const ReportedSpend = z.object({
   total_cost_usd: Count.catch(undefined),
   usage: Tokens.optional().catch(undefined),
-  modelUsage: z.record(z.string(), ModelTokens).optional().catch(undefined),
+  modelUsage: z
+    .record(z.string(), ModelTokens)
+    .refine((models) => Object.keys(models).length > 0)
+    .optional()
+    .catch(undefined),
 });
 
 const sum = (counts: Array<number | null | undefined>): number => counts.reduce<number>((a, n) => a + (n ?? 0), 0);

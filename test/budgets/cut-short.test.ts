@@ -8,6 +8,7 @@ import { readPeriods } from '../../src/budgets/store.ts';
 import { pdfPages } from '../../src/core/pdf-pages.ts';
 import { AnthropicProvider } from '../../src/agent/providers/anthropic.ts';
 import { FallbackProvider } from '../../src/agent/providers/fallback.ts';
+import { OpenAIProvider } from '../../src/agent/providers/openai.ts';
 import { spendingCall } from '../../src/agent/model-spend.ts';
 import type { Attachment } from '../../src/agent/messages.ts';
 import type { ModelRequest } from '../../src/agent/model.ts';
@@ -15,6 +16,7 @@ import { DEFAULT_PRICES, costOf, type PriceTable } from '../../src/model-prices.
 import type { Budget } from '../../src/policy/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
+import { startFakeOpenAI } from '../fakes/openai-server.ts';
 import type { StartedFakeModel } from '../fakes/model-http.ts';
 
 /**
@@ -216,6 +218,46 @@ describe('a fallback model', () => {
     expect((await periodOf(b)).spent).toBeGreaterThanOrEqual(atLeast);
   });
 
+  // OpenAI reports usage only in the stream's last chunk: an attempt cut before it reported nothing,
+  // though it was billed for what it streamed. It must not count as free beside the retry that answered.
+  it('does not count an attempt that streamed output and failed before reporting usage as free', async () => {
+    const openai = await startFakeOpenAI();
+    try {
+      const b = budget('unreported-attempt');
+      const provider = new OpenAIProvider({
+        name: 'openai',
+        apiKey: 'sk-test',
+        model: 'cheap-model',
+        baseURL: openai.url,
+        maxRetries: 1,
+        retry: { sleep: async () => undefined },
+      });
+      const partial = 'x'.repeat(4000);
+      openai.enqueue(
+        { kind: 'stream', text: [partial, partial], usage: { input: 100, output: 2000 }, cutAfterEvents: 3 },
+        { kind: 'stream', text: ['ok'], usage: { input: 100, output: 10 } },
+      );
+      const callbacks = { onText: () => undefined, onRoundRestart: () => undefined };
+      const round = await spendingCall(
+        provider,
+        turn([b]),
+        request({ maxTokens: 8000 }),
+        callbacks,
+        new AbortController().signal,
+      );
+      if ('refused' in round) throw new Error(round.refused);
+      const answered = { inputTokens: 100, outputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 0 };
+      // What the cut attempt streamed, a token at least per byte, beside the round that answered.
+      const streamed = { inputTokens: 0, outputTokens: partial.length, cacheReadTokens: 0, cacheWriteTokens: 0 };
+      const price = PRICES.models['cheap-model']!;
+      expect((await periodOf(b)).spent).toBeGreaterThanOrEqual(
+        costOf(answered, price).billed + costOf(streamed, price).billed,
+      );
+    } finally {
+      await openai.close();
+    }
+  });
+
   it('without a price is refused under a budget in dollars, naming it', async () => {
     const chain = new FallbackProvider([anthropic('cheap-model'), anthropic('unknown-model')]);
     const callbacks = { onText: () => undefined, onRoundRestart: () => undefined };
@@ -282,6 +324,16 @@ describe('images and PDFs', () => {
     // A fallback chain that may end at it holds the image as it would.
     const chain = await heldFor('image-chain', image, ['cheap-model', 'gpt-4o-mini']);
     expect(chain - plain).toBeGreaterThanOrEqual(48_169);
+  });
+
+  it('hold a photo at what an image is billed, not at its bytes: the APIs bill its pixels, scaled down', async () => {
+    const plain = await heldFor('text-only-photo', []);
+    // A photo as Countersign sends one (long edge 1,568 px): about 800 KB, over a million base64 characters.
+    const photo = Buffer.alloc(800_000, 0x5a).toString('base64');
+    const held = await heldFor('photo', [{ kind: 'image', mediaType: 'image/jpeg', data: photo, name: 'p.jpg' }]);
+    expect(held - plain).toBeGreaterThanOrEqual(1600);
+    // Held at its base64 bytes, it took a million tokens: a budget of a million a day refused every photo.
+    expect(held - plain).toBeLessThan(2 * 1600);
   });
 
   it('hold a PDF whose pages cannot be counted at the most pages a request may carry', async () => {

@@ -68,7 +68,30 @@ const held = (r: RunReservation) => {
   return r;
 };
 
+/** The next settle statement sent through the test's pool fails as a dropped connection would; later ones go through. */
+function failNextSettle(): void {
+  const query = pool.query.bind(pool);
+  pool.query = ((...args: Parameters<Pool['query']>) => {
+    if ((args[0] as { name?: string }).name === 'cs_budget_settle') {
+      pool.query = query;
+      return Promise.reject(new Error('Connection terminated unexpectedly'));
+    }
+    return query(...args);
+  }) as Pool['query'];
+}
+
 describe('an external run under budgets', () => {
+  it('is counted when its settle fails once (a database blip): its hold is not left to be given back', async () => {
+    const b = budget({ name: 'run-blip' });
+    const run = held(await turn([b]).reserveRun(WORST));
+    failNextSettle();
+    await run.settle({ usd: 0.3 });
+    // Housekeeping (or the work item's next settle) gives back what is still held once its lease ends.
+    await pool.query(`UPDATE countersign.budget_reservations SET expires_at = now() WHERE budget = 'run-blip'`);
+    await releaseExpiredReservations(pool);
+    expect(await periodOf(b)).toMatchObject({ reserved: 0, spent: 0.3 });
+  });
+
   it('holds its worst case in each unit while it runs, then settles at what it reported', async () => {
     const usd = budget({ name: 'run-usd' });
     const tokens = budget({ name: 'run-tokens', unit: 'tokens', limit: 1_000_000 });

@@ -162,6 +162,31 @@ describe('a lease on a roomy budget', () => {
     expect((await periodOf(b)).reserved).toBe(0);
   });
 
+  it('gives back its room once its lifetime is over, though no call of its budgets comes again', async () => {
+    await liveProcess('p-idle');
+    const b = budget({ name: 'idle' });
+    const leases = leasesOf('p-idle', { lifetimeMs: 100 });
+    await call(turn([b], leases), { inputTokens: 10, outputTokens: 10 });
+    // Nobody calls against this budget again (the person went home): the lease must still end.
+    await expect.poll(async () => reservationRows(`process_id = 'p-idle'`), { timeout: 10_000 }).toBe(0);
+    const period = await periodOf(b);
+    expect(period.reserved).toBe(0);
+    expect(period.spent).toBeCloseTo(costOfCall(10, 10), 9);
+    await leases.close();
+  });
+
+  it('lends nothing to calls under a budget the policy changed since the lease was taken', async () => {
+    await liveProcess('p-reload');
+    const before = budget({ name: 'reloaded', limit: 1000, allowance: 0 });
+    const leases = leasesOf('p-reload', { lifetimeMs: 60_000 });
+    await call(turn([before], leases), { inputTokens: 10, outputTokens: 10 });
+    // The policy file is reloaded: the same budget, now $0.50 a day. Turns begun since count against that.
+    const after = { ...before, limit: 0.5 };
+    await Promise.all(Array.from({ length: 16 }, () => call(turn([after], leases))));
+    await leases.close();
+    expect((await periodOf(after)).spent).toBeLessThanOrEqual(0.5);
+  });
+
   it('is not taken where it alone would be more than a twentieth of what is left: each call reserves on its own', async () => {
     await liveProcess('p-tight');
     // A lease would hold about $3.2; a twentieth of $50 is $2.5.
@@ -239,6 +264,24 @@ describe('a lease on a roomy budget', () => {
     expect((await periodOf(usd)).spent).toBeCloseTo(10 * costOfCall(100, 50), 9);
     expect((await periodOf(tokens)).spent).toBe(10 * 150);
     expect((await periodOf(tokens)).reserved).toBe(0);
+  });
+});
+
+describe('a lease during a rolling deploy', () => {
+  it('is not expired by the housekeeping of a worker of the release before leases', async () => {
+    await liveProcess('p-rolling');
+    const b = budget({ name: 'rolling' });
+    const leases = leasesOf('p-rolling', { lifetimeMs: 60_000 });
+    const running = await turn([b], leases).reserve(request, ['test-model']);
+    expect(running.ok).toBe(true);
+    // That release gave back every reservation whose lease ran out, not knowing a process's lease:
+    // what it would take is no longer held, while this process still lends it and writes its spend to it.
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM countersign.budget_reservations WHERE budget = 'rolling' AND expires_at <= now() + interval '1 day'`,
+    );
+    expect(rows[0]!.n).toBe(0);
+    if (running.ok) await running.settle({ round: round({ inputTokens: 1, outputTokens: 1 }) });
+    await leases.close();
   });
 });
 

@@ -93,7 +93,38 @@ async function periodOf(b: Budget) {
   return period!;
 }
 
+/** The next settle statement sent through the test's pool fails as a dropped connection would; later ones go through. */
+function failNextSettle(): void {
+  const query = pool.query.bind(pool);
+  pool.query = ((...args: Parameters<Pool['query']>) => {
+    if ((args[0] as { name?: string }).name === 'cs_budget_settle') {
+      pool.query = query;
+      return Promise.reject(new Error('Connection terminated unexpectedly'));
+    }
+    return query(...args);
+  }) as Pool['query'];
+}
+
 describe('reserve before, settle after', () => {
+  it('counts a call whose settle failed once, though the turn’s next settle drops its reservation', async () => {
+    const b = budget({ name: 'settle-blip', limit: 10 });
+    const spend = turn([b]);
+    const first = await spend.reserve(request, ['test-model']);
+    if (!first.ok) throw new Error(first.message);
+    failNextSettle();
+    await first.settle(spentOn({ inputTokens: 1000, outputTokens: 1000 }));
+    // The turn's next call settles: any reservation of its work item still there goes with it.
+    const second = await spend.reserve(request, ['test-model']);
+    if (!second.ok) throw new Error(second.message);
+    await second.settle(spentOn({ inputTokens: 1000, outputTokens: 1000 }));
+    const cost = costOf(
+      { inputTokens: 1000, outputTokens: 1000, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      PRICES.models['test-model']!,
+    ).billed;
+    expect(await periodOf(b)).toMatchObject({ reserved: 0 });
+    expect((await periodOf(b)).spent).toBeCloseTo(2 * cost, 9);
+  });
+
   it('never lets 20 concurrent calls spend more than a $1.00 budget', async () => {
     const b = budget({ name: 'concurrent' });
     const results = await Promise.all(Array.from({ length: 20 }, () => worstCall(turn([b]))));

@@ -130,6 +130,14 @@ describe('runCodingAgent', () => {
     expect(result.spent).toEqual({});
   });
 
+  it('counts token counts that are not numbers as not reported, never as zero tokens', async () => {
+    // A CLI whose `usage` does not carry the documented counts (null here, or other names) said nothing.
+    const { result } = await runFake(['--mode=stream-json', '--cost=0.5', '--usage=abc', '{task}']);
+    expect(result.spent).toEqual({ usd: 0.5 });
+    const perModel = await runFake(['--mode=stream-json', '--model-usage=abc', '{task}']);
+    expect(perModel.result.spent).toEqual({});
+  });
+
   it('puts the dollars the run is held at in every argument that contains {budget_usd}', async () => {
     const { progress } = await runFake(['--mode=plain', 'cap {budget_usd} for {task}'], { budgetUsd: 2.5 });
     expect(progress[0]).toBe('task from argv: cap 2.5 for write notes.txt: hello');
