@@ -269,7 +269,10 @@ export class BudgetLeases {
       this.#open.delete(key);
       current.retire();
     }
-    if ((this.#noLeaseUntil.get(key) ?? 0) > now) return undefined;
+    const noLeaseUntil = this.#noLeaseUntil.get(key);
+    if (noLeaseUntil !== undefined && noLeaseUntil > now) return undefined;
+    // Past its second: forgotten, so sets of budgets that were once near a limit do not pile up here.
+    this.#noLeaseUntil.delete(key);
     const lease = await this.#take(key, asks, levels);
     // Calls that waited for the same new lease may have used it up: such a call reserves on its own.
     return lease?.fits(asks, Date.now(), this.#lifetimeMs) ? lease.lend(asks) : undefined;
