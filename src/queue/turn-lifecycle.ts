@@ -555,6 +555,26 @@ export async function activeWorkItemOf(db: Queryable, conversationId: string): P
 }
 
 /**
+ * The parked turn a continuation carries on (marked done with `{ continuation }` when its card was
+ * decided), looked up among the items of its approval context (the first item and its continuations,
+ * both indexed); undefined for an item that continues none.
+ */
+export async function parkedTurnContinuedBy(
+  db: Queryable,
+  continuation: Pick<WorkItem, 'id' | 'input'>,
+): Promise<string | undefined> {
+  const context = continuation.input.approvalContextId;
+  if (!context) return undefined;
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id::text AS id FROM countersign.work_items
+      WHERE (id = $1::uuid OR item->'input'->>'approvalContextId' = $1::text)
+        AND result->>'continuation' = $2::text`,
+    [context, continuation.id],
+  );
+  return rows[0]?.id;
+}
+
+/**
  * Where a turn has got to, following its approval continuations (each carries the first item's id
  * as `approvalContextId`): the newest item's status and error; undefined when the turn is gone.
  * A scheduled run's outcome (src/schedules) is read this way.

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../db/errors.ts';
@@ -5,6 +6,8 @@ import type { Outbound, OutboundRegistry } from './outbound.ts';
 import { ReplyStream } from './reply-stream.ts';
 import {
   claimOrphanedRows,
+  claimRowOf,
+  hasRowOf,
   insertOutboxRow,
   recordReplyState,
   releaseRow,
@@ -33,6 +36,11 @@ const MAX_IN_FLIGHT = 200;
 const MAX_ATTEMPTS = 5;
 /** How long a row whose delivery failed rests before any process tries it again. */
 const RETRY_DELAY_MS = 30_000;
+/**
+ * How often a reply that waits for another one (a continuation's, for its parked turn's text) looks
+ * whether that one is visible yet, when another process delivers it.
+ */
+const AWAIT_POLL_MS = 250;
 
 /**
  * Delivers the reply outbox (src/reply/outbox.ts): every worker process runs one. A turn's final
@@ -49,6 +57,8 @@ export class OutboxDeliverer {
   #timer: NodeJS.Timeout | undefined;
   #polling = false;
   #stopped = false;
+  /** Ends the waits of replies for other replies (`awaitDelivered`) when this process stops. */
+  readonly #stopping = new AbortController();
 
   constructor(options: OutboxDelivererOptions) {
     this.#options = options;
@@ -67,11 +77,38 @@ export class OutboxDeliverer {
   /** Starts delivering a row this process wrote, once its transaction committed. */
   deliver(row: OutboxRow): void {
     if (this.#stopped || this.#inFlight.has(row.seq)) return;
-    const entry: Delivery = { done: Promise.resolve() };
+    const entry: Delivery = { workItemId: row.workItemId, done: Promise.resolve() };
     this.#inFlight.set(row.seq, entry);
     entry.done = this.#deliverRow(row, entry)
       .catch((error: unknown) => this.#options.log.warn({ err: error, seq: row.seq }, 'outbox delivery failed'))
       .finally(() => this.#inFlight.delete(row.seq));
+  }
+
+  /**
+   * Resolves once no reply of `workItemId` waits in the outbox any more: it is visible (or was given
+   * up). A row this process delivers is awaited; a row of a live process is looked at again until it
+   * is gone; a row nobody delivers (its process was killed, or its delivery failed and rests) is
+   * taken over and delivered here, so nothing waits on a dead process. What waits is a continuation
+   * that must not show anything before its parked turn's text (see `OutboxRow.afterWorkItemId`).
+   */
+  async awaitDelivered(workItemId: string, signal?: AbortSignal): Promise<void> {
+    const { pool, processId } = this.#options;
+    const wake = signal ? AbortSignal.any([signal, this.#stopping.signal]) : this.#stopping.signal;
+    for (;;) {
+      wake.throwIfAborted();
+      const here = [...this.#inFlight.values()].find((d) => d.workItemId === workItemId);
+      if (here) await abortable(here.done, wake);
+      else {
+        const claimed = await claimRowOf(pool, workItemId, processId);
+        if (claimed) {
+          this.#options.log.info({ seq: claimed.seq, workItemId }, 'took over an outbox reply another one waits for');
+          this.deliver(claimed);
+          continue;
+        }
+      }
+      if (!(await hasRowOf(pool, workItemId))) return;
+      await sleep(AWAIT_POLL_MS, undefined, { signal: wake });
+    }
   }
 
   /** Deliveries running in this process (benchmarks, tests). */
@@ -85,6 +122,7 @@ export class OutboxDeliverer {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#stopping.abort(new Error('the outbox deliverer stopped'));
     clearInterval(this.#timer);
     const { pool, processId, log } = this.#options;
     await Promise.all(
@@ -150,9 +188,13 @@ export class OutboxDeliverer {
     });
     entry.stream = stream;
     try {
+      // Nothing of this reply shows before the reply it follows (a parked turn's text) is visible.
+      if (row.afterWorkItemId) await this.awaitDelivered(row.afterWorkItemId);
       await stream.finish(row.text, row.buttons);
     } catch (error) {
       await recording;
+      // Stopping: `stop` releases the row for a live process.
+      if (this.#stopped) return;
       await this.#failed(row, error, rowLog);
       return;
     }
@@ -185,10 +227,21 @@ export class OutboxDeliverer {
   }
 }
 
-/** A delivery running in this process: its stream, once made, and its end. */
+/** A delivery running in this process: whose reply it is, its stream, once made, and its end. */
 interface Delivery {
+  workItemId: string;
   stream?: ReplyStream;
   done: Promise<void>;
+}
+
+/** `promise`, or a rejection as soon as `signal` is aborted (the promise itself runs on). */
+function abortable(promise: Promise<void>, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    void promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** Runs `step`, waiting out a database outage and trying again: a delivered reply must be recorded so. */

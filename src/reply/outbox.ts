@@ -28,13 +28,18 @@ export const OutboxRow = z.object({
   /** Opaque to the outbox: handed back to whoever announces a delivered reply (the turn's event). */
   announce: z.unknown(),
   attempts: z.number().int(),
+  /**
+   * The work item whose reply must be visible before this one shows anything: the parked turn a
+   * continuation carries on (its text may still wait here). Null: none.
+   */
+  afterWorkItemId: z.string().nullable(),
 });
 export type OutboxRow = z.infer<typeof OutboxRow>;
 
-export type NewOutboxRow = Omit<OutboxRow, 'seq' | 'attempts'>;
+export type NewOutboxRow = Omit<OutboxRow, 'seq' | 'attempts' | 'afterWorkItemId'> & { afterWorkItemId?: string };
 
 const COLUMNS = `seq, work_item_id::text AS "workItemId", target, reply_state AS "replyState", text, buttons,
-                 announce, attempts`;
+                 announce, attempts, after_work_item::text AS "afterWorkItemId"`;
 
 function parseRows(rows: unknown[]): OutboxRow[] {
   return rows.map((row) => OutboxRow.parse(row));
@@ -46,12 +51,13 @@ function parseRows(rows: unknown[]): OutboxRow[] {
  */
 export async function insertOutboxRow(db: Queryable, row: NewOutboxRow, processId: string): Promise<OutboxRow> {
   const { rows } = await db.query(
-    `INSERT INTO countersign.reply_outbox (work_item_id, target, reply_state, text, buttons, announce, locked_by)
-     VALUES ($1::uuid, $2::jsonb, $3::jsonb, $4::text, $5::jsonb, $6::jsonb, $7::text)
+    `INSERT INTO countersign.reply_outbox
+       (work_item_id, target, reply_state, text, buttons, announce, locked_by, after_work_item)
+     VALUES ($1::uuid, $2::jsonb, $3::jsonb, $4::text, $5::jsonb, $6::jsonb, $7::text, $8::uuid)
      ON CONFLICT (work_item_id) DO UPDATE SET
        target = EXCLUDED.target, reply_state = EXCLUDED.reply_state, text = EXCLUDED.text,
        buttons = EXCLUDED.buttons, announce = EXCLUDED.announce, locked_by = EXCLUDED.locked_by,
-       available_at = now()
+       after_work_item = EXCLUDED.after_work_item, available_at = now()
      RETURNING ${COLUMNS}`,
     [
       row.workItemId,
@@ -61,6 +67,7 @@ export async function insertOutboxRow(db: Queryable, row: NewOutboxRow, processI
       JSON.stringify(row.buttons),
       JSON.stringify(row.announce ?? null),
       processId,
+      row.afterWorkItemId ?? null,
     ],
   );
   return parseRows(rows)[0]!;
@@ -85,6 +92,32 @@ export async function claimOrphanedRows(db: Queryable, processId: string, limit:
     [processId, limit],
   );
   return parseRows(rows);
+}
+
+/**
+ * Takes over the row of one work item when nobody delivers it (unlocked, or locked by a process with
+ * no heartbeat), whether or not a failed delivery's rest is over: something waits for exactly this
+ * reply (a continuation, for the text of the turn it carries on). Undefined when there is no such
+ * row, or a live process holds it.
+ */
+export async function claimRowOf(db: Queryable, workItemId: string, processId: string): Promise<OutboxRow | undefined> {
+  const { rows } = await db.query(
+    `UPDATE countersign.reply_outbox o SET locked_by = $2::text
+     WHERE o.work_item_id = $1::uuid
+       AND (o.locked_by IS NULL
+            OR NOT EXISTS (SELECT 1 FROM countersign.worker_processes p WHERE p.id = o.locked_by))
+     RETURNING ${COLUMNS}`,
+    [workItemId, processId],
+  );
+  return parseRows(rows)[0];
+}
+
+/** Whether a reply of this work item still waits in the outbox (not yet visible). */
+export async function hasRowOf(db: Queryable, workItemId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`SELECT 1 FROM countersign.reply_outbox WHERE work_item_id = $1::uuid`, [
+    workItemId,
+  ]);
+  return Boolean(rowCount);
 }
 
 /**

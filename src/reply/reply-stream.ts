@@ -32,6 +32,12 @@ export interface ReplyStreamOptions {
   onDelivered?: (visibleText: string) => void;
   /** Show the reply by editing in place even where the platform streams natively (the outbox's deliveries). */
   editsInPlace?: boolean;
+  /**
+   * Resolves once this reply may show something: a continuation's reply waits until its parked
+   * turn's text, still in the reply outbox, is visible, so that text never lands after it. Waited
+   * for once, before the first platform call; given up (aborted) when the reply is handed off.
+   */
+  showAfter?: (signal: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -46,6 +52,8 @@ export class ReplyStream implements ReplySink {
   readonly #log: Logger;
   readonly #deadlineMs: number;
   readonly #liveButtons: ReplyOptions['buttons'];
+  /** What must be visible before this reply shows anything (see ReplyStreamOptions.showAfter); cleared once it is. */
+  #showAfter: ((signal: AbortSignal) => Promise<void>) | undefined;
   /** Set by the timer itself (not by comparing clocks: a timer may fire a millisecond before Date.now says it is due). */
   #liveButtonsDue: boolean;
   #liveButtonsTimer: NodeJS.Timeout | undefined;
@@ -79,6 +87,7 @@ export class ReplyStream implements ReplySink {
     this.#log = options.log;
     this.#deadlineMs = options.deliveryDeadlineMs ?? 10 * 60_000;
     this.#liveButtons = options.liveButtons?.length ? options.liveButtons : undefined;
+    this.#showAfter = options.showAfter;
     const delay = options.liveButtonsAfterMs ?? 0;
     this.#liveButtonsDue = delay <= 0;
     if (this.#liveButtons && delay > 0) {
@@ -230,6 +239,11 @@ export class ReplyStream implements ReplySink {
       if (!this.#finished) await this.#waitForInterval(delivery.lastEditAt);
       if (this.#handedOff) break;
       try {
+        if (this.#showAfter) {
+          await this.#showAfter(this.#reserveAbort.signal);
+          this.#showAfter = undefined;
+          if (this.#handedOff) break;
+        }
         // Take the platform's rate token first, then read the text: while we waited for the budget
         // the text may have moved on (or finished), and only the newest version is worth a call.
         const partial = this.#finished ? undefined : { finalized: this.#finalized.signal };

@@ -1,38 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ReplyTarget } from '../../src/core/reply-target.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
-import { RecordingOutbound } from '../helpers/recording-outbound.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
-
-/**
- * A platform with an edit budget the test holds shut or opens: `reserve` waits until the budget is
- * open (or the wait is given up), as a spent Slack workspace's chat.update budget does.
- */
-class BudgetedOutbound extends RecordingOutbound {
-  #open = false;
-  #waiters: Array<() => void> = [];
-  /** Waits for a rate token that were given up (the turn handed its reply to the outbox). */
-  abandoned = 0;
-
-  open(): void {
-    this.#open = true;
-    for (const wake of this.#waiters.splice(0)) wake();
-  }
-
-  async reserve(_target: ReplyTarget, signal?: AbortSignal): Promise<void> {
-    signal?.throwIfAborted();
-    if (this.#open) return;
-    await new Promise<void>((resolve, reject) => {
-      this.#waiters.push(resolve);
-      signal?.addEventListener('abort', () => {
-        this.abandoned += 1;
-        reject(signal.reason as Error);
-      });
-    });
-  }
-}
+import { BudgetedOutbound } from './budgeted-outbound.ts';
 
 const script: Script = {
   rules: [{ rounds: [{ text: 'The answer is forty-two, and that is final.', chunkSize: 4, delayMs: 5 }] }],

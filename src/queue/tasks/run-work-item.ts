@@ -17,7 +17,7 @@ import { ZERO_USAGE } from '../../agent/model.ts';
 import type { OutboundRegistry } from '../../reply/outbound.ts';
 import type { ReplyButton } from '../../core/reply-target.ts';
 import { ReplyStream } from '../../reply/reply-stream.ts';
-import { recordPlaceholder, settleTurn, startTurn, type StartedRow } from '../turn-lifecycle.ts';
+import { parkedTurnContinuedBy, recordPlaceholder, settleTurn, startTurn, type StartedRow } from '../turn-lifecycle.ts';
 import type { TurnEvents } from '../turn-events.ts';
 import { type CallDecision, type WorkItem } from '../../core/work-item.ts';
 import type { JobHandler } from './job.ts';
@@ -208,9 +208,10 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
   const checkStop = stopChecker(services.pool, item, stop);
   if (row.stopped_by) stop.abort(row.stopped_by);
 
-  const state = await startingState(services, item, row, log);
+  const after = await parkedTextFirst(services, item);
+  const state = await startingState(services, item, row, log, after);
   if (!state) return;
-  const sink = liveReply(services, item, state, log);
+  const sink = liveReply(services, item, state, log, after);
   let ending: TurnEnding;
   try {
     const workspace = (await services.workspaces?.prepare(item, log)) ?? { kind: 'none' };
@@ -248,9 +249,30 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
       platform: services.platforms.rulesOf(item.reply.platform),
       park: (client, parkedItem, parkedState) => services.approvals.park(client, parkedItem, parkedState),
       ...(services.outbox ? { outbox: services.outbox } : {}),
+      ...(after ? { after: after.workItemId } : {}),
     },
     ending,
   );
+}
+
+/** A parked turn whose text may still wait in the reply outbox, and the wait for it to show. */
+interface ParkedTextFirst {
+  workItemId: string;
+  showAfter(signal: AbortSignal): Promise<void>;
+}
+
+/**
+ * For a continuation: the parked turn it carries on, whose text (written to the outbox when it
+ * parked) must be visible before the continuation shows anything. The continuation replies below
+ * the card, in messages of its own; without this wait, a park text still waiting for the platform's
+ * budget would land after the continuation's reply.
+ */
+async function parkedTextFirst(services: WorkerServices, item: WorkItem): Promise<ParkedTextFirst | undefined> {
+  const { outbox } = services;
+  if (!item.input.approval || !outbox) return undefined;
+  const parked = await parkedTurnContinuedBy(services.pool, item);
+  if (!parked) return undefined;
+  return { workItemId: parked, showAfter: (signal) => outbox.awaitDelivered(parked, signal) };
 }
 
 /**
@@ -279,13 +301,17 @@ async function startingState(
   item: WorkItem,
   row: StartedRow,
   log: Logger,
+  after: ParkedTextFirst | undefined,
 ): Promise<TurnState | undefined> {
   const checkpoint = checkpointFromRow(row.checkpoint_version, row.checkpoint);
   if (checkpoint) return checkpoint;
   if (!item.input.approval) return withFiles(services, item, initialTurnState(item), log);
   const resumed = await services.approvals.resume(item, log);
   if (!('refused' in resumed)) return resumed.state;
-  const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, { log });
+  const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, {
+    log,
+    ...(after ? { showAfter: after.showAfter } : {}),
+  });
   await sink.finish(resumed.refused);
   // Puts the work item into a resting status and hands the conversation to its next item (one statement).
   await settleTurn(services.pool, item, { status: 'failed', error: resumed.refused });
@@ -324,11 +350,18 @@ async function withFiles(services: WorkerServices, item: WorkItem, state: TurnSt
   };
 }
 
-/** The reply the turn streams into, with its Stop button, reporting when its first text is visible. */
-function liveReply(services: WorkerServices, item: WorkItem, state: TurnState, log: Logger): ReplyStream {
+/** The reply the turn streams into, with its Stop button, reporting when its first text is visible; a continuation's shows nothing before its parked turn's text. */
+function liveReply(
+  services: WorkerServices,
+  item: WorkItem,
+  state: TurnState,
+  log: Logger,
+  after: ParkedTextFirst | undefined,
+): ReplyStream {
   let firstText = true;
   return new ReplyStream(services.outbounds.for(item.reply), item.reply, {
     log,
+    ...(after ? { showAfter: after.showAfter } : {}),
     initial: state.reply,
     liveButtons: [{ label: 'Stop', value: stopButtonValue(item.id), style: 'danger' }],
     liveButtonsAfterMs: services.config.STOP_BUTTON_AFTER_MS,

@@ -58,6 +58,11 @@ interface SettlingTurn {
   park(client: PoolClient, item: WorkItem, state: TurnState): Promise<void>;
   /** The reply outbox, where this process delivers one (src/reply/outbox-deliverer.ts). */
   outbox?: ReplyOutbox;
+  /**
+   * The parked turn this continuation carries on: its text may still wait in the outbox, and every
+   * row this turn writes is delivered only once that text is visible (`OutboxRow.afterWorkItemId`).
+   */
+  after?: string;
 }
 
 /** Where a finished turn's last text goes when showing it would hold the worker slot. */
@@ -66,6 +71,11 @@ export interface ReplyOutbox {
   write(db: Queryable, row: NewOutboxRow): Promise<OutboxRow>;
   /** Delivers a committed row (apart from the slot). */
   deliver(row: OutboxRow): void;
+  /**
+   * Resolves once no reply of `workItemId` waits in the outbox (taking over a row nobody delivers):
+   * a continuation shows nothing before its parked turn's text.
+   */
+  awaitDelivered(workItemId: string, signal?: AbortSignal): Promise<void>;
 }
 
 /**
@@ -77,6 +87,9 @@ const Announcement = z.discriminatedUnion('event', [
   z.object({ event: z.literal('finished'), item: WorkItem, text: z.string(), durationMs: z.number() }),
   z.object({ event: z.literal('failed'), item: WorkItem, error: z.string() }),
   z.object({ event: z.literal('cancelled'), item: WorkItem, by: Requester }),
+  // A parked turn's text: its event (awaitingApproval) was emitted when it parked; only the first
+  // visible text, if this was it, is announced on delivery.
+  z.object({ event: z.literal('parked'), item: WorkItem }),
 ]);
 type Announcement = z.infer<typeof Announcement>;
 const FirstShownByOutbox = z.object({ firstVisibleText: z.boolean().optional() });
@@ -90,7 +103,7 @@ export function announceVisible(events: TurnEvents, announcement: unknown): void
     events.emit('firstVisibleText', { item, latencyMs: Date.now() - Date.parse(item.createdAt) });
   if (parsed.event === 'finished') events.emit('finished', parsed);
   else if (parsed.event === 'failed') events.emit('failed', parsed);
-  else events.emit('cancelled', parsed);
+  else if (parsed.event === 'cancelled') events.emit('cancelled', parsed);
 }
 
 /**
@@ -125,6 +138,7 @@ async function showAndSettle(
       text: reply.text,
       buttons,
       announce,
+      ...(turn.after ? { afterWorkItemId: turn.after } : {}),
     });
   });
   outbox.deliver(row);
@@ -184,11 +198,40 @@ const settleFinal: Settler<'final'> = async (turn, { text, state }) => {
   log.info({ rounds: state.round, durationMs }, 'turn finished');
 };
 
+/**
+ * Parks the turn on its card. Where the outbox applies (as in `showAndSettle`), the text so far is
+ * written as an outbox row in the transaction that parks the turn, so the slot is free at once and
+ * the text shows apart from it; the continuation, replying below the card, shows nothing before that
+ * text is visible (`SettlingTurn.after`). The parked state keeps where the reply stood when it was
+ * handed off; the row's own record is the newer one if its delivery posts more messages, and the
+ * continuation starts a new reply either way (src/approval/resume.ts). Elsewhere the text is
+ * finished here, as before.
+ */
 const parkForApproval: Settler<'park'> = async (turn, { calls, state }) => {
-  const { pool, item, sink, log } = turn;
-  const parkedState: TurnState = { ...state, reply: sink.snapshot() };
-  await sink.finish(sink.text || undefined);
-  const parked = await parkTurn(pool, item, (client) => turn.park(client, item, parkedState));
+  const { pool, item, sink, log, outbox } = turn;
+  const replyState = outbox ? await sink.handOff() : undefined;
+  let parked: { supersededBy?: string };
+  if (!outbox || !replyState) {
+    const parkedState: TurnState = { ...state, reply: sink.snapshot() };
+    await sink.finish(sink.text || undefined);
+    parked = await parkTurn(pool, item, (client) => turn.park(client, item, parkedState));
+  } else {
+    const parkedState: TurnState = { ...state, reply: replyState };
+    let row: OutboxRow | undefined;
+    parked = await parkTurn(pool, item, async (client) => {
+      await turn.park(client, item, parkedState);
+      row = await outbox.write(client, {
+        workItemId: item.id,
+        target: item.reply,
+        replyState,
+        text: sink.text,
+        buttons: [],
+        announce: { event: 'parked', item, firstVisibleText: !sink.anyDelivered },
+        ...(turn.after ? { afterWorkItemId: turn.after } : {}),
+      });
+    });
+    if (row) outbox.deliver(row);
+  }
   if (parked.supersededBy) log.info({ by: parked.supersededBy }, 'a message sent while planning withdrew the card');
   else turn.events.emit('awaitingApproval', { item, calls });
 };
