@@ -60,6 +60,8 @@ export const ConfigSchema = z
     BACKGROUND_CONCURRENCY: int(1, 256).default(2),
     /** Slots only a quiet place's turn may take (src/queue/runner.ts); 0 turns the express pool off. */
     EXPRESS_CONCURRENCY: int(0, 64).default(2),
+    /** Slots for delivery jobs (approval cards), which wait on platforms' rate limits apart from turns. */
+    DELIVERY_CONCURRENCY: int(1, 256).default(4),
     WORKER_HEARTBEAT_SECONDS: int(1, 60).default(5),
     WORKER_DEAD_AFTER_SECONDS: int(3, 600).default(15),
     WORKER_POLL_INTERVAL_MS: int(100, 60_000).default(1000),

@@ -17,6 +17,8 @@ export interface QueueRunnerOptions {
    * when they were enqueued (jobs without the `backlog` flag, migration 028); 0 runs no express pool.
    */
   expressConcurrency: number;
+  /** Slots for delivery jobs (an approval card's post), which mostly wait on platforms' rate limits. */
+  deliveryConcurrency: number;
   pollIntervalMs: number;
   /** How long running turns get to reach a checkpoint on shutdown before they are aborted. */
   shutdownGraceMs: number;
@@ -104,7 +106,7 @@ function poolSpecs(options: QueueRunnerOptions, pool: Pool, events: WorkerEvents
     preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   };
   // Countersign's schedules come from its job table, never from a crontab file.
-  const { interactive, background, express } = options.tasks;
+  const { interactive, background, delivery, express } = options.tasks;
   const specs: RunnerOptions[] = [
     {
       ...common,
@@ -117,6 +119,12 @@ function poolSpecs(options: QueueRunnerOptions, pool: Pool, events: WorkerEvents
       concurrency: options.backgroundConcurrency,
       taskList: background.taskList,
       crontab: background.crontab,
+    },
+    {
+      ...common,
+      concurrency: options.deliveryConcurrency,
+      taskList: delivery.taskList,
+      crontab: delivery.crontab,
     },
   ];
   if (options.expressConcurrency > 0) {
@@ -141,7 +149,11 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
   // graphile-worker gets its own connections, so turn queries can never starve job fetching.
   const pool: Pool = createPool(
     options.connectionString,
-    options.interactiveConcurrency + options.backgroundConcurrency + options.expressConcurrency + 4,
+    options.interactiveConcurrency +
+      options.backgroundConcurrency +
+      options.expressConcurrency +
+      options.deliveryConcurrency +
+      4,
     log,
   );
   const events: WorkerEvents = new EventEmitter() as WorkerEvents;

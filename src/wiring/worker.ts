@@ -81,6 +81,7 @@ export async function startWorker(wiring: WorkerWiring, cleanups: Cleanups): Pro
     interactiveConcurrency: config.WORKER_CONCURRENCY,
     backgroundConcurrency: config.BACKGROUND_CONCURRENCY,
     expressConcurrency: config.EXPRESS_CONCURRENCY,
+    deliveryConcurrency: config.DELIVERY_CONCURRENCY,
     pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
     shutdownGraceMs: config.SHUTDOWN_GRACE_SECONDS * 1000,
     tasks: jobTasks({ ...wiring, runWorkItem: workItemTask(wiring, provider, controls) }),

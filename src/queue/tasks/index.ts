@@ -35,7 +35,7 @@ interface PoolTasks {
 }
 
 /**
- * Each worker pool's tasks: both pools' jobs of `JOBS`, and the express pool's, which is the interactive
+ * Each worker pool's tasks: the jobs of `JOBS` by the pool they name, and the express pool's, which is the interactive
  * turn task alone (src/queue/runner.ts: it takes only turns of a place with nothing else outstanding).
  */
 export type WorkerPoolTasks = Record<WorkerPool, PoolTasks> & { express: PoolTasks };
@@ -45,6 +45,7 @@ export function workerPoolTasks(deps: JobDependencies): WorkerPoolTasks {
   const pools: Record<WorkerPool, PoolTasks> = {
     interactive: { taskList: {}, crontab: '' },
     background: { taskList: {}, crontab: '' },
+    delivery: { taskList: {}, crontab: '' },
   };
   for (const key of Object.keys(JOBS) as Array<keyof Jobs>) {
     const job: AnyJob = JOBS[key];

@@ -2,10 +2,11 @@ import type { JobHelpers, Task } from 'graphile-worker';
 import type { z } from 'zod';
 
 /**
- * The two worker pools of src/queue/runner.ts: interactive work (a person is waiting) never waits
- * behind background work.
+ * The worker pools of src/queue/runner.ts: interactive work (a person is waiting) never waits
+ * behind background work; delivery (showing what a turn already decided, such as its approval card)
+ * waits for platforms' rate limits in slots of its own, never in a turn's.
  */
-export type WorkerPool = 'interactive' | 'background';
+export type WorkerPool = 'interactive' | 'background' | 'delivery';
 
 /** How graphile-worker schedules a task's jobs: every enqueuer, TypeScript or SQL, uses these values. */
 export interface JobOptions {

@@ -5,12 +5,13 @@ import { defineJob } from './job.ts';
 /**
  * Shows a parked turn's approval card (src/approval/show.ts, given by the wiring: the queue does not
  * import approvals). Added in the transaction that stores the envelope (`scheduleApprovalCard`), so a
- * worker dying right after parking can't leave an envelope nobody sees; interactive and CRITICAL,
- * because a person is waiting for the card.
+ * worker dying right after parking can't leave an envelope nobody sees; CRITICAL, because a person
+ * is waiting for the card. In the delivery pool: posting the card can wait for a platform's rate limit
+ * (a Discord channel's budget, shared with its replies' edits), which must never hold a turn's slot.
  */
 export const showApprovalCardJob = defineJob({
   name: 'countersign_show_approval_card',
-  pool: 'interactive',
+  pool: 'delivery',
   payload: z.object({ envelopeId: z.uuid() }),
   options: { maxAttempts: 25, priority: Priority.CRITICAL },
   createHandler:
