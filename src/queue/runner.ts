@@ -84,7 +84,7 @@ function emit(target: Logger, level: string, message: string, fields: object): v
 const BACKLOG_FLAG = 'backlog';
 
 /**
- * The pools' graphile-worker options: interactive, background, then express when it has slots. The
+ * The pools' graphile-worker options: interactive, background, delivery, then express when it has slots. The
  * express pool runs only the interactive turn task, and never a job flagged as a place's backlog:
  * when one place's burst holds every interactive slot, another place's first turn still starts at
  * once instead of waiting for one of those turns to end (bench P10). It takes no crontab, so no
@@ -139,10 +139,11 @@ function poolSpecs(options: QueueRunnerOptions, pool: Pool, events: WorkerEvents
 }
 
 /**
- * Runs two graphile-worker pools against one database: one for interactive work, one for background
- * work. A person's turn (CRITICAL) therefore starts at once even while every background slot is busy
- * and thousands of LOW jobs wait; graphile-worker's priority order alone can't do that, because a
- * busy slot isn't preempted.
+ * Runs graphile-worker pools against one database: one for interactive work, one for background
+ * work, one for delivery (cards waiting on platforms' rate limits), and the express pool. A person's
+ * turn (CRITICAL) therefore starts at once even while every background slot is busy and thousands of
+ * LOW jobs wait; graphile-worker's priority order alone can't do that, because a busy slot isn't
+ * preempted.
  */
 export async function startQueueRunner(options: QueueRunnerOptions): Promise<QueueRunner> {
   const { log } = options;
