@@ -71,6 +71,8 @@ interface Mentions {
   readonly sentAt: number[];
   /** The channel mention i's reply is in. */
   channel(platform: 'slack' | 'discord', i: number): string;
+  /** When mention i's reply first showed anything (the placeholder), ms since epoch. */
+  placeholderAt(platform: 'slack' | 'discord', i: number): number | undefined;
 }
 
 /**
@@ -102,6 +104,16 @@ function mentions(url: string, slack: FakeSlack, discord: FakeDiscord): Mentions
     answered,
     sentAt,
     channel: (platform, i) => (platform === 'slack' ? slackChannel(i) : threads[i]!),
+    placeholderAt: (platform, i) =>
+      firstAfter(
+        platform === 'slack'
+          ? slack.messages.filter((m) => m.channel === slackChannel(i) && m.bot_id).map((m) => m.history)
+          : discord
+              .messagesIn(threads[i]!)
+              .filter((m) => m.source === 'rest')
+              .map((m) => m.history),
+        sentAt[i]!,
+      ),
     async send() {
       const i = sentAt.length;
       threads.push(discord.createThread({ name: `p10-${i}` }).id as string);
@@ -151,6 +163,8 @@ interface Stage {
   answered?: number;
   /** The worker started the turn. */
   started: number;
+  /** The reply's placeholder was visible (the worker posts it as the turn starts). */
+  placeholder: number;
   /** The first token was visible. */
   token: number;
 }
@@ -167,6 +181,7 @@ async function stagesOf(pool: Pool, m: Mentions, tokens: { slack: number[]; disc
       platform,
       ...(platform === 'slack' ? { answered: m.answered[i]! - at } : {}),
       started: startedIn.get(m.channel(platform, i))! - at,
+      placeholder: m.placeholderAt(platform, i)! - at,
       token: tokens[platform][i]!,
     })),
   );
