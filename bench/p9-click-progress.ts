@@ -144,20 +144,43 @@ export async function deploy(connectionString: string, env: Record<string, strin
   };
 }
 
+/** The clicker process (bench/p9-clicker.ts), its requests signed and waiting for `go`. */
+export interface Clicker {
+  /** Sends every click at once; resolves with the click time and each click's answer time (ms). */
+  go(): Promise<{ clickedAt: number; acks: number[] }>;
+}
+
+/** Starts the clicker and waits until it has signed every request. */
+export async function readyClicker(url: string, payloads: unknown[], timeoutMs?: number): Promise<Clicker> {
+  const child = spawn(process.execPath, [CLICKER], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  let ready: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.startsWith('ready\n')) ready();
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  child.stdin.write(`${JSON.stringify({ url, secret: SECRET, payloads, ...(timeoutMs ? { timeoutMs } : {}) })}\n`);
+  const code = await Promise.race([isReady.then(() => undefined), exited]);
+  if (code !== undefined) throw new Error(`P9: the clicker exited with ${code} before it was ready`);
+  return {
+    async go() {
+      child.stdin.end('go\n');
+      const exit = await exited;
+      if (exit !== 0) throw new Error(`P9: the clicker exited with ${exit}`);
+      return JSON.parse(out.slice('ready\n'.length)) as { clickedAt: number; acks: number[] };
+    },
+  };
+}
+
 /** Sends the signed clicks from a process of its own (bench/p9-clicker.ts) and reads its timings. */
-export async function clickAll(
+async function clickAll(
   url: string,
   payloads: unknown[],
   timeoutMs?: number,
 ): Promise<{ clickedAt: number; acks: number[] }> {
-  const child = spawn(process.execPath, [CLICKER], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const exited = new Promise<number | null>((r) => child.once('exit', r));
-  child.stdin.end(JSON.stringify({ url, secret: SECRET, payloads, ...(timeoutMs ? { timeoutMs } : {}) }));
-  const code = await exited;
-  if (code !== 0) throw new Error(`P9: the clicker exited with ${code}`);
-  return JSON.parse(out) as { clickedAt: number; acks: number[] };
+  return (await readyClicker(url, payloads, timeoutMs)).go();
 }
 
 /** Waits until the ingress answers over HTTP. */

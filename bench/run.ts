@@ -267,14 +267,14 @@ async function main(): Promise<void> {
       const { burst } = p10;
       rows.push(
         [
-          `P10 Slack mention in other workspaces → first visible token during A's ${burst.cards}-click burst, p50 / p99 (ms)`,
+          `P10 Slack mention in other workspaces → first visible token during A's ${burst.cards}-click burst, p50 / p99 of ${p10.slackB.burst.n} (ms)`,
           ms(p10.slackB.burst),
           `no burst: ${ms(p10.slackB.quiet)}`,
           ratio(p10.slackB.burst, p10.slackB.quiet),
           '≤ 1.25×',
         ],
         [
-          `P10 Discord mention → first visible token during the burst, p50 / p99 (ms)`,
+          `P10 Discord mention → first visible token during the burst, p50 / p99 of ${p10.discord.burst.n} (ms)`,
           ms(p10.discord.burst),
           `no burst: ${ms(p10.discord.quiet)}`,
           ratio(p10.discord.burst, p10.discord.quiet),
@@ -288,6 +288,13 @@ async function main(): Promise<void> {
           '≤ 1×',
         ],
         [`P10 workspace A: slot held per continuation p50 / p99 (ms)`, ms(burst.slotHeld), '', '', ''],
+        [
+          `P10 the mentions sent ${round(p10.offsetMs, 0)} ms after A's clicks: Slack / Discord (ms)`,
+          `${round(p10.slackB.samples[0]!, 0)} / ${round(p10.discord.samples[0]!, 0)}`,
+          `no burst p50: ${round(p10.slackB.quiet.p50, 0)} / ${round(p10.discord.quiet.p50, 0)}`,
+          '',
+          '',
+        ],
       );
     }
     if (only.includes('FILES')) {

@@ -211,7 +211,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const directory = platformDirectory(options.platforms?.map(rulesOf));
     const policies = openPolicyFile(config, log, directory);
     cleanups.add(async () => policies.close());
-    const { databaseUrl, pool } = await openDatabase(config, log, cleanups);
+    const { databaseUrl, pool, admissionPool } = await openDatabase(config, log, cleanups);
     const events = new TurnEvents();
     observeTurns(events);
 
@@ -276,7 +276,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       requestStop(pool, workItemId, by, (person, reply) => gate.isApprover(person, reply));
     const hasTerminal = consoleOptions !== undefined;
     const inbound: InboundWiring = {
-      ...{ config, pool, log, approvals, skills, http, events, gate, stopTurn, hasTerminal },
+      ...{ config, pool, admissionPool, log, approvals, skills, http, events, gate, stopTurn, hasTerminal },
       ...(codeWork ? { catalog: codeWork.catalog } : {}),
       ...(connections ? { connections } : {}),
     };
@@ -339,6 +339,8 @@ function registerOutbounds(platforms: Platform[], options: StartOptions, events:
 interface InboundWiring {
   config: Config;
   pool: Pool;
+  /** Admissions' own connections: a message is taken in even while other work holds all of `pool`'s. */
+  admissionPool: Pool;
   log: Logger;
   approvals: ApprovalService;
   skills: SkillRegistry;
@@ -371,7 +373,7 @@ async function startInbounds(
 
 /** What an adapter is given: the core's verbs, bound to its platform, and none of its storage. */
 function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterContext {
-  const { pool, gate, approvals, log, stopTurn } = wiring;
+  const { pool, admissionPool, gate, approvals, log, stopTurn } = wiring;
   const recordFeedbackOf: AdapterContext['recordFeedback'] = (workItemId, by, vote) =>
     recordFeedback(pool, workItemId, by, vote, (person, reply) => gate.mayUse(person, reply));
   const allowances = new BudgetAllowances(pool, (person, reply) => gate.isApprover(person, reply));
@@ -383,7 +385,7 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     skills: wiring.skills,
     http: wiring.http,
     events: wiring.events,
-    admit: (request) => admit({ pool, approvals, log, platform: rules.name }, request),
+    admit: (request) => admit({ pool: admissionPool, approvals, log, platform: rules.name }, request),
     conversationExists: (id) => conversationExists(pool, id),
     activeTurnOf: (id) => activeWorkItemOf(pool, id),
     pressButton: (value, by, surface) =>

@@ -55,6 +55,7 @@ export const ConfigSchema = z
       .optional(),
     EMBEDDED_POSTGRES_DIR: z.string().default('.data/postgres'),
     DATABASE_POOL_SIZE: int(2, 200).default(10),
+    DATABASE_ADMISSION_POOL_SIZE: int(1, 100).default(4),
 
     WORKER_CONCURRENCY: int(1, 256).default(8),
     BACKGROUND_CONCURRENCY: int(1, 256).default(2),

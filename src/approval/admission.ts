@@ -42,6 +42,7 @@ export type AdmissionResult =
   | { ok: true; item: WorkItem | undefined };
 
 export interface AdmissionDeps {
+  /** Where the enqueue runs: the process's admission pool, which nothing else queues in (src/wiring/database.ts). */
   pool: Pool;
   approvals: ApprovalService;
   log: Logger;

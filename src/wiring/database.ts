@@ -13,14 +13,18 @@ export function resolveFromCwd(p: string): string {
 }
 
 /**
- * The database this process uses, migrated, and a pool on it: DATABASE_URL, or an embedded Postgres
- * started here when it is unset.
+ * The database this process uses, migrated, and its pools: DATABASE_URL, or an embedded Postgres
+ * started here when it is unset. `pool` is for Countersign's own queries; `admissionPool` only
+ * takes platform messages in (src/approval/admission.ts), so a message never waits in the pool's
+ * queue behind a burst of other work, such as 50 approval clicks' transactions holding every
+ * connection (P10 in bench/README.md). pg opens its connections on first use: a process that takes
+ * no messages in opens none.
  */
 export async function openDatabase(
   config: Config,
   log: Logger,
   cleanups: Cleanups,
-): Promise<{ databaseUrl: string; pool: Pool }> {
+): Promise<{ databaseUrl: string; pool: Pool; admissionPool: Pool }> {
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
     const dir = resolveFromCwd(config.EMBEDDED_POSTGRES_DIR);
@@ -32,7 +36,9 @@ export async function openDatabase(
   await migrateWhenReachable(databaseUrl, log);
   const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE, log);
   cleanups.add(() => pool.end());
-  return { databaseUrl, pool };
+  const admissionPool = createPool(databaseUrl, config.DATABASE_ADMISSION_POOL_SIZE, log);
+  cleanups.add(() => admissionPool.end());
+  return { databaseUrl, pool, admissionPool };
 }
 
 /**
