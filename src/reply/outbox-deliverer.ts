@@ -94,19 +94,29 @@ export class OutboxDeliverer {
   async awaitDelivered(workItemId: string, signal?: AbortSignal): Promise<void> {
     const { pool, processId } = this.#options;
     const wake = signal ? AbortSignal.any([signal, this.#stopping.signal]) : this.#stopping.signal;
+    let outage = false;
     for (;;) {
       wake.throwIfAborted();
       const here = [...this.#inFlight.values()].find((d) => d.workItemId === workItemId);
       if (here) await abortable(here.done, wake);
-      else {
-        const claimed = await claimRowOf(pool, workItemId, processId);
+      try {
+        const claimed = here ? undefined : await claimRowOf(pool, workItemId, processId);
         if (claimed) {
           this.#options.log.info({ seq: claimed.seq, workItemId }, 'took over an outbox reply another one waits for');
           this.deliver(claimed);
           continue;
         }
+        if (!(await hasRowOf(pool, workItemId))) return;
+        outage = false;
+      } catch (error) {
+        // An outage is waited out like the row itself: a delivery that gave up here could not even
+        // release its own row (the database is gone), which would stay locked to this live process
+        // and never be shown.
+        if (!isDatabaseUnavailable(error)) throw error;
+        if (!outage)
+          this.#options.log.warn({ err: error, workItemId }, 'database unreachable; still waiting for an outbox reply');
+        outage = true;
       }
-      if (!(await hasRowOf(pool, workItemId))) return;
       await sleep(AWAIT_POLL_MS, undefined, { signal: wake });
     }
   }
