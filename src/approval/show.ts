@@ -32,13 +32,19 @@ function whoMayDecide(policy: CallPolicy | undefined): string | undefined {
  * decide (route.ts). Run again after a crash, it posts only what is missing. A click (or the expiry)
  * while the card was being posted found no card on record to edit (`refreshCard` then draws
  * nothing: posting another card would duplicate it); so once its messages are on record, the card
- * is drawn again if the envelope changed meanwhile.
+ * is drawn again if the envelope changed meanwhile. `parkedTextFirst` (the worker's reply outbox)
+ * resolves once the parked turn's text posts no more messages, so the card is posted below them.
  */
-export async function showPendingCard(ctx: ApprovalContext, envelopeId: string): Promise<void> {
+export async function showPendingCard(
+  ctx: ApprovalContext,
+  envelopeId: string,
+  parkedTextFirst?: (workItemId: string) => Promise<void>,
+): Promise<void> {
   const envelope = await findEnvelopeById(ctx.pool, envelopeId);
   if (!envelope || envelope.status !== 'pending') return;
   const card = await renderCard(ctx, envelope, 'pending');
   if (!envelope.card_message_id) {
+    await parkedTextFirst?.(envelope.work_item_id);
     // A platform rate limit is waited out here: failing the job would put the card behind
     // graphile-worker's exponential retry delay while a person waits for it.
     const shown = await waitingOutRateLimits(ctx, envelopeId, () => showCard(ctx, envelope, card));
