@@ -40,11 +40,10 @@ export async function showPendingCard(
   envelopeId: string,
   parkedTextFirst?: (workItemId: string) => Promise<void>,
 ): Promise<void> {
-  const envelope = await findEnvelopeById(ctx.pool, envelopeId);
-  if (!envelope || envelope.status !== 'pending') return;
+  const envelope = await pendingEnvelope(ctx, envelopeId, parkedTextFirst);
+  if (!envelope) return;
   const card = await renderCard(ctx, envelope, 'pending');
   if (!envelope.card_message_id) {
-    await parkedTextFirst?.(envelope.work_item_id);
     // A platform rate limit is waited out here: failing the job would put the card behind
     // graphile-worker's exponential retry delay while a person waits for it.
     const shown = await waitingOutRateLimits(ctx, envelopeId, () => showCard(ctx, envelope, card));
@@ -55,6 +54,24 @@ export async function showPendingCard(
   }
   await sendCopies(ctx, envelope, card);
   await redrawIfChangedSince(ctx, envelope);
+}
+
+/**
+ * The envelope while it is pending. With no card yet, the parked turn's text comes first; the
+ * envelope is read again after that wait, so a card withdrawn (a newer message) or expired meanwhile
+ * is never posted.
+ */
+async function pendingEnvelope(
+  ctx: ApprovalContext,
+  envelopeId: string,
+  parkedTextFirst: ((workItemId: string) => Promise<void>) | undefined,
+): Promise<EnvelopeRow | undefined> {
+  const envelope = await findEnvelopeById(ctx.pool, envelopeId);
+  if (!envelope || envelope.status !== 'pending') return undefined;
+  if (envelope.card_message_id || !parkedTextFirst) return envelope;
+  await parkedTextFirst(envelope.work_item_id);
+  const now = await findEnvelopeById(ctx.pool, envelopeId);
+  return now?.status === 'pending' ? now : undefined;
 }
 
 /** Private Connect links to the requester, one per per-person server the card's calls wait for. */

@@ -31,6 +31,7 @@ const script: Script = {
         { text: 'Result: {{lastToolResult}}' },
       ],
     },
+    { rounds: [{ text: 'ok' }] },
   ],
 };
 
@@ -87,6 +88,44 @@ describe('a parked turn’s text and its card', () => {
     for (const post of parkPosts) expect(outbound.log.indexOf(post)).toBeLessThan(cardPost);
     // The card is the newest message: the continuation replies right below it.
     expect([...outbound.messages.values()].at(-1)?.id).toBe(cardId);
+  });
+
+  it('never posts a card withdrawn by a newer message while it waited for the park text', async () => {
+    const outbound = new BudgetedOutbound('test', { maxMessageLength: 700 });
+    const harness = await start(outbound);
+    const parked = await harness.say('park-card-withdrawn', 'long deploy', { placeholder: '…' });
+    expect((await harness.settled(parked.id)).status).toBe('awaiting_approval');
+    // The card job waits for the park text, which waits for the shut budget.
+    await waitFor(
+      async () => {
+        const { rows } = await harness.app.pool.query(
+          `SELECT 1 FROM graphile_worker._private_jobs j JOIN graphile_worker._private_tasks t ON t.id = j.task_id
+            WHERE t.identifier = 'countersign_show_approval_card' AND j.locked_at IS NOT NULL`,
+        );
+        return rows.length > 0 ? true : undefined;
+      },
+      10_000,
+      'the card job to wait',
+    );
+    const newer = await harness.say('park-card-withdrawn', 'never mind', { mode: 'steer' });
+    expect((await harness.settled(newer.id)).status).toBe('done');
+
+    outbound.open();
+    await waitFor(async () => ((await outboxRows(harness)) === 0 ? true : undefined), 10_000, 'the rows to go');
+    await waitFor(
+      async () => {
+        const { rows } = await harness.app.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs`);
+        return rows[0].n === 0 ? true : undefined;
+      },
+      10_000,
+      'the card job to end',
+    );
+    const { rows } = await harness.app.pool.query<{ status: string; card_message_id: string | null }>(
+      'SELECT status, card_message_id FROM countersign.approval_envelopes WHERE work_item_id = $1',
+      [parked.id],
+    );
+    expect(rows).toEqual([{ status: 'superseded', card_message_id: null }]);
+    expect(outbound.messages.size).toBe(4);
   });
 
   it('does not hold the card back for a park text that edits the message it has', async () => {
