@@ -49,8 +49,8 @@ export class ApprovalService {
   }
 
   /** Posts the card of a pending envelope that has none yet (the show-card job): see show.ts. */
-  showPendingCard(envelopeId: string): Promise<void> {
-    return showPendingCard(this.#ctx, envelopeId);
+  showPendingCard(envelopeId: string, parkedTextFirst?: (workItemId: string) => Promise<void>): Promise<void> {
+    return showPendingCard(this.#ctx, envelopeId, parkedTextFirst);
   }
 
   /** A button click (nonce + decision), verified before anything is consumed: see decide.ts. */

@@ -32,11 +32,16 @@ function whoMayDecide(policy: CallPolicy | undefined): string | undefined {
  * decide (route.ts). Run again after a crash, it posts only what is missing. A click (or the expiry)
  * while the card was being posted found no card on record to edit (`refreshCard` then draws
  * nothing: posting another card would duplicate it); so once its messages are on record, the card
- * is drawn again if the envelope changed meanwhile.
+ * is drawn again if the envelope changed meanwhile. `parkedTextFirst` (the worker's reply outbox)
+ * resolves once the parked turn's text posts no more messages, so the card is posted below them.
  */
-export async function showPendingCard(ctx: ApprovalContext, envelopeId: string): Promise<void> {
-  const envelope = await findEnvelopeById(ctx.pool, envelopeId);
-  if (!envelope || envelope.status !== 'pending') return;
+export async function showPendingCard(
+  ctx: ApprovalContext,
+  envelopeId: string,
+  parkedTextFirst?: (workItemId: string) => Promise<void>,
+): Promise<void> {
+  const envelope = await pendingEnvelope(ctx, envelopeId, parkedTextFirst);
+  if (!envelope) return;
   const card = await renderCard(ctx, envelope, 'pending');
   if (!envelope.card_message_id) {
     // A platform rate limit is waited out here: failing the job would put the card behind
@@ -49,6 +54,24 @@ export async function showPendingCard(ctx: ApprovalContext, envelopeId: string):
   }
   await sendCopies(ctx, envelope, card);
   await redrawIfChangedSince(ctx, envelope);
+}
+
+/**
+ * The envelope while it is pending. With no card yet, the parked turn's text comes first; the
+ * envelope is read again after that wait, so a card withdrawn (a newer message) or expired meanwhile
+ * is never posted.
+ */
+async function pendingEnvelope(
+  ctx: ApprovalContext,
+  envelopeId: string,
+  parkedTextFirst: ((workItemId: string) => Promise<void>) | undefined,
+): Promise<EnvelopeRow | undefined> {
+  const envelope = await findEnvelopeById(ctx.pool, envelopeId);
+  if (!envelope || envelope.status !== 'pending') return undefined;
+  if (envelope.card_message_id || !parkedTextFirst) return envelope;
+  await parkedTextFirst(envelope.work_item_id);
+  const now = await findEnvelopeById(ctx.pool, envelopeId);
+  return now?.status === 'pending' ? now : undefined;
 }
 
 /** Private Connect links to the requester, one per per-person server the card's calls wait for. */

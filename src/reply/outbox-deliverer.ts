@@ -3,10 +3,12 @@ import type { Logger } from 'pino';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { isDatabaseUnavailable, waitForDatabase } from '../db/errors.ts';
 import type { Outbound, OutboundRegistry } from './outbound.ts';
+import { ReplyMessages } from './reply-messages.ts';
 import { ReplyStream } from './reply-stream.ts';
 import {
   claimOrphanedRows,
   claimRowOf,
+  findRowOf,
   hasRowOf,
   insertOutboxRow,
   recordReplyState,
@@ -94,21 +96,45 @@ export class OutboxDeliverer {
   async awaitDelivered(workItemId: string, signal?: AbortSignal): Promise<void> {
     const { pool, processId } = this.#options;
     const wake = signal ? AbortSignal.any([signal, this.#stopping.signal]) : this.#stopping.signal;
+    let outage = false;
     for (;;) {
       wake.throwIfAborted();
       const here = [...this.#inFlight.values()].find((d) => d.workItemId === workItemId);
       if (here) await abortable(here.done, wake);
-      else {
-        const claimed = await claimRowOf(pool, workItemId, processId);
+      try {
+        const claimed = here ? undefined : await claimRowOf(pool, workItemId, processId);
         if (claimed) {
           this.#options.log.info({ seq: claimed.seq, workItemId }, 'took over an outbox reply another one waits for');
           this.deliver(claimed);
           continue;
         }
+        if (!(await hasRowOf(pool, workItemId))) return;
+        outage = false;
+      } catch (error) {
+        // An outage is waited out like the row itself: a delivery that gave up here could not even
+        // release its own row (the database is gone), which would stay locked to this live process
+        // and never be shown.
+        if (!isDatabaseUnavailable(error)) throw error;
+        if (!outage)
+          this.#options.log.warn({ err: error, workItemId }, 'database unreachable; still waiting for an outbox reply');
+        outage = true;
       }
-      if (!(await hasRowOf(pool, workItemId))) return;
       await sleep(AWAIT_POLL_MS, undefined, { signal: wake });
     }
+  }
+
+  /**
+   * Resolves once the reply of `workItemId` will post no new message: its row is gone, or the text
+   * it still has to show fits in the messages it has, which are edited where they sit. What waits
+   * is a parked turn's card: the park text's messages must all stand above it, as they did when the
+   * text was finished before the card was scheduled. A text that only edits its placeholder does
+   * not hold the card back (on Slack the edit waits for chat.update's budget; the card does not).
+   */
+  async awaitPostsOf(workItemId: string, signal?: AbortSignal): Promise<void> {
+    const row = await findRowOf(this.#options.pool, workItemId);
+    const outbound = row && this.#outboundFor(row);
+    if (!row || !outbound || !postsAMessage(row, outbound.limits.maxMessageLength)) return;
+    await this.awaitDelivered(workItemId, signal);
   }
 
   /** Deliveries running in this process (benchmarks, tests). */
@@ -232,6 +258,12 @@ interface Delivery {
   workItemId: string;
   stream?: ReplyStream;
   done: Promise<void>;
+}
+
+/** Whether delivering `row` posts a message: it has none yet, or its text overflows the last one it has. */
+function postsAMessage(row: OutboxRow, maxMessageLength: number): boolean {
+  const messages = new ReplyMessages(row.target, row.replyState);
+  return !messages.ids[messages.liveIndex] || messages.live(row.text).length > maxMessageLength;
 }
 
 /** `promise`, or a rejection as soon as `signal` is aborted (the promise itself runs on). */

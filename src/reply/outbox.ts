@@ -112,6 +112,14 @@ export async function claimRowOf(db: Queryable, workItemId: string, processId: s
   return parseRows(rows)[0];
 }
 
+/** The reply of this work item that waits in the outbox, if one does. */
+export async function findRowOf(db: Queryable, workItemId: string): Promise<OutboxRow | undefined> {
+  const { rows } = await db.query(`SELECT ${COLUMNS} FROM countersign.reply_outbox WHERE work_item_id = $1::uuid`, [
+    workItemId,
+  ]);
+  return parseRows(rows)[0];
+}
+
 /** Whether a reply of this work item still waits in the outbox (not yet visible). */
 export async function hasRowOf(db: Queryable, workItemId: string): Promise<boolean> {
   const { rowCount } = await db.query(`SELECT 1 FROM countersign.reply_outbox WHERE work_item_id = $1::uuid`, [

@@ -10,6 +10,7 @@ import type { CodeWork } from './repos.ts';
 import type { PersonalConnections } from '../connections/service.ts';
 import { sweepExpiredStates } from '../connections/store.ts';
 import { releaseExpiredReservations, spendDeadProcessLeases } from '../budgets/store.ts';
+import type { OutboxDeliverer } from '../reply/outbox-deliverer.ts';
 
 /**
  * Every job's handler, given what it needs: turns, approval cards (approvals, which the queue does
@@ -24,13 +25,18 @@ export function jobTasks(deps: {
   config: Config;
   codeWork?: CodeWork;
   connections?: PersonalConnections;
+  /** This process's reply outbox: a card is posted below its parked turn's text. */
+  outbox?: OutboxDeliverer;
 }): WorkerPoolTasks {
-  const { config, approvals } = deps;
+  const { config, approvals, outbox } = deps;
   const turn = { runWorkItem: deps.runWorkItem };
   return workerPoolTasks({
     interactiveTurn: turn,
     backgroundTurn: turn,
-    showApprovalCard: { showPendingCard: (envelopeId) => approvals.showPendingCard(envelopeId) },
+    showApprovalCard: {
+      showPendingCard: (envelopeId, signal) =>
+        approvals.showPendingCard(envelopeId, outbox && ((workItemId) => outbox.awaitPostsOf(workItemId, signal))),
+    },
     shareChangeDiff: { shareChangeDiff: (envelopeId, by) => approvals.shareChangeDiff(envelopeId, by) },
     housekeeping: {
       pool: deps.pool,

@@ -84,7 +84,7 @@ export async function startWorker(wiring: WorkerWiring, cleanups: Cleanups): Pro
     deliveryConcurrency: config.DELIVERY_CONCURRENCY,
     pollIntervalMs: config.WORKER_POLL_INTERVAL_MS,
     shutdownGraceMs: config.SHUTDOWN_GRACE_SECONDS * 1000,
-    tasks: jobTasks({ ...wiring, runWorkItem: workItemTask(wiring, provider, controls) }),
+    tasks: jobTasks({ ...wiring, outbox: controls.outbox, runWorkItem: workItemTask(wiring, provider, controls) }),
     // The process leaves (src/cli.ts): stopping waits for running turns (aborting them after the
     // grace period, as graphile-worker does), then releases their locks for a live worker.
     onFatal: (error) => wiring.onFatal(error),

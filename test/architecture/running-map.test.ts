@@ -102,7 +102,7 @@ const REENTRY_INTERFACES: Array<{ through: string; matches: (module: string, ste
   },
   {
     through:
-      'The reply outbox’s deliverer (`src/reply/outbox-deliverer.ts`), which every worker process polls on a timer: it claims the replies that wait for a platform’s budget',
+      'The reply outbox’s deliverer (`src/reply/outbox-deliverer.ts`), which every worker process polls on a timer: it claims the replies that wait for a platform’s budget; a parked turn’s card and its continuation wait on it for the park text',
     matches: (module) => module === 'src/reply/outbox-deliverer.ts' || module === 'src/reply/outbox.ts',
   },
   {

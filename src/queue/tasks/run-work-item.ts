@@ -1,7 +1,7 @@
 import type { PlatformDirectory } from '../../core/platform-rules.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
-import type { Pool, PoolClient } from '../../db/pool.ts';
+import { transaction, type Pool, type PoolClient } from '../../db/pool.ts';
 import { runTurn, type TurnContext, type TurnDeps, type TurnOutcome } from '../../agent/loop.ts';
 import { admitArgs } from '../../agent/tools/tool.ts';
 import { RUN_COMMAND } from '../../agent/tools/run-command.ts';
@@ -308,15 +308,49 @@ async function startingState(
   if (!item.input.approval) return withFiles(services, item, initialTurnState(item), log);
   const resumed = await services.approvals.resume(item, log);
   if (!('refused' in resumed)) return resumed.state;
+  await refuseContinuation(services, item, resumed.refused, log, after);
+  return undefined;
+}
+
+/**
+ * Shows a refused continuation's reason and settles it failed. Like a turn's ending, the text goes
+ * through the reply outbox where the platform has a budget: it waits for the parked turn's text
+ * first (`after`), and that wait, behind the budget, must hold no worker slot (nor keep a shutdown
+ * waiting for the job).
+ */
+async function refuseContinuation(
+  services: WorkerServices,
+  item: WorkItem,
+  refused: string,
+  log: Logger,
+  after: ParkedTextFirst | undefined,
+): Promise<void> {
+  const { outbox, pool } = services;
   const sink = new ReplyStream(services.outbounds.for(item.reply), item.reply, {
     log,
     ...(after ? { showAfter: after.showAfter } : {}),
   });
-  await sink.finish(resumed.refused);
-  // Puts the work item into a resting status and hands the conversation to its next item (one statement).
-  await settleTurn(services.pool, item, { status: 'failed', error: resumed.refused });
-  services.events.emit('failed', { item, error: resumed.refused });
-  return undefined;
+  const replyState = outbox ? await sink.handOff() : undefined;
+  if (!outbox || !replyState) {
+    await sink.finish(refused);
+    // Puts the work item into a resting status and hands the conversation to its next item (one statement).
+    await settleTurn(pool, item, { status: 'failed', error: refused });
+    services.events.emit('failed', { item, error: refused });
+    return;
+  }
+  const row = await transaction(pool, async (client) => {
+    await settleTurn(client, item, { status: 'failed', error: refused });
+    return outbox.write(client, {
+      workItemId: item.id,
+      target: item.reply,
+      replyState,
+      text: refused,
+      buttons: [],
+      announce: { event: 'failed', item, error: refused },
+      ...(after ? { afterWorkItemId: after.workItemId } : {}),
+    });
+  });
+  outbox.deliver(row);
 }
 
 /**
