@@ -158,7 +158,7 @@ export async function startQueueRunner(options: QueueRunnerOptions): Promise<Que
     log,
   );
   const events: WorkerEvents = new EventEmitter() as WorkerEvents;
-  // Which of the two runners a pool belongs to, so a stuck pool can be replaced by its own kind.
+  // Which runner a pool belongs to, so a stuck pool can be replaced by its own kind.
   const poolOwner = new Map<string, number>();
   let creating = -1;
   events.on('pool:create', ({ workerPool }) => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ReplyStream } from '../../src/reply/reply-stream.ts';
 import { createLogger } from '../../src/log.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';
+import { BudgetedOutbound } from './budgeted-outbound.ts';
 import { openFenceAt } from '../../src/reply/split.ts';
 import type { PartialEdit } from '../../src/reply/rate-bucket.ts';
 
@@ -180,5 +181,29 @@ describe('a stream’s place in the platform’s budget', () => {
     // The one edit the token paid for showed the final text; nothing partial went out after it.
     expect(outbound.channelText('c1')).toEqual(['the whole answer']);
     expect(outbound.messages.get(placeholder.messageId)?.edits).toBe(1);
+  });
+});
+
+describe('a reply that waits for another to show first', () => {
+  it('posts nothing once handed off, even when what it waited for shows afterwards', async () => {
+    // A platform with a budget (open): its replies may be handed off to the outbox.
+    const outbound = new BudgetedOutbound();
+    outbound.open();
+    let shown: () => void = () => undefined;
+    const waiting = new Promise<void>((resolve) => (shown = resolve));
+    const stream = new ReplyStream(outbound, target, {
+      log,
+      showAfter: (signal) =>
+        Promise.race([
+          waiting,
+          new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error))),
+        ]),
+    });
+    stream.append('a partial answer the next attempt will stream again');
+    await new Promise((r) => setTimeout(r, 50));
+    await stream.handOff();
+    shown();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(outbound.calls).toBe(0);
   });
 });

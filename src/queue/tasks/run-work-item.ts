@@ -234,7 +234,11 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
       ending = endingOfOutcome(await withChangeCard(services, item, outcome, log));
     }
   } catch (error) {
-    ending = await endingOfError(error, signal, services.pool, log);
+    ending = await endingOfError(error, signal, services.pool, log).catch(async (retried: unknown) => {
+      // The job is tried again from its checkpoint: this attempt's stream must not post later.
+      await sink.handOff().catch(() => undefined);
+      throw retried;
+    });
   }
   await settleEnding(
     {

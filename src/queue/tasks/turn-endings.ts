@@ -236,7 +236,10 @@ const parkForApproval: Settler<'park'> = async (turn, { calls, state }) => {
   else turn.events.emit('awaitingApproval', { item, calls });
 };
 
-const handOver: Settler<'handOver'> = async ({ pool, item, log }, { round }) => {
+const handOver: Settler<'handOver'> = async ({ pool, item, log, sink }, { round }) => {
+  // This stream shows nothing more: the next attempt streams the reply from the checkpoint, and a
+  // wait still pending here (a continuation's, for its park text) must not post once it ends.
+  await sink.handOff().catch(() => undefined);
   // The last round is checkpointed: schedule the item again at once for a live worker.
   await handOverTurn(pool, item);
   log.info({ round }, 'handed the turn over to another worker');
