@@ -86,6 +86,35 @@ export async function openPeriods(db: Queryable, keys: BudgetKey[]): Promise<voi
  */
 const COMMIT = `commit_mode AS (SELECT set_config('synchronous_commit', 'off', true))`;
 
+/**
+ * The period row's `warned_at` after adding `spend` to it: set (now) by the first change that takes
+ * the period's spend past `warnAt` × (limit + allowance), so each period warns once however many
+ * calls or lease writes settle. `p` is the period row being updated; the arguments are SQL expressions.
+ */
+const warnedAtAfter = (spend: string, warnAt: string, limit: string) => `CASE
+           WHEN p.warned_at IS NULL AND ${warnAt} IS NOT NULL AND ${spend} > 0
+                AND p.spent + ${spend} >= ${warnAt} * (${limit} + p.allowance) THEN now()
+           ELSE p.warned_at END`;
+
+/** A settled period as an UPDATE … RETURNING of `warnedAtAfter` gives it back. */
+interface RawSettled {
+  budget: string;
+  unit: BudgetUnit;
+  spent: string;
+  allowance: string;
+  period_end: Date;
+  warned_now: boolean;
+}
+
+const settledOf = (r: RawSettled): SettledPeriod => ({
+  budget: r.budget,
+  unit: r.unit,
+  spent: Number(r.spent),
+  allowance: Number(r.allowance),
+  periodEnd: r.period_end,
+  warnedNow: r.warned_now,
+});
+
 /** A budget's share of a call a reservation asks for: its amount, and the budget's limit. */
 export interface ReservationAsk extends BudgetKey {
   amount: number;
@@ -325,15 +354,7 @@ export async function settleReservation(
   },
 ): Promise<SettledPeriod[]> {
   const { levels, lines } = settle;
-  const { rows } = await db.query<{
-    budget: string;
-    unit: BudgetUnit;
-    spent: string;
-    allowance: string;
-    period_end: Date;
-    warned_now: boolean;
-    counted: boolean;
-  }>({
+  const { rows } = await db.query<RawSettled & { counted: boolean }>({
     name: 'cs_budget_settle',
     text: `WITH ${COMMIT}, released AS (
        DELETE FROM countersign.budget_reservations WHERE id = $1 OR work_item_id = $12
@@ -360,10 +381,7 @@ export async function settleReservation(
      UPDATE countersign.budget_periods p
      SET spent = p.spent + c.spend,
          reserved = p.reserved - c.given_back,
-         warned_at = CASE
-           WHEN p.warned_at IS NULL AND c.warn_at IS NOT NULL AND c.spend > 0
-                AND p.spent + c.spend >= c.warn_at * (c.limit_amount + p.allowance) THEN now()
-           ELSE p.warned_at END
+         warned_at = ${warnedAtAfter('c.spend', 'c.warn_at', 'c.limit_amount')}
      FROM change c JOIN locked USING (budget, unit, period_start) CROSS JOIN commit_mode
      WHERE p.budget = c.budget AND p.unit = c.unit AND p.period_start = c.period_start
      RETURNING p.budget, p.unit, p.spent, p.allowance, p.period_end, c.counted,
@@ -383,16 +401,7 @@ export async function settleReservation(
       settle.workItemId ?? null,
     ],
   });
-  return rows
-    .filter((r) => r.counted)
-    .map((r) => ({
-      budget: r.budget,
-      unit: r.unit,
-      spent: Number(r.spent),
-      allowance: Number(r.allowance),
-      periodEnd: r.period_end,
-      warnedNow: r.warned_now,
-    }));
+  return rows.filter((r) => r.counted).map(settledOf);
 }
 
 /** What a lease writes of one budget: the spend its calls settled since, and the room it no longer needs. */
@@ -422,14 +431,7 @@ export async function flushLease(
   },
 ): Promise<SettledPeriod[]> {
   const { lines, levels } = flush;
-  const { rows } = await db.query<{
-    budget: string;
-    unit: BudgetUnit;
-    spent: string;
-    allowance: string;
-    period_end: Date;
-    warned_now: boolean;
-  }>({
+  const { rows } = await db.query<RawSettled>({
     name: 'cs_budget_flush_lease',
     text: `WITH ${COMMIT}, change AS (
        SELECT * FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::numeric[], $6::numeric[])
@@ -457,10 +459,7 @@ export async function flushLease(
      UPDATE countersign.budget_periods p
      SET spent = p.spent + h.spend,
          reserved = p.reserved - h.freed,
-         warned_at = CASE
-           WHEN p.warned_at IS NULL AND l.warn_at IS NOT NULL AND h.spend > 0
-                AND p.spent + h.spend >= l.warn_at * (l.limit_amount + p.allowance) THEN now()
-           ELSE p.warned_at END
+         warned_at = ${warnedAtAfter('h.spend', 'l.warn_at', 'l.limit_amount')}
      FROM held h JOIN locked USING (budget, unit, period_start) LEFT JOIN levels l USING (budget, unit)
        CROSS JOIN commit_mode
      WHERE p.budget = h.budget AND p.unit = h.unit AND p.period_start = h.period_start
@@ -480,14 +479,7 @@ export async function flushLease(
       flush.close,
     ],
   });
-  return rows.map((r) => ({
-    budget: r.budget,
-    unit: r.unit,
-    spent: Number(r.spent),
-    allowance: Number(r.allowance),
-    periodEnd: r.period_end,
-    warnedNow: r.warned_now,
-  }));
+  return rows.map(settledOf);
 }
 
 /** A refused turn's offer of more room, as its button's click reads it. */
