@@ -70,7 +70,14 @@ export class TurnSpendWithRuns implements ModelSpend {
     const asks = budgets.map((b) => ({ ...keyOf(b), limit: b.limit, amount: amountFor(b, worst) }));
     let periods: PeriodRow[] = [];
     for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-      const outcome = await reserveCall(pool, { id, workItemId, asks, leaseSeconds: worst.leaseSeconds });
+      const outcome = await reserveCall(pool, {
+        id,
+        workItemId,
+        asks,
+        leaseSeconds: worst.leaseSeconds,
+        // The CLI runs in a process group of its own and can outlive a killed worker: a lost hold counts.
+        spentIfLost: true,
+      });
       periods = outcome.periods;
       if (outcome.held) {
         const lines: ReservationLine[] = asks.map((a) => ({

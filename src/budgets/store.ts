@@ -149,6 +149,8 @@ export async function reserveCall(
     leaseSeconds: number;
     /** A process's lease (leases.ts): it holds while that process lives, not for `leaseSeconds`. */
     processId?: string;
+    /** Counted as spent, not given back, if it is found lost (a coding CLI's run can outlive its worker). */
+    spentIfLost?: boolean;
   },
 ): Promise<ReservationOutcome> {
   const { asks } = call;
@@ -185,8 +187,9 @@ export async function reserveCall(
        FROM ask a, verdict v
        WHERE v.held AND p.budget = a.budget AND p.unit = a.unit AND p.period_start = a.period_start
      ), recorded AS (
-       INSERT INTO countersign.budget_reservations (id, budget, unit, period_start, amount, work_item_id, expires_at, process_id)
-       SELECT $7, a.budget, a.unit, a.period_start, a.amount, $8, now() + make_interval(secs => $9), $11
+       INSERT INTO countersign.budget_reservations
+         (id, budget, unit, period_start, amount, work_item_id, expires_at, process_id, spent_if_lost)
+       SELECT $7, a.budget, a.unit, a.period_start, a.amount, $8, now() + make_interval(secs => $9), $11, $12
        FROM ask a, verdict v
        WHERE v.held
      )
@@ -203,6 +206,7 @@ export async function reserveCall(
       call.leaseSeconds,
       asks.map((a) => a.leasedShare ?? null),
       call.processId ?? null,
+      call.spentIfLost ?? false,
     ],
   });
   const held = rows[0]?.held ?? false;
@@ -229,17 +233,20 @@ export async function readPeriods(db: Queryable, keys: BudgetKey[]): Promise<Per
  * Gives back the reservations `released` (a CTE of deleted reservation rows) holds on their
  * periods, locking the periods in the order a reservation takes them. Only a reservation this
  * statement deleted is given back, so a reservation released twice at once (a settle and
- * housekeeping) is given back once.
+ * housekeeping) is given back once. A hold marked `spent_if_lost` (a coding CLI's run, which can
+ * outlive its worker) is counted as spent instead (migration 034).
  */
 const GIVE_BACK = `held AS (
-       SELECT budget, unit, period_start, sum(amount) AS amount FROM released GROUP BY budget, unit, period_start
+       SELECT budget, unit, period_start, sum(amount) AS amount,
+              coalesce(sum(amount) FILTER (WHERE spent_if_lost), 0) AS lost
+       FROM released GROUP BY budget, unit, period_start
      ), locked AS (
        SELECT p.budget, p.unit, p.period_start FROM countersign.budget_periods p
        JOIN held USING (budget, unit, period_start)
        ORDER BY p.budget, p.unit
        FOR UPDATE OF p
      ), given_back AS (
-       UPDATE countersign.budget_periods p SET reserved = p.reserved - h.amount
+       UPDATE countersign.budget_periods p SET reserved = p.reserved - h.amount, spent = p.spent + h.lost
        FROM held h JOIN locked USING (budget, unit, period_start)
        WHERE p.budget = h.budget AND p.unit = h.unit AND p.period_start = h.period_start
      )`;
@@ -252,7 +259,7 @@ export async function releaseReservationsOf(db: Queryable, workItemId: string): 
   await db.query(
     `WITH ${COMMIT}, released AS (
        DELETE FROM countersign.budget_reservations WHERE work_item_id = $1
-       RETURNING budget, unit, period_start, amount
+       RETURNING budget, unit, period_start, amount, spent_if_lost
      ), ${GIVE_BACK}
      SELECT 1 FROM commit_mode`,
     [workItemId],
@@ -267,7 +274,7 @@ export async function releaseExpiredReservations(db: Queryable): Promise<number>
   const { rows } = await db.query<{ released: number }>(
     `WITH released AS (
        DELETE FROM countersign.budget_reservations WHERE expires_at <= now() AND process_id IS NULL
-       RETURNING id, budget, unit, period_start, amount
+       RETURNING id, budget, unit, period_start, amount, spent_if_lost
      ), ${GIVE_BACK}
      SELECT count(DISTINCT id)::int AS released FROM released`,
   );
@@ -358,9 +365,12 @@ export async function settleReservation(
     name: 'cs_budget_settle',
     text: `WITH ${COMMIT}, released AS (
        DELETE FROM countersign.budget_reservations WHERE id = $1 OR work_item_id = $12
-       RETURNING budget, unit, period_start, amount
+       RETURNING id, budget, unit, period_start, amount, spent_if_lost
      ), given_back AS (
-       SELECT budget, unit, period_start, sum(amount) AS amount FROM released GROUP BY budget, unit, period_start
+       -- Another hold of the work item is a crashed attempt's; a coding CLI's run it held is counted as spent (GIVE_BACK).
+       SELECT budget, unit, period_start, sum(amount) AS amount,
+              coalesce(sum(amount) FILTER (WHERE spent_if_lost AND id <> $1), 0) AS lost
+       FROM released GROUP BY budget, unit, period_start
      ), levels AS (
        SELECT * FROM unnest($4::text[], $5::text[], $6::numeric[], $7::float8[]) AS l(budget, unit, limit_amount, warn_at)
      ), cost AS (
@@ -370,7 +380,7 @@ export async function settleReservation(
        LEFT JOIN levels l USING (budget, unit)
      ), change AS (
        SELECT budget, unit, period_start, c.limit_amount, c.warn_at, c.amount IS NOT NULL AS counted,
-              coalesce(c.amount, 0) AS spend, coalesce(g.amount, 0) AS given_back
+              coalesce(c.amount, 0) + coalesce(g.lost, 0) AS spend, coalesce(g.amount, 0) AS given_back
        FROM cost c FULL JOIN given_back g USING (budget, unit, period_start)
      ), locked AS (
        SELECT p.budget, p.unit, p.period_start FROM countersign.budget_periods p

@@ -154,23 +154,31 @@ describe('an external run under budgets', () => {
     expect(period.spent).toBeLessThanOrEqual(1 + 2 * (0.45 - 0.4));
   });
 
-  it("gives back a crashed attempt's hold when the same work item runs again", async () => {
-    const b = budget({ name: 'run-replay', limit: 1, allowance: 0 });
+  it("counts a crashed attempt's hold as spent when the same work item runs again: its CLI may still be running", async () => {
+    const b = budget({ name: 'run-replay', limit: 2, allowance: 0 });
     const workItem = 900_001;
-    // The first attempt's worker died mid-run: its hold stays.
+    // The first attempt's worker died mid-run: its hold stays, and its CLI (a process group of its own) may run on.
     held(await turn([b], workItem).reserveRun({ ...WORST, usd: 0.8 }));
-    expect((await periodOf(b)).reserved).toBeCloseTo(0.8, 9);
     const again = held(await turn([b], workItem).reserveRun({ ...WORST, usd: 0.8 }));
-    expect((await periodOf(b)).reserved).toBeCloseTo(0.8, 9);
+    expect((await periodOf(b)).reserved).toBeCloseTo(1.6, 9);
     await again.settle({ usd: 0.3 });
-    expect(await periodOf(b)).toMatchObject({ reserved: 0, spent: 0.3 });
+    expect(await periodOf(b)).toMatchObject({ reserved: 0, spent: 1.1 });
   });
 
-  it("gives back a dead worker's hold once its lease has run out", async () => {
+  it('refuses the replay of a run whose crashed hold, counted as spent, left too little room', async () => {
+    const b = budget({ name: 'run-replay-full', limit: 1, allowance: 0 });
+    const workItem = 900_002;
+    held(await turn([b], workItem).reserveRun({ ...WORST, usd: 0.8 }));
+    const again = await turn([b], workItem).reserveRun({ ...WORST, usd: 0.8 });
+    expect(again.ok).toBe(false);
+    expect(await periodOf(b)).toMatchObject({ reserved: 0, spent: 0.8 });
+  });
+
+  it("counts a dead worker's hold as spent once its lease has run out", async () => {
     const b = budget({ name: 'run-lease' });
     held(await turn([b]).reserveRun({ ...WORST, leaseSeconds: 0 }));
     expect((await periodOf(b)).reserved).toBeCloseTo(0.4, 9);
     expect(await releaseExpiredReservations(pool)).toBeGreaterThanOrEqual(1);
-    expect((await periodOf(b)).reserved).toBe(0);
+    expect(await periodOf(b)).toMatchObject({ reserved: 0, spent: 0.4 });
   });
 });
