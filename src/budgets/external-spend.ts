@@ -15,7 +15,7 @@ import {
 } from './store.ts';
 import { amountOf, coveredBy, resetTime } from './texts.ts';
 import { settleWithRetries } from './settle-retries.ts';
-import { recordRefusal, warnIfCrossed } from './turn-notices.ts';
+import { recordRefusal, warnIfCrossed, warnLevelsOf } from './turn-notices.ts';
 
 /**
  * An external coding CLI's run under the turn's budgets (docs/budgets.md, "External coding agents"):
@@ -126,7 +126,6 @@ export class TurnSpendWithRuns implements ModelSpend {
   async #settle(id: string, lines: ReservationLine[], bill: RunBill): Promise<void> {
     const turn = this.#turn;
     try {
-      const levels = turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
       const settled = await settleWithRetries(() =>
         settleReservation(turn.pool, {
           id,
@@ -134,7 +133,7 @@ export class TurnSpendWithRuns implements ModelSpend {
           lines,
           usd: bill.usd ?? null,
           tokens: bill.tokens ?? null,
-          levels,
+          levels: warnLevelsOf(turn.budgets),
         }),
       );
       for (const period of settled) await warnIfCrossed(turn, period);

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.ts';
 import type { BudgetUnit } from '../policy/index.ts';
-import { flushLease, openPeriods, reserveCall, type ReservationAsk, type SettledPeriod } from './store.ts';
+import {
+  flushLease,
+  openPeriods,
+  reserveCall,
+  type ReservationAsk,
+  type SettledPeriod,
+  type WarnLevel,
+} from './store.ts';
 
 /**
  * A process's leases on budgets with plenty of room (docs/budgets.md, "Leases"). Reserving and
@@ -63,14 +70,6 @@ interface LeaseLine {
 export interface LeaseDraw {
   /** The call's real cost in each budget's unit, by budget line (null: unknown, its whole share is spent). */
   settle(cost: (unit: BudgetUnit) => number | null, onWarned: (period: SettledPeriod) => Promise<void>): void;
-}
-
-/** A budget's warning level, as a flush checks it. */
-export interface WarnLevel {
-  budget: string;
-  unit: BudgetUnit;
-  limit: number;
-  warnAt: number;
 }
 
 class Lease {

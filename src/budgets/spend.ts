@@ -24,7 +24,7 @@ import {
 import type { SpendingTurn } from './spending-turn.ts';
 import { refusalText, unpricedText } from './texts.ts';
 import { settleWithRetries } from './settle-retries.ts';
-import { recordRefusal, warnIfCrossed } from './turn-notices.ts';
+import { recordRefusal, warnIfCrossed, warnLevelsOf } from './turn-notices.ts';
 
 /**
  * How long a reservation holds when its call never settles (the worker died mid-call): longer
@@ -116,7 +116,7 @@ export class TurnSpend implements ModelSpend {
     const { leases, budgets, prices } = this.#turn;
     if (!leases) return undefined;
     const asks = budgets.map((b) => ({ ...keyOf(b), limit: b.limit, amount: worstCase(b, call.maxTokens, call) }));
-    const draw = await leases.lend(asks, this.#levels());
+    const draw = await leases.lend(asks, warnLevelsOf(this.#turn.budgets));
     if (!draw) return undefined;
     return {
       ok: true,
@@ -129,10 +129,6 @@ export class TurnSpend implements ModelSpend {
         );
       },
     };
-  }
-
-  #levels() {
-    return this.#turn.budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
   }
 
   /**
@@ -206,7 +202,7 @@ export class TurnSpend implements ModelSpend {
     try {
       const { usd, tokens } = billOf(turn.prices, spent);
       const { workItemId } = turn;
-      const levels = this.#levels();
+      const levels = warnLevelsOf(this.#turn.budgets);
       const settled = await settleWithRetries(() =>
         settleReservation(turn.pool, { id, workItemId, lines, usd, tokens, levels }),
       );

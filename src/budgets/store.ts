@@ -115,6 +115,14 @@ const settledOf = (r: RawSettled): SettledPeriod => ({
   warnedNow: r.warned_now,
 });
 
+/** A budget's warning level, as a settle or a lease write checks it (`warnedAtAfter`). */
+export interface WarnLevel {
+  budget: string;
+  unit: BudgetUnit;
+  limit: number;
+  warnAt: number;
+}
+
 /** A budget's share of a call a reservation asks for: its amount, and the budget's limit. */
 export interface ReservationAsk extends BudgetKey {
   amount: number;
@@ -357,7 +365,7 @@ export async function settleReservation(
     lines: ReservationLine[];
     usd: number | null;
     tokens: number | null;
-    levels: Array<{ budget: string; unit: BudgetUnit; limit: number; warnAt: number }>;
+    levels: WarnLevel[];
   },
 ): Promise<SettledPeriod[]> {
   const { levels, lines } = settle;
@@ -435,7 +443,7 @@ export async function flushLease(
   flush: {
     id: string;
     lines: LeaseLine[];
-    levels: Array<{ budget: string; unit: BudgetUnit; limit: number; warnAt: number }>;
+    levels: WarnLevel[];
     /** The lease ends: all it holds is given back and its row goes (`giveBack` is then ignored). */
     close: boolean;
   },

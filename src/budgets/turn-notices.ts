@@ -3,7 +3,7 @@ import { metrics } from '../metrics.ts';
 import type { Budget } from '../policy/index.ts';
 import { offerAllowance } from './allowances.ts';
 import type { SpendingTurn } from './spending-turn.ts';
-import type { PeriodRow, SettledPeriod } from './store.ts';
+import type { PeriodRow, SettledPeriod, WarnLevel } from './store.ts';
 import { warningText } from './texts.ts';
 
 /**
@@ -50,6 +50,10 @@ async function offerMore(turn: SpendingTurn, budget: Budget, periodStart: Date):
     turn.log.warn({ err: error }, 'could not offer an allowance under a budget refusal');
   }
 }
+
+/** The warning levels of a turn's budgets, as its settles and lease writes check them. */
+export const warnLevelsOf = (budgets: Budget[]): WarnLevel[] =>
+  budgets.map((b) => ({ budget: b.name, unit: b.unit, limit: b.limit, warnAt: b.warnAt }));
 
 /** After a settle: where it took a budget past its warning level (once a period), audits it and tells the conversation. */
 export async function warnIfCrossed(turn: SpendingTurn, period: SettledPeriod): Promise<void> {
