@@ -102,13 +102,17 @@ export class OutboxDeliverer {
       const here = [...this.#inFlight.values()].find((d) => d.workItemId === workItemId);
       if (here) await abortable(here.done, wake);
       try {
-        const claimed = here ? undefined : await claimRowOf(pool, workItemId, processId);
-        if (claimed) {
+        // Just delivered here: only whether the row is gone (a failed delivery rests before a retry).
+        const found = here
+          ? { waiting: await hasRowOf(pool, workItemId) }
+          : await claimRowOf(pool, workItemId, processId);
+        if (found.claimed) {
+          const { claimed } = found;
           this.#options.log.info({ seq: claimed.seq, workItemId }, 'took over an outbox reply another one waits for');
           this.deliver(claimed);
           continue;
         }
-        if (!(await hasRowOf(pool, workItemId))) return;
+        if (!found.waiting) return;
         outage = false;
       } catch (error) {
         // An outage is waited out like the row itself: a delivery that gave up here could not even

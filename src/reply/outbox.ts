@@ -97,19 +97,32 @@ export async function claimOrphanedRows(db: Queryable, processId: string, limit:
 /**
  * Takes over the row of one work item when nobody delivers it (unlocked, or locked by a process with
  * no heartbeat), whether or not a failed delivery's rest is over: something waits for exactly this
- * reply (a continuation, for the text of the turn it carries on). Undefined when there is no such
- * row, or a live process holds it.
+ * reply (a continuation, for the text of the turn it carries on). In the same statement, so that a
+ * reply waiting on another process's delivery looks once per poll: whether a row is still there
+ * (`waiting`) when none was claimed (there is none, or a live process holds it).
  */
-export async function claimRowOf(db: Queryable, workItemId: string, processId: string): Promise<OutboxRow | undefined> {
-  const { rows } = await db.query(
-    `UPDATE countersign.reply_outbox o SET locked_by = $2::text
-     WHERE o.work_item_id = $1::uuid
-       AND (o.locked_by IS NULL
-            OR NOT EXISTS (SELECT 1 FROM countersign.worker_processes p WHERE p.id = o.locked_by))
-     RETURNING ${COLUMNS}`,
+export async function claimRowOf(
+  db: Queryable,
+  workItemId: string,
+  processId: string,
+): Promise<{ claimed: OutboxRow } | { claimed?: undefined; waiting: boolean }> {
+  const { rows } = await db.query<{ claimed: boolean }>(
+    `WITH claimed AS (
+       UPDATE countersign.reply_outbox o SET locked_by = $2::text
+       WHERE o.work_item_id = $1::uuid
+         AND (o.locked_by IS NULL
+              OR NOT EXISTS (SELECT 1 FROM countersign.worker_processes p WHERE p.id = o.locked_by))
+       RETURNING ${COLUMNS}
+     )
+     SELECT true AS claimed, c.* FROM claimed c
+     UNION ALL
+     SELECT false AS claimed, ${COLUMNS} FROM countersign.reply_outbox
+     WHERE work_item_id = $1::uuid AND NOT EXISTS (SELECT 1 FROM claimed)`,
     [workItemId, processId],
   );
-  return parseRows(rows)[0];
+  const [row] = rows;
+  if (row?.claimed) return { claimed: OutboxRow.parse(row) };
+  return { waiting: row !== undefined };
 }
 
 /** The reply of this work item that waits in the outbox, if one does. */
