@@ -18,7 +18,7 @@ import {
   type RunRow,
   type ScheduleRow,
 } from './store.ts';
-import { slotAfter, type When } from './when.ts';
+import { latestSlotUpTo, slotAfter } from './when.ts';
 
 /** What happened to a schedule, for the audit log (approval_audit). */
 type ScheduleAuditEvent =
@@ -99,18 +99,6 @@ export async function tick(deps: SchedulerDeps, now: Date): Promise<TickReport> 
   return report;
 }
 
-/** The latest slot at or before `now`, starting from the schedule's next slot (which has come). */
-function latestDueSlot(when: When, first: Date, now: Date): Date {
-  let slot = first;
-  // Bounded: a 5-minute schedule down for a year is ~100k slots; beyond that the newest is close enough.
-  for (let i = 0; i < 200_000; i++) {
-    const next = slotAfter(when, slot);
-    if (!next || next.getTime() > now.getTime()) return slot;
-    slot = next;
-  }
-  return slot;
-}
-
 interface DueOutcome {
   enqueued: boolean;
   /** What to do once the transaction committed: tell the owner, audit. */
@@ -121,7 +109,7 @@ async function runDueSchedule(client: PoolClient, deps: SchedulerDeps, now: Date
   const schedule = await claimDueSchedule(client, now);
   if (!schedule?.next_run_at) return undefined;
   const when = whenOf(schedule);
-  const slot = latestDueSlot(when, schedule.next_run_at, now);
+  const slot = latestSlotUpTo(when, schedule.next_run_at, now);
   const next = slotAfter(when, now);
   if (schedule.catch_up === 'none' && now.getTime() - slot.getTime() > LATE_GRACE_MS) {
     // Missed while nothing ran: skipped, never made up.

@@ -1,4 +1,5 @@
 import { Cron } from 'croner';
+import { runsCloserThan, type CronGap } from './cron-gap.ts';
 
 /**
  * WHEN, read (docs/schedules.md): a cron pattern in an IANA time zone (`0 9 * * 1-5 Europe/Berlin`),
@@ -145,19 +146,24 @@ function cronPattern(
   min: string,
 ): WhenReading {
   const read: When = { kind: 'cron', pattern: when.pattern, timeZone: when.timeZone };
-  let slots: Date[];
+  let close: CronGap | undefined;
   try {
-    slots = nextSlots(read, now, 20);
+    if (nextSlots(read, now, 1).length === 0)
+      return { ok: false, message: `"${when.pattern}" never runs again: ${EXAMPLES}.` };
+    close = runsCloserThan(when.pattern, when.timeZone, now, minIntervalSeconds);
   } catch (error) {
     return {
       ok: false,
       message: `"${when.pattern}" is not a cron pattern I can read (${(error as Error).message.split('\n')[0]}): ${EXAMPLES}.`,
     };
   }
-  if (slots.length === 0) return { ok: false, message: `"${when.pattern}" never runs again: ${EXAMPLES}.` };
-  const shortest = Math.min(...slots.slice(1).map((s, i) => (s.getTime() - slots[i]!.getTime()) / 1000));
-  if (shortest < minIntervalSeconds)
-    return { ok: false, message: `"${when.pattern}" runs every ${describeSeconds(shortest)}: ${min}.` };
+  if (close) {
+    const clockNote = close.clockChange ? ', when the clocks change' : '';
+    return {
+      ok: false,
+      message: `"${when.pattern}" runs ${describeSeconds(close.seconds)} apart (${close.between}${clockNote}): ${min}.`,
+    };
+  }
   return { ok: true, when: read };
 }
 
@@ -188,6 +194,26 @@ export function slotAfter(when: When, after: Date): Date | undefined {
     case 'cron':
       return new Cron(when.pattern, { timezone: when.timeZone, paused: true }).nextRun(after) ?? undefined;
   }
+}
+
+/**
+ * The latest slot at or before `until`, given `first`, a slot at or before it. Halving, not walking:
+ * the latest slot is the earliest instant whose next slot is later than `until`, so a `*\/5`
+ * schedule down for 30 days costs about 32 slot evaluations, not its 8,640 missed slots (the
+ * scheduler finds it under the schedule's row lock). `next` is the slot function (a test counts it).
+ */
+export function latestSlotUpTo(when: When, first: Date, until: Date, next = slotAfter): Date {
+  const passed = (t: number) => (next(when, new Date(t))?.getTime() ?? Infinity) > until.getTime();
+  let lo = first.getTime();
+  if (lo >= until.getTime() || passed(lo)) return first;
+  // passed(lo) is false, passed(until) is true: halve to the first instant where it holds.
+  let hi = until.getTime();
+  while (hi - lo > 1) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (passed(mid)) hi = mid;
+    else lo = mid;
+  }
+  return new Date(hi);
 }
 
 /** A length of time as people say it: `15 minutes`, `2 hours`, `90 seconds`. */

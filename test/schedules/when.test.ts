@@ -42,6 +42,45 @@ describe('reading WHEN', () => {
     }
   });
 
+  it('refuses a pattern whose runs come too close late in the day, past the first twenty runs', () => {
+    const hours = '0,2,4,6,8,10,12,14,16,18,20,21';
+    expect(readWhen(`0,59 ${hours} * * *`, NOW, MIN)).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('runs 1 minute apart (20:59 and 21:00)'),
+    });
+    expect(readWhen(`0 ${hours} * * *`, NOW, MIN)).toMatchObject({ ok: true });
+  });
+
+  it('measures the gap from the last run of a day to the first of the next run day', () => {
+    expect(readWhen('0,59 0,23 * * 1,2', NOW, MIN)).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('runs 1 minute apart (23:59 and 00:00 the next day)'),
+    });
+    // Mondays only: Monday 23:59 is followed by next Monday's 00:00, not Tuesday's.
+    expect(readWhen('0,59 0,23 * * 1', NOW, MIN)).toMatchObject({ ok: true });
+    expect(readWhen('0,59 0,23 * * 1', NOW, 3600)).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('59 minutes apart (00:00 and 00:59)'),
+    });
+  });
+
+  it('counts the clocks changing: a skipped hour and a repeated hour bring runs closer', () => {
+    // 31 October 2027: Berlin's 02:00–03:00 happens twice; croner runs 02:50 CEST, then 02:00 CET.
+    expect(readWhen('0,50 2 * * * Europe/Berlin', NOW, 900)).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(
+        /runs 10 minutes apart \(2027-10-31 02:50 .* and 2027-10-31 02:00 .*, when the clocks change\)/,
+      ),
+    });
+    expect(readWhen('0,50 2 * * * UTC', NOW, 900)).toMatchObject({ ok: true });
+    // 28 March 2027: 01:30 CET and 03:30 CEST are one hour apart, not two.
+    expect(readWhen('30 1,3 * * * Europe/Berlin', NOW, 5400)).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('runs 1 hour apart (2027-03-28 01:30'),
+    });
+    expect(readWhen('30 1,3 * * * Europe/Berlin', NOW, 3600)).toMatchObject({ ok: true });
+  });
+
   it('splits /schedule WHEN TASK at the end of WHEN', () => {
     expect(readScheduleCommand('0 9 * * 1-5 Europe/Berlin summarise incidents', NOW, MIN)).toMatchObject({
       ok: true,
