@@ -144,6 +144,11 @@ export class PolicyGate {
     return this.#policies.current().budgetsFor(this.#personOf(requester), this.whereOf(reply));
   }
 
+  /** The groups the policy's budgets name on a platform (see `PolicyEngine.budgetGroups`). */
+  budgetGroups(platform: string): string[] {
+    return this.#policies.current().budgetGroups(platform);
+  }
+
   /** Whether this person is an approver where `reply` is (who may stop someone else's turn). */
   isApprover(person: Requester, reply: ReplyTarget): boolean {
     return this.#policies.current().isApprover(this.#personOf(person), this.whereOf(reply));

@@ -177,6 +177,11 @@ export class ApprovalService {
     return this.#ctx.gate.budgetsFor(requester, reply);
   }
 
+  /** The groups the policy's budgets name on a platform: what to look up for someone whose groups are unknown. */
+  budgetGroups(platform: string): string[] {
+    return this.#ctx.gate.budgetGroups(platform);
+  }
+
   /** Expires stale envelopes (housekeeping): see expire.ts. */
   expireStale(): Promise<number> {
     return expireStale(this.#ctx);

@@ -5,7 +5,9 @@ import type { WorkItem } from '../core/work-item.ts';
 import type { ReplyButton } from '../core/reply-target.ts';
 import type { PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
+import type { Requester } from '../core/person.ts';
 import { TurnSpendWithRuns } from './external-spend.ts';
+import { SpendAfterGroupLookup } from './unknown-groups.ts';
 import type { BudgetLeases } from './leases.ts';
 
 /** What the spend limits of a process work with. */
@@ -17,6 +19,15 @@ export interface SpendLimitsOptions {
   budgetsFor(item: WorkItem): Budget[];
   /** This process's leases (leases.ts); absent: every model call reserves on its own. */
   leases?: BudgetLeases;
+  /**
+   * For a requester whose groups the platform did not say (`Requester.groupsUnknown`): the budgets
+   * that would cover the item if its requester were in every group the budgets name, and the
+   * requester as the platform says now (throws when it cannot say). Absent: groups as told.
+   */
+  unknownGroups?: {
+    budgetsIfInGroups(item: WorkItem): Budget[];
+    lookUp(item: WorkItem): Promise<Requester>;
+  };
 }
 
 /**
@@ -33,7 +44,8 @@ export class SpendLimits {
 
   /**
    * The turn's `ModelSpend` (its model calls and its coding CLI's runs), or undefined when no budget
-   * applies (its calls cost nothing extra).
+   * applies (its calls cost nothing extra). Where a budget covers the requester only if they are in
+   * a group the platform did not say, their groups are looked up first (unknown-groups.ts).
    */
   forTurn(
     item: WorkItem,
@@ -41,6 +53,30 @@ export class SpendLimits {
     notify: (text: string, buttons?: ReplyButton[]) => Promise<void>,
   ): ModelSpend | undefined {
     const budgets = this.#options.budgetsFor(item);
+    const unknown = this.#options.unknownGroups;
+    if (item.requester.groupsUnknown && unknown) {
+      const unsure = unknown.budgetsIfInGroups(item).filter((b) => !budgets.some((known) => known.name === b.name));
+      if (unsure.length > 0)
+        return new SpendAfterGroupLookup({
+          pool: this.#options.pool,
+          log,
+          workItemId: item.id,
+          requester: item.requester,
+          unsure,
+          lookUp: () => unknown.lookUp(item),
+          spendFor: (requester) =>
+            this.#spend({ ...item, requester }, this.#options.budgetsFor({ ...item, requester }), log, notify),
+        });
+    }
+    return this.#spend(item, budgets, log, notify);
+  }
+
+  #spend(
+    item: WorkItem,
+    budgets: Budget[],
+    log: Logger,
+    notify: (text: string, buttons?: ReplyButton[]) => Promise<void>,
+  ): ModelSpend | undefined {
     if (budgets.length === 0) return undefined;
     const { pool, prices, leases } = this.#options;
     const { id: workItemId, requester, reply } = item;

@@ -56,6 +56,19 @@ export function unpricedText(budget: Budget, model: string): string {
   );
 }
 
+/**
+ * The turn's answer when a budget covers the requester only if they are in a group it names, and
+ * the platform could not say whether they are (a Discord DM carries no roles; Slack did not list
+ * its user groups).
+ */
+export function unknownGroupsText(budget: Budget, reason: string): string {
+  return (
+    `I stopped here: I could not tell whether the budget "${budget.name}" of ${coveredBy(budget)} applies to you: ` +
+    `the platform did not say which groups you are in (${reason}). Try again in a moment; an operator can check ` +
+    `the bot's access to roles or user groups.`
+  );
+}
+
 /** The one message a conversation gets when a budget passes its warning level. */
 export function warningText(budget: Budget, spent: number, limit: number, resetsAt: Date): string {
   const share = Math.floor((spent / limit) * 100);

@@ -13,6 +13,12 @@ export const Requester = z.object({
   workspace: z.string().optional(),
   /** Discord role ids (Slack user group ids) the person had where they spoke, as the platform said. */
   groups: z.array(z.string()).optional(),
+  /**
+   * The platform did not say which groups the person is in (a Discord DM carries no roles; a Slack
+   * user-group listing failed): `groups` is not all of them. A budget that covers a group looks
+   * them up before the turn spends (src/budgets/unknown-groups.ts).
+   */
+  groupsUnknown: z.boolean().optional(),
   /** A Slack single- or multi-channel guest, as far as the platform said. */
   guest: z.boolean().optional(),
 });

@@ -393,6 +393,12 @@ export class Policy {
       .map(publicBudget);
   }
 
+  /** The groups (Discord roles, Slack user groups) budgets name on `platform`: what to look up for someone whose groups are unknown. */
+  budgetGroups(platform: string): string[] {
+    const named = (this.#parts.budgets ?? []).flatMap((b) => b.people ?? []);
+    return [...new Set(named.flatMap((p) => (p.kind === 'group' && p.platform === platform ? [p.group] : [])))];
+  }
+
   /** Every budget of the policy (operators' views). */
   get budgets(): Budget[] {
     return (this.#parts.budgets ?? []).map(publicBudget);

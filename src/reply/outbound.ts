@@ -53,6 +53,12 @@ export interface Outbound {
    */
   personNow?(person: Requester, place: ReplyTarget): Promise<Requester | undefined>;
   /**
+   * The groups `person` is in wherever the bot can see them (the roles of every Discord server it
+   * shares with them), for a budget that covers a group when they wrote outside any server (a DM
+   * carries no roles). Throws when the platform could not say. Absent: `personNow` answers.
+   */
+  groupsAnywhere?(person: Requester): Promise<string[]>;
+  /**
    * The platform's own way of showing a reply (Slack's native streaming), where it has one and it
    * is enabled; undefined (or absent): replies are shown by post and edit (EditDelivery).
    */

@@ -122,7 +122,7 @@ interface OffsetChange {
  * The changes of `timeZone`'s offset from UTC in the year after `now`: the offset is read once a
  * week (no zone changes its clocks twice within a week) and each change halved to its minute.
  */
-export function offsetChanges(timeZone: string, now: Date): OffsetChange[] {
+function offsetChanges(timeZone: string, now: Date): OffsetChange[] {
   const offsetAt = offsetReader(timeZone);
   const changes: OffsetChange[] = [];
   const weekMs = 7 * DAY_SECONDS * 1000;

@@ -11,6 +11,8 @@ import type { OutboundRegistry } from '../reply/outbound.ts';
 import { skillsPromptSection, type SkillRegistry } from '../skills/index.ts';
 import { startQueueRunner, type QueueRunner } from '../queue/runner.ts';
 import { createWorkItemTask } from '../queue/tasks/run-work-item.ts';
+import type { Requester } from '../core/person.ts';
+import type { WorkItem } from '../core/work-item.ts';
 import type { TurnEvents } from '../queue/turn-events.ts';
 import { WorkerLiveness } from '../queue/worker-liveness.ts';
 import { StopListener } from '../queue/stop-requests.ts';
@@ -196,6 +198,30 @@ function spendLimitsOf(wiring: WorkerWiring, leases: BudgetLeases) {
     leases,
     prices: loadPriceTable(wiring.config.MODEL_PRICES_FILE),
     budgetsFor: (item) => wiring.approvals.budgetsFor(item.requester, item.reply),
+    unknownGroups: {
+      // As if in every group a budget names: the budgets that may cover someone whose groups are unknown.
+      budgetsIfInGroups: ({ requester, reply }) =>
+        wiring.approvals.budgetsFor(
+          { ...requester, groups: [...(requester.groups ?? []), ...wiring.approvals.budgetGroups(requester.platform)] },
+          reply,
+        ),
+      lookUp: (item) => groupsNow(wiring.outbounds, item),
+    },
   });
   return limits.forTurn.bind(limits);
+}
+
+/**
+ * The requester with the groups the platform says now, for budgets (the way a scheduled run looks
+ * its owner up): in a Discord DM the roles of every server the bot shares with them; elsewhere the
+ * groups where they spoke. No longer a member there: in no group.
+ */
+async function groupsNow(outbounds: WorkerWiring['outbounds'], item: WorkItem): Promise<Requester> {
+  const { requester, reply } = item;
+  const outbound = outbounds.for(reply);
+  if (outbound.groupsAnywhere && !reply.workspace)
+    return { ...requester, groups: await outbound.groupsAnywhere(requester) };
+  const now = outbound.personNow ? await outbound.personNow(requester, reply) : requester;
+  const { groups: _told, ...rest } = requester;
+  return now?.groups?.length ? { ...rest, groups: now.groups } : rest;
 }

@@ -50,6 +50,12 @@ export function createRest(token: string, apiUrl: string | undefined): REST {
 /** Discord's JSON error code for a user who is not a member of the guild (API v10, "JSON Error Codes"). */
 const UNKNOWN_MEMBER = 10007;
 
+/**
+ * Servers whose roles a DM's budgets are looked up in, at most (one Get Guild Member each, per
+ * turn): a bot in more cannot tell, and a budget that covers a role refuses the DM's calls.
+ */
+const GUILDS_ASKED_FOR_ROLES = 10;
+
 export class DiscordOutbound implements Outbound {
   readonly platform = 'discord';
   readonly limits = { maxMessageLength: LIMITS.messageContent, minEditIntervalMs: LIMITS.editIntervalMs };
@@ -210,7 +216,8 @@ export class DiscordOutbound implements Outbound {
   async personNow(person: Requester, place: ReplyTarget): Promise<Requester | undefined> {
     const guild = person.workspace;
     if (!guild || guild === '@me' || guild !== place.workspace) return person;
-    const { groups: _then, ...now } = person;
+    // What the platform says now replaces what was told, or not told, then.
+    const { groups: _then, groupsUnknown: _unknown, ...now } = person;
     try {
       const member = (await this.#rest.get(Routes.guildMember(guild, person.userId))) as { roles?: string[] };
       const roles = (member.roles ?? []).filter((id) => id !== guild);
@@ -219,6 +226,33 @@ export class DiscordOutbound implements Outbound {
       if (error instanceof DiscordAPIError && error.code === UNKNOWN_MEMBER) return undefined;
       throw error;
     }
+  }
+
+  /**
+   * The roles `person` has in every server the bot is in (Get Current User Guilds, then Get Guild
+   * Member in each; not a member: none there), for a budget that covers a role when they wrote in a
+   * DM. Throws when Discord could not say, or the bot is in more servers than it asks about.
+   */
+  async groupsAnywhere(person: Requester): Promise<string[]> {
+    const guilds = (await this.#rest.get(Routes.userGuilds(), {
+      query: new URLSearchParams({ limit: String(GUILDS_ASKED_FOR_ROLES + 1) }),
+    })) as Array<{ id: string }>;
+    if (guilds.length > GUILDS_ASKED_FOR_ROLES)
+      throw new Error(
+        `the bot is in more than ${GUILDS_ASKED_FOR_ROLES} servers; roles are looked up in at most that many`,
+      );
+    const roles = await Promise.all(
+      guilds.map(async (guild) => {
+        try {
+          const member = (await this.#rest.get(Routes.guildMember(guild.id, person.userId))) as { roles?: string[] };
+          return (member.roles ?? []).filter((id) => id !== guild.id);
+        } catch (error) {
+          if (error instanceof DiscordAPIError && error.code === UNKNOWN_MEMBER) return [];
+          throw error;
+        }
+      }),
+    );
+    return [...new Set(roles.flat())];
   }
 
   /** Discord's message link: the guild (`@me` for a DM), the channel, the message. */

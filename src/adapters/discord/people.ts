@@ -11,7 +11,8 @@ function roleIds(roles: Roles): string[] {
 
 /**
  * A Discord user as the requester / clicker the rest of Countersign knows: the guild they spoke in
- * (`@me` in a DM) and their roles there, which the policy's `discord-role:` entries match.
+ * (`@me` in a DM) and their roles there, which the policy's `discord-role:` entries match; in a DM
+ * their roles are unknown (`groupsUnknown`), and a budget that covers a role looks them up.
  */
 export function requesterOf(
   user: User,
@@ -19,11 +20,14 @@ export function requesterOf(
 ): Requester & { platform: 'discord'; displayName: string } {
   // discord.js lists @everyone (whose id is the guild's) among a cached member's roles; it is no group.
   const groups = roleIds(where.roles).filter((id) => id !== where.guildId);
+  // A DM carries no roles (nor does a guild event without its member): which the person has is unknown.
+  const groupsUnknown = !where.guildId || !where.roles;
   return {
     platform: 'discord',
     userId: user.id,
     displayName: user.displayName,
     workspace: where.guildId ?? '@me',
     ...(groups.length ? { groups } : {}),
+    ...(groupsUnknown ? { groupsUnknown } : {}),
   };
 }

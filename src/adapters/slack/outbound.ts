@@ -285,7 +285,8 @@ export class SlackOutbound implements Outbound {
    * workspace's, so an id another org issued is in none. Throws when Slack could not say.
    */
   async personNow(person: Requester, place: ReplyTarget): Promise<Requester | undefined> {
-    const { groups: _then, ...now } = person;
+    // What the platform says now replaces what was told, or not told, then.
+    const { groups: _then, groupsUnknown: _unknown, ...now } = person;
     if (!person.workspace || person.workspace !== place.workspace) return now;
     // A deactivated owner is no longer a member (only with users:read; see AccountStatus).
     if (await this.#accounts.isDeactivated(person.userId)) return undefined;

@@ -14,6 +14,8 @@ const USER_GROUP_LIMITS = {
 interface Listing {
   at: number;
   byUser: Map<string, string[]>;
+  /** Slack did not answer (an error other than having no user groups): nobody's groups are known. */
+  failed: boolean;
 }
 
 /**
@@ -21,7 +23,8 @@ interface Listing {
  * Slack events do not carry them, so each workspace's groups are listed (usergroups.list with
  * users, scope usergroups:read) at most every few minutes and shared by every lookup. A workspace
  * that refuses (no scope, a free plan without user groups) is remembered as having none for the
- * same time and logged once: people then count as in no group, which only ever denies.
+ * same time and logged once: people then count as in no group, which only ever denies. A listing
+ * that failed otherwise (an error, no answer) leaves their groups unknown (`groupsUnknown`).
  */
 export class SlackUserGroups {
   readonly #client: WebClient;
@@ -48,14 +51,16 @@ export class SlackUserGroups {
       platform: SLACK_RULES.name,
       userId: user,
       ...(issuer ? { workspace: issuer } : {}),
-      ...(groups.length ? { groups } : {}),
+      ...(groups?.length ? { groups } : {}),
+      // Slack did not list them: a budget that covers a user group looks them up before it lets the turn spend.
+      ...(groups ? {} : { groupsUnknown: true }),
     };
   }
 
-  /** The groups of `user` in `team`; empty when unknown. Never throws. */
-  async groupsOf(team: string, user: string): Promise<string[]> {
+  /** The groups of `user` in `team`; undefined when Slack did not list them (no answer, an error). Never throws. */
+  async groupsOf(team: string, user: string): Promise<string[] | undefined> {
     const listing = this.#listings.get(team);
-    if (listing && Date.now() - listing.at < this.#ttlMs) return listing.byUser.get(user) ?? [];
+    if (listing && Date.now() - listing.at < this.#ttlMs) return answerFrom(listing, user);
     let pending = this.#pending.get(team);
     if (!pending) {
       pending = this.#list(team).finally(() => this.#pending.delete(team));
@@ -66,14 +71,18 @@ export class SlackUserGroups {
       timer = setTimeout(() => resolve(undefined), USER_GROUP_LIMITS.timeoutMs);
     });
     const fresh = await Promise.race([pending, timedOut]).finally(() => clearTimeout(timer));
-    return (fresh ?? listing)?.byUser.get(user) ?? [];
+    const known = fresh ?? listing;
+    return known ? answerFrom(known, user) : undefined;
   }
 
   async #list(team: string): Promise<Listing> {
     let byUser = new Map<string, string[]>();
+    let failed = false;
     try {
       byUser = await listGroupsByUser(this.#client);
     } catch (error) {
+      // A workspace without user groups for the bot has none; any other failure leaves them unknown.
+      failed = !NO_GROUPS_HERE.has(slackErrorOf(error) ?? '');
       if (!this.#warned.has(team)) {
         this.#warned.add(team);
         this.#log.warn(
@@ -82,10 +91,14 @@ export class SlackUserGroups {
         );
       }
     }
-    const listing = { at: Date.now(), byUser };
+    const listing = { at: Date.now(), byUser, failed };
     this.#listings.set(team, listing);
     return listing;
   }
+}
+
+function answerFrom(listing: Listing, user: string): string[] | undefined {
+  return listing.failed ? undefined : (listing.byUser.get(user) ?? []);
 }
 
 /** Every live user group of the workspace, by member: one `usergroups.list` with its users. */

@@ -460,6 +460,23 @@ const ROUTES: Route[] = [
     },
   },
   {
+    // Get Current User Guilds: the servers the bot is in, as partial guilds.
+    method: 'GET',
+    template: '/users/@me/guilds',
+    auth: true,
+    handle: (ctx) =>
+      ok([
+        {
+          id: ctx.world.guild.id,
+          name: ctx.world.guild.name,
+          icon: null,
+          owner: false,
+          permissions: '0',
+          features: [],
+        },
+      ]),
+  },
+  {
     method: 'POST',
     template: '/users/@me/channels',
     auth: true,
