@@ -15,7 +15,7 @@ export function newBrowserSecret(): { secret: string; hash: string } {
   return { secret, hash: browserSecretHash(secret) };
 }
 
-export function browserSecretHash(secret: string): string {
+function browserSecretHash(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
