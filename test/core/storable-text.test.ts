@@ -32,6 +32,10 @@ describe('text Postgres will store', () => {
     });
     expect(toJsonb(value)).not.toMatch(/\\u0000|\\ud800/);
     expect(toJsonb({ a: 'plain' })).toBe(JSON.stringify({ a: 'plain' }));
+    // Escapes written out as text (a backslash, then u0000) are text, and stay as they are.
+    const written = { code: 'printf "\\u0000 \\ud800"' };
+    expect(toJsonb(written)).toBe(JSON.stringify(written));
+    expect(toJsonb(undefined)).toBeUndefined();
   });
 
   it('takes only raw NULs out of a query parameter, never an escape written out', () => {
