@@ -11,6 +11,7 @@ import type { ToolRegistry } from './tools/registry.ts';
 import { admitArgs, DEFAULT_TOOL_TIMEOUT_SECONDS, timeLimitOf, type AnyTool, type ToolOutput } from './tools/tool.ts';
 import { findToolExecution, recordToolResult, recordToolStart } from './turn-store.ts';
 import { toolResult, toolSpan } from '../telemetry/gen-ai.ts';
+import { storableTextMarked } from '../core/storable-text.ts';
 import { SpanKind, withSpan } from '../telemetry/spans.ts';
 
 export interface ToolExecutionSettings {
@@ -99,7 +100,9 @@ export async function executeToolCall(
     s.setAttributes(toolResult(ran));
     return ran;
   });
-  output = { ...output, content: await withinBudget(call, output.content, deps) };
+  // Any bytes a program, file or server gave are stored, and the model reads what was stored:
+  // NULs and unpaired surrogates replaced, and a line saying so.
+  output = { ...output, content: await withinBudget(call, storableTextMarked(output.content), deps) };
   await recordToolResult(deps.db, ctx.workItemId, call.id, output);
   metrics.toolCalls.inc({ tool: call.name, outcome: output.isError ? 'error' : 'ok' });
   return resultOf(call, output);

@@ -2,6 +2,7 @@ import type { Queryable } from '../db/pool.ts';
 import type { ModelRound } from './model.ts';
 import type { ToolOutput } from './tools/tool.ts';
 import { TURN_STATE_VERSION, TurnState } from './turn-state.ts';
+import { toJsonb } from '../core/storable-text.ts';
 
 /**
  * Reads and writes a turn's durable state: countersign.turn_checkpoints, messages, tool_executions
@@ -51,7 +52,7 @@ export async function saveCheckpoint(
   state: TurnState,
   round?: RoundRecord,
 ): Promise<void> {
-  const checkpoint = [workItemId, TURN_STATE_VERSION, state.round, JSON.stringify(state)];
+  const checkpoint = [workItemId, TURN_STATE_VERSION, state.round, toJsonb(state)];
   if (!round) {
     await db.query({ name: 'cs_save_checkpoint', text: UPSERT_CHECKPOINT, values: checkpoint });
     return;
@@ -79,7 +80,7 @@ function roundValues({ round, conversationId, answer }: RoundRecord): unknown[] 
     answer.usage.outputTokens,
     answer.usage.cacheReadTokens,
     answer.usage.cacheWriteTokens,
-    JSON.stringify(answer.fallbacks),
+    toJsonb(answer.fallbacks),
   ];
 }
 
@@ -123,7 +124,7 @@ export async function recordToolStart(
   const { rowCount } = await db.query(
     `INSERT INTO countersign.tool_executions (work_item_id, tool_call_id, tool, args, status)
      VALUES ($1, $2, $3, $4, 'started') ON CONFLICT DO NOTHING`,
-    [workItemId, toolCallId, tool, JSON.stringify(args)],
+    [workItemId, toolCallId, tool, toJsonb(args)],
   );
   return rowCount === 1;
 }
@@ -137,7 +138,7 @@ export async function recordToolResult(
   await db.query(
     `UPDATE countersign.tool_executions SET status = 'finished', result = $3, finished_at = now()
      WHERE work_item_id = $1 AND tool_call_id = $2`,
-    [workItemId, toolCallId, JSON.stringify(result)],
+    [workItemId, toolCallId, toJsonb(result)],
   );
 }
 

@@ -3,6 +3,7 @@ import { metrics } from '../metrics.ts';
 import type { Requester } from '../core/person.ts';
 import { EnvelopeRow, type CardCopy } from './envelope.ts';
 import { type CallDecision } from '../core/work-item.ts';
+import { toJsonb } from '../core/storable-text.ts';
 
 /**
  * SQL of approval envelopes and their audit log (countersign.approval_envelopes, approval_audit,
@@ -55,17 +56,17 @@ export async function insertEnvelope(db: Queryable, e: NewEnvelope): Promise<{ e
       e.contextId,
       e.workItemId,
       e.conversationId,
-      JSON.stringify(e.requester),
-      JSON.stringify(e.approvers),
+      toJsonb(e.requester),
+      toJsonb(e.approvers),
       e.twoPersonRule,
       e.callsCanonical,
       e.planHash,
-      JSON.stringify(e.scope),
+      toJsonb(e.scope),
       e.scopeHash,
-      JSON.stringify(e.turnState),
-      JSON.stringify(e.reply),
+      toJsonb(e.turnState),
+      toJsonb(e.reply),
       e.ttlSeconds,
-      JSON.stringify(e.withdrawnMessages),
+      toJsonb(e.withdrawnMessages),
     ],
   );
   return { expiresAt: rows[0]!.expires_at };
@@ -106,7 +107,7 @@ export async function findSupersededBy(db: Queryable, workItemId: string): Promi
 export async function addCardCopy(db: Queryable, id: string, copy: CardCopy): Promise<void> {
   await db.query(
     `UPDATE countersign.approval_envelopes SET card_copies = card_copies || jsonb_build_array($2::jsonb) WHERE id = $1`,
-    [id, JSON.stringify(copy)],
+    [id, toJsonb(copy)],
   );
 }
 
@@ -121,7 +122,7 @@ export async function setCardMessage(db: Queryable, id: string, messageId: strin
 export async function recordPolicyRefusals(db: Queryable, id: string, decisions: CallDecision[]): Promise<void> {
   await db.query(`UPDATE countersign.approval_envelopes SET decisions = $2 WHERE id = $1 AND status = 'consumed'`, [
     id,
-    JSON.stringify(decisions),
+    toJsonb(decisions),
   ]);
 }
 
@@ -147,7 +148,7 @@ export async function consumeNonce(
            decided_at = now(), continuation_work_item = $6::uuid
      WHERE nonce = $1::text AND status = 'pending' AND expires_at > now() AND partial_decisions = $2::jsonb
      RETURNING ${ENVELOPE_COLUMNS}, false AS expired_now`,
-    [nonce, partialRead, JSON.stringify(decided), JSON.stringify(decisions), JSON.stringify(decidedBy), continuationId],
+    [nonce, partialRead, toJsonb(decided), toJsonb(decisions), toJsonb(decidedBy), continuationId],
   );
   return rows[0] ? EnvelopeRow.parse(rows[0]) : undefined;
 }
@@ -166,7 +167,7 @@ export async function recordPartialDecisions(
     `UPDATE countersign.approval_envelopes SET partial_decisions = $3::jsonb
      WHERE nonce = $1::text AND status = 'pending' AND expires_at > now() AND partial_decisions = $2::jsonb
      RETURNING ${ENVELOPE_COLUMNS}, false AS expired_now`,
-    [nonce, partialRead, JSON.stringify(decided)],
+    [nonce, partialRead, toJsonb(decided)],
   );
   return rows[0] ? EnvelopeRow.parse(rows[0]) : undefined;
 }
@@ -244,9 +245,9 @@ export async function audit(
       entry.envelopeId ?? null,
       entry.nonce ? entry.nonce.slice(0, 6) : null,
       entry.event,
-      entry.actor ? JSON.stringify(entry.actor) : null,
+      entry.actor ? toJsonb(entry.actor) : null,
       entry.reason ?? null,
-      entry.detail === undefined ? null : JSON.stringify(entry.detail),
+      entry.detail === undefined ? null : toJsonb(entry.detail),
     ],
   );
 }
@@ -254,8 +255,8 @@ export async function audit(
 /** A vote on an answer (src/audit/feedback.ts): an audit row with no envelope, and no approvals metric. */
 export async function auditFeedback(db: Queryable, actor: Requester, detail: unknown): Promise<void> {
   await db.query(`INSERT INTO countersign.approval_audit (event, actor, detail) VALUES ('feedback', $1, $2)`, [
-    JSON.stringify(actor),
-    JSON.stringify(detail),
+    toJsonb(actor),
+    toJsonb(detail),
   ]);
 }
 
@@ -289,9 +290,9 @@ export async function auditRejection(
       perMinute,
       entry.envelopeId ?? null,
       entry.nonce ? entry.nonce.slice(0, 6) : null,
-      JSON.stringify(entry.actor),
+      toJsonb(entry.actor),
       entry.reason,
-      entry.detail === undefined ? null : JSON.stringify(entry.detail),
+      entry.detail === undefined ? null : toJsonb(entry.detail),
     ],
   );
   return rowCount === 1;

@@ -27,7 +27,16 @@ function escape(text: string): string {
 export function startPage(
   link: { server: string; personLabel: string } | undefined,
   state: string,
+  /** Why there is no link to show: 'another-site' when the confirming POST did not come from this page. */
+  refusal?: 'another-site',
 ): { status: number; html: string } {
+  if (refusal === 'another-site') {
+    return page(
+      403,
+      'Not confirmed',
+      'This sign-in was not confirmed on the Connect page itself, so it did not go on. Open the Connect link you were sent in the chat and confirm there.',
+    );
+  }
   if (!link) {
     return page(
       400,

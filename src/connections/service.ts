@@ -3,7 +3,9 @@ import type { Logger } from 'pino';
 import type { Requester } from '../core/person.ts';
 import type { Queryable } from '../db/pool.ts';
 import { ConnectionAuthProvider } from './oauth-provider.ts';
+import { newBrowserSecret, sameBrowser } from './browser-binding.ts';
 import {
+  confirmStateInBrowser,
   connectionOf,
   consumeState,
   deleteConnection,
@@ -54,6 +56,11 @@ export const START_PATH = '/oauth/start';
 export type CallbackResult = { ok: true; server: string; person: ConnectionPerson } | { ok: false; message: string };
 
 const EXCHANGE_TIMEOUT_MS = 15_000;
+
+/** The callback page when the browser is not the one that confirmed the link on the Connect page. */
+const OTHER_BROWSER =
+  'Nothing was connected: this sign-in was not confirmed in this browser. If someone sent you a sign-in link, do not use it. ' +
+  'If you asked for the link yourself, ask for a new Connect link in the chat, open the Connect link in this browser and confirm there.';
 
 /**
  * Per-person connections to MCP servers (docs/connections.md): the Connect link for a person, the
@@ -143,12 +150,35 @@ export class PersonalConnections {
     }
   }
 
+  /** Whether the bot is served over https (its cookies are then Secure and `__Host-`). */
+  get secureCookies(): boolean {
+    return new URL(this.#options.publicUrl).protocol === 'https:';
+  }
+
+  /** The origin people's browsers see the bot at: the Connect page's POST must come from it. */
+  get publicOrigin(): string {
+    return new URL(this.#options.publicUrl).origin;
+  }
+
+  /**
+   * The Connect page's button: binds the link to this browser with a fresh secret (its cookie) and
+   * gives the sign-in URL to send it on to. Undefined when the link is used, expired or not ours.
+   */
+  async confirm(
+    rawState: string,
+  ): Promise<{ authorizationUrl: string; browserSecret: string; secondsLeft: number } | undefined> {
+    const { secret, hash } = newBrowserSecret();
+    const confirmed = await confirmStateInBrowser(this.#options.db, rawState, hash);
+    return confirmed && { ...confirmed, browserSecret: secret };
+  }
+
   /**
    * The authorization server sent the person's browser back: the state is consumed (forged, replayed
-   * or expired ones are refused), the code exchanged within a time limit, and the tokens stored for
-   * the person the state was made for — never for whoever holds the link.
+   * or expired ones are refused), the browser must be the one that confirmed the link on the Connect
+   * page (its cookie, `browserSecrets`), the code exchanged within a time limit, and the tokens stored
+   * for the person the state was made for — never for whoever holds the link.
    */
-  async complete(rawState: string, code: string): Promise<CallbackResult> {
+  async complete(rawState: string, code: string, browserSecrets: readonly string[]): Promise<CallbackResult> {
     const { db, sealer } = this.#options;
     const consumed = await consumeState(db, sealer, rawState);
     if (!consumed.ok) {
@@ -163,6 +193,12 @@ export class PersonalConnections {
       };
     }
     const { person, server } = consumed.state;
+    // The state is used up either way: a sign-in that reached another browser (someone sent on the
+    // sign-in URL of their own link) is never exchanged, so its code can connect no one later.
+    if (!sameBrowser(consumed.state.browserHash, browserSecrets)) {
+      await this.#options.record('connection_refused', person, { server, reason: 'not the confirming browser' });
+      return { ok: false, message: OTHER_BROWSER };
+    }
     if (!this.#byName.has(server)) return { ok: false, message: `${server} is no longer configured here.` };
     const provider = new ConnectionAuthProvider({
       ...this.#providerOptions(person, server),

@@ -343,6 +343,26 @@ export async function stateLink(
     : undefined;
 }
 
+/**
+ * The Connect page's button was pressed: the state is bound to that browser (the hash of its new
+ * cookie; a later press replaces it, so only the last browser to confirm can complete) and its
+ * sign-in URL returned, with how long the link has left. Undefined when the link is not usable.
+ */
+export async function confirmStateInBrowser(
+  db: Queryable,
+  rawState: string,
+  browserHash: string,
+): Promise<{ authorizationUrl: string; secondsLeft: number } | undefined> {
+  const { rows } = await db.query<{ authorization_url: string; seconds_left: number }>(
+    `UPDATE countersign.oauth_states SET browser_hash = $2
+      WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now() AND authorization_url IS NOT NULL
+      RETURNING authorization_url, extract(epoch FROM expires_at - now())::float8 AS seconds_left`,
+    [stateHash(rawState), browserHash],
+  );
+  const row = rows[0];
+  return row ? { authorizationUrl: row.authorization_url, secondsLeft: row.seconds_left } : undefined;
+}
+
 /** Why a callback's state was refused. */
 type StateRefusal = 'forged' | 'replayed' | 'expired';
 
@@ -351,6 +371,8 @@ export interface ConsumedState {
   server: string;
   workItemId?: string;
   codeVerifier: string;
+  /** The hash of the cookie of the browser that confirmed the link; null when none did. */
+  browserHash: string | null;
 }
 
 export type ConsumeStateResult = { ok: true; state: ConsumedState } | { ok: false; reason: StateRefusal };
@@ -365,6 +387,7 @@ interface ConsumeRow {
   server: string | null;
   work_item_id: string | null;
   sealed_code_verifier: string | null;
+  browser_hash: string | null;
 }
 
 /**
@@ -382,7 +405,7 @@ export async function consumeState(db: Queryable, sealer: TokenSealer, rawState:
      ), taken AS (
        UPDATE countersign.oauth_states SET used_at = now()
        WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now() AND sealed_code_verifier IS NOT NULL
-       RETURNING platform, user_id, workspace, server, work_item_id, sealed_code_verifier
+       RETURNING platform, user_id, workspace, server, work_item_id, sealed_code_verifier, browser_hash
      )
      SELECT found.replayed, found.expired, found.unfinished, taken.*
      FROM found LEFT JOIN taken ON true`,
@@ -409,6 +432,7 @@ function stateOutcome(row: ConsumeRow | undefined, sealer: TokenSealer, hash: st
       server: row.server,
       ...(row.work_item_id ? { workItemId: row.work_item_id } : {}),
       codeVerifier,
+      browserHash: row.browser_hash,
     },
   };
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { markOrigin } from './errors.ts';
+import { storableParameter } from '../core/storable-text.ts';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -51,6 +52,23 @@ function markingErrors<F extends (...args: never[]) => unknown>(fn: F, self: unk
   }) as unknown as F;
 }
 
+/**
+ * `query` with every string parameter made storable (src/core/storable-text.ts): a NUL from outside
+ * text — a command's output, a file, a message — would otherwise fail its statement, and with it the
+ * turn. jsonb parameters are made storable where they are serialized (`toJsonb`).
+ */
+function storingAnyText<F extends (...args: never[]) => unknown>(fn: F, self: unknown): F {
+  return ((...args: unknown[]) => {
+    const [first, second] = args;
+    if (Array.isArray(second)) args[1] = second.map(storableParameter);
+    else if (first && typeof first === 'object' && Object.getPrototypeOf(first) === Object.prototype) {
+      const config = first as { values?: unknown };
+      if (Array.isArray(config.values)) args[0] = { ...config, values: config.values.map(storableParameter) };
+    }
+    return (fn as unknown as (...a: unknown[]) => unknown).apply(self, args);
+  }) as unknown as F;
+}
+
 export function createPool(connectionString: string, max: number, log?: Logger): pg.Pool {
   const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 });
   // The pool's boundary: connecting and querying, through the pool or a client it handed out
@@ -73,7 +91,8 @@ export function createPool(connectionString: string, max: number, log?: Logger):
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', connectionLost);
   pool.on('connect', (client) => {
-    client.query = markingErrors(client.query, client);
+    // pg-pool's own query runs through this client's, so both store any text.
+    client.query = markingErrors(storingAnyText(client.query, client), client);
     // A checked-out client's connection can drop too; unhandled, its 'error' would crash the process.
     client.on('error', connectionLost);
     // A new connection succeeding is the database answering again.

@@ -4,6 +4,7 @@ import { newWorkItem, Priority, WorkItem, type WorkItemDraft } from '../core/wor
 import type { Message } from '../agent/messages.ts';
 import { JOBS, turnJobFor } from './tasks/index.ts';
 import { carrierOf, SpanKind, traceCarrier, withSpan } from '../telemetry/spans.ts';
+import { toJsonb } from '../core/storable-text.ts';
 
 /**
  * A turn's lifecycle, verb by verb: enqueue → start → (checkpoint, in the agent) → park → continue
@@ -200,7 +201,7 @@ export async function scheduleDiffShare(db: Queryable, envelopeId: string, by: R
   await db.query(
     `SELECT graphile_worker.add_job($1::text, json_build_object('envelopeId', $2::text, 'by', $3::json),
        priority => $4::int, max_attempts => $5::int, job_key => $6::text, job_key_mode => 'preserve_run_at')`,
-    [name, envelopeId, JSON.stringify(by), options.priority, options.maxAttempts, `share-diff:${envelopeId}`],
+    [name, envelopeId, toJsonb(by), options.priority, options.maxAttempts, `share-diff:${envelopeId}`],
   );
 }
 
@@ -252,7 +253,7 @@ function enqueueArguments(item: WorkItem): unknown[] {
     item.reply.platform,
     item.type,
     item.priority,
-    JSON.stringify(item),
+    toJsonb(item),
     item.createdAt,
     turnJobFor(item.priority).name,
   ];
@@ -336,9 +337,9 @@ async function settleWorkItem(
       item.id,
       item.conversationId,
       settlement.status,
-      settlement.result === undefined ? null : JSON.stringify(settlement.result),
+      settlement.result === undefined ? null : toJsonb(settlement.result),
       settlement.error ?? null,
-      settlement.messages && settlement.messages.length > 0 ? JSON.stringify(settlement.messages) : null,
+      settlement.messages && settlement.messages.length > 0 ? toJsonb(settlement.messages) : null,
       settlement.deleteCheckpoint ?? false,
       ...taskRule(),
     ],
@@ -430,7 +431,7 @@ async function markParkedTurnContinued(db: Queryable, workItemId: string, contin
   await db.query(
     `UPDATE countersign.work_items SET status = 'done', result = $2, finished_at = now()
      WHERE id = $1 AND status = 'awaiting_approval'`,
-    [workItemId, JSON.stringify({ continuation: continuationId })],
+    [workItemId, toJsonb({ continuation: continuationId })],
   );
 }
 
@@ -451,7 +452,7 @@ async function markStopRequested(db: Queryable, workItemId: string, by: Requeste
        RETURNING id
      )
      SELECT pg_notify($3, id::text) FROM stopped`,
-    [workItemId, JSON.stringify(by), channel],
+    [workItemId, toJsonb(by), channel],
   );
   return rowCount === 1;
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ReplyTarget } from '../core/reply-target.ts';
 import type { Queryable } from '../db/pool.ts';
 import { ReplyState } from './reply-state.ts';
+import { toJsonb } from '../core/storable-text.ts';
 
 /**
  * The reply outbox's SQL (countersign.reply_outbox), one statement per function. A row is what a
@@ -61,11 +62,11 @@ export async function insertOutboxRow(db: Queryable, row: NewOutboxRow, processI
      RETURNING ${COLUMNS}`,
     [
       row.workItemId,
-      JSON.stringify(row.target),
-      JSON.stringify(row.replyState),
+      toJsonb(row.target),
+      toJsonb(row.replyState),
       row.text,
-      JSON.stringify(row.buttons),
-      JSON.stringify(row.announce ?? null),
+      toJsonb(row.buttons),
+      toJsonb(row.announce ?? null),
       processId,
       row.afterWorkItemId ?? null,
     ],
@@ -154,7 +155,7 @@ export async function recordReplyState(
 ): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE countersign.reply_outbox SET reply_state = $3::jsonb WHERE seq = $1::bigint AND locked_by = $2::text`,
-    [seq, processId, JSON.stringify(state)],
+    [seq, processId, toJsonb(state)],
   );
   return rowCount === 1;
 }

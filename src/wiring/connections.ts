@@ -11,6 +11,13 @@ import { anyConnectionTo, touchConnection } from '../connections/store.ts';
 import { TokenSealer } from '../connections/token-crypto.ts';
 import type { HttpServer } from '../http/server.ts';
 import { callbackPage, startPage } from '../connections/callback-page.ts';
+import {
+  clearConnectCookie,
+  connectCookieName,
+  cookieValues,
+  sameOriginPost,
+  setConnectCookie,
+} from '../connections/browser-binding.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { PlatformDirectory } from '../core/platform-rules.ts';
 import type { ToolRegistry } from '../agent/tools/registry.ts';
@@ -93,25 +100,48 @@ function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 /**
  * `/oauth/start`: where a Connect link leads first. GET shows whose chat account the sign-in will be
  * attached to ("not you? close this page") with a button; only its POST sends the browser on to
- * the sign-in. Someone sent another person's link sees it is not theirs before signing in.
+ * the sign-in. Someone sent another person's link sees it is not theirs before signing in. The POST
+ * also binds the link to this browser (a cookie the callback must bring back), so a sign-in URL
+ * passed on to someone else connects no one; it is refused unless it came from this page.
  */
 function routeStartPage(http: HttpServer, connections: PersonalConnections): void {
   http.route(START_PATH, async (req, res) => {
-    const state =
-      req.method === 'POST'
-        ? ((await readForm(req).catch(() => new URLSearchParams())).get('s') ?? '')
-        : (new URL(req.url ?? '/', 'http://localhost').searchParams.get('s') ?? '');
-    const link = state ? await connections.linkOf(state) : undefined;
-    if (link && req.method === 'POST') {
-      res.writeHead(303, {
-        location: link.authorizationUrl,
-        'cache-control': 'no-store',
-        'referrer-policy': 'no-referrer',
-      });
-      res.end();
+    if (req.method === 'POST') {
+      const state = (await readForm(req).catch(() => new URLSearchParams())).get('s') ?? '';
+      if (!sameOriginPost(req.headers, connections.publicOrigin)) {
+        sendPage(res, startPage(undefined, state, 'another-site'));
+        return;
+      }
+      const confirmed = state ? await connections.confirm(state) : undefined;
+      if (confirmed) {
+        const secure = connections.secureCookies;
+        res.writeHead(303, {
+          location: confirmed.authorizationUrl,
+          'set-cookie': setConnectCookie(
+            connectCookieName(state, secure),
+            confirmed.browserSecret,
+            confirmed.secondsLeft,
+            secure,
+          ),
+          'cache-control': 'no-store',
+          'referrer-policy': 'no-referrer',
+        });
+        res.end();
+        return;
+      }
+      sendPage(res, startPage(undefined, state));
       return;
     }
-    sendPage(res, startPage(link, state));
+    const state = new URL(req.url ?? '/', 'http://localhost').searchParams.get('s') ?? '';
+    const link = state ? await connections.linkOf(state) : undefined;
+    // The form posts back here and is then sent on to the sign-in: both are allowed form targets
+    // (browsers check form-action on the redirect too). Referrer same-origin, so the POST carries
+    // this page's Origin rather than "null".
+    const signIn = link ? new URL(link.authorizationUrl).origin : undefined;
+    sendPage(res, startPage(link, state), {
+      formAction: signIn,
+      referrerPolicy: 'same-origin',
+    });
   });
 }
 
@@ -152,18 +182,21 @@ function routeCallback(
     const state = query.get('state') ?? '';
     const code = query.get('code') ?? '';
     const denied = query.get('error');
+    const secure = connections.secureCookies;
+    const cookie = state ? connectCookieName(state, secure) : undefined;
     let result;
     if (denied)
       result = { ok: false as const, message: 'The sign-in was cancelled or refused. Nothing was connected.' };
     else if (!state || !code) result = { ok: false as const, message: 'This is not a Connect link I made.' };
-    else result = await connections.complete(state, code);
+    else result = await connections.complete(state, code, cookieValues(req.headers.cookie, cookie!));
     if (!result.ok) log.info({ reason: result.message }, 'a connection callback was refused');
     // The person's requests that waited only for this connection go on now (once each).
     else
       await approvals.continueAfterConnect(result.person, result.server).catch((error: unknown) => {
         log.warn({ err: error }, 'could not continue the requests waiting for a connection');
       });
-    sendPage(res, callbackPage(result, chatName));
+    // The cookie has done its one job, whatever the outcome.
+    sendPage(res, callbackPage(result, chatName), cookie ? { setCookie: clearConnectCookie(cookie, secure) } : {});
   });
 }
 
@@ -240,15 +273,23 @@ export function routeConnectPages(
   routeCallback(http, connections, approvals, platforms, log);
 }
 
-/** A connection page: never cached, framed, or leaking its URL (which holds a state) as a referrer. */
-function sendPage(res: ServerResponse, page: { status: number; html: string }): void {
+/**
+ * A connection page: never cached, framed, or leaking its URL (which holds a state) to another site
+ * as a referrer.
+ */
+function sendPage(
+  res: ServerResponse,
+  page: { status: number; html: string },
+  extra: { formAction?: string | undefined; referrerPolicy?: 'same-origin'; setCookie?: string } = {},
+): void {
+  const formAction = ["'self'", ...(extra.formAction ? [extra.formAction] : [])].join(' ');
   res.writeHead(page.status, {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
-    'referrer-policy': 'no-referrer',
+    'referrer-policy': extra.referrerPolicy ?? 'no-referrer',
     'x-frame-options': 'DENY',
-    'content-security-policy':
-      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; form-action ${formAction}; frame-ancestors 'none'`,
+    ...(extra.setCookie ? { 'set-cookie': extra.setCookie } : {}),
   });
   res.end(page.html);
 }

@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.ts';
 import { parseMcpConfig } from '../../src/agent/tools/mcp/config.ts';
 import { runCli } from '../helpers/processes.ts';
 import { createTestDatabase } from '../helpers/db.ts';
-import { followConnectLink } from '../helpers/connect-link.ts';
+import { confirmOnConnectPage, followConnectLink, returnToCallback } from '../helpers/connect-link.ts';
 
 const script: Script = {
   rules: [
@@ -66,17 +66,14 @@ describe('per-person connections to an MCP server', () => {
     const started = await h.app.connections!.start(person, 'tracker');
     if (!started.ok) throw new Error(started.message);
     expect(new URL(started.url).pathname).toBe('/oauth/start');
-    const { code, state, page } = await followConnectLink(h.app.http.port, started.url, fake, user);
+    const { code, state, page, cookie } = await followConnectLink(h.app.http.port, started.url, fake, user);
     // The Connect page names whose chat account the sign-in is for, before anyone signs in.
     expect(page).toContain(`account ${person.userId}`);
-    return callback({ code, state });
+    return callback({ code, state }, cookie);
   }
 
-  async function callback(query: Record<string, string>): Promise<{ status: number; page: string }> {
-    const url = new URL(`http://127.0.0.1:${h.app.http.port}/oauth/callback`);
-    for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
-    const res = await fetch(url);
-    return { status: res.status, page: await res.text() };
+  function callback(query: { code: string; state: string }, cookie = '') {
+    return returnToCallback(h.app.http.port, query, cookie);
   }
 
   it('asks the person to connect before any tool can run as them, then runs it as them', async () => {
@@ -208,8 +205,101 @@ describe('per-person connections to an MCP server', () => {
     const fresh = await h.app.connections!.start(carol, 'tracker');
     if (!fresh.ok) throw new Error(fresh.message);
     const second = await followConnectLink(h.app.http.port, fresh.url, fake, 'carol');
-    expect((await callback({ code: second.code, state: second.state ?? '' })).status).toBe(200);
-    expect((await callback({ code: second.code, state: second.state ?? '' })).page).toContain('already used');
+    expect((await callback({ code: second.code, state: second.state }, second.cookie)).status).toBe(200);
+    expect((await callback({ code: second.code, state: second.state }, second.cookie)).page).toContain('already used');
+  });
+
+  describe('a Connect link completes only in the browser that confirmed it (#47 §3)', () => {
+    const mallory = { platform: 'test', userId: 'U9' };
+
+    async function linkFor(person: { platform: string; userId: string }): Promise<string> {
+      const started = await h.app.connections!.start(person, 'tracker');
+      if (!started.ok) throw new Error(started.message);
+      return new URL(started.url).searchParams.get('s')!;
+    }
+
+    it('refuses a sign-in URL passed on to someone else: nothing is stored, and the page says why', async () => {
+      // Mallory confirms her own link herself and sends the sign-in URL it answers with to Alice.
+      const s = await linkFor(mallory);
+      const confirmed = await confirmOnConnectPage(h.app.http.port, s);
+      expect(confirmed.status).toBe(303);
+      const malloryJar = confirmed.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0]!)
+        .join('; ');
+      const tokenRequests = fake.tokenRequests.length;
+      // Alice signs in; her browser, which never confirmed the link, comes back with her code.
+      const { code, state } = await fake.approve(new URL(confirmed.headers.get('location')!), 'alice');
+      const page = await callback({ code, state: state! });
+      expect(page.status).toBe(400);
+      expect(page.page).toContain('open the Connect link in this browser and confirm there');
+      expect(await h.app.connections!.isConnected(mallory, 'tracker')).toBe(false);
+      // The code was never exchanged, and the state is used up: Mallory cannot finish it either.
+      expect(fake.tokenRequests.length).toBe(tokenRequests);
+      const late = await callback({ code, state: state! }, malloryJar);
+      expect(late.page).toContain('already used');
+      expect(await h.app.connections!.isConnected(mallory, 'tracker')).toBe(false);
+      const { rows } = await h.app.pool.query<{ detail: { reason?: string } }>(
+        `SELECT detail FROM countersign.approval_audit WHERE event = 'connection_refused' AND actor->>'userId' = 'U9'`,
+      );
+      expect(rows.map((r) => r.detail.reason)).toContain('not the confirming browser');
+    });
+
+    it('refuses a forged cookie', async () => {
+      const victim = await followConnectLink(
+        h.app.http.port,
+        `https://x.example/?s=${await linkFor(mallory)}`,
+        fake,
+        'alice',
+      );
+      const forged = victim.cookie.replace(/=.*$/, `=${'A'.repeat(43)}`);
+      expect((await callback(victim, forged)).page).toContain('not confirmed in this browser');
+      expect(await h.app.connections!.isConnected(mallory, 'tracker')).toBe(false);
+    });
+
+    it('refuses the cookie of an earlier confirmation once the link was confirmed again', async () => {
+      const s = await linkFor(mallory);
+      const first = await followConnectLink(h.app.http.port, `https://x.example/?s=${s}`, fake, 'alice');
+      // Confirmed again (another browser): only that browser's cookie completes now.
+      expect((await confirmOnConnectPage(h.app.http.port, s)).status).toBe(303);
+      expect((await callback(first, first.cookie)).page).toContain('not confirmed in this browser');
+      expect(await h.app.connections!.isConnected(mallory, 'tracker')).toBe(false);
+    });
+
+    it('refuses a confirmation posted from another site, setting no cookie', async () => {
+      const s = await linkFor(mallory);
+      for (const headers of [
+        { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+        { origin: 'null' },
+        { 'sec-fetch-site': 'same-site' },
+      ] as Array<Record<string, string>>) {
+        const posted = await confirmOnConnectPage(h.app.http.port, s, headers);
+        expect(posted.status).toBe(403);
+        expect(posted.headers.get('location')).toBeNull();
+        expect(posted.headers.getSetCookie()).toEqual([]);
+        expect(await posted.text()).toContain('Open the Connect link you were sent in the chat and confirm there');
+      }
+      const own = await confirmOnConnectPage(h.app.http.port, s, {
+        origin: 'https://countersign.example.com',
+        'sec-fetch-site': 'same-origin',
+      });
+      expect(own.status).toBe(303);
+    });
+
+    it('sets an HttpOnly, SameSite=Lax, Secure __Host- cookie, and the callback clears it', async () => {
+      const ivan = { platform: 'test', userId: 'U10' };
+      const s = await linkFor(ivan);
+      const confirmed = await confirmOnConnectPage(h.app.http.port, s);
+      const [set] = confirmed.headers.getSetCookie();
+      expect(set).toMatch(
+        /^__Host-countersign-connect-[0-9a-f]{16}=[\w-]{43}; Max-Age=\d+; Path=\/; HttpOnly; SameSite=Lax; Secure$/,
+      );
+      const { code, state } = await fake.approve(new URL(confirmed.headers.get('location')!), 'ivan');
+      const done = await callback({ code, state: state! }, set!.split(';')[0]!);
+      expect(done.page).toContain('Connected to tracker');
+      expect(done.setCookie).toEqual([`${set!.split('=')[0]}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax; Secure`]);
+      expect(await h.app.connections!.isConnected(ivan, 'tracker')).toBe(true);
+    });
   });
 
   it('keeps tokens sealed at rest, and out of the listing people see', async () => {
@@ -283,7 +373,9 @@ describe('a turn waiting for a connection across a restart', () => {
       const started = await first.app.connections!.start(grace, 'tracker');
       if (!started.ok) throw new Error(started.message);
       const graceCode = await followConnectLink(first.app.http.port, started.url, fake, 'grace');
-      expect((await first.app.connections!.complete(graceCode.state, graceCode.code)).ok).toBe(true);
+      expect(
+        (await first.app.connections!.complete(graceCode.state, graceCode.code, graceCode.browserSecrets)).ok,
+      ).toBe(true);
       const waiting = await first.say('conv-frank', 'who am i', { requester: frank });
       expect((await first.settled(waiting.id)).status).toBe('awaiting_approval');
       const link = await first.app.connections!.start(frank, 'tracker');
@@ -292,9 +384,10 @@ describe('a turn waiting for a connection across a restart', () => {
       const second = await startHarness({ script, env, db });
       try {
         if (!link.ok) throw new Error(link.message);
-        const { code, state } = await followConnectLink(second.app.http.port, link.url, fake, 'frank');
+        const { code, state, cookie } = await followConnectLink(second.app.http.port, link.url, fake, 'frank');
         const res = await fetch(
           `http://127.0.0.1:${second.app.http.port}/oauth/callback?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state)}`,
+          { headers: { cookie } },
         );
         expect(res.status).toBe(200);
         const next = await waitFor(

@@ -4,12 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   clientOf,
   connectionOf,
+  confirmStateInBrowser,
   consumeState,
   createState,
   deleteConnection,
   listConnections,
   saveClient,
   saveConnection,
+  saveStateLink,
   saveStateVerifier,
   stateHash,
   sweepExpiredStates,
@@ -184,6 +186,20 @@ describe('connections store', () => {
       expect(stored).toContain(stateHash(raw));
     });
 
+    it('binds a state to the confirming browser’s cookie hash, only while its link is usable', async () => {
+      const raw = await startedState();
+      // No Connect page link yet: nothing to confirm.
+      expect(await confirmStateInBrowser(pool, raw, 'h0')).toBeUndefined();
+      expect(await saveStateLink(pool, raw, 'https://auth.example.com/authorize?state=x', 'Alice')).toBe(true);
+      const confirmed = await confirmStateInBrowser(pool, raw, 'h1');
+      expect(confirmed?.authorizationUrl).toBe('https://auth.example.com/authorize?state=x');
+      expect(confirmed!.secondsLeft).toBeGreaterThan(590);
+      expect(await confirmStateInBrowser(pool, raw, 'h2')).toBeDefined();
+      const consumed = await consumeState(pool, sealer, raw);
+      expect(consumed.ok && consumed.state.browserHash).toBe('h2');
+      expect(await confirmStateInBrowser(pool, raw, 'h3')).toBeUndefined();
+    });
+
     it('gives the state back once, bound to the person, server and turn', async () => {
       const raw = await startedState();
       const first = await consumeState(pool, sealer, raw);
@@ -194,6 +210,7 @@ describe('connections store', () => {
           server: 'github',
           workItemId: turn,
           codeVerifier: `verifier-${raw}`,
+          browserHash: null,
         },
       });
       expect(await consumeState(pool, sealer, raw)).toEqual({ ok: false, reason: 'replayed' });

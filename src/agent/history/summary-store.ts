@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/pool.ts';
 import { ConversationSummary } from './summary.ts';
+import { toJsonb } from '../../core/storable-text.ts';
 
 /**
  * Stores a conversation's summary. A summary only ever moves forward: an older one (a replayed
@@ -18,7 +19,7 @@ export async function saveSummary(
        SET through_message_id = EXCLUDED.through_message_id, summary = EXCLUDED.summary,
            compactions = countersign.conversation_summaries.compactions + 1, updated_at = now()
        WHERE countersign.conversation_summaries.through_message_id < EXCLUDED.through_message_id`,
-    [conversationId, throughMessageId, JSON.stringify(summary)],
+    [conversationId, throughMessageId, toJsonb(summary)],
   );
 }
 

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import { defineBuiltinTool, type ToolContext, type ToolOutput } from './tool.ts';
 import { displayPath, resolveInWorkspace, WorkspacePathError } from './workspace/confine.ts';
@@ -79,11 +80,17 @@ class CappedOutput {
     // A multi-byte character cut at the cap decodes to U+FFFD, which is honest about the cut.
     return Buffer.concat(this.#chunks).toString('utf8');
   }
+
+  /** Whether what was kept is not all UTF-8 (binary output): its decoding then shows U+FFFD. */
+  notUtf8(): boolean {
+    return !isUtf8(Buffer.concat(this.#chunks));
+  }
 }
 
 function section(name: string, output: CappedOutput): string {
   const text = output.text();
-  const body = text ? `${name}:\n${text}${text.endsWith('\n') ? '' : '\n'}` : `${name}: (empty)\n`;
+  let body = text ? `${name}:\n${text}${text.endsWith('\n') ? '' : '\n'}` : `${name}: (empty)\n`;
+  if (output.notUtf8()) body += `[${name} held bytes that are not UTF-8, shown as U+FFFD]\n`;
   return output.dropped
     ? `${body}[${name} truncated: kept the first ${RUN_COMMAND_LIMITS.outputBytes} bytes, dropped ${output.dropped}]\n`
     : body;

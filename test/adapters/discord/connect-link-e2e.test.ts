@@ -70,8 +70,8 @@ describe('a Connect link on Discord', () => {
     const other = { platform: 'discord', userId: snowflake(), workspace: fake.scene.guildId };
     const started = await h.app.connections!.start(other, 'tracker');
     if (!started.ok) throw new Error(started.message);
-    const { code, state } = await followConnectLink(h.app.http.port, started.url, oauth, 'someone');
-    expect((await h.app.connections!.complete(state, code)).ok).toBe(true);
+    const { code, state, browserSecrets } = await followConnectLink(h.app.http.port, started.url, oauth, 'someone');
+    expect((await h.app.connections!.complete(state, code, browserSecrets)).ok).toBe(true);
   });
   afterAll(async () => {
     await h.stop();
@@ -116,9 +116,10 @@ describe('a Connect link on Discord', () => {
       .map((r) => JSON.stringify(r.body ?? ''));
     expect(elsewhere.join('\n')).not.toContain(state);
 
-    const { code, state: oauthState } = await followConnectLink(h.app.http.port, link!.url!, oauth, 'human');
+    const { code, state: oauthState, cookie } = await followConnectLink(h.app.http.port, link!.url!, oauth, 'human');
     const page = await fetch(
       `http://127.0.0.1:${h.app.http.port}/oauth/callback?code=${encodeURIComponent(code)}&state=${encodeURIComponent(oauthState)}`,
+      { headers: { cookie } },
     );
     expect(await page.text()).toContain('you can go back to Discord');
     await waitFor(

@@ -71,8 +71,8 @@ describe('a Connect link on Slack', () => {
     const bob = { platform: 'slack', userId: BOB, workspace: fake.team };
     const started = await h.app.connections!.start(bob, 'tracker');
     if (!started.ok) throw new Error(started.message);
-    const { code, state } = await followConnectLink(h.app.http.port, started.url, oauth, 'bob');
-    expect((await h.app.connections!.complete(state, code)).ok).toBe(true);
+    const { code, state, browserSecrets } = await followConnectLink(h.app.http.port, started.url, oauth, 'bob');
+    expect((await h.app.connections!.complete(state, code, browserSecrets)).ok).toBe(true);
   });
   afterAll(async () => {
     await h.stop();
@@ -96,9 +96,10 @@ describe('a Connect link on Slack', () => {
     // Nothing in the channel carries the link.
     expect(fake.messages.filter((m) => m.channel === CHANNEL).some((m) => m.text.includes(url))).toBe(false);
 
-    const { code, state } = await followConnectLink(h.app.http.port, url, oauth, 'alice');
+    const { code, state, cookie } = await followConnectLink(h.app.http.port, url, oauth, 'alice');
     const page = await fetch(
       `http://127.0.0.1:${h.app.http.port}/oauth/callback?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state)}`,
+      { headers: { cookie } },
     );
     expect(await page.text()).toContain('you can go back to Slack');
     await waitFor(
