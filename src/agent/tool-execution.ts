@@ -44,6 +44,12 @@ export interface ToolExecutionDeps {
    * post it whole with share_file. Absent: a long result is only cut.
    */
   keepFullOutput?(call: ToolCall, text: string): Promise<string>;
+  /**
+   * After a tool ran, before its result is recorded: what it may have written is attributed to the
+   * people behind it (src/repos, who may countersign a merge). `outcome`: why it ran. An error fails
+   * the call's turn rather than leave a write unattributed.
+   */
+  afterToolRun?(call: ToolCall, tool: AnyTool, outcome: 'allow' | 'grant' | 'approved'): Promise<void>;
 }
 
 /** A call its tool accepted: the tool and the arguments it will run with. */
@@ -99,6 +105,7 @@ export async function executeToolCall(
     s.setAttributes(toolResult(ran));
     return ran;
   });
+  await deps.afterToolRun?.(call, admitted.tool, outcome);
   output = { ...output, content: await withinBudget(call, output.content, deps) };
   await recordToolResult(deps.db, ctx.workItemId, call.id, output);
   metrics.toolCalls.inc({ tool: call.name, outcome: output.isError ? 'error' : 'ok' });

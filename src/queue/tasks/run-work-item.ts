@@ -231,9 +231,15 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
       const outcome = external
         ? await runExternally(external, state, sink, signal, spendOf(services, item, log).spend)
         : await runTurn(context, state, deps);
+      // A turn that parks leaves its writes uncommitted: who is behind them is recorded now.
+      if (outcome.kind === 'awaiting_approval') await services.workspaces?.recordWrites(item, log);
       ending = endingOfOutcome(await withChangeCard(services, item, outcome, log));
     }
   } catch (error) {
+    // So does one that stops or fails: whatever it wrote is its requester's, whoever commits it later.
+    await services.workspaces?.recordWrites(item, log).catch((recordError: unknown) => {
+      log.error({ err: recordError }, 'could not record the authors of the worktree’s changes');
+    });
     ending = await endingOfError(error, signal, services.pool, log).catch(async (retried: unknown) => {
       // The job is tried again from its checkpoint: this attempt's stream must not post later.
       await sink.handOff().catch(() => undefined);
@@ -561,10 +567,30 @@ function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop
       ? { keepFullOutput: (call: ToolCall, text: string) => services.keepToolOutput!(item, call, text) }
       : {}),
     ...spendOf(services, item, log),
+    ...(services.workspaces ? { afterToolRun: writesRecorder(services.workspaces, item, log) } : {}),
     onDecidedCall: async (call, decision, result) => {
       const envelopeId = item.input.approval?.envelopeId;
       if (envelopeId) await approvals.recordOutcome(envelopeId, call, decision, result.isError);
     },
+  };
+}
+
+/** Tool kinds that never write a file: no scan of the worktree after them. */
+const CANNOT_WRITE: ReadonlySet<string> = new Set(['read', 'question', 'share', 'merge', 'schedule']);
+
+/**
+ * After each tool call that may write: its writes recorded for the turn's requester, and for the
+ * person whose click let it run (who may countersign a merge, docs/policy.md).
+ */
+function writesRecorder(
+  workspaces: TurnWorkspaces,
+  item: WorkItem,
+  log: Logger,
+): NonNullable<TurnDeps['afterToolRun']> {
+  return async (_call, tool, outcome) => {
+    if (tool.kind && CANNOT_WRITE.has(tool.kind)) return;
+    const approvedBy = outcome === 'approved' ? item.input.approval?.decidedBy : undefined;
+    await workspaces.recordWrites(item, log, approvedBy);
   };
 }
 
