@@ -36,6 +36,13 @@ const script: Script = {
         { text: 'Two files' },
       ],
     },
+    {
+      match: '^write one file',
+      rounds: [
+        { text: 'Writing.', toolCalls: [{ name: 'write_file', args: { path: 'bob.txt', content: 'bob\n' } }] },
+        { text: 'One file' },
+      ],
+    },
     { rounds: [{ text: 'ok' }] },
   ],
 };
@@ -133,12 +140,38 @@ describe('who may countersign a merge: the authors recorded when content is writ
     expect(sh(repo.clone, 'rev-parse', 'main')).toBe(before);
 
     const { rows } = await h.app.pool.query<{ path: string; person: string; how: string }>(
-      `SELECT DISTINCT path, person, how FROM countersign.change_authors ORDER BY path, person, how`,
+      `SELECT DISTINCT path, person, how FROM countersign.change_authors WHERE path = 'first.txt'
+        ORDER BY path, person, how`,
     );
     expect(rows).toEqual([
       { path: 'first.txt', person: 'test:U1', how: 'approved' },
       { path: 'first.txt', person: 'test:U1', how: 'requested' },
     ]);
+  });
+
+  it('refuses the countersignature of the approver who let a write of the change run', async () => {
+    const before = sh(repo.clone, 'rev-parse', 'main');
+    const item = await h.say('authors-2', 'write one file', {
+      type: 'CODE',
+      priority: Priority.NORMAL,
+      payload: { repo: 'demo' },
+      requester: bob,
+    });
+    const write = await envelopeOf(h, item.id);
+    // Alice approves Bob's write; his turn ends with a card he asked for.
+    const approved = await h.app.approvals.submit(
+      write.nonce,
+      [{ toolCallId: write.calls[0]!.id, approved: true }],
+      alice,
+    );
+    expect(approved.ok).toBe(true);
+    const card = await envelopeOf(h, await nextItem(h, 'authors-2', item.id));
+    const [merge] = card.calls;
+    expect(merge?.name).toBe('merge_change');
+    expect(merge!.args.authors).toEqual(['test:U1', 'test:U2']);
+    const countersigned = await h.app.approvals.submit(card.nonce, [{ toolCallId: merge!.id, approved: true }], alice);
+    expect(countersigned.ok).toBe(false);
+    expect(sh(repo.clone, 'rev-parse', 'main')).toBe(before);
   });
 });
 

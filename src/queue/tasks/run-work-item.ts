@@ -20,6 +20,7 @@ import { ReplyStream } from '../../reply/reply-stream.ts';
 import { parkedTurnContinuedBy, recordPlaceholder, settleTurn, startTurn, type StartedRow } from '../turn-lifecycle.ts';
 import type { TurnEvents } from '../turn-events.ts';
 import { type CallDecision, type WorkItem } from '../../core/work-item.ts';
+import type { Requester } from '../../core/person.ts';
 import type { JobHandler } from './job.ts';
 import type { WorkItemJobPayload } from './turn-job.ts';
 import type { Attachment, Message, ToolCall } from '../../agent/messages.ts';
@@ -541,6 +542,8 @@ interface RunningTurn {
 /** The loop's dependencies: the model and tools, and the hooks the queue and the approval gate answer. */
 function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop, tools }: RunningTurn): TurnDeps {
   const { config, approvals } = services;
+  /** The makers of the standing grants that let this turn's calls run, by call id. */
+  const grantedBy = new Map<string, Requester>();
   return {
     db: services.pool,
     provider: services.provider,
@@ -561,13 +564,17 @@ function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop
     },
     rule: (call) => approvals.rule(item, call),
     onRuled: (call, ruling) => approvals.recordRuling(item, call, ruling),
-    useGrant: async (call) => approvals.useGrant?.(item, call),
+    useGrant: async (call) => {
+      const grant = await approvals.useGrant?.(item, call);
+      if (grant?.grantedBy) grantedBy.set(call.id, grant.grantedBy);
+      return grant;
+    },
     followUps: followUpsOf(services, item, log),
     ...(services.keepToolOutput
       ? { keepFullOutput: (call: ToolCall, text: string) => services.keepToolOutput!(item, call, text) }
       : {}),
     ...spendOf(services, item, log),
-    ...(services.workspaces ? { afterToolRun: writesRecorder(services.workspaces, item, log) } : {}),
+    ...(services.workspaces ? { afterToolRun: writesRecorder(services.workspaces, item, log, grantedBy) } : {}),
     onDecidedCall: async (call, decision, result) => {
       const envelopeId = item.input.approval?.envelopeId;
       if (envelopeId) await approvals.recordOutcome(envelopeId, call, decision, result.isError);
@@ -586,10 +593,17 @@ function writesRecorder(
   workspaces: TurnWorkspaces,
   item: WorkItem,
   log: Logger,
+  grantedBy: ReadonlyMap<string, Requester>,
 ): NonNullable<TurnDeps['afterToolRun']> {
-  return async (_call, tool, outcome) => {
+  return async (call, tool, outcome) => {
     if (tool.kind && CANNOT_WRITE.has(tool.kind)) return;
-    const approvedBy = outcome === 'approved' ? item.input.approval?.decidedBy : undefined;
+    const { approval } = item.input;
+    const approvedBy =
+      outcome === 'approved'
+        ? (approval?.approvers?.find((a) => a.toolCallId === call.id)?.by ?? approval?.decidedBy)
+        : outcome === 'grant'
+          ? grantedBy.get(call.id)
+          : undefined;
     await workspaces.recordWrites(item, log, approvedBy);
   };
 }
