@@ -132,12 +132,12 @@ describe('who may countersign a merge: the authors recorded when content is writ
     const sha = merge!.args.sha as string;
     expect(sh(repo.clone, 'show', `${sha}:first.txt`)).toBe('alice 1');
     expect(sh(repo.clone, 'log', '-1', '--format=%B', sha)).toContain('Requested-by: <test:U2>');
-    // The card names Alice as an author, from the database: she wrote and approved first.txt.
-    expect(merge!.args.authors).toEqual(['test:U1']);
 
     const countersigned = await h.app.approvals.submit(card.nonce, [{ toolCallId: merge!.id, approved: true }], alice);
     expect(countersigned.ok).toBe(false);
     expect(sh(repo.clone, 'rev-parse', 'main')).toBe(before);
+    // The card names Alice as an author, from the database: she wrote and approved first.txt.
+    expect(merge!.args.authors).toEqual(['test:U1']);
 
     const { rows } = await h.app.pool.query<{ path: string; person: string; how: string }>(
       `SELECT DISTINCT path, person, how FROM countersign.change_authors WHERE path = 'first.txt'
@@ -168,10 +168,10 @@ describe('who may countersign a merge: the authors recorded when content is writ
     const card = await envelopeOf(h, await nextItem(h, 'authors-2', item.id));
     const [merge] = card.calls;
     expect(merge?.name).toBe('merge_change');
-    expect(merge!.args.authors).toEqual(['test:U1', 'test:U2']);
     const countersigned = await h.app.approvals.submit(card.nonce, [{ toolCallId: merge!.id, approved: true }], alice);
     expect(countersigned.ok).toBe(false);
     expect(sh(repo.clone, 'rev-parse', 'main')).toBe(before);
+    expect(merge!.args.authors).toEqual(['test:U1', 'test:U2']);
   });
 });
 
@@ -207,13 +207,11 @@ describe('who may countersign a merge: a coding CLI’s own commit', () => {
     const sha = mine.calls[0]!.args.sha as string;
     // The CLI committed itself: no Requested-by trailer names Bob.
     expect(sh(repo.clone, 'log', '-1', '--format=%an|%B', sha)).not.toContain('Requested-by');
-    expect(mine.calls[0]!.args.authors).toEqual(['test:U2']);
 
     // Alice's hello shows a card of her own for the same commit; Bob may not countersign it.
     const hello = await h.say('cli-authors', 'hello', { requester: alice });
     const card = await envelopeOf(h, hello.id);
     expect(card.calls[0]!.args.sha).toBe(sha);
-    expect(card.calls[0]!.args.authors).toEqual(['test:U2']);
     const countersigned = await h.app.approvals.submit(
       card.nonce,
       [{ toolCallId: card.calls[0]!.id, approved: true }],
@@ -221,5 +219,7 @@ describe('who may countersign a merge: a coding CLI’s own commit', () => {
     );
     expect(countersigned.ok).toBe(false);
     expect(sh(repo.clone, 'rev-parse', 'main')).toBe(before);
+    expect(mine.calls[0]!.args.authors).toEqual(['test:U2']);
+    expect(card.calls[0]!.args.authors).toEqual(['test:U2']);
   });
 });
