@@ -27,9 +27,17 @@ export interface TurnWorkspaces {
   /**
    * After something that may have written the worktree — a tool call that is not read-only, a turn
    * that parked, stopped or failed — records who is behind what changed since the last record: the
-   * requester, and `approvedBy` when a person's click let the call run (who may countersign a merge).
+   * requester, and `approvedBy` when a person's click (or grant) let the call run (who may
+   * countersign a merge). `ranProgram`: the call ran a program, which may write after it returns, so
+   * its people stand behind the whole change.
    */
-  recordWrites(item: WorkItem, log: Logger, approvedBy?: Requester): Promise<void>;
+  recordWrites(item: WorkItem, log: Logger, how?: WritesBy): Promise<void>;
+}
+
+/** Who let a call that may have written run, and whether it ran a program. */
+export interface WritesBy {
+  approvedBy?: Requester;
+  ranProgram?: boolean;
 }
 
 /** A turn's workspace, as `prepare` found it. */

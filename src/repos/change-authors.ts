@@ -32,15 +32,31 @@ export class ChangeAuthors {
     this.#db = db;
   }
 
-  /** Records `people` for every content of the change not recorded yet; returns the paths they now stand behind. */
-  async record(worktree: Worktree, people: readonly Contributor[], workItemId?: string): Promise<string[]> {
+  /**
+   * Records `people` for every content of the change not recorded yet — and, when the turn ran a
+   * program, for the whole change (`WHOLE_CHANGE`): a program can leave a process behind that writes
+   * after its turn, where only a later turn's look would see it. Returns the paths they now stand behind.
+   */
+  async record(
+    worktree: Worktree,
+    people: readonly Contributor[],
+    { workItemId, ranProgram = false }: { workItemId?: string; ranProgram?: boolean } = {},
+  ): Promise<string[]> {
     if (worktree.review || people.length === 0) return [];
     const change = changeOf(worktree);
-    const now = await changeContents(worktree.path, worktree.branch, worktree.baseCommit);
-    if (now.size === 0) return [];
-    const known = await recordedContents(this.#db, change);
     const rows: AuthorRow[] = [];
     const paths: string[] = [];
+    if (ranProgram)
+      for (const { person, how } of people)
+        rows.push({
+          path: WHOLE_CHANGE,
+          person: personKey(person),
+          how,
+          content: 'program',
+          ...(workItemId ? { workItemId } : {}),
+        });
+    const now = await changeContents(worktree.path, worktree.branch, worktree.baseCommit);
+    const known = now.size > 0 ? await recordedContents(this.#db, change) : new Map<string, Set<string>>();
     for (const [file, contents] of now) {
       const fresh = [...contents].filter((c) => !known.get(file)?.has(c));
       if (fresh.length === 0) continue;
@@ -63,6 +79,9 @@ export class ChangeAuthors {
     await forgetChange(this.#db, changeOf(worktree));
   }
 }
+
+/** The path of a row that stands for the whole change: git never names a file `.`. */
+const WHOLE_CHANGE = '.';
 
 const changeOf = (worktree: Pick<Worktree, 'repo' | 'branch'>): ChangeRef => ({
   repo: worktree.repo,

@@ -1,11 +1,10 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Requester } from '../core/person.ts';
 import type { ToolCall } from '../agent/messages.ts';
 import type { ModelSpend, RunBill, RunReservation, RunWorstCase } from '../agent/model-spend.ts';
 import type { AnyTool } from '../agent/tools/tool.ts';
 import type { WorkItem } from '../core/work-item.ts';
-import type { PreparedWorkspace, TurnWorkspaces } from '../queue/turn-workspaces.ts';
+import type { PreparedWorkspace, TurnWorkspaces, WritesBy } from '../queue/turn-workspaces.ts';
 import { changeDiff, branchTip, commitWorktree } from './changes.ts';
 import type { ChangeAuthors, Contributor } from './change-authors.ts';
 import type { CodeBinding, CodeWorkspaces } from './code-workspaces.ts';
@@ -69,18 +68,19 @@ export class CodeTurns implements TurnWorkspaces {
    * Records who is behind what changed in the conversation's worktree since the last record: the
    * turn's requester, and `approvedBy` when a person's click let the call that wrote run.
    */
-  async recordWrites(item: WorkItem, log: Logger, approvedBy?: Requester): Promise<void> {
+  async recordWrites(item: WorkItem, log: Logger, how: WritesBy = {}): Promise<void> {
     const now = await this.#workspaces.current(item.conversationId);
     if (!now || now.binding.mode !== 'code') return;
-    await this.#recordAuthors(now.worktree, item, log, approvedBy);
+    await this.#recordAuthors(now.worktree, item, log, how);
   }
 
-  async #recordAuthors(worktree: Worktree, item: WorkItem, log: Logger, approvedBy?: Requester): Promise<void> {
+  async #recordAuthors(worktree: Worktree, item: WorkItem, log: Logger, how: WritesBy = {}): Promise<void> {
+    const { approvedBy, ranProgram = false } = how;
     const people: Contributor[] = [
       { person: item.requester, how: 'requested' },
       ...(approvedBy ? [{ person: approvedBy, how: 'approved' as const }] : []),
     ];
-    const paths = await this.#authors.record(worktree, people, item.id);
+    const paths = await this.#authors.record(worktree, people, { workItemId: item.id, ranProgram });
     if (paths.length > 0)
       log.info({ branch: worktree.branch, files: paths.length }, 'recorded the authors of changed files');
   }
@@ -177,7 +177,7 @@ export class CodeTurns implements TurnWorkspaces {
       } finally {
         await held.settle(spent);
         // Whatever the CLI wrote or committed, however it ended, is its requester's.
-        await this.#recordAuthors(worktree, item, log);
+        await this.#recordAuthors(worktree, item, log, { ranProgram: true });
       }
       log.info({ spent, held: reserve }, 'the coding agent ran');
       const after = await branchTip(repo.path, base);
@@ -221,7 +221,7 @@ export class CodeTurns implements TurnWorkspaces {
     const from = (await git(repo.path, ['merge-base', base, tip])).stdout.trim();
     const testResult = repo.test ? await tests(repo.test) : undefined;
     // What the test run wrote is not in this commit, but it is this turn's: the next one commits it.
-    if (repo.test) await this.#recordAuthors(worktree, item, log);
+    if (repo.test) await this.#recordAuthors(worktree, item, log, { ranProgram: true });
     await this.#record('merge_requested', { repo: repo.name, branch: worktree.branch, sha: tip }, item.requester);
     return {
       // The same change gets the same call on a replay of this item (a crash before the card shows

@@ -82,6 +82,26 @@ describe('the authors of a change, recorded when content is written', () => {
     expect(await authors.authorsOf(worktree)).toEqual(['test:U1', 'test:U2']);
   });
 
+  it('records the people behind a program run for the whole change, though nothing changed when it returned', async () => {
+    const { worktree } = await open('conv-background');
+    // run_command returns; a process it left behind writes later, when Bob's turn looks.
+    expect(
+      await authors.record(
+        worktree,
+        [
+          { person: alice, how: 'requested' },
+          { person: carol, how: 'approved' },
+        ],
+        {
+          ranProgram: true,
+        },
+      ),
+    ).toEqual([]);
+    writeFileSync(path.join(worktree.path, 'later.txt'), 'written in the background\n');
+    expect(await authors.record(worktree, [{ person: bob, how: 'requested' }])).toEqual(['later.txt']);
+    expect(await authors.authorsOf(worktree)).toEqual(['test:U1', 'test:U2', 'test:U3']);
+  });
+
   it('records the approver beside the requester, for exactly the files the approved call wrote', async () => {
     const { worktree } = await open('conv-approved');
     writeFileSync(path.join(worktree.path, 'before.txt'), 'asked\n');

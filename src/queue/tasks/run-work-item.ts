@@ -604,7 +604,10 @@ function writesRecorder(
         : outcome === 'grant'
           ? grantedBy.get(call.id)
           : undefined;
-    await workspaces.recordWrites(item, log, approvedBy);
+    // A program (run_command, an application's tool of unknown kind) may leave a process that
+    // writes later, seen only at another turn's scan: its people stand behind the whole change.
+    const ranProgram = tool.kind === undefined || tool.kind === 'exec';
+    await workspaces.recordWrites(item, log, { ...(approvedBy ? { approvedBy } : {}), ranProgram });
   };
 }
 
