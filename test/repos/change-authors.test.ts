@@ -3,7 +3,7 @@
  * write, a commit the bot did not make, a branch moved under the worktree, a file a person sent — is
  * recorded for the people behind the turn, and content already recorded is never attributed again.
  */
-import { chmodSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -174,6 +174,24 @@ describe('the authors of a change, recorded when content is written', () => {
     expect(await authors.authorsOf(live.worktree)).toEqual(['test:U1']);
     await live.workspaces.sweep(repos, async () => false);
     expect(await authors.authorsOf(live.worktree)).toEqual([]);
+  });
+
+  it('sees a same-size rewrite that keeps the old mtime, whatever the repository says of ctime', async () => {
+    const { clone, worktree } = await open('conv-stat');
+    setupGit(clone, 'config', 'core.trustctime', 'false');
+    setupGit(clone, 'config', 'core.checkStat', 'minimal');
+    const file = path.join(worktree.path, 'README.md');
+    const past = new Date('2020-01-01T00:00:00Z');
+    utimesSync(file, past, past);
+    // The index now holds the old mtime, written well after it: an entry git trusts by its stat.
+    setupGit(worktree.path, 'update-index', '--refresh');
+    // Git keeps ctime to the second: the rewrite comes in a later second than the refresh, as a
+    // program's would.
+    const refreshed = Math.floor(Date.now() / 1000);
+    while (Math.floor(Date.now() / 1000) <= refreshed) await new Promise((r) => setTimeout(r, 50));
+    writeFileSync(file, '# DEMO\n');
+    utimesSync(file, past, past);
+    expect(await authors.record(worktree, [{ person: alice, how: 'requested' }])).toEqual(['README.md']);
   });
 
   it('runs none of a hostile repository’s programs while it looks', async () => {
