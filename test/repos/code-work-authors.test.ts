@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupGit } from './git-fixture.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
+import { buttonValue } from '../../src/core/buttons.ts';
 import { Priority } from '../../src/core/work-item.ts';
 
 const sh = (cwd: string, ...args: string[]) => setupGit(cwd, ...args).trim();
@@ -41,6 +42,19 @@ const script: Script = {
       rounds: [
         { text: 'Writing.', toolCalls: [{ name: 'write_file', args: { path: 'bob.txt', content: 'bob\n' } }] },
         { text: 'One file' },
+      ],
+    },
+    {
+      match: '^write both files',
+      rounds: [
+        {
+          text: 'Both.',
+          toolCalls: [
+            { name: 'write_file', args: { path: 'one.txt', content: 'one\n' } },
+            { name: 'write_file', args: { path: 'two.txt', content: 'two\n' } },
+          ],
+        },
+        { text: 'Both files' },
       ],
     },
     { rounds: [{ text: 'ok' }] },
@@ -172,6 +186,50 @@ describe('who may countersign a merge: the authors recorded when content is writ
     expect(countersigned.ok).toBe(false);
     expect(sh(repo.clone, 'rev-parse', 'main')).toBe(before);
     expect(merge!.args.authors).toEqual(['test:U1', 'test:U2']);
+  });
+});
+
+describe('who may countersign a merge: a card several approvers decided', () => {
+  let h: Harness;
+  let repo: ReturnType<typeof makeRepo>;
+  const carol = { platform: 'test', userId: 'U3' };
+
+  beforeAll(async () => {
+    repo = makeRepo();
+    h = await startHarness({
+      script,
+      env: {
+        APPROVERS: 'test:U1,test:U3',
+        REPOS: `demo=${repo.clone}`,
+        WORKTREES_DIR: path.join(repo.dir, 'worktrees'),
+      },
+    });
+  });
+  afterAll(() => h.stop());
+
+  it('records the approver of each call, not only the person whose click completed the card', async () => {
+    const before = sh(repo.clone, 'rev-parse', 'main');
+    const item = await h.say('authors-3', 'write both files', {
+      type: 'CODE',
+      priority: Priority.NORMAL,
+      payload: { repo: 'demo' },
+      requester: bob,
+    });
+    const writes = await envelopeOf(h, item.id);
+    expect(writes.calls.map((c) => c.name)).toEqual(['write_file', 'write_file']);
+    // Alice approves the first write, Carol the second (one button per call): Carol's click completes the card.
+    const first = await h.app.approvals.click(buttonValue(writes.nonce, 'a0'), alice);
+    expect(first).toMatchObject({ ok: true, partial: true });
+    const second = await h.app.approvals.click(buttonValue(writes.nonce, 'a1'), carol);
+    expect(second.ok).toBe(true);
+    const card = await envelopeOf(h, await nextItem(h, 'authors-3', item.id));
+    const [merge] = card.calls;
+    expect(merge?.name).toBe('merge_change');
+    // Alice approved one.txt: she may not countersign the change that holds it.
+    const countersigned = await h.app.approvals.submit(card.nonce, [{ toolCallId: merge!.id, approved: true }], alice);
+    expect(countersigned.ok).toBe(false);
+    expect(sh(repo.clone, 'rev-parse', 'main')).toBe(before);
+    expect(merge!.args.authors).toEqual(['test:U1', 'test:U2', 'test:U3']);
   });
 });
 
