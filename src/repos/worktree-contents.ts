@@ -89,9 +89,16 @@ async function diskContent(root: string, file: string, format: string): Promise<
   const key = statKey(stat);
   if (cached?.key === key) return cached.content;
   let content: string;
-  if (stat.isSymbolicLink()) content = `120000 ${objectId(format, await readlink(full, { encoding: 'buffer' }))}`;
-  else if (stat.isFile())
-    content = `${stat.mode & 0o111 ? '100755' : '100644'} ${await fileObjectId(format, full, stat.size)}`;
+  // A file or link the bot cannot read (a program made it so, or it went meanwhile) is named by its
+  // stat: any change of it is new content.
+  const unreadable = `unreadable-${key}`;
+  if (stat.isSymbolicLink()) {
+    const target = await readlink(full, { encoding: 'buffer' }).catch(() => undefined);
+    content = `120000 ${target ? objectId(format, target) : unreadable}`;
+  } else if (stat.isFile()) {
+    const id = await fileObjectId(format, full, stat.size).catch(() => unreadable);
+    content = `${stat.mode & 0o111 ? '100755' : '100644'} ${id}`;
+  }
   // A folder where git saw a path: an embedded repository or a submodule, recorded as such.
   else content = `040000 ${stat.isDirectory() ? 'directory' : 'special'}`;
   remember(full, key, stat.ctimeMs, content);
