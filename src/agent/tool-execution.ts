@@ -97,7 +97,11 @@ export async function executeToolCall(
     deps.settings.toolTimeoutSeconds ?? DEFAULT_TOOL_TIMEOUT_SECONDS,
   );
   const earlier = await settleEarlierRun(ctx, call, deps, admitted, limitSeconds);
-  if (earlier) return resultOf(call, earlier);
+  if (earlier) {
+    // An earlier run (before a crash) may have written before its result was recorded.
+    await deps.afterToolRun?.(call, admitted.tool, outcome);
+    return resultOf(call, earlier);
+  }
 
   const span = toolSpan({ ...call, args: admitted.args }, ctx.conversationId, outcome);
   let output = await withSpan(span.name, { kind: SpanKind.INTERNAL, attributes: span.attributes }, async (s) => {
