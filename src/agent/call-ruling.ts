@@ -1,3 +1,4 @@
+import type { Requester } from '../core/person.ts';
 import type { ToolCall, ToolResult } from './messages.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { admitArgs, needsApproval, type AnyTool } from './tools/tool.ts';
@@ -13,6 +14,8 @@ export interface CallRuling {
 /** A standing grant a call ran under: shown in the progress line while it runs. */
 export interface GrantUse {
   grantId: string;
+  /** Who made the grant: their standing approval lets the call run (a change's author, src/repos). */
+  grantedBy?: Requester;
   /** e.g. "allowed by a grant from Alice, expires 2026-12-01 14:00 UTC" */
   note: string;
 }

@@ -45,6 +45,12 @@ export interface ToolExecutionDeps {
    * post it whole with share_file. Absent: a long result is only cut.
    */
   keepFullOutput?(call: ToolCall, text: string): Promise<string>;
+  /**
+   * After a tool ran, before its result is recorded: what it may have written is attributed to the
+   * people behind it (src/repos, who may countersign a merge). `outcome`: why it ran. An error fails
+   * the call's turn rather than leave a write unattributed.
+   */
+  afterToolRun?(call: ToolCall, tool: AnyTool, outcome: 'allow' | 'grant' | 'approved'): Promise<void>;
 }
 
 /** A call its tool accepted: the tool and the arguments it will run with. */
@@ -92,7 +98,11 @@ export async function executeToolCall(
     deps.settings.toolTimeoutSeconds ?? DEFAULT_TOOL_TIMEOUT_SECONDS,
   );
   const earlier = await settleEarlierRun(ctx, call, deps, admitted, limitSeconds);
-  if (earlier) return resultOf(call, earlier);
+  if (earlier) {
+    // An earlier run (before a crash) may have written before its result was recorded.
+    await deps.afterToolRun?.(call, admitted.tool, outcome);
+    return resultOf(call, earlier);
+  }
 
   const span = toolSpan({ ...call, args: admitted.args }, ctx.conversationId, outcome);
   let output = await withSpan(span.name, { kind: SpanKind.INTERNAL, attributes: span.attributes }, async (s) => {
@@ -100,6 +110,7 @@ export async function executeToolCall(
     s.setAttributes(toolResult(ran));
     return ran;
   });
+  await deps.afterToolRun?.(call, admitted.tool, outcome);
   // Any bytes a program, file or server gave are stored, and the model reads what was stored:
   // NULs and unpaired surrogates replaced, and a line saying so.
   output = { ...output, content: await withinBudget(call, storableTextMarked(output.content), deps) };

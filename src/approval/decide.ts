@@ -312,7 +312,12 @@ async function consume(
     conversationId: envelope.conversation_id,
     requester: envelope.requester,
     input: {
-      approval: { envelopeId: envelope.id, decisions, decidedBy: clicker },
+      approval: {
+        envelopeId: envelope.id,
+        decisions,
+        decidedBy: clicker,
+        approvers: inOrder.filter((d) => d.approved).map((d) => ({ toolCallId: d.toolCallId, by: d.by })),
+      },
       approvalContextId: envelope.context_id,
     },
     // The continuation runs as the wait's child, on whichever worker, however much later.

@@ -63,6 +63,7 @@ export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolC
     ctx.log.info({ grant: grant.id, tool: call.name, workItemId: item.id }, 'call allowed by a standing grant');
     return {
       grantId: grant.id,
+      grantedBy: grant.createdBy,
       note: `allowed by a grant from ${grantCreator(grant)}, expires ${grantTime(grant.expiresAt)}`,
     };
   });

@@ -90,6 +90,11 @@ const WorkItemInput = z.object({
       envelopeId: z.string().min(1),
       decisions: z.array(CallDecision),
       decidedBy: Requester,
+      /**
+       * Who approved each approved call: a card's calls may be decided click by click, by several
+       * people. Written by the approval service, never taken from a click's payload.
+       */
+      approvers: z.array(z.object({ toolCallId: z.string(), by: Requester })).optional(),
     })
     .optional(),
   /** Stable across all continuations of one turn. */

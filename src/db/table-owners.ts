@@ -55,6 +55,7 @@ export const TABLE_OWNERS = {
   grants: { owner: 'src/approval/grant-store.ts' },
   turn_feedback: { owner: 'src/audit/feedback-store.ts' },
   workspace_changes: { owner: 'src/approval/taint-store.ts' },
+  change_authors: { owner: 'src/repos/authors-store.ts' },
   connections: { owner: 'src/connections/store.ts' },
   oauth_clients: { owner: 'src/connections/store.ts' },
   oauth_states: { owner: 'src/connections/store.ts' },

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { ToolCall } from '../agent/messages.ts';
 import type { ModelSpend } from '../agent/model-spend.ts';
 import type { AnyTool } from '../agent/tools/tool.ts';
+import type { Requester } from '../core/person.ts';
 import type { WorkItem } from '../core/work-item.ts';
 
 /**
@@ -23,6 +24,20 @@ export interface TurnWorkspaces {
     tests: (argv: string[]) => Promise<string>,
     log: Logger,
   ): Promise<ToolCall | undefined>;
+  /**
+   * After something that may have written the worktree — a tool call that is not read-only, a turn
+   * that parked, stopped or failed — records who is behind what changed since the last record: the
+   * requester, and `approvedBy` when a person's click (or grant) let the call run (who may
+   * countersign a merge). `ranProgram`: the call ran a program, which may write after it returns, so
+   * its people stand behind the whole change.
+   */
+  recordWrites(item: WorkItem, log: Logger, how?: WritesBy): Promise<void>;
+}
+
+/** Who let a call that may have written run, and whether it ran a program. */
+export interface WritesBy {
+  approvedBy?: Requester;
+  ranProgram?: boolean;
 }
 
 /** A turn's workspace, as `prepare` found it. */

@@ -4,8 +4,9 @@ import type { ToolCall } from '../agent/messages.ts';
 import type { ModelSpend, RunBill, RunReservation, RunWorstCase } from '../agent/model-spend.ts';
 import type { AnyTool } from '../agent/tools/tool.ts';
 import type { WorkItem } from '../core/work-item.ts';
-import type { PreparedWorkspace, TurnWorkspaces } from '../queue/turn-workspaces.ts';
+import type { PreparedWorkspace, TurnWorkspaces, WritesBy } from '../queue/turn-workspaces.ts';
 import { changeDiff, branchTip, commitWorktree } from './changes.ts';
+import type { ChangeAuthors, Contributor } from './change-authors.ts';
 import type { CodeBinding, CodeWorkspaces } from './code-workspaces.ts';
 import { CODING_AGENT_TIMEOUT_MS, runCodingAgent } from './coding-agent.ts';
 import { git } from './git.ts';
@@ -49,11 +50,39 @@ export class CodeTurns implements TurnWorkspaces {
   readonly #workspaces: CodeWorkspaces;
   readonly #record: RecordCodeEvent;
   readonly #codingAgent: CodingAgentSetup | undefined;
+  readonly #authors: ChangeAuthors;
 
-  constructor(workspaces: CodeWorkspaces, record: RecordCodeEvent, codingAgent?: CodingAgentSetup) {
+  constructor(
+    workspaces: CodeWorkspaces,
+    record: RecordCodeEvent,
+    authors: ChangeAuthors,
+    codingAgent?: CodingAgentSetup,
+  ) {
     this.#workspaces = workspaces;
     this.#record = record;
+    this.#authors = authors;
     this.#codingAgent = codingAgent;
+  }
+
+  /**
+   * Records who is behind what changed in the conversation's worktree since the last record: the
+   * turn's requester, and `approvedBy` when a person's click let the call that wrote run.
+   */
+  async recordWrites(item: WorkItem, log: Logger, how: WritesBy = {}): Promise<void> {
+    const now = await this.#workspaces.current(item.conversationId);
+    if (!now || now.binding.mode !== 'code') return;
+    await this.#recordAuthors(now.worktree, item, log, how);
+  }
+
+  async #recordAuthors(worktree: Worktree, item: WorkItem, log: Logger, how: WritesBy = {}): Promise<void> {
+    const { approvedBy, ranProgram = false } = how;
+    const people: Contributor[] = [
+      { person: item.requester, how: 'requested' },
+      ...(approvedBy ? [{ person: approvedBy, how: 'approved' as const }] : []),
+    ];
+    const paths = await this.#authors.record(worktree, people, { workItemId: item.id, ranProgram });
+    if (paths.length > 0)
+      log.info({ branch: worktree.branch, files: paths.length }, 'recorded the authors of changed files');
   }
 
   async prepare(item: WorkItem, log: Logger): Promise<PreparedWorkspace> {
@@ -71,9 +100,11 @@ export class CodeTurns implements TurnWorkspaces {
     }
     if (!open) return { kind: 'none' };
     if (open.binding.mode === 'review') return await this.#review(open.repo, open.worktree);
+    // Files this message sent landed in the worktree before the turn: its requester is behind them.
+    await this.#recordAuthors(open.worktree, item, log);
     const external =
       this.#codingAgent && item.type === 'CODE' && !item.input.approval && item.input.prompt
-        ? this.#external(open.repo, open.worktree, item.input.prompt, log)
+        ? this.#external(open.repo, open.worktree, item, item.input.prompt, log)
         : undefined;
     return {
       kind: 'repository',
@@ -117,6 +148,7 @@ export class CodeTurns implements TurnWorkspaces {
   #external(
     repo: RepoConfig,
     worktree: Worktree,
+    item: WorkItem,
     task: string,
     log: Logger,
   ): NonNullable<Extract<PreparedWorkspace, { kind: 'repository' }>['external']> {
@@ -144,6 +176,8 @@ export class CodeTurns implements TurnWorkspaces {
         spent = result.spent;
       } finally {
         await held.settle(spent);
+        // Whatever the CLI wrote or committed, however it ended, is its requester's.
+        await this.#recordAuthors(worktree, item, log, { ranProgram: true });
       }
       log.info({ spent, held: reserve }, 'the coding agent ran');
       const after = await branchTip(repo.path, base);
@@ -168,6 +202,7 @@ export class CodeTurns implements TurnWorkspaces {
     const now = await this.#workspaces.current(item.conversationId);
     if (!now || now.binding.mode !== 'code') return undefined;
     const { repo, worktree } = now;
+    await this.#recordAuthors(worktree, item, log);
     const committed = await commitWorktree(worktree.path, {
       message: commitMessage(summary),
       trailers: [`Requested-by: ${requesterLine(item)}`],
@@ -185,6 +220,8 @@ export class CodeTurns implements TurnWorkspaces {
     if (!tip || !(await aheadOfBase(repo, base, tip))) return undefined;
     const from = (await git(repo.path, ['merge-base', base, tip])).stdout.trim();
     const testResult = repo.test ? await tests(repo.test) : undefined;
+    // What the test run wrote is not in this commit, but it is this turn's: the next one commits it.
+    if (repo.test) await this.#recordAuthors(worktree, item, log, { ranProgram: true });
     await this.#record('merge_requested', { repo: repo.name, branch: worktree.branch, sha: tip }, item.requester);
     return {
       // The same change gets the same call on a replay of this item (a crash before the card shows
@@ -198,7 +235,7 @@ export class CodeTurns implements TurnWorkspaces {
         sha: tip,
         from,
         ...(testResult ? { tests: testResult } : {}),
-        authors: await authorsOf(repo, from, tip),
+        authors: await this.#authors.authorsOf(worktree),
       },
     };
   }
@@ -216,17 +253,6 @@ async function holdRun(spend: ModelSpend | undefined, worst: RunWorstCase): Prom
       message: 'I did not start the coding agent: budgets apply here, and its spend cannot be counted.',
     };
   return spend.reserveRun(worst);
-}
-
-/** The accounts named by the Requested-by trailers of `from..tip`: every person whose turn committed. */
-async function authorsOf(repo: RepoConfig, from: string, tip: string): Promise<string[]> {
-  const { stdout } = await git(repo.path, [
-    'log',
-    '--format=%(trailers:key=Requested-by,valueonly,separator=%x00)',
-    `${from}..${tip}`,
-  ]);
-  const accounts = [...stdout.matchAll(/<([a-z][a-z0-9-]*:[^\s<>]+)>/g)].map((m) => m[1]!);
-  return [...new Set(accounts)].sort();
 }
 
 /** Whether `tip` holds commits `base` does not. */

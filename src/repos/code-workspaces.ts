@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import type { ChangeAuthors } from './change-authors.ts';
+import { git } from './git.ts';
 import { RepoCatalog, type RepoConfig } from './repos-config.ts';
 import { shortConversationId, type Worktree, type Worktrees } from './worktrees.ts';
 
@@ -28,10 +30,13 @@ export type BindResult = { ok: true; binding: CodeBinding } | { ok: false; reaso
 export class CodeWorkspaces {
   readonly catalog: RepoCatalog;
   readonly worktrees: Worktrees;
+  /** Who put content into each change: forgotten with its branch. */
+  readonly #authors: ChangeAuthors | undefined;
 
-  constructor(catalog: RepoCatalog, worktrees: Worktrees) {
+  constructor(catalog: RepoCatalog, worktrees: Worktrees, authors?: ChangeAuthors) {
     this.catalog = catalog;
     this.worktrees = worktrees;
+    this.#authors = authors;
   }
 
   #file(conversationId: string): string {
@@ -126,7 +131,22 @@ export class CodeWorkspaces {
   /** Removes the conversation's worktree (and the bot's branch); the binding stays for its next turn. */
   async removeWorktree(conversationId: string): Promise<void> {
     const now = await this.current(conversationId);
-    if (now) await this.worktrees.remove(now.repo, now.worktree);
+    if (!now) return;
+    await this.worktrees.remove(now.repo, now.worktree);
+    await this.#forgetAuthors(now.repo, now.worktree);
+  }
+
+  /**
+   * Forgets who put content into a removed worktree's change — only once its branch is gone: a
+   * branch that outlived its removal is picked up again with its commits, and with its authors.
+   */
+  async #forgetAuthors(repo: RepoConfig, worktree: Worktree): Promise<void> {
+    if (!this.#authors || worktree.review) return;
+    const kept = await git(repo.path, ['rev-parse', '--verify', '--quiet', `refs/heads/${worktree.branch}`]).then(
+      () => true,
+      () => false,
+    );
+    if (!kept) await this.#authors.forget(worktree);
   }
 
   /**
@@ -135,7 +155,8 @@ export class CodeWorkspaces {
    */
   async sweep(repos: readonly RepoConfig[], isLive: (conversationId: string) => Promise<boolean>): Promise<number> {
     let removed = 0;
-    for (const repo of repos) removed += await this.worktrees.sweep(repo, isLive);
+    for (const repo of repos)
+      removed += await this.worktrees.sweep(repo, isLive, (worktree) => this.#forgetAuthors(repo, worktree));
     const dir = path.join(this.worktrees.root, BINDINGS);
     for (const name of await readdir(dir).catch(() => [] as string[])) {
       const file = path.join(dir, name);

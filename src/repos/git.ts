@@ -34,6 +34,10 @@ const FIXED = [
   'uploadpack.packObjectsHook=',
   'protocol.ext.allow=never',
   'safe.bareRepository=explicit',
+  // A file rewritten at the same size with its old mtime restored still changes its ctime: a
+  // repository that says not to trust ctime would hide that content from `diff` and `add`.
+  'core.trustctime=true',
+  'core.checkStat=default',
 ] as const;
 
 /** Keys of a repository's own configuration that name a program (for the drivers it declares). */

@@ -47,11 +47,16 @@ export const MergeChangeArgs = z.object({
   /** The repository's test command and its result, as the card showed them. */
   tests: z.string().max(4000).optional(),
   /**
-   * Everyone whose turns committed to the change (`platform:user`, from its Requested-by trailers):
-   * none of them may give its second signature.
+   * Everyone whose turn or approval put content into the change (`platform:user`), as recorded when
+   * the content was written (src/repos/change-authors.ts): none of them may give its second signature.
    */
   authors: z
-    .array(z.string().regex(/^[a-z][a-z0-9-]*:[^\s<>]+$/))
+    .array(
+      z
+        .string()
+        .regex(/^[^:]+:./s)
+        .max(300),
+    )
     .max(100)
     .default([]),
 });

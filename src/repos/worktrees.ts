@@ -176,12 +176,20 @@ export class Worktrees {
     await rm(`${worktree.path}${MARKER}`, { force: true });
   }
 
-  /** Removes the worktrees whose conversation `isLive` says is gone (after a crash or expiry). */
-  async sweep(repo: Repo, isLive: (conversationId: string) => Promise<boolean>): Promise<number> {
+  /**
+   * Removes the worktrees whose conversation `isLive` says is gone (after a crash or expiry);
+   * `onRemoved` is told of each.
+   */
+  async sweep(
+    repo: Repo,
+    isLive: (conversationId: string) => Promise<boolean>,
+    onRemoved?: (worktree: Worktree) => Promise<void>,
+  ): Promise<number> {
     let removed = 0;
     for (const worktree of await this.list(repo)) {
       if (await isLive(worktree.conversationId)) continue;
       await this.remove(repo, worktree);
+      await onRemoved?.(worktree);
       removed++;
     }
     await git(repo.path, ['worktree', 'prune']);

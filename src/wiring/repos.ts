@@ -7,6 +7,7 @@ import type { ChangeDiffSource } from '../approval/change-diff.ts';
 import { audit } from '../approval/store.ts';
 import { conversationExists } from '../queue/turn-lifecycle.ts';
 import { changeDiff } from '../repos/changes.ts';
+import { ChangeAuthors } from '../repos/change-authors.ts';
 import { CodeTurns } from '../repos/code-turns.ts';
 import { CodeWorkspaces } from '../repos/code-workspaces.ts';
 import { parseCodingAgentCommand } from '../repos/coding-agent.ts';
@@ -61,7 +62,8 @@ export async function openCodeWork(
     root: path.resolve(process.cwd(), config.WORKTREES_DIR),
     maxPerRepo: config.REPO_WORKTREES_MAX,
   });
-  const workspaces = new CodeWorkspaces(catalog, worktrees);
+  const authors = new ChangeAuthors(pool);
+  const workspaces = new CodeWorkspaces(catalog, worktrees, authors);
   const record: RecordCodeEvent = (event, detail, actor) => audit(pool, { event, ...(actor ? { actor } : {}), detail });
   log.info({ repos: repos.map((r) => r.name), codingAgent: Boolean(codingAgent) }, 'repositories for code work');
   return {
@@ -72,6 +74,7 @@ export async function openCodeWork(
     turns: new CodeTurns(
       workspaces,
       record,
+      authors,
       codingAgent
         ? {
             argv: codingAgent,

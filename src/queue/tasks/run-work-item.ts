@@ -20,6 +20,7 @@ import { ReplyStream } from '../../reply/reply-stream.ts';
 import { parkedTurnContinuedBy, recordPlaceholder, settleTurn, startTurn, type StartedRow } from '../turn-lifecycle.ts';
 import type { TurnEvents } from '../turn-events.ts';
 import { type CallDecision, type WorkItem } from '../../core/work-item.ts';
+import type { Requester } from '../../core/person.ts';
 import type { JobHandler } from './job.ts';
 import type { WorkItemJobPayload } from './turn-job.ts';
 import type { Attachment, Message, ToolCall } from '../../agent/messages.ts';
@@ -231,9 +232,15 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
       const outcome = external
         ? await runExternally(external, state, sink, signal, spendOf(services, item, log).spend)
         : await runTurn(context, state, deps);
+      // A turn that parks leaves its writes uncommitted: who is behind them is recorded now.
+      if (outcome.kind === 'awaiting_approval') await services.workspaces?.recordWrites(item, log);
       ending = endingOfOutcome(await withChangeCard(services, item, outcome, log));
     }
   } catch (error) {
+    // So does one that stops or fails: whatever it wrote is its requester's, whoever commits it later.
+    await services.workspaces?.recordWrites(item, log).catch((recordError: unknown) => {
+      log.error({ err: recordError }, 'could not record the authors of the worktree’s changes');
+    });
     ending = await endingOfError(error, signal, services.pool, log).catch(async (retried: unknown) => {
       // The job is tried again from its checkpoint: this attempt's stream must not post later.
       await sink.handOff().catch(() => undefined);
@@ -535,6 +542,8 @@ interface RunningTurn {
 /** The loop's dependencies: the model and tools, and the hooks the queue and the approval gate answer. */
 function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop, tools }: RunningTurn): TurnDeps {
   const { config, approvals } = services;
+  /** The makers of the standing grants that let this turn's calls run, by call id. */
+  const grantedBy = new Map<string, Requester>();
   return {
     db: services.pool,
     provider: services.provider,
@@ -555,16 +564,50 @@ function turnDeps(services: WorkerServices, { item, log, sink, signal, checkStop
     },
     rule: (call) => approvals.rule(item, call),
     onRuled: (call, ruling) => approvals.recordRuling(item, call, ruling),
-    useGrant: async (call) => approvals.useGrant?.(item, call),
+    useGrant: async (call) => {
+      const grant = await approvals.useGrant?.(item, call);
+      if (grant?.grantedBy) grantedBy.set(call.id, grant.grantedBy);
+      return grant;
+    },
     followUps: followUpsOf(services, item, log),
     ...(services.keepToolOutput
       ? { keepFullOutput: (call: ToolCall, text: string) => services.keepToolOutput!(item, call, text) }
       : {}),
     ...spendOf(services, item, log),
+    ...(services.workspaces ? { afterToolRun: writesRecorder(services.workspaces, item, log, grantedBy) } : {}),
     onDecidedCall: async (call, decision, result) => {
       const envelopeId = item.input.approval?.envelopeId;
       if (envelopeId) await approvals.recordOutcome(envelopeId, call, decision, result.isError);
     },
+  };
+}
+
+/** Tool kinds that never write a file: no scan of the worktree after them. */
+const CANNOT_WRITE: ReadonlySet<string> = new Set(['read', 'question', 'share', 'merge', 'schedule']);
+
+/**
+ * After each tool call that may write: its writes recorded for the turn's requester, and for the
+ * person whose click let it run (who may countersign a merge, docs/policy.md).
+ */
+function writesRecorder(
+  workspaces: TurnWorkspaces,
+  item: WorkItem,
+  log: Logger,
+  grantedBy: ReadonlyMap<string, Requester>,
+): NonNullable<TurnDeps['afterToolRun']> {
+  return async (call, tool, outcome) => {
+    if (tool.kind && CANNOT_WRITE.has(tool.kind)) return;
+    const { approval } = item.input;
+    const approvedBy =
+      outcome === 'approved'
+        ? (approval?.approvers?.find((a) => a.toolCallId === call.id)?.by ?? approval?.decidedBy)
+        : outcome === 'grant'
+          ? grantedBy.get(call.id)
+          : undefined;
+    // A program (run_command, an application's tool of unknown kind) may leave a process that
+    // writes later, seen only at another turn's scan: its people stand behind the whole change.
+    const ranProgram = tool.kind === undefined || tool.kind === 'exec';
+    await workspaces.recordWrites(item, log, { ...(approvedBy ? { approvedBy } : {}), ranProgram });
   };
 }
 
