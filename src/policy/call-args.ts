@@ -66,3 +66,31 @@ function argvOf(command: unknown): string[] | undefined {
 export function isShellString(args: unknown): boolean {
   return isRecord(args) && typeof args.command === 'string' && hasShellMeta(args.command);
 }
+
+/**
+ * Whether an argument holds a rule's value (`args:`). Rule values are scalars. Compared with `===`,
+ * as JSON carries values to a tool: `-0` is `0` (JSON writes `0`), and NaN, which no JSON holds,
+ * is nothing. Anything else, a number and the same number written as a string included, differs.
+ * A rule that tightens (`loose`) also holds the forms a tool may read as its value: a number or
+ * `true`/`false` written as a string (`"0"`, `" 0"`, `"1e0"`, `"True"`), and a string in another
+ * Unicode normalisation form (`"café"` composed or decomposed). A loosening rule never widens.
+ */
+export function holdsArgValue(ruleValue: unknown, given: unknown, loose: boolean): boolean {
+  if (ruleValue === given) return true;
+  if (!loose) return false;
+  const form = looseForm(ruleValue);
+  return form !== undefined && form === looseForm(given);
+}
+
+/** A scalar as a lenient reader of it would take it; undefined for objects and arrays. */
+function looseForm(value: unknown): string | undefined {
+  if (value === null) return 'null';
+  if (typeof value === 'number') return Number.isNaN(value) ? undefined : `number:${value === 0 ? 0 : value}`;
+  if (typeof value === 'boolean') return `boolean:${value}`;
+  if (typeof value !== 'string') return undefined;
+  const trimmed = value.trim();
+  // Number('') is 0: an empty or blank string is no number.
+  if (trimmed !== '' && !Number.isNaN(Number(trimmed))) return looseForm(Number(trimmed));
+  if (/^(?:true|false)$/i.test(trimmed)) return `boolean:${trimmed.toLowerCase()}`;
+  return `string:${value.normalize('NFC')}`;
+}

@@ -1,5 +1,5 @@
 import { type Glob } from './glob.ts';
-import { commandOf, isRecord, isShellString, pathsOf } from './call-args.ts';
+import { commandOf, holdsArgValue, isRecord, isShellString, pathsOf } from './call-args.ts';
 import { formatPattern, personMatches, samePerson, type Person, type PersonPattern } from './person.ts';
 import type { PolicyPlatforms } from './platforms.ts';
 import { budgetApplies, publicBudget, type Budget, type CompiledBudget } from './budgets.ts';
@@ -211,7 +211,10 @@ function matchesCommand(rule: CompiledRule, args: unknown): boolean {
 function matchesArgs(rule: CompiledRule, args: unknown): boolean {
   if (!rule.args) return true;
   if (!isRecord(args)) return false;
-  return Object.entries(rule.args).every(([key, values]) => values.some((v) => Object.is(v, args[key])));
+  const loose = tightens(rule);
+  return Object.entries(rule.args).every(([key, values]) =>
+    values.some((v) => Object.hasOwn(args, key) && holdsArgValue(v, args[key], loose)),
+  );
 }
 
 /**
