@@ -17,6 +17,8 @@ import type { Requester } from '../core/person.ts';
  * A grant is one tool, its arguments — each exactly as called, or widened to the narrowest pattern
  * the policy's rule offers for that argument — and one place: the channel (a Discord thread counts
  * as its parent channel, so the next conversation there is covered too) or the DM it was asked in.
+ * A private thread is its own place: its parent's other members cannot see it, so a grant made in
+ * it neither covers their calls nor is listed to them.
  */
 
 /** One argument of a grant: the value exactly, or a pattern from the policy (grant-patterns.ts). */
@@ -63,7 +65,7 @@ export function placeOf(where: Where): GrantPlace {
   return {
     platform: where.platform,
     workspace: where.workspace ?? '',
-    channel: where.parentChannel ?? where.channel ?? '',
+    channel: (where.privateThread ? where.channel : where.parentChannel) ?? where.channel ?? '',
     dm: where.dm,
   };
 }
@@ -88,10 +90,10 @@ export function describeArgs(args: Record<string, GrantArg>): string {
   return `${patterns}${exact}`;
 }
 
-function describePlace(place: GrantPlace): string {
-  return place.dm
-    ? 'in this direct message'
-    : `in the channel this was asked in (${place.platform} channel ${place.channel})`;
+function describePlace(place: GrantPlace, where: Where): string {
+  if (place.dm) return 'in this direct message';
+  if (where.privateThread) return `in this private thread only (${place.platform} channel ${place.channel})`;
+  return `in the channel this was asked in (${place.platform} channel ${place.channel})`;
 }
 
 /**
@@ -116,7 +118,7 @@ export function grantOffer(
   }
   const covers =
     `Always allow here: later \`${makeVisible(call.name)}\` calls with ${describeArgs(args)} ` +
-    `run without a card ${describePlace(place)}, for anyone, for ${formatDuration(ttlSeconds)} or until revoked.`;
+    `run without a card ${describePlace(place, where)}, for anyone, for ${formatDuration(ttlSeconds)} or until revoked.`;
   return { tool: call.name, args, place, ttlSeconds, covers };
 }
 

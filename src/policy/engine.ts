@@ -31,6 +31,8 @@ export interface Where {
   channel?: string;
   /** The channel a thread belongs to (Discord threads are channels of their own): rules naming it match. */
   parentChannel?: string;
+  /** `channel` is a thread only its members see: grants made in it stay in it (approval/grants.ts). */
+  privateThread?: boolean;
   dm: boolean;
 }
 
