@@ -18,7 +18,8 @@ import type { Requester } from '../core/person.ts';
  * the policy's rule offers for that argument — and one place: the channel (a Discord thread counts
  * as its parent channel, so the next conversation there is covered too) or the DM it was asked in.
  * A private thread is its own place: its parent's other members cannot see it, so a grant made in
- * it neither covers their calls nor is listed to them.
+ * it neither covers their calls nor is listed to them. A grant of the parent channel still applies
+ * inside it (whoever is in the thread can see the channel the grant names).
  */
 
 /** One argument of a grant: the value exactly, or a pattern from the policy (grant-patterns.ts). */
@@ -60,8 +61,8 @@ export interface Grant {
   uses: number;
 }
 
-/** The place a call is asked in, as grants name it. */
-export function placeOf(where: Where): GrantPlace {
+/** The place a call is asked in, as grants name it: where a grant made here applies. */
+function placeOf(where: Where): GrantPlace {
   return {
     platform: where.platform,
     workspace: where.workspace ?? '',
@@ -69,6 +70,16 @@ export function placeOf(where: Where): GrantPlace {
     dm: where.dm,
   };
 }
+
+/** The places whose grants apply to a call asked here: its own, and in a private thread its parent's too. */
+export function placesCovering(where: Where): GrantPlace[] {
+  const own = placeOf(where);
+  if (!where.privateThread || !where.parentChannel || where.parentChannel === own.channel) return [own];
+  return [own, { ...own, channel: where.parentChannel }];
+}
+
+const samePlace = (a: GrantPlace, b: GrantPlace) =>
+  a.platform === b.platform && a.workspace === b.workspace && a.channel === b.channel && a.dm === b.dm;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -129,14 +140,7 @@ export function grantCovers(
   where: Where,
 ): boolean {
   if (grant.tool !== call.name || !isRecord(call.args)) return false;
-  const place = placeOf(where);
-  if (
-    grant.place.platform !== place.platform ||
-    grant.place.workspace !== place.workspace ||
-    grant.place.channel !== place.channel ||
-    grant.place.dm !== place.dm
-  )
-    return false;
+  if (!placesCovering(where).some((place) => samePlace(grant.place, place))) return false;
   const keys = Object.keys(call.args);
   if (keys.length !== Object.keys(grant.args).length) return false;
   return keys.every((key) => {

@@ -26,12 +26,16 @@ describe('"Always allow here" in a private Discord thread', () => {
   let db: TestDatabase;
   let h: Harness;
   let thread: string;
+  /** A second private thread of the same channel, where nothing was granted. */
+  let otherThread: string;
   const runs: string[] = [];
 
   beforeAll(async () => {
     fake = await FakeDiscord.start();
     thread = fake.world.createThread({ parentId: fake.scene.channelId, name: 'incident', type: 12 }).id as string;
     fake.world.joinThread(thread, fake.scene.human.id);
+    otherThread = fake.world.createThread({ parentId: fake.scene.channelId, name: 'audit', type: 12 }).id as string;
+    fake.world.joinThread(otherThread, fake.scene.human.id);
     db = await createTestDatabase();
     h = await startHarness({
       db,
@@ -179,5 +183,21 @@ describe('"Always allow here" in a private Discord thread', () => {
     expect(runs.length).toBe(ran + 2);
     const stored = await h.app.pool.query(`SELECT channel FROM countersign.grants ORDER BY created_at`);
     expect(stored.rows).toEqual([{ channel: thread }, { channel: fake.scene.channelId }]);
+  });
+
+  it('of the parent channel, still applies in its private threads and is listed there', async () => {
+    // Runs after the public-thread grant above: the parent channel's grant covers this thread's call.
+    const ran = runs.length;
+    fake.userSays(threadMessage(fake.scene, { threadId: otherThread, text: 'sixth' }));
+    await answered(otherThread, 'sixth');
+    expect(cardsIn(otherThread, 0)).toEqual([]);
+    expect(runs.length).toBe(ran + 1);
+    const listed = await listGrants(otherThread);
+    expect(listed).toContain(`channel ${fake.scene.channelId}`);
+    expect(listed).not.toContain(`channel ${thread}`);
+    // The first thread lists its own grant and the parent's.
+    const inThread = await listGrants(thread);
+    expect(inThread).toContain(`channel ${thread}`);
+    expect(inThread).toContain(`channel ${fake.scene.channelId}`);
   });
 });
