@@ -71,9 +71,11 @@ export function isShellString(args: unknown): boolean {
  * Whether an argument holds a rule's value (`args:`). Rule values are scalars. Compared with `===`,
  * as JSON carries values to a tool: `-0` is `0` (JSON writes `0`), and NaN, which no JSON holds,
  * is nothing. Anything else, a number and the same number written as a string included, differs.
- * A rule that tightens (`loose`) also holds the forms a tool may read as its value: a number or
- * `true`/`false` written as a string (`"0"`, `" 0"`, `"1e0"`, `"True"`), and a string in another
- * Unicode normalisation form (`"café"` composed or decomposed). A loosening rule never widens.
+ * A rule that tightens (`loose`) also holds the forms a lenient tool may read as its value: a
+ * number or `true`/`false` written as a string (`"0"`, `" 0"`, `"1e0"`, `"０"`, `"True"`), and a
+ * string that differs only in Unicode form (composed or decomposed, fullwidth), surrounding spaces
+ * or case (GitHub reads `Secrets` as the repository `secrets`). Matching too much there costs a
+ * card or a refusal; too little, a call nobody saw. A loosening rule never widens.
  */
 export function holdsArgValue(ruleValue: unknown, given: unknown, loose: boolean): boolean {
   if (ruleValue === given) return true;
@@ -88,9 +90,11 @@ function looseForm(value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isNaN(value) ? undefined : `number:${value === 0 ? 0 : value}`;
   if (typeof value === 'boolean') return `boolean:${value}`;
   if (typeof value !== 'string') return undefined;
-  const trimmed = value.trim();
+  // NFKC folds compatibility forms (fullwidth `０`, `ﬁ`) and composes accents; upper then lower
+  // case folds what lower case alone keeps apart (`ß` and `ss`, `ſ` and `s`).
+  const folded = value.normalize('NFKC').trim().toUpperCase().toLowerCase();
   // Number('') is 0: an empty or blank string is no number.
-  if (trimmed !== '' && !Number.isNaN(Number(trimmed))) return looseForm(Number(trimmed));
-  if (/^(?:true|false)$/i.test(trimmed)) return `boolean:${trimmed.toLowerCase()}`;
-  return `string:${value.normalize('NFC')}`;
+  if (folded !== '' && !Number.isNaN(Number(folded))) return looseForm(Number(folded));
+  if (folded === 'true' || folded === 'false') return `boolean:${folded}`;
+  return `string:${folded}`;
 }

@@ -57,26 +57,33 @@ describe('args: values as the tool receives them', () => {
     expect(decide(policy, { replicas: 0 }).outcome).toBe('deny');
   });
 
-  it('a rule that tightens also holds a number, true or false written as a string, and other Unicode forms', () => {
+  it('a rule that tightens also holds a number, true or false written as a string, and other forms of a string', () => {
     const policy = policyOf(`  - { name: zero, tool: k8s__scale, args: { replicas: 0 }, outcome: deny }
   - { name: forced, tool: k8s__scale, args: { force: true }, outcome: deny }
   - { name: cafe, tool: k8s__scale, args: { namespace: "caf\\u00e9" }, outcome: countersign }
+  - { name: secrets, tool: k8s__scale, args: { namespace: secrets }, outcome: deny }
   - { name: quoted-two, tool: k8s__scale, args: { replicas: "2" }, outcome: countersign }
   - { name: scale, tool: k8s__scale, outcome: allow }
 `);
-    for (const replicas of ['0', ' 0', '-0', '0.0', '0e5']) expect(decide(policy, { replicas }).rule.name).toBe('zero');
+    for (const replicas of ['0', ' 0', '-0', '0.0', '0e5', '\uff10'])
+      expect(decide(policy, { replicas }).rule.name).toBe('zero');
     for (const force of ['true', 'True', ' TRUE ']) expect(decide(policy, { force }).rule.name).toBe('forced');
-    expect(decide(policy, { namespace: 'cafe\u0301' }).rule.name).toBe('cafe');
+    for (const namespace of ['cafe\u0301', 'CAF\u00c9', ' caf\u00e9'])
+      expect(decide(policy, { namespace }).rule.name).toBe('cafe');
+    for (const namespace of ['Secrets', ' SECRETS ', '\uff53ecrets'])
+      expect(decide(policy, { namespace }).rule.name).toBe('secrets');
     expect(decide(policy, { replicas: 2 }).rule.name).toBe('quoted-two');
     // What no lenient reader takes for the value stays outside the rule.
     for (const replicas of ['', ' ', 'zero', [0], { n: 0 }, null, false])
       expect(decide(policy, { replicas }).rule.name).toBe('scale');
+    expect(decide(policy, { namespace: 'secrets-2' }).rule.name).toBe('scale');
   });
 
   it('a rule that loosens holds only the value itself', () => {
     const policy = policyOf(`  - { name: one-is-fine, tool: k8s__scale, args: { replicas: 1 }, outcome: allow }\n`);
     expect(decide(policy, { replicas: 1 }).outcome).toBe('allow');
-    for (const replicas of ['1', '1e0', true]) expect(decide(policy, { replicas }).rule.name).not.toBe('one-is-fine');
+    for (const replicas of ['1', '1e0', '\uff11', true])
+      expect(decide(policy, { replicas }).rule.name).not.toBe('one-is-fine');
   });
 
   it('admission hands on the values as JSON carries them', () => {
