@@ -68,14 +68,14 @@ export function isShellString(args: unknown): boolean {
 }
 
 /**
- * Whether an argument holds a rule's value (`args:`). Rule values are scalars. Compared with `===`,
- * as JSON carries values to a tool: `-0` is `0` (JSON writes `0`), and NaN, which no JSON holds,
- * is nothing. Anything else, a number and the same number written as a string included, differs.
- * A rule that tightens (`loose`) also holds the forms a lenient tool may read as its value: a
- * number or `true`/`false` written as a string (`"0"`, `" 0"`, `"1e0"`, `"０"`, `"True"`), and a
- * string that differs only in Unicode form (composed or decomposed, fullwidth), surrounding spaces
- * or case (GitHub reads `Secrets` as the repository `secrets`). Matching too much there costs a
- * card or a refusal; too little, a call nobody saw. A loosening rule never widens.
+ * Whether an argument holds a rule's value (`args:`). Rule values are scalars. Read exactly, they are
+ * compared with `===`, as JSON carries values to a tool: `-0` is `0` (JSON writes `0`), and NaN,
+ * which no JSON holds, is nothing; a number and the same number written as a string differ. Read
+ * leniently (`loose`), they also hold the forms a lenient tool may read as the value: a number or
+ * `true`/`false` written as a string (`"0"`, `" 0"`, `"1e0"`, `"０"`, `"True"`), and a string that
+ * differs only in Unicode form (composed or decomposed, fullwidth), surrounding spaces or case
+ * (GitHub reads `Secrets` as the repository `secrets`). The engine decides both ways and keeps the
+ * stricter outcome (`Policy.decide`), so a lenient reading only ever tightens.
  */
 export function holdsArgValue(ruleValue: unknown, given: unknown, loose: boolean): boolean {
   if (ruleValue === given) return true;

@@ -86,6 +86,23 @@ describe('args: values as the tool receives them', () => {
       expect(decide(policy, { replicas }).rule.name).not.toBe('one-is-fine');
   });
 
+  it('an ask rule before an allow rule holds the lenient forms too: a lenient reading never loosens', () => {
+    const policy = policyOf(`  - { name: zero-asks, tool: k8s__scale, args: { replicas: 0 }, outcome: ask }
+  - { name: prod-asks, tool: k8s__scale, args: { namespace: prod }, outcome: ask }
+  - { name: scale, tool: k8s__scale, outcome: allow }
+`);
+    for (const replicas of [0, '0', ' 0', '\uff10']) expect(decide(policy, { replicas }).rule.name).toBe('zero-asks');
+    expect(decide(policy, { namespace: 'PROD' }).rule.name).toBe('prod-asks');
+    // Where the ask rule loosens (the built-in rule would want a countersignature), the lenient
+    // reading does not take it: `Secrets` is not `secrets` to a tool that tells them apart.
+    const loosening = policyOf(`  - { name: dev-asks, tool: k8s__scale, args: { namespace: dev }, outcome: ask }\n`);
+    expect(decide(loosening, { namespace: 'dev' }).rule.name).toBe('dev-asks');
+    expect(decide(loosening, { namespace: 'DEV' })).toMatchObject({
+      outcome: 'countersign',
+      rule: { source: 'built-in' },
+    });
+  });
+
   it('admission hands on the values as JSON carries them', () => {
     const tool = defineTool({
       name: 'k8s__scale',

@@ -164,6 +164,8 @@ export function admitArgs(tool: AnyTool, sent: unknown): AdmittedArgs {
  * then received `0`.
  */
 function asJsonCarriesIt(value: unknown): unknown {
+  // Nearly every call is already what JSON would make of it: checking is cheaper than copying its text.
+  if (isJsonStable(value)) return value;
   try {
     const text = JSON.stringify(value);
     return text === undefined ? undefined : (JSON.parse(text) as unknown);
@@ -171,6 +173,22 @@ function asJsonCarriesIt(value: unknown): unknown {
     // A cycle or a BigInt: nothing JSON could carry, so nothing a tool could receive.
     return undefined;
   }
+}
+
+/** Whether JSON would carry `value` unchanged: plain data, finite numbers, no `-0`, no `undefined`. */
+function isJsonStable(value: unknown, depth = 0): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value) && !Object.is(value, -0);
+  // Deeper than any real call, or a cycle: let the round trip decide.
+  if (typeof value !== 'object' || depth > 64) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!(i in value) || !isJsonStable(value[i], depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return false;
+  if ('toJSON' in value) return false;
+  return Object.values(value).every((v) => isJsonStable(v, depth + 1));
 }
 
 /** The tool error for arguments a tool does not declare. */
