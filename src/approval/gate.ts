@@ -58,6 +58,7 @@ function whereOf(platforms: PlatformDirectory, reply: ReplyTarget): Where {
     ...(reply.workspace !== undefined ? { workspace: reply.workspace } : {}),
     channel: reply.channel,
     ...(reply.parent !== undefined ? { parentChannel: reply.parent } : {}),
+    ...(reply.privateThread === true ? { privateThread: true } : {}),
     dm: platforms.rulesOf(reply.platform).isDirect(reply),
   };
 }

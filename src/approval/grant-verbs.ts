@@ -5,7 +5,7 @@ import { personKey, type Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
-import { describeArgs, grantCovers, placeOf, policyStillAllows, ruleName, type Grant } from './grants.ts';
+import { describeArgs, grantCovers, placesCovering, policyStillAllows, ruleName, type Grant } from './grants.ts';
 import { judgeAndDecide, recordOnePersonChange, turnOf } from './taint.ts';
 import { claimGrantUse, findGrant, listLiveGrants, liveGrantsFor, revokeGrant } from './grant-store.ts';
 import { audit } from './store.ts';
@@ -40,7 +40,8 @@ export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolC
   if (!decision.grantable) return undefined;
   const where = ctx.gate.whereOf(item.reply);
   // Read without a transaction: most calls have no grant, and the claim below re-checks the row anyway.
-  const live = await liveGrantsFor(ctx.pool, call.name, placeOf(where));
+  const places = placesCovering(where);
+  const live = (await Promise.all(places.map((place) => liveGrantsFor(ctx.pool, call.name, place)))).flat();
   // Judged where the paths really lead, as the grant's own arguments were when it was offered.
   const judged = { name: call.name, args: real.args };
   const covering = live.find((g) => grantCovers(g, judged, where) && policyStillAllows(g, decision));
@@ -69,10 +70,14 @@ export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolC
   });
 }
 
-/** The grants a person sees from a place: the ones that apply there, and (in a DM) the ones they made anywhere. */
+/**
+ * The grants a person sees from a place: the ones that apply there (in a private thread, its own and
+ * its parent channel's; in the parent, never the thread's), and (in a DM) the ones they made anywhere.
+ */
 export async function grantsSeenFrom(ctx: ApprovalContext, person: Requester, reply: ReplyTarget): Promise<Grant[]> {
   const where = ctx.gate.whereOf(reply);
-  const here = await listLiveGrants(ctx.pool, { place: placeOf(where) });
+  const lists = await Promise.all(placesCovering(where).map((place) => listLiveGrants(ctx.pool, { place })));
+  const here = lists.flat();
   if (!where.dm) return here;
   const mine = await listLiveGrants(ctx.pool, { createdBy: personKey(person) });
   const seen = new Set(here.map((g) => g.id));

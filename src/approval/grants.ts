@@ -17,6 +17,9 @@ import type { Requester } from '../core/person.ts';
  * A grant is one tool, its arguments — each exactly as called, or widened to the narrowest pattern
  * the policy's rule offers for that argument — and one place: the channel (a Discord thread counts
  * as its parent channel, so the next conversation there is covered too) or the DM it was asked in.
+ * A private thread is its own place: its parent's other members cannot see it, so a grant made in
+ * it neither covers their calls nor is listed to them. A grant of the parent channel still applies
+ * inside it (whoever is in the thread can see the channel the grant names).
  */
 
 /** One argument of a grant: the value exactly, or a pattern from the policy (grant-patterns.ts). */
@@ -58,15 +61,25 @@ export interface Grant {
   uses: number;
 }
 
-/** The place a call is asked in, as grants name it. */
-export function placeOf(where: Where): GrantPlace {
+/** The place a call is asked in, as grants name it: where a grant made here applies. */
+function placeOf(where: Where): GrantPlace {
   return {
     platform: where.platform,
     workspace: where.workspace ?? '',
-    channel: where.parentChannel ?? where.channel ?? '',
+    channel: (where.privateThread ? where.channel : where.parentChannel) ?? where.channel ?? '',
     dm: where.dm,
   };
 }
+
+/** The places whose grants apply to a call asked here: its own, and in a private thread its parent's too. */
+export function placesCovering(where: Where): GrantPlace[] {
+  const own = placeOf(where);
+  if (!where.privateThread || !where.parentChannel || where.parentChannel === own.channel) return [own];
+  return [own, { ...own, channel: where.parentChannel }];
+}
+
+const samePlace = (a: GrantPlace, b: GrantPlace) =>
+  a.platform === b.platform && a.workspace === b.workspace && a.channel === b.channel && a.dm === b.dm;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -88,10 +101,10 @@ export function describeArgs(args: Record<string, GrantArg>): string {
   return `${patterns}${exact}`;
 }
 
-function describePlace(place: GrantPlace): string {
-  return place.dm
-    ? 'in this direct message'
-    : `in the channel this was asked in (${place.platform} channel ${place.channel})`;
+function describePlace(place: GrantPlace, where: Where): string {
+  if (place.dm) return 'in this direct message';
+  if (where.privateThread) return `in this private thread only (${place.platform} channel ${place.channel})`;
+  return `in the channel this was asked in (${place.platform} channel ${place.channel})`;
 }
 
 /**
@@ -116,7 +129,7 @@ export function grantOffer(
   }
   const covers =
     `Always allow here: later \`${makeVisible(call.name)}\` calls with ${describeArgs(args)} ` +
-    `run without a card ${describePlace(place)}, for anyone, for ${formatDuration(ttlSeconds)} or until revoked.`;
+    `run without a card ${describePlace(place, where)}, for anyone, for ${formatDuration(ttlSeconds)} or until revoked.`;
   return { tool: call.name, args, place, ttlSeconds, covers };
 }
 
@@ -127,14 +140,7 @@ export function grantCovers(
   where: Where,
 ): boolean {
   if (grant.tool !== call.name || !isRecord(call.args)) return false;
-  const place = placeOf(where);
-  if (
-    grant.place.platform !== place.platform ||
-    grant.place.workspace !== place.workspace ||
-    grant.place.channel !== place.channel ||
-    grant.place.dm !== place.dm
-  )
-    return false;
+  if (!placesCovering(where).some((place) => samePlace(grant.place, place))) return false;
   const keys = Object.keys(call.args);
   if (keys.length !== Object.keys(grant.args).length) return false;
   return keys.every((key) => {

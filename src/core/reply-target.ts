@@ -12,6 +12,11 @@ export const ReplyTarget = z.object({
   thread: z.string().optional(),
   /** On Discord, the channel a thread (the `channel` above) belongs to, for policies that name channels. */
   parent: z.string().optional(),
+  /**
+   * The `channel` is a thread only its members see (a Discord private thread): a standing grant made
+   * here applies, and is listed, only here, never in `parent`, whose other members cannot see it.
+   */
+  privateThread: z.boolean().optional(),
   /** Slack team or Discord guild: the scope of the platform's shared rate limits. */
   workspace: z.string().optional(),
   /** The reply's first message, edited first: a placeholder already posted, or posted by the worker. */

@@ -66,3 +66,35 @@ function argvOf(command: unknown): string[] | undefined {
 export function isShellString(args: unknown): boolean {
   return isRecord(args) && typeof args.command === 'string' && hasShellMeta(args.command);
 }
+
+/**
+ * Whether an argument holds a rule's value (`args:`). Rule values are scalars. Read exactly, they are
+ * compared with `===`, as JSON carries values to a tool: `-0` is `0` (JSON writes `0`), and NaN,
+ * which no JSON holds, is nothing; a number and the same number written as a string differ. Read
+ * leniently (`loose`), they also hold the forms a lenient tool may read as the value: a number or
+ * `true`/`false` written as a string (`"0"`, `" 0"`, `"1e0"`, `"０"`, `"True"`), and a string that
+ * differs only in Unicode form (composed or decomposed, fullwidth), surrounding spaces or case
+ * (GitHub reads `Secrets` as the repository `secrets`). The engine decides both ways and keeps the
+ * stricter outcome (`Policy.decide`), so a lenient reading only ever tightens.
+ */
+export function holdsArgValue(ruleValue: unknown, given: unknown, loose: boolean): boolean {
+  if (ruleValue === given) return true;
+  if (!loose) return false;
+  const form = looseForm(ruleValue);
+  return form !== undefined && form === looseForm(given);
+}
+
+/** A scalar as a lenient reader of it would take it; undefined for objects and arrays. */
+function looseForm(value: unknown): string | undefined {
+  if (value === null) return 'null';
+  if (typeof value === 'number') return Number.isNaN(value) ? undefined : `number:${value === 0 ? 0 : value}`;
+  if (typeof value === 'boolean') return `boolean:${value}`;
+  if (typeof value !== 'string') return undefined;
+  // NFKC folds compatibility forms (fullwidth `０`, `ﬁ`) and composes accents; upper then lower
+  // case folds what lower case alone keeps apart (`ß` and `ss`, `ſ` and `s`).
+  const folded = value.normalize('NFKC').trim().toUpperCase().toLowerCase();
+  // Number('') is 0: an empty or blank string is no number.
+  if (folded !== '' && !Number.isNaN(Number(folded))) return looseForm(Number(folded));
+  if (folded === 'true' || folded === 'false') return `boolean:${folded}`;
+  return `string:${folded}`;
+}

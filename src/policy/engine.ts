@@ -1,5 +1,5 @@
 import { type Glob } from './glob.ts';
-import { commandOf, isRecord, isShellString, pathsOf } from './call-args.ts';
+import { commandOf, holdsArgValue, isRecord, isShellString, pathsOf } from './call-args.ts';
 import { formatPattern, personMatches, samePerson, type Person, type PersonPattern } from './person.ts';
 import type { PolicyPlatforms } from './platforms.ts';
 import { budgetApplies, publicBudget, type Budget, type CompiledBudget } from './budgets.ts';
@@ -31,6 +31,8 @@ export interface Where {
   channel?: string;
   /** The channel a thread belongs to (Discord threads are channels of their own): rules naming it match. */
   parentChannel?: string;
+  /** `channel` is a thread only its members see: grants made in it stay in it (approval/grants.ts). */
+  privateThread?: boolean;
   dm: boolean;
 }
 
@@ -208,10 +210,16 @@ function matchesCommand(rule: CompiledRule, args: unknown): boolean {
   return words.some((_, i) => startsWithCommand(rule, words, i));
 }
 
-function matchesArgs(rule: CompiledRule, args: unknown): boolean {
+/** How `args:` values are read: exactly, or as a lenient tool might read them (see `holdsArgValue`). */
+type ArgsReading = 'exact' | 'lenient';
+
+function matchesArgs(rule: CompiledRule, args: unknown, reading: ArgsReading): boolean {
   if (!rule.args) return true;
   if (!isRecord(args)) return false;
-  return Object.entries(rule.args).every(([key, values]) => values.some((v) => Object.is(v, args[key])));
+  const loose = reading === 'lenient';
+  return Object.entries(rule.args).every(([key, values]) =>
+    values.some((v) => Object.hasOwn(args, key) && holdsArgValue(v, args[key], loose)),
+  );
 }
 
 /**
@@ -271,6 +279,7 @@ function ruleMatches(
   rule: CompiledRule,
   input: DecideInput,
   home: readonly string[],
+  reading: ArgsReading = 'exact',
 ): boolean {
   return (
     rule.tools.some((g) => g.test(input.tool.name)) &&
@@ -280,7 +289,7 @@ function ruleMatches(
     (!rule.from || rule.from.some((p) => personMatches(platforms, p, input.requester, home))) &&
     matchesPaths(rule, input.args) &&
     matchesCommand(rule, input.args) &&
-    matchesArgs(rule, input.args) &&
+    matchesArgs(rule, input.args, reading) &&
     (!rule.test || rule.test(input))
   );
 }
@@ -339,11 +348,23 @@ export class Policy {
     return { ok: true };
   }
 
-  /** The outcome for one tool call: the first matching rule of the file, then the built-in defaults. */
+  /**
+   * The outcome for one tool call: the first matching rule of the file, then the built-in defaults.
+   * Where a rule's `args:` could hold the call's values read leniently (`"0"` for `0`, `Secrets` for
+   * `secrets`, see `holdsArgValue`) the call is decided both ways and the stricter outcome stands:
+   * a tool that reads them leniently is held to the rule, and a lenient reading never loosens.
+   */
   decide(input: DecideInput): Decision {
+    const exact = this.#decide(input, 'exact');
+    if (!this.#parts.rules.some((r) => r.args)) return exact;
+    const lenient = this.#decide(input, 'lenient');
+    return STRICTNESS[lenient.outcome] > STRICTNESS[exact.outcome] ? lenient : exact;
+  }
+
+  #decide(input: DecideInput, reading: ArgsReading): Decision {
     const home = this.#home(input.where);
     const { platforms } = this.#parts;
-    const first = (rules: CompiledRule[]) => rules.find((r) => ruleMatches(platforms, r, input, home));
+    const first = (rules: CompiledRule[]) => rules.find((r) => ruleMatches(platforms, r, input, home, reading));
     const builtin = first(this.#parts.fallback);
     if (!builtin) throw new Error('the built-in rules end in a catch-all; this cannot happen');
     let rule = first(this.#parts.rules) ?? builtin;

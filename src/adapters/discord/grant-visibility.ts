@@ -43,7 +43,8 @@ async function canView(
   const channel = await guild.channels.fetch(place.channel).catch(() => null);
   if (!channel) return false;
   const permissions = channel.permissionsFor(member);
-  if (!permissions.has(PermissionFlagsBits.ViewChannel)) return false;
+  // A thread whose parent is not cached has no permissions to read (null): not confirmed, not visible.
+  if (!permissions?.has(PermissionFlagsBits.ViewChannel)) return false;
   if (channel.type !== ChannelType.PrivateThread || permissions.has(PermissionFlagsBits.ManageThreads)) return true;
   // A private thread shows only to its members (and to those who may manage threads).
   return channel.members.fetch({ member: viewer.userId }).then(

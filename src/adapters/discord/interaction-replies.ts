@@ -1,4 +1,4 @@
-import { MessageFlags, type ChatInputCommandInteraction, type Interaction } from 'discord.js';
+import { ChannelType, MessageFlags, type ChatInputCommandInteraction, type Interaction } from 'discord.js';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import { LIMITS } from './limits.ts';
 import { requesterOf } from './people.ts';
@@ -20,7 +20,10 @@ export function personOf(interaction: Interaction) {
   return requesterOf(interaction.user, { guildId: interaction.guildId, roles: interaction.member?.roles });
 }
 
-/** The channel a command was run in, and the channel its thread belongs to when it is a thread. */
+/**
+ * The channel a command was run in, and the channel its thread belongs to when it is a thread
+ * (and whether that thread is private: grants made or listed there stay there).
+ */
 export function placeOf(interaction: ChatInputCommandInteraction): ReplyTarget {
   const thread = interaction.channel?.isThread() ? interaction.channel : undefined;
   return {
@@ -28,5 +31,6 @@ export function placeOf(interaction: ChatInputCommandInteraction): ReplyTarget {
     channel: interaction.channelId,
     ...(interaction.guildId ? { workspace: interaction.guildId } : {}),
     ...(thread?.parentId ? { parent: thread.parentId } : {}),
+    ...(thread?.type === ChannelType.PrivateThread ? { privateThread: true } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import { MessageFlags, type Message } from 'discord.js';
+import { ChannelType, MessageFlags, type Message } from 'discord.js';
 import type { FileRef } from '../../core/work-item.ts';
 import { fileRefsOf } from './files.ts';
 import type { AdapterContext, AdmissionDraft } from '../platform.ts';
@@ -72,6 +72,8 @@ interface Addressing {
   inBotThread: boolean;
   /** The channel the thread it was written in belongs to, when it was written in one. */
   threadParent: string | undefined;
+  /** Written in a private thread (type 12): only its members see it, not everyone in the parent. */
+  privateThread: boolean;
 }
 
 /** How the message reaches the bot, or undefined when the bot does not answer it. */
@@ -85,7 +87,8 @@ function addressingOf(message: Message): Addressing | undefined {
   const inBotThread = inThread && channel.ownerId === botId;
   if (!isDm && !mentioned && !inBotThread) return undefined;
   const threadParent = inThread ? (channel.parentId ?? undefined) : undefined;
-  return { isDm, inThread, mentioned, inBotThread, threadParent };
+  const privateThread = channel.type === ChannelType.PrivateThread;
+  return { isDm, inThread, mentioned, inBotThread, threadParent, privateThread };
 }
 
 /** The message's text without the bot's mention, on one line. */
@@ -116,6 +119,7 @@ function routeOf(message: Message, addressed: Addressing): Route {
     channel: channelId,
     ...(message.guildId ? { workspace: message.guildId } : {}),
     ...(parent ? { parent } : {}),
+    ...(addressed.privateThread ? { privateThread: true } : {}),
   };
   return { needsThread, channelId, target };
 }

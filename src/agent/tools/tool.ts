@@ -134,11 +134,14 @@ const isPlainRecord = (v: unknown): v is Record<string, unknown> =>
 
 /**
  * The one argument object a call is judged, shown, hashed, granted and run with: the tool's schema
- * applied (defaults filled in), and every key the tool does not declare refused. A schema that
- * silently dropped an unknown key would let a key the tool ignores (`path`, `dry_run`) steer the
- * policy or a grant while the tool ran without it.
+ * applied (defaults filled in), every key the tool does not declare refused, and every value as
+ * JSON carries it (`asJsonCarriesIt`). A schema that silently dropped an unknown key would let a key
+ * the tool ignores (`path`, `dry_run`) steer the policy or a grant while the tool ran without it.
  */
-export function admitArgs(tool: AnyTool, raw: unknown): AdmittedArgs {
+export function admitArgs(tool: AnyTool, sent: unknown): AdmittedArgs {
+  // The schema checks what the tool would receive, and its output (defaults filled in) is carried too.
+  const raw = sent === undefined ? sent : asJsonCarriesIt(sent);
+  if (sent !== undefined && raw === undefined) return { ok: false, problem: '(arguments): must be a JSON object' };
   const parsed = tool.input.safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`).join('; ');
@@ -148,7 +151,44 @@ export function admitArgs(tool: AnyTool, raw: unknown): AdmittedArgs {
   const kept = parsed.data;
   const unknown = isPlainRecord(raw) ? Object.keys(raw).filter((key) => !Object.hasOwn(kept, key)) : [];
   if (unknown.length > 0) return { ok: false, problem: unknownArgsProblem(tool.name, unknown) };
-  return { ok: true, args: kept };
+  const args = asJsonCarriesIt(kept);
+  if (!isPlainRecord(args)) return { ok: false, problem: '(arguments): must be a JSON object' };
+  return { ok: true, args };
+}
+
+/**
+ * The arguments as they reach a tool over JSON (an MCP server, a resumed turn's stored call): what
+ * JSON cannot say is said its way here, once, so the policy decides on the values the tool gets.
+ * `-0` becomes `0`, a number too large for a double (`1e400`, read as Infinity) becomes `null`, an
+ * `undefined` property goes. Without this a deny rule on `replicas: 0` missed `-0`, and the tool
+ * then received `0`.
+ */
+function asJsonCarriesIt(value: unknown): unknown {
+  // Nearly every call is already what JSON would make of it: checking is cheaper than copying its text.
+  if (isJsonStable(value)) return value;
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? undefined : (JSON.parse(text) as unknown);
+  } catch {
+    // A cycle or a BigInt: nothing JSON could carry, so nothing a tool could receive.
+    return undefined;
+  }
+}
+
+/** Whether JSON would carry `value` unchanged: plain data, finite numbers, no `-0`, no `undefined`. */
+function isJsonStable(value: unknown, depth = 0): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value) && !Object.is(value, -0);
+  // Deeper than any real call, or a cycle: let the round trip decide.
+  if (typeof value !== 'object' || depth > 64) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!(i in value) || !isJsonStable(value[i], depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return false;
+  if ('toJSON' in value) return false;
+  return Object.values(value).every((v) => isJsonStable(v, depth + 1));
 }
 
 /** The tool error for arguments a tool does not declare. */
