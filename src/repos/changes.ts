@@ -180,6 +180,47 @@ export async function changeDiff(repoPath: string, base: string, sha: string): P
   return (await git(repoPath, args)).stdout;
 }
 
+/**
+ * Every path of a worktree that differs from `commit`, committed or not: changed, added or deleted
+ * tracked files, and every untracked file, ignored ones too (received files, build output). Paths
+ * are relative to the worktree's root. The taint's baseline of a worktree is its clean checkout.
+ */
+export async function pathsDifferingFrom(worktreePath: string, commit: string): Promise<string[]> {
+  const diff = await git(worktreePath, [
+    'diff',
+    '--no-ext-diff',
+    '--no-relative',
+    '--no-renames',
+    '--name-only',
+    '-z',
+    Sha.parse(commit),
+    '--',
+  ]);
+  const others = await git(worktreePath, ['ls-files', '--others', '-z', '--', ':/']);
+  return [...new Set([...splitZ(diff.stdout), ...splitZ(others.stdout)])].sort();
+}
+
+/**
+ * The files of a worktree its last commit does not hold: untracked, ignored (received files under
+ * inbox/ among them) and changed-but-uncommitted. A change card names them: they are in the
+ * worktree a program ran in, but not in what would merge.
+ */
+export async function filesNotCommitted(worktreePath: string): Promise<string[]> {
+  const changed = await git(worktreePath, [
+    'diff',
+    '--no-ext-diff',
+    '--no-relative',
+    '--name-only',
+    '-z',
+    'HEAD',
+    '--',
+  ]);
+  const others = await git(worktreePath, ['ls-files', '--others', '-z', '--', ':/']);
+  return [...new Set([...splitZ(changed.stdout), ...splitZ(others.stdout)])].sort();
+}
+
+const splitZ = (stdout: string) => stdout.split('\0').filter(Boolean);
+
 /** The commit a branch points at, or undefined if the branch does not exist. */
 export async function branchTip(repoPath: string, branch: string): Promise<string | undefined> {
   const ref = `refs/heads/${Revision.parse(branch)}`;

@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto';
+import { constants, type BigIntStats } from 'node:fs';
+import { lstat, open, opendir, readlink } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * What is on disk in a workspace, file by file, as content hashes (the taint, docs/policy.md): a
+ * file is `f:<sha256>` (`x:` when executable), a symbolic link `l:<sha256 of its target>` — never
+ * followed, so a link cannot make the scan read or count anything outside the workspace — and any
+ * other kind (a fifo, a socket, a device) `o:<kind>`. Folders are not entries; the workspace's own
+ * `.git` is skipped (git metadata is guarded by its own floor rule and is not content a program is
+ * handed). Whoever wrote a file — a tool, a received message, a program, a coding CLI, an MCP server
+ * — it is in the scan: nothing has to report its writes.
+ *
+ * A stat cache makes a rescan cheap, as git's index does: a file whose size, mtime, ctime and inode
+ * are what they were when it was hashed is not read again. A rewrite that restores size and mtime
+ * (`touch -d`) still changes the ctime, and a replacement by rename changes the inode. A file
+ * hashed within `RACY_MS` of its last change is "racy" (the file system's clock is coarse: another
+ * write in the same tick would leave the stat unchanged), so it is hashed again next time.
+ */
+
+/** The bounds of one scan: beyond them the scan stops and says it is incomplete (the taint fails closed). */
+export const SCAN_LIMITS = {
+  /** Entries (files, links, others) one scan records. */
+  files: 100_000,
+  /** Folder depth below the root. */
+  depth: 64,
+} as const;
+
+/** A hash is trusted from the cache only when the file had not changed for this long when it was hashed. */
+const RACY_MS = 2_000;
+
+/** One entry as the scan records it, and when the file last changed (to name the newest first). */
+export interface ScannedEntry {
+  entry: string;
+  changedMs: number;
+}
+
+export interface WorkspaceState {
+  /** Workspace-relative paths with `/` separators → entry. */
+  entries: Map<string, ScannedEntry>;
+  /** False when a bound stopped the scan: what it did not see may differ from anything. */
+  complete: boolean;
+}
+
+interface CachedHash {
+  size: number;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  ino: bigint;
+  mode: number;
+  entry: string;
+}
+
+/** Hashes by absolute path, with the stat they were made from. One per process; entries are re-checked on every use. */
+export class StatCache {
+  readonly #byPath = new Map<string, CachedHash>();
+  /** Files read and hashed (a test counts them). */
+  hashed = 0;
+
+  get(file: string): CachedHash | undefined {
+    return this.#byPath.get(file);
+  }
+
+  set(file: string, value: CachedHash): void {
+    this.#byPath.set(file, value);
+  }
+
+  delete(file: string): void {
+    this.#byPath.delete(file);
+  }
+}
+
+const sharedCache = new StatCache();
+
+export interface ScanOptions {
+  cache?: StatCache;
+  limits?: { files: number; depth: number };
+  /** The clock the racy check reads (ms since the epoch); a test moves it. */
+  now?: () => number;
+}
+
+/** The workspace under `root` as it is now. A missing root is an empty workspace. */
+export async function scanWorkspace(root: string, options: ScanOptions = {}): Promise<WorkspaceState> {
+  const cache = options.cache ?? sharedCache;
+  const limits = options.limits ?? SCAN_LIMITS;
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, ScannedEntry>();
+  let complete = true;
+  const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
+    let handle;
+    try {
+      handle = await opendir(dir);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // The root that does not exist yet (a worktree not made), or a folder removed mid-scan.
+      if (code === 'ENOENT' || code === 'ENOTDIR') return;
+      throw error;
+    }
+    const names: string[] = [];
+    for await (const dirent of handle) names.push(dirent.name);
+    names.sort();
+    for (const name of names) {
+      if (!complete) return;
+      if (depth === 0 && name === '.git') continue;
+      const file = path.join(dir, name);
+      const relPath = rel ? `${rel}/${name}` : name;
+      const stat = await lstat(file, { bigint: true }).catch(() => undefined);
+      if (!stat) continue;
+      if (stat.isDirectory()) {
+        if (depth + 1 > limits.depth) complete = false;
+        else await walk(file, relPath, depth + 1);
+        continue;
+      }
+      if (entries.size >= limits.files) {
+        complete = false;
+        return;
+      }
+      const entry = await entryOf(file, stat, cache, now);
+      if (entry !== undefined) entries.set(relPath, { entry, changedMs: Number(stat.ctimeNs / 1_000_000n) });
+    }
+  };
+  await walk(root, '', 0);
+  return { entries, complete };
+}
+
+async function entryOf(
+  file: string,
+  stat: BigIntStats,
+  cache: StatCache,
+  now: () => number,
+): Promise<string | undefined> {
+  const cached = cache.get(file);
+  const mode = Number(stat.mode);
+  if (
+    cached &&
+    cached.size === Number(stat.size) &&
+    cached.mtimeNs === stat.mtimeNs &&
+    cached.ctimeNs === stat.ctimeNs &&
+    cached.ino === stat.ino &&
+    cached.mode === mode
+  )
+    return cached.entry;
+  const hashedAt = now();
+  const entry = await freshEntry(file, stat);
+  if (entry === undefined) {
+    cache.delete(file);
+    return undefined;
+  }
+  cache.hashed += 1;
+  const changedMs = Number(stat.ctimeNs / 1_000_000n);
+  // Racy: changed too recently for the stat to prove a later write would show. Hashed again next time.
+  if (hashedAt - changedMs < RACY_MS) cache.delete(file);
+  else
+    cache.set(file, {
+      size: Number(stat.size),
+      mtimeNs: stat.mtimeNs,
+      ctimeNs: stat.ctimeNs,
+      ino: stat.ino,
+      mode,
+      entry,
+    });
+  return entry;
+}
+
+async function freshEntry(file: string, stat: BigIntStats): Promise<string | undefined> {
+  if (stat.isSymbolicLink()) {
+    const target = await readlink(file).catch(() => undefined);
+    return target === undefined ? undefined : `l:${sha256(target)}`;
+  }
+  if (stat.isFile()) {
+    const digest = await hashFile(file).catch(() => undefined);
+    if (digest === undefined) return undefined;
+    return `${(Number(stat.mode) & 0o111) !== 0 ? 'x' : 'f'}:${digest}`;
+  }
+  if (stat.isFIFO()) return 'o:fifo';
+  if (stat.isSocket()) return 'o:socket';
+  return 'o:device';
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** A file's sha256, streamed (a large file is never held whole). */
+async function hashFile(file: string): Promise<string> {
+  // The path was a file when lstat saw it: a link swapped in since is not followed (O_NOFOLLOW),
+  // and a fifo swapped in does not block the scan (O_NONBLOCK).
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    const hash = createHash('sha256');
+    for await (const chunk of handle.createReadStream({ highWaterMark: 1 << 20, autoClose: false }))
+      hash.update(chunk as Buffer);
+    return hash.digest('hex');
+  } finally {
+    await handle.close();
+  }
+}
