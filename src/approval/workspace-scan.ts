@@ -7,9 +7,9 @@ import path from 'node:path';
  * What is on disk in a workspace, file by file, as content hashes (the taint, docs/policy.md): a
  * file is `f:<sha256>` (`x:` when executable), a symbolic link `l:<sha256 of its target>` — never
  * followed, so a link cannot make the scan read or count anything outside the workspace — and any
- * other kind (a fifo, a socket, a device) `o:<kind>`. Folders are not entries; the workspace's own
- * `.git` is skipped (git metadata is guarded by its own floor rule and is not content a program is
- * handed). Whoever wrote a file — a tool, a received message, a program, a coding CLI, an MCP server
+ * other kind (a fifo, a socket, a device, a file the bot cannot read) `o:<kind>`. Folders are not
+ * entries. Of the workspace's own `.git` folder only `config`, `hooks/` and `info/` are scanned: what
+ * makes git run a program, not the objects and index every git command rewrites. Whoever wrote a file — a tool, a received message, a program, a coding CLI, an MCP server
  * — it is in the scan: nothing has to report its writes.
  *
  * A stat cache makes a rescan cheap, as git's index does: a file whose size, mtime, ctime and inode
@@ -26,6 +26,9 @@ export const SCAN_LIMITS = {
   /** Folder depth below the root. */
   depth: 64,
 } as const;
+
+/** What of a workspace's own `.git` folder is scanned: what makes git run a program. */
+const GIT_SCANNED = ['config', 'hooks', 'info'] as const;
 
 /** A hash is trusted from the cache only when the file had not changed for this long when it was hashed. */
 const RACY_MS = 2_000;
@@ -87,6 +90,21 @@ export async function scanWorkspace(root: string, options: ScanOptions = {}): Pr
   const now = options.now ?? Date.now;
   const entries = new Map<string, ScannedEntry>();
   let complete = true;
+  const visit = async (file: string, relPath: string, depth: number): Promise<void> => {
+    const stat = await lstat(file, { bigint: true }).catch(() => undefined);
+    if (!stat) return;
+    if (stat.isDirectory()) {
+      if (depth + 1 > limits.depth) complete = false;
+      else await walk(file, relPath, depth + 1);
+      return;
+    }
+    if (entries.size >= limits.files) {
+      complete = false;
+      return;
+    }
+    const entry = await entryOf(file, stat, cache, now);
+    if (entry !== undefined) entries.set(relPath, { entry, changedMs: Number(stat.ctimeNs / 1_000_000n) });
+  };
   const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
     let handle;
     try {
@@ -95,29 +113,22 @@ export async function scanWorkspace(root: string, options: ScanOptions = {}): Pr
       const code = (error as NodeJS.ErrnoException).code;
       // The root that does not exist yet (a worktree not made), or a folder removed mid-scan.
       if (code === 'ENOENT' || code === 'ENOTDIR') return;
-      throw error;
+      // A folder the bot cannot list (chmod 000) hides what is in it: not known, so not clean.
+      complete = false;
+      return;
     }
     const names: string[] = [];
     for await (const dirent of handle) names.push(dirent.name);
     names.sort();
     for (const name of names) {
       if (!complete) return;
-      if (depth === 0 && name === '.git') continue;
       const file = path.join(dir, name);
       const relPath = rel ? `${rel}/${name}` : name;
-      const stat = await lstat(file, { bigint: true }).catch(() => undefined);
-      if (!stat) continue;
-      if (stat.isDirectory()) {
-        if (depth + 1 > limits.depth) complete = false;
-        else await walk(file, relPath, depth + 1);
-        continue;
-      }
-      if (entries.size >= limits.files) {
-        complete = false;
-        return;
-      }
-      const entry = await entryOf(file, stat, cache, now);
-      if (entry !== undefined) entries.set(relPath, { entry, changedMs: Number(stat.ctimeNs / 1_000_000n) });
+      const gitFolder = depth === 0 && name === '.git' && (await lstat(file).catch(() => undefined))?.isDirectory();
+      // The workspace's own git folder: only what makes git run a program (its config, hooks and
+      // info/attributes), not objects and an index that every git command rewrites.
+      if (gitFolder) for (const part of GIT_SCANNED) await visit(path.join(file, part), `.git/${part}`, 1);
+      else await visit(file, relPath, depth);
     }
   };
   await walk(root, '', 0);
@@ -169,9 +180,13 @@ async function freshEntry(file: string, stat: BigIntStats): Promise<string | und
     return target === undefined ? undefined : `l:${sha256(target)}`;
   }
   if (stat.isFile()) {
-    const digest = await hashFile(file).catch(() => undefined);
-    if (digest === undefined) return undefined;
-    return `${(Number(stat.mode) & 0o111) !== 0 ? 'x' : 'f'}:${digest}`;
+    try {
+      return `${(Number(stat.mode) & 0o111) !== 0 ? 'x' : 'f'}:${await hashFile(file)}`;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      // A file the bot cannot read (chmod 000, a link swapped in): known by its stat, so any change shows.
+      return `o:unreadable:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}:${stat.ino}`;
+    }
   }
   if (stat.isFIFO()) return 'o:fifo';
   if (stat.isSocket()) return 'o:socket';

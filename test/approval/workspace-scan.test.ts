@@ -88,7 +88,7 @@ describe('the workspace scan: content hashes behind a stat cache', () => {
     expect(cache.hashed).toBe(hashed * 2);
   });
 
-  it('records a link by its target without following it, an executable bit, and skips the root .git', async () => {
+  it('records a link by its target without following it, an executable bit, and only the root .git’s hooks and config', async () => {
     const root = workspace();
     const outside = mkdtempSync(path.join(tmpdir(), 'cs-scan-outside-'));
     writeFileSync(path.join(outside, 'secret'), 'do not read');
@@ -96,7 +96,10 @@ describe('the workspace scan: content hashes behind a stat cache', () => {
     symlinkSync('README.md', path.join(root, 'readme-link'));
     chmodSync(path.join(root, 'src', 'a.js'), 0o755);
     mkdirSync(path.join(root, '.git', 'hooks'), { recursive: true });
+    mkdirSync(path.join(root, '.git', 'objects', 'ab'), { recursive: true });
     writeFileSync(path.join(root, '.git', 'hooks', 'pre-commit'), 'x');
+    writeFileSync(path.join(root, '.git', 'objects', 'ab', 'cdef'), 'x');
+    writeFileSync(path.join(root, '.git', 'index'), 'x');
     mkdirSync(path.join(root, 'vendor', '.git'), { recursive: true });
     writeFileSync(path.join(root, 'vendor', '.git', 'config'), 'x');
     const cache = new StatCache();
@@ -106,8 +109,11 @@ describe('the workspace scan: content hashes behind a stat cache', () => {
     expect(entries.get('readme-link')?.entry).toMatch(/^l:/);
     expect(entries.get('src/a.js')?.entry).toMatch(/^x:/);
     expect(entries.get('README.md')?.entry).toMatch(/^f:/);
-    expect(entries.has('.git/hooks/pre-commit')).toBe(false);
-    // Only the workspace's own .git is skipped: a nested one is content like any other.
+    // Of the workspace's own .git only what makes git run a program: a hook is content, objects are not.
+    expect(entries.has('.git/hooks/pre-commit')).toBe(true);
+    expect(entries.has('.git/objects/ab/cdef')).toBe(false);
+    expect(entries.has('.git/index')).toBe(false);
+    // A nested repository's .git is content like any other.
     expect(entries.has('vendor/.git/config')).toBe(true);
   });
 
