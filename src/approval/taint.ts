@@ -99,13 +99,13 @@ async function initialBaseline(workspace: TaintedWorkspace, now: WorkspaceState)
 }
 
 /** What differs from the baseline: the paths a card names (newest first), and a digest of exactly that state. */
-export interface OnePersonContent {
+interface OnePersonContent {
   paths: string[];
   digest: string;
 }
 
 /** The workspace's one-person content now, or undefined when it is what a second person vouched for. */
-export async function onePersonContent(
+async function onePersonContent(
   ctx: ApprovalContext,
   db: Queryable,
   conversationId: string,
@@ -170,12 +170,6 @@ export async function judgeAndDecide(
     ...(changes ? { changedFiles: changes.paths, changeDigest: changes.digest } : {}),
   });
   return { decision, judged };
-}
-
-/** Whether a call runs a program that could read the workspace (see `runsProgram`). */
-export function callRunsProgram(ctx: Pick<ApprovalContext, 'gate'>, call: Call): boolean {
-  // Whether a call runs a program depends on its tool and argument names, not on where paths lead.
-  return runsProgram(ctx.gate.judge(call));
 }
 
 /**

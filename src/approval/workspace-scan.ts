@@ -20,7 +20,7 @@ import path from 'node:path';
  */
 
 /** The bounds of one scan: beyond them the scan stops and says it is incomplete (the taint fails closed). */
-export const SCAN_LIMITS = {
+const SCAN_LIMITS = {
   /** Entries (files, links, others) one scan records. */
   files: 100_000,
   /** Folder depth below the root. */
@@ -34,7 +34,7 @@ const GIT_SCANNED = ['config', 'hooks', 'info'] as const;
 const RACY_MS = 2_000;
 
 /** One entry as the scan records it, and when the file last changed (to name the newest first). */
-export interface ScannedEntry {
+interface ScannedEntry {
   entry: string;
   changedMs: number;
 }

@@ -36,7 +36,7 @@ const BranchName = z.string().regex(/^[A-Za-z0-9._/-]{1,200}$/, 'expected a bran
 const CommitId = z.string().regex(/^[0-9a-f]{40}$/, 'expected a full commit id');
 
 /** How many files outside the commit a card names before it counts the rest. */
-export const NOT_COMMITTED_SHOWN = 50;
+const NOT_COMMITTED_SHOWN = 50;
 
 /** The files outside the commit as a card's call holds them: the first ones by name, then a count. */
 export function notCommittedLines(files: readonly string[]): string[] {
