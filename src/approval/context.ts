@@ -59,10 +59,10 @@ export interface TaintedWorkspace {
   /** Where its files are. */
   root: string;
   /**
-   * For a worktree: the paths that differ from the clean checkout it was made from (committed or
-   * not, untracked and ignored files too). Its baseline until a second person vouches for more.
+   * For a worktree: the files of the commit it was checked out from (path → git mode and object
+   * id). Its baseline until a second person vouches for more: what is on disk and matches it.
    */
-  differsFromCheckout?: () => Promise<string[]>;
+  checkout?: () => Promise<Map<string, { mode: string; blob: string }>>;
 }
 
 /**

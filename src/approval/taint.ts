@@ -85,16 +85,28 @@ async function baselineOf(
   return { entries, stored: true };
 }
 
+/** A checked-out file's git mode → the scan's kind of entry. */
+const KIND_OF_MODE: Record<string, string> = { '100644': 'f', '100755': 'x', '120000': 'l' };
+
 /**
- * A workspace nobody vouched for yet: empty, or, for a worktree, its clean checkout — every path git
- * says differs from the commit the worktree was made from gets an entry no scan produces.
+ * A workspace nobody vouched for yet: empty, or, for a worktree, its clean checkout — a file on disk
+ * whose content and kind are the commit's keeps its entry, every other file of the commit gets an
+ * entry no scan produces (so it shows as changed or deleted). The worktree's own `.git` pointer file
+ * is git's, made with the checkout.
  */
 async function initialBaseline(workspace: TaintedWorkspace, now: WorkspaceState): Promise<Map<string, string>> {
-  if (!workspace.differsFromCheckout) return new Map();
-  const differing = new Set(await workspace.differsFromCheckout());
+  if (!workspace.checkout) return new Map();
   const entries = new Map<string, string>();
-  for (const [p, { entry }] of now.entries) if (!differing.has(p)) entries.set(p, entry);
-  for (const p of differing) entries.set(p, 'checkout');
+  const gitPointer = now.entries.get('.git');
+  if (gitPointer?.entry.startsWith('f:')) entries.set('.git', gitPointer.entry);
+  for (const [p, { mode, blob }] of await workspace.checkout()) {
+    const kind = KIND_OF_MODE[mode];
+    // A submodule is a folder the checkout leaves empty: nothing of it is on disk to compare.
+    if (kind === undefined) continue;
+    const scanned = now.entries.get(p);
+    const same = scanned !== undefined && scanned.gitBlob === blob && scanned.entry.startsWith(`${kind}:`);
+    entries.set(p, same ? scanned.entry : 'checkout');
+  }
   return entries;
 }
 

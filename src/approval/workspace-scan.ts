@@ -36,6 +36,12 @@ const RACY_MS = 2_000;
 /** One entry as the scan records it, and when the file last changed (to name the newest first). */
 interface ScannedEntry {
   entry: string;
+  /**
+   * Git's object id of the same content (`blob <size>\0…`, sha1) for a file or a link: a worktree's
+   * clean checkout is compared by it with the commit's tree, never through git's index, which a
+   * program in the worktree could tell to ignore a file (`update-index --assume-unchanged`).
+   */
+  gitBlob?: string;
   changedMs: number;
 }
 
@@ -53,6 +59,7 @@ interface CachedHash {
   ino: bigint;
   mode: number;
   entry: string;
+  gitBlob?: string;
 }
 
 /** Hashes by absolute path, with the stat they were made from. One per process; entries are re-checked on every use. */
@@ -102,8 +109,8 @@ export async function scanWorkspace(root: string, options: ScanOptions = {}): Pr
       complete = false;
       return;
     }
-    const entry = await entryOf(file, stat, cache, now);
-    if (entry !== undefined) entries.set(relPath, { entry, changedMs: Number(stat.ctimeNs / 1_000_000n) });
+    const found = await entryOf(file, stat, cache, now);
+    if (found !== undefined) entries.set(relPath, { ...found, changedMs: Number(stat.ctimeNs / 1_000_000n) });
   };
   const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
     let handle;
@@ -140,7 +147,7 @@ async function entryOf(
   stat: BigIntStats,
   cache: StatCache,
   now: () => number,
-): Promise<string | undefined> {
+): Promise<{ entry: string; gitBlob?: string } | undefined> {
   const cached = cache.get(file);
   const mode = Number(stat.mode);
   if (
@@ -151,10 +158,10 @@ async function entryOf(
     cached.ino === stat.ino &&
     cached.mode === mode
   )
-    return cached.entry;
+    return { entry: cached.entry, ...(cached.gitBlob ? { gitBlob: cached.gitBlob } : {}) };
   const hashedAt = now();
-  const entry = await freshEntry(file, stat);
-  if (entry === undefined) {
+  const found = await freshEntry(file, stat);
+  if (found === undefined) {
     cache.delete(file);
     return undefined;
   }
@@ -169,44 +176,52 @@ async function entryOf(
       ctimeNs: stat.ctimeNs,
       ino: stat.ino,
       mode,
-      entry,
+      ...found,
     });
-  return entry;
+  return found;
 }
 
-async function freshEntry(file: string, stat: BigIntStats): Promise<string | undefined> {
+async function freshEntry(file: string, stat: BigIntStats): Promise<{ entry: string; gitBlob?: string } | undefined> {
   if (stat.isSymbolicLink()) {
-    const target = await readlink(file).catch(() => undefined);
-    return target === undefined ? undefined : `l:${sha256(target)}`;
+    const target = await readlink(file, { encoding: 'buffer' }).catch(() => undefined);
+    if (target === undefined) return undefined;
+    return { entry: `l:${createHash('sha256').update(target).digest('hex')}`, gitBlob: gitBlobOf(target) };
   }
   if (stat.isFile()) {
     try {
-      return `${(Number(stat.mode) & 0o111) !== 0 ? 'x' : 'f'}:${await hashFile(file)}`;
+      const { sha256, gitBlob } = await hashFile(file, stat.size);
+      return { entry: `${(Number(stat.mode) & 0o111) !== 0 ? 'x' : 'f'}:${sha256}`, gitBlob };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       // A file the bot cannot read (chmod 000, a link swapped in): known by its stat, so any change shows.
-      return `o:unreadable:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}:${stat.ino}`;
+      return { entry: `o:unreadable:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}:${stat.ino}` };
     }
   }
-  if (stat.isFIFO()) return 'o:fifo';
-  if (stat.isSocket()) return 'o:socket';
-  return 'o:device';
+  if (stat.isFIFO()) return { entry: 'o:fifo' };
+  if (stat.isSocket()) return { entry: 'o:socket' };
+  return { entry: 'o:device' };
 }
 
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+function gitBlobOf(bytes: Buffer): string {
+  return createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
 }
 
-/** A file's sha256, streamed (a large file is never held whole). */
-async function hashFile(file: string): Promise<string> {
+/**
+ * A file's sha256 and git object id, streamed (a large file is never held whole). The object id
+ * assumes the size lstat saw: a file that grows while read gets an id no commit holds (fails closed).
+ */
+async function hashFile(file: string, size: bigint): Promise<{ sha256: string; gitBlob: string }> {
   // The path was a file when lstat saw it: a link swapped in since is not followed (O_NOFOLLOW),
   // and a fifo swapped in does not block the scan (O_NONBLOCK).
   const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
-    const hash = createHash('sha256');
-    for await (const chunk of handle.createReadStream({ highWaterMark: 1 << 20, autoClose: false }))
-      hash.update(chunk as Buffer);
-    return hash.digest('hex');
+    const sha256 = createHash('sha256');
+    const sha1 = createHash('sha1').update(`blob ${size}\0`);
+    for await (const chunk of handle.createReadStream({ highWaterMark: 1 << 20, autoClose: false })) {
+      sha256.update(chunk as Buffer);
+      sha1.update(chunk as Buffer);
+    }
+    return { sha256: sha256.digest('hex'), gitBlob: sha1.digest('hex') };
   } finally {
     await handle.close();
   }

@@ -181,23 +181,22 @@ export async function changeDiff(repoPath: string, base: string, sha: string): P
 }
 
 /**
- * Every path of a worktree that differs from `commit`, committed or not: changed, added or deleted
- * tracked files, and every untracked file, ignored ones too (received files, build output). Paths
- * are relative to the worktree's root. The taint's baseline of a worktree is its clean checkout.
+ * The files of `commit` as git holds them: path → mode (`100644`, `100755`, `120000`, `160000`) and
+ * object id. The taint's baseline of a worktree is its clean checkout, compared file by file with
+ * what is on disk by content, never through the index (which a program could tell to look away).
  */
-export async function pathsDifferingFrom(worktreePath: string, commit: string): Promise<string[]> {
-  const diff = await git(worktreePath, [
-    'diff',
-    '--no-ext-diff',
-    '--no-relative',
-    '--no-renames',
-    '--name-only',
-    '-z',
-    Sha.parse(commit),
-    '--',
-  ]);
-  const others = await git(worktreePath, ['ls-files', '--others', '-z', '--', ':/']);
-  return [...new Set([...splitZ(diff.stdout), ...splitZ(others.stdout)])].sort();
+export async function checkoutTree(
+  worktreePath: string,
+  commit: string,
+): Promise<Map<string, { mode: string; blob: string }>> {
+  const { stdout } = await git(worktreePath, ['ls-tree', '-r', '-z', '--full-tree', Sha.parse(commit)]);
+  const tree = new Map<string, { mode: string; blob: string }>();
+  for (const record of splitZ(stdout)) {
+    const tab = record.indexOf('\t');
+    const [mode = '', , blob = ''] = record.slice(0, tab).split(' ');
+    tree.set(record.slice(tab + 1), { mode, blob });
+  }
+  return tree;
 }
 
 /**

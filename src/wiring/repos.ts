@@ -7,7 +7,7 @@ import type { ChangeDiffSource } from '../approval/change-diff.ts';
 import { audit } from '../approval/store.ts';
 import { conversationExists } from '../queue/turn-lifecycle.ts';
 import type { TaintedWorkspace } from '../approval/context.ts';
-import { changeDiff, pathsDifferingFrom } from '../repos/changes.ts';
+import { changeDiff, checkoutTree } from '../repos/changes.ts';
 import { CodeTurns } from '../repos/code-turns.ts';
 import { CodeWorkspaces } from '../repos/code-workspaces.ts';
 import { parseCodingAgentCommand } from '../repos/coding-agent.ts';
@@ -108,7 +108,7 @@ async function taintedWorktree(
   return {
     key: `worktree:${repo.name}@${worktree.branch}#${checkout}:${kind}`,
     root: worktree.path,
-    differsFromCheckout: () => pathsDifferingFrom(worktree.path, checkout),
+    checkout: () => checkoutTree(worktree.path, checkout),
   };
 }
 

@@ -6,7 +6,8 @@ import type { Script } from '../../src/agent/providers/scripted.ts';
 import { Priority, type WorkItem } from '../../src/core/work-item.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
-import { makeRepo } from './git-fixture.ts';
+import { shortConversationId } from '../../src/repos/worktrees.ts';
+import { makeRepo, setupGit } from './git-fixture.ts';
 
 /**
  * Issue 47, item 1, the repro: in a /code thread an approver approves an innocent write; the
@@ -48,11 +49,13 @@ describe('code work: received files are one-person content (the taint reads the 
   let db: TestDatabase;
   let h: Harness;
   let marks: string;
+  let worktreesDir: string;
 
   beforeAll(async () => {
     db = await createTestDatabase();
     const repo = makeRepo();
     marks = mkdtempSync(path.join(tmpdir(), 'cs-taint-marks-'));
+    worktreesDir = path.join(repo.dir, 'worktrees');
     const reposFile = path.join(repo.dir, 'repos.yaml');
     writeFileSync(reposFile, `repos:\n  demo:\n    path: ${repo.clone}\n    test: [node, --test]\n`);
     const policyFile = path.join(repo.dir, 'policy.yaml');
@@ -63,7 +66,7 @@ describe('code work: received files are one-person content (the taint reads the 
       env: {
         APPROVERS: 'test:U2',
         REPOS_FILE: reposFile,
-        WORKTREES_DIR: path.join(repo.dir, 'worktrees'),
+        WORKTREES_DIR: worktreesDir,
         POLICY_FILE: policyFile,
         ENABLE_RUN_COMMAND: 'true',
       },
@@ -143,5 +146,26 @@ describe('code work: received files are one-person content (the taint reads the 
       /In the worktree but not in this commit \(not merged\): inbox\/taint-repro-[0-9a-f]{8}\/notes\.test\.js/,
     );
     expect(text).toContain('`node --test` not run');
+  });
+
+  it('compares a worktree with its clean checkout by content, not through the index a program could blind', async () => {
+    const conversation = 'taint-index';
+    const item = await h.say(conversation, 'here is a note', {
+      type: 'CODE',
+      priority: Priority.NORMAL,
+      payload: { repo: 'demo' },
+    });
+    expect((await h.settled(item.id)).status).toBe('done');
+    const worktree = path.join(worktreesDir, 'demo', shortConversationId(conversation));
+    const tests = { id: 'tests', name: 'run_command', args: { command: ['node', '--test'] } };
+    // Nothing differs from the checkout yet: the rule lets the tests run.
+    expect((await h.app.approvals.rule(item, tests)).outcome).toBe('allow');
+    // A program (the coding CLI, say) edits a tracked file and tells git's index to look away.
+    writeFileSync(path.join(worktree, 'README.md'), 'require("fs").writeFileSync("pwned", "")\n');
+    setupGit(worktree, 'update-index', '--assume-unchanged', 'README.md');
+    expect(setupGit(worktree, 'status', '--porcelain')).toBe('');
+    const ruling = await h.app.approvals.rule(item, tests);
+    expect(ruling).toMatchObject({ outcome: 'countersign', rule: 'default:tainted-workspace, built-in' });
+    expect(ruling.message).toBe('files changed since the last countersigned run: README.md');
   });
 });
