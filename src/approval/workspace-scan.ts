@@ -27,6 +27,12 @@ const SCAN_LIMITS = {
   depth: 64,
 } as const;
 
+/** Entries of one folder stat'ed and hashed at once. */
+const PARALLEL = 32;
+
+/** Files up to this size are read whole; larger ones are streamed. */
+const READ_WHOLE_BYTES = 1 << 20;
+
 /** What of a workspace's own `.git` folder is scanned: what makes git run a program. */
 const GIT_SCANNED = ['config', 'hooks', 'info'] as const;
 
@@ -97,6 +103,7 @@ export async function scanWorkspace(root: string, options: ScanOptions = {}): Pr
   const now = options.now ?? Date.now;
   const entries = new Map<string, ScannedEntry>();
   let complete = true;
+  let taken = 0;
   const visit = async (file: string, relPath: string, depth: number): Promise<void> => {
     const stat = await lstat(file, { bigint: true }).catch(() => undefined);
     if (!stat) return;
@@ -105,10 +112,12 @@ export async function scanWorkspace(root: string, options: ScanOptions = {}): Pr
       else await walk(file, relPath, depth + 1);
       return;
     }
-    if (entries.size >= limits.files) {
+    // Counted before the hash is awaited: entries of a folder are visited a few at once.
+    if (taken >= limits.files) {
       complete = false;
       return;
     }
+    taken += 1;
     const found = await entryOf(file, stat, cache, now);
     if (found !== undefined) entries.set(relPath, { ...found, changedMs: Number(stat.ctimeNs / 1_000_000n) });
   };
@@ -127,7 +136,7 @@ export async function scanWorkspace(root: string, options: ScanOptions = {}): Pr
     const names: string[] = [];
     for await (const dirent of handle) names.push(dirent.name);
     names.sort();
-    for (const name of names) {
+    const one = async (name: string): Promise<void> => {
       if (!complete) return;
       const file = path.join(dir, name);
       const relPath = rel ? `${rel}/${name}` : name;
@@ -136,7 +145,10 @@ export async function scanWorkspace(root: string, options: ScanOptions = {}): Pr
       // info/attributes), not objects and an index that every git command rewrites.
       if (gitFolder) for (const part of GIT_SCANNED) await visit(path.join(file, part), `.git/${part}`, 1);
       else await visit(file, relPath, depth);
-    }
+    };
+    // A folder's entries a few at a time: one by one, each stat and read waits for the last.
+    for (let i = 0; i < names.length && complete; i += PARALLEL)
+      await Promise.all(names.slice(i, i + PARALLEL).map(one));
   };
   await walk(root, '', 0);
   return { entries, complete };
@@ -217,10 +229,15 @@ async function hashFile(file: string, size: bigint): Promise<{ sha256: string; g
   try {
     const sha256 = createHash('sha256');
     const sha1 = createHash('sha1').update(`blob ${size}\0`);
-    for await (const chunk of handle.createReadStream({ highWaterMark: 1 << 20, autoClose: false })) {
-      sha256.update(chunk as Buffer);
-      sha1.update(chunk as Buffer);
-    }
+    if (size <= READ_WHOLE_BYTES) {
+      const bytes = await handle.readFile();
+      sha256.update(bytes);
+      sha1.update(bytes);
+    } else
+      for await (const chunk of handle.createReadStream({ highWaterMark: 1 << 20, autoClose: false })) {
+        sha256.update(chunk as Buffer);
+        sha1.update(chunk as Buffer);
+      }
     return { sha256: sha256.digest('hex'), gitBlob: sha1.digest('hex') };
   } finally {
     await handle.close();
