@@ -12,5 +12,6 @@ CREATE TABLE countersign.workspace_baselines (
   taken_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   reason text NOT NULL
 );
--- Writes recorded one by one (016) no longer decide anything: the disk does.
-DROP TABLE countersign.workspace_changes;
+-- Writes recorded one by one (016, countersign.workspace_changes) no longer decide anything: the
+-- disk does. That table stays until no worker of an older version can still be running (a rolling
+-- deploy would otherwise fail their allowed writes); a later migration drops it.
