@@ -27,6 +27,9 @@ const SCAN_LIMITS = {
   depth: 64,
 } as const;
 
+/** Hashes one process keeps (about 200 bytes each); past it the cache starts over. */
+const CACHE_ENTRIES = 500_000;
+
 /** Entries of one folder stat'ed and hashed at once. */
 const PARALLEL = 32;
 
@@ -79,6 +82,8 @@ export class StatCache {
   }
 
   set(file: string, value: CachedHash): void {
+    // Worktrees come and go: rather than track which paths are gone, start over past a bound.
+    if (this.#byPath.size >= CACHE_ENTRIES) this.#byPath.clear();
     this.#byPath.set(file, value);
   }
 
