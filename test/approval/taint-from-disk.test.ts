@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,5 +114,16 @@ describe('the taint counts what programs write', () => {
       .toMatch(/^countersigned run /);
     const again = await h.say('taint-b-3', 'run script');
     expect((await h.settled(again.id)).status).toBe('done');
+  });
+
+  it('counts a file deleted since the baseline as a change, named as deleted', async () => {
+    await vouchForWorkspace(h.app.pool, workspace);
+    writeFileSync(path.join(workspace, 'kept.txt'), 'kept\n');
+    await vouchForWorkspace(h.app.pool, workspace);
+    rmSync(path.join(workspace, 'kept.txt'));
+    const run = await h.say('taint-b-4', 'run script');
+    expect((await h.settled(run.id)).status).toBe('awaiting_approval');
+    const { call } = await policyOf(run.id);
+    expect(call.policy.why).toBe('files changed since the last countersigned run: kept.txt (deleted)');
   });
 });
