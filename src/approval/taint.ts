@@ -35,9 +35,6 @@ export const DEPLOYMENT_WORKSPACE = 'agent-workspace';
 /** An MCP tool that is not read-only may run a program: its arguments name one (`command`, `script`…). */
 const PROGRAM_ARGS = ['command', 'cmd', 'script', 'code', 'shell', 'program', 'args', 'argv'] as const;
 
-/** How many changed paths a card names (the rest are counted); the policy's note caps it again. */
-const CHANGED_PATHS_KEPT = 200;
-
 /** Whether a call runs a program that could read the workspace: `exec` tools, and MCP tools that take one. */
 function runsProgram(judged: JudgedCall): boolean {
   if (judged.tool.kind === 'exec') return true;
@@ -144,7 +141,7 @@ async function onePersonContent(
     ...deleted.map((p) => `${p}\0-`),
   ].join('\n');
   return {
-    paths: named.slice(0, CHANGED_PATHS_KEPT),
+    paths: named,
     digest: createHash('sha256').update(state).digest('hex'),
   };
 }
