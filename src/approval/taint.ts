@@ -132,7 +132,11 @@ async function onePersonContent(
   const named = [
     ...changed.map((c) => c.path),
     ...deleted.map((p) => `${p} (deleted)`),
-    ...(now.complete ? [] : ['(the workspace is larger than one scan reads: the rest is not known)']),
+    ...(now.complete
+      ? []
+      : [
+          '(part of the workspace was not scanned: more files or folders than a scan reads, or one the bot cannot list)',
+        ]),
   ];
   const state = [
     workspace.key,
