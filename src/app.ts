@@ -245,7 +245,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       agentTools,
       cardRenderers,
       platformRules: directory,
-      ...(codeWork ? { changeDiff: codeWork.changeDiff } : {}),
+      ...(codeWork ? { changeDiff: codeWork.changeDiff, workspaceOf: codeWork.taintedWorkspaceOf } : {}),
       ...(connections ? { connections: connectionGateOf(connections, agentTools.tools, outbounds, directory) } : {}),
     });
 

@@ -45,6 +45,24 @@ export interface ApprovalContext {
   changeDiff?: ChangeDiffSource;
   /** Per-person MCP servers' connections (docs/connections.md), where any is configured. */
   connections?: ConnectionGate;
+  /**
+   * The workspace a conversation works in as the taint knows it (taint.ts): a repository's worktree
+   * where code work names one (src/repos, handed in by the wiring); else the deployment's workspace.
+   */
+  workspaceOf?: (conversationId: string) => Promise<TaintedWorkspace | undefined>;
+}
+
+/** A workspace whose one-person content the taint reads from disk (taint.ts, docs/policy.md). */
+export interface TaintedWorkspace {
+  /** A name that is the same from every process (not a path that depends on a working directory). */
+  key: string;
+  /** Where its files are. */
+  root: string;
+  /**
+   * For a worktree: the files of the commit it was checked out from (path → git mode and object
+   * id). Its baseline until a second person vouches for more: what is on disk and matches it.
+   */
+  checkout?: () => Promise<Map<string, { mode: string; blob: string }>>;
 }
 
 /**

@@ -13,7 +13,7 @@ import type { ClickedMessage } from '../core/approval-card.ts';
 import { parseCalls, type EnvelopeRow, type PlannedCall } from './envelope.ts';
 import { refreshCard } from './show.ts';
 import { policyStillAllows, ruleName, type GrantOffer } from './grants.ts';
-import { decideCall, recordApprovedChanges } from './taint.ts';
+import { decideCall } from './taint.ts';
 import { insertGrant } from './grant-store.ts';
 import type { PoolClient } from '../db/pool.ts';
 import { traceCarrier } from '../telemetry/spans.ts';
@@ -336,7 +336,6 @@ async function consume(
     );
     if (!row) return undefined;
     await createGrants(client, envelope, chosen, clicker);
-    await recordApprovedChanges(ctx, client, envelope, calls, inOrder);
     await audit(client, { envelopeId: envelope.id, nonce: envelope.nonce, event: 'click', actor: clicker, detail });
     // The parked turn waits for nobody any more; its continuation carries on.
     await continueParkedTurn(client, envelope.work_item_id, continuation);

@@ -33,8 +33,11 @@ export const CallPolicy = z.object({
   grant: GrantOffer.optional(),
   /** Why the card asks what it asks: files changed since the last countersigned run, paths that lead elsewhere. */
   why: z.string().optional(),
-  /** The workspace changes (ids) the card named, which a countersignature vouches for (taint.ts). */
-  vouchesFor: z.array(z.number().int()).optional(),
+  /**
+   * The digest of the workspace state the card named, which a countersignature vouches for
+   * (taint.ts). Cards stored before #47 hold change ids: they never match, so such a run is refused.
+   */
+  vouchesFor: z.union([z.string(), z.array(z.number().int())]).optional(),
   /** The bytes the card showed (share_file): an approval covers only these (resume.ts). */
   content: ContentPin.optional(),
   /**

@@ -203,6 +203,11 @@ export class PolicyGate {
     return { tool: descriptor, ...real, ...(content ? { content } : {}) };
   }
 
+  /** The folder a conversation's calls work in (the deployment's workspace, or its worktree). */
+  rootOf(conversationId: string): string | undefined {
+    return this.#rootFor?.(conversationId);
+  }
+
   /** Whether the policy in force names anyone who can countersign. */
   hasApprovers(): boolean {
     return this.#policies.current().hasApprovers;

@@ -6,7 +6,7 @@ import type { ReplyTarget } from '../core/reply-target.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { ApprovalContext } from './context.ts';
 import { describeArgs, grantCovers, placesCovering, policyStillAllows, ruleName, type Grant } from './grants.ts';
-import { judgeAndDecide, recordOnePersonChange, turnOf } from './taint.ts';
+import { judgeAndDecide } from './taint.ts';
 import { claimGrantUse, findGrant, listLiveGrants, liveGrantsFor, revokeGrant } from './grant-store.ts';
 import { audit } from './store.ts';
 import { makeVisible } from './card.ts';
@@ -49,7 +49,6 @@ export async function useGrant(ctx: ApprovalContext, item: WorkItem, call: ToolC
   return transaction(ctx.pool, async (client) => {
     const grant = await claimGrantUse(client, covering.id);
     if (!grant) return undefined;
-    await recordOnePersonChange(ctx, client, call, turnOf(item), item.requester);
     await audit(client, {
       event: 'grant_used',
       actor: item.requester,

@@ -10,7 +10,7 @@ import { parseCalls, planHash, scopeHash, type ApprovalScope, type EnvelopeRow }
 import { ReplyTarget } from '../core/reply-target.ts';
 import { planCalls } from './request.ts';
 import { refreshCard } from './show.ts';
-import { callRunsProgram, clearAfterCountersignedRun, judgeAndDecide, unvouchedChanges } from './taint.ts';
+import { judgeAndDecide, unvouchedChanges, vouchAfterApprovedCall } from './taint.ts';
 import { audit, findEnvelopeById, recordPolicyRefusals } from './store.ts';
 
 /**
@@ -166,9 +166,10 @@ export async function recordOutcome(
 ): Promise<void> {
   const event = decision.answer !== undefined ? 'answered' : decision.approved ? 'executed' : 'denied';
   await audit(ctx.pool, { envelopeId, event, detail: { call: call.id, tool: call.name, isError } });
-  // Only a program run can clear the taint: no read of the envelope for anything else.
-  if (event !== 'executed' || !callRunsProgram(ctx, call)) return;
+  // What a call a second person approved left is vouched for (taint.ts); a failed call too: it may
+  // have written part of what it was approved to write, all of it seen on the card.
+  if (event !== 'executed' || !ctx.gate.hasApprovers()) return;
   const envelope = await findEnvelopeById(ctx.pool, envelopeId);
   const decider = envelope?.partial_decisions.find((d) => d.toolCallId === call.id)?.by ?? envelope?.decided_by;
-  if (envelope && decider) await clearAfterCountersignedRun(ctx, envelope, call, decider);
+  if (envelope && decider) await vouchAfterApprovedCall(ctx, envelope, call, decider);
 }

@@ -18,7 +18,7 @@ import { NONCE_PATTERN } from '../core/buttons.ts';
 import { decideAll, decideClick, decideDenyWithReason, type SubmitResult } from './decide.ts';
 import { expireStale } from './expire.ts';
 import { requestApproval } from './request.ts';
-import { decideCall, recordOnePersonChange, turnOf } from './taint.ts';
+import { decideCall } from './taint.ts';
 import { recordOutcome, resumeApproved } from './resume.ts';
 import { refreshCard, showPendingCard } from './show.ts';
 import { requestFullDiff, shareChangeDiff } from './change-diff.ts';
@@ -118,10 +118,11 @@ export class ApprovalService {
     };
   }
 
-  /** Audits a call a rule let run, or refused, without a card; a change it makes taints the workspace. */
+  /**
+   * Audits a call a rule let run, or refused, without a card. What an allowed call writes is
+   * one-person content by being on disk (taint.ts): nothing to record.
+   */
   async recordRuling(item: WorkItem, call: ToolCall, ruling: CallRuling): Promise<void> {
-    if (ruling.outcome === 'allow')
-      await recordOnePersonChange(this.#ctx, this.#ctx.pool, call, turnOf(item), item.requester);
     await audit(this.#ctx.pool, {
       event: ruling.outcome === 'deny' ? 'policy_denied' : 'allowed',
       actor: item.requester,

@@ -1,60 +1,67 @@
 import type { Queryable } from '../db/pool.ts';
-import type { Requester } from '../core/person.ts';
 
 /**
- * SQL of countersign.workspace_changes (migration 016): the workspace files changed on one person's
- * say since the last countersigned run. One statement per function; times are the database's.
+ * SQL of countersign.workspace_baselines (migration 035): per workspace, the content a second person
+ * vouched for — what the last countersigned program run left, and the writes a second person
+ * approved — as path → entry (src/approval/workspace-scan.ts). One statement per function.
  */
 
-export interface WorkspaceChange {
-  workspace: string;
-  path: string;
-  tool: string;
-  workItemId: string;
-  by: Requester;
+/** A workspace's baseline as stored: entries by path, and a version that changes with every write. */
+export interface StoredBaseline {
+  entries: Record<string, string>;
+  version: string;
 }
 
-export async function insertWorkspaceChanges(db: Queryable, changes: readonly WorkspaceChange[]): Promise<void> {
-  if (changes.length === 0) return;
-  await db.query(
-    `INSERT INTO countersign.workspace_changes (workspace, path, tool, work_item_id, changed_by)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::jsonb[])`,
-    [
-      changes.map((c) => c.workspace),
-      changes.map((c) => c.path),
-      changes.map((c) => c.tool),
-      changes.map((c) => c.workItemId),
-      changes.map((c) => JSON.stringify(c.by)),
-    ],
-  );
-}
-
-export interface WorkspaceChanges {
-  /** The distinct paths, newest change first (what a card names first). */
-  paths: string[];
-  /** Every change's id: a countersignature vouches for exactly these. */
-  ids: number[];
-}
-
-/** The paths changed in a workspace, and the changes' ids. */
-export async function changedPaths(db: Queryable, workspace: string): Promise<WorkspaceChanges> {
-  const { rows } = await db.query<{ path: string; ids: string[] }>(
-    `SELECT path, array_agg(id ORDER BY id) AS ids FROM countersign.workspace_changes WHERE workspace = $1
-     GROUP BY path ORDER BY max(id) DESC`,
+/** The version of a workspace's baseline, or undefined when none is stored yet. */
+export async function baselineVersion(db: Queryable, workspace: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ version: string }>(
+    `SELECT version::text AS version FROM countersign.workspace_baselines WHERE workspace = $1`,
     [workspace],
   );
-  return { paths: rows.map((r) => r.path), ids: rows.flatMap((r) => r.ids.map(Number)).sort((a, b) => a - b) };
+  return rows[0]?.version;
+}
+
+/** A workspace's baseline, or undefined when none is stored yet. */
+export async function readBaseline(db: Queryable, workspace: string): Promise<StoredBaseline | undefined> {
+  const { rows } = await db.query<StoredBaseline>(
+    `SELECT entries, version::text AS version FROM countersign.workspace_baselines WHERE workspace = $1`,
+    [workspace],
+  );
+  return rows[0];
+}
+
+/** Replaces a workspace's whole baseline (after a countersigned run: the state it left). */
+export async function replaceBaseline(
+  db: Queryable,
+  workspace: string,
+  entries: Record<string, string>,
+  reason: string,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO countersign.workspace_baselines (workspace, entries, reason) VALUES ($1, $2::jsonb, $3)
+     ON CONFLICT (workspace) DO UPDATE SET entries = EXCLUDED.entries, reason = EXCLUDED.reason,
+       version = countersign.workspace_baselines.version + 1, taken_at = clock_timestamp()`,
+    [workspace, JSON.stringify(entries), reason],
+  );
 }
 
 /**
- * Forgets the changes a countersigned run's card named, by id: a change recorded after the card was
- * drawn (or committed late with an older id) stays.
+ * Changes some paths of a stored baseline (a write a second person approved): `set` entries are put,
+ * `removed` paths dropped. `initial` is the baseline to start from when none is stored yet. One
+ * statement, so two approved writes at once both land.
  */
-export async function clearChanges(db: Queryable, workspace: string, ids: readonly number[]): Promise<number> {
-  if (ids.length === 0) return 0;
-  const { rowCount } = await db.query(
-    `DELETE FROM countersign.workspace_changes WHERE workspace = $1 AND id = ANY($2::bigint[])`,
-    [workspace, ids],
+export async function amendBaseline(
+  db: Queryable,
+  workspace: string,
+  change: { set: Record<string, string>; removed: readonly string[]; initial: Record<string, string> },
+  reason: string,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO countersign.workspace_baselines (workspace, entries, reason)
+     VALUES ($1, ($2::jsonb || $3::jsonb) - $4::text[], $5)
+     ON CONFLICT (workspace) DO UPDATE
+       SET entries = (countersign.workspace_baselines.entries || $3::jsonb) - $4::text[], reason = EXCLUDED.reason,
+         version = countersign.workspace_baselines.version + 1, taken_at = clock_timestamp()`,
+    [workspace, JSON.stringify(change.initial), JSON.stringify(change.set), [...change.removed], reason],
   );
-  return rowCount ?? 0;
 }

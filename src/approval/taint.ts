@@ -1,30 +1,36 @@
+import { createHash } from 'node:crypto';
+import path from 'node:path';
 import type { Queryable } from '../db/pool.ts';
 import type { ToolCall } from '../agent/messages.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Decision } from '../policy/index.ts';
 import { mayBeSamePerson } from '../core/person.ts';
-import type { ApprovalContext } from './context.ts';
+import type { ApprovalContext, TaintedWorkspace } from './context.ts';
 import type { JudgedCall } from './gate.ts';
-import { parseCalls, type CallPolicy, type EnvelopeRow } from './envelope.ts';
-import { changedPaths, clearChanges, insertWorkspaceChanges } from './taint-store.ts';
+import type { CallPolicy, EnvelopeRow } from './envelope.ts';
+import { amendBaseline, baselineVersion, readBaseline, replaceBaseline } from './taint-store.ts';
+import { scanWorkspace, type WorkspaceState } from './workspace-scan.ts';
 import { isRecord, pathsOf } from '../policy/call-args.ts';
 
 /**
- * The taint of a workspace (docs/policy.md): one person's approval may change files, and another
- * one-person approval may run a program, but never both in a row — a program that would read files
- * changed on one person's say runs only with a second person's countersignature, whose card names
- * those files. The floor list of risky paths catches the obvious cases; this is the guarantee.
+ * The taint of a workspace (docs/policy.md): a program that could read content only one person
+ * vouched for runs only with a second person's countersignature, whose card names that content.
+ * One-person content is read from the files themselves: whatever differs in the conversation's
+ * workspace (or worktree) from its baseline — the state the last countersigned program run left,
+ * the clean checkout, or nothing for a fresh workspace — plus the writes a second person approved.
+ * So every way content arrives counts without reporting itself: a tool's write, a received file, a
+ * program's output, a coding CLI's edit, an MCP server's write, and any way added later.
  */
 
 type Call = Pick<ToolCall, 'name' | 'args'>;
 
 /**
- * The workspace the changes are recorded against. A deployment has one (AGENT_WORKSPACE_ROOT); its
- * resolved path depends on each process's working directory, so an ingress and a worker started from
- * different folders would record and read under different names. One name per deployment instead.
+ * The deployment's workspace (AGENT_WORKSPACE_ROOT), by one name: its resolved path depends on each
+ * process's working directory, so an ingress and a worker started from different folders would
+ * otherwise keep two baselines.
  */
-const WORKSPACE = 'agent-workspace';
+export const DEPLOYMENT_WORKSPACE = 'agent-workspace';
 
 /** An MCP tool that is not read-only may run a program: its arguments name one (`command`, `script`…). */
 const PROGRAM_ARGS = ['command', 'cmd', 'script', 'code', 'shell', 'program', 'args', 'argv'] as const;
@@ -39,19 +45,115 @@ function runsProgram(judged: JudgedCall): boolean {
 
 /**
  * The real workspace paths a call writes or deletes: those a writing tool (or an MCP tool that is not
- * read-only) names. A tool that names no path (an application's `deploy_service`) puts nothing in
- * the workspace that a program could read.
+ * read-only) names, inside the workspace.
  */
-function pathsChangedBy(ctx: ApprovalContext, call: Call, conversationId: string): string[] {
-  const judged = ctx.gate.judge(call, conversationId);
+function pathsWrittenBy(judged: JudgedCall): string[] {
   const kind = judged.tool.kind;
   const writes = kind === 'write' || kind === 'delete' || (kind === 'mcp' && judged.tool.mcp?.readOnlyHint !== true);
-  return writes ? pathsOf(judged.args) : [];
+  if (!writes) return [];
+  return pathsOf(judged.args).filter((p) => p !== '' && p !== '.' && !p.startsWith('../') && !path.isAbsolute(p));
+}
+
+/** The workspace a conversation's calls work in, as the taint names and scans it. */
+async function workspaceFor(ctx: ApprovalContext, conversationId: string): Promise<TaintedWorkspace | undefined> {
+  const root = ctx.gate.rootOf(conversationId);
+  return (
+    (await ctx.workspaceOf?.(conversationId)) ?? (root === undefined ? undefined : { key: DEPLOYMENT_WORKSPACE, root })
+  );
+}
+
+/** Baselines read, per workspace key, kept until their stored version changes. */
+const baselineCache = new Map<string, { version: string; entries: Map<string, string> }>();
+
+/** The stored baseline, or the workspace's initial one (nothing, or its clean checkout) when none is stored. */
+async function baselineOf(
+  db: Queryable,
+  workspace: TaintedWorkspace,
+  now: WorkspaceState,
+): Promise<{ entries: Map<string, string>; stored: boolean }> {
+  const version = await baselineVersion(db, workspace.key);
+  if (version === undefined) return { entries: await initialBaseline(workspace, now), stored: false };
+  const cached = baselineCache.get(workspace.key);
+  if (cached?.version === version) return { entries: cached.entries, stored: true };
+  const read = await readBaseline(db, workspace.key);
+  if (!read) return { entries: await initialBaseline(workspace, now), stored: false };
+  const entries = new Map(Object.entries(read.entries));
+  baselineCache.set(workspace.key, { version: read.version, entries });
+  return { entries, stored: true };
+}
+
+/** A checked-out file's git mode → the scan's kind of entry. */
+const KIND_OF_MODE: Record<string, string> = { '100644': 'f', '100755': 'x', '120000': 'l' };
+
+/**
+ * A workspace nobody vouched for yet: empty, or, for a worktree, its clean checkout — a file on disk
+ * whose content and kind are the commit's keeps its entry, every other file of the commit gets an
+ * entry no scan produces (so it shows as changed or deleted). The worktree's own `.git` pointer file
+ * is git's, made with the checkout.
+ */
+async function initialBaseline(workspace: TaintedWorkspace, now: WorkspaceState): Promise<Map<string, string>> {
+  if (!workspace.checkout) return new Map();
+  const entries = new Map<string, string>();
+  const gitPointer = now.entries.get('.git');
+  if (gitPointer?.entry.startsWith('f:')) entries.set('.git', gitPointer.entry);
+  for (const [p, { mode, blob }] of await workspace.checkout()) {
+    const kind = KIND_OF_MODE[mode];
+    // A submodule is a folder the checkout leaves empty: nothing of it is on disk to compare.
+    if (kind === undefined) continue;
+    const scanned = now.entries.get(p);
+    const same = scanned !== undefined && scanned.gitBlob === blob && scanned.entry.startsWith(`${kind}:`);
+    entries.set(p, same ? scanned.entry : 'checkout');
+  }
+  return entries;
+}
+
+/** What differs from the baseline: the paths a card names (newest first), and a digest of exactly that state. */
+interface OnePersonContent {
+  paths: string[];
+  digest: string;
+}
+
+/** The workspace's one-person content now, or undefined when it is what a second person vouched for. */
+async function onePersonContent(
+  ctx: ApprovalContext,
+  db: Queryable,
+  conversationId: string,
+): Promise<OnePersonContent | undefined> {
+  const workspace = await workspaceFor(ctx, conversationId);
+  // A gate that knows no workspace (a test's) has no files a program could read.
+  if (!workspace) return undefined;
+  const now = await scanWorkspace(workspace.root);
+  const { entries: baseline } = await baselineOf(db, workspace, now);
+  const changed: Array<{ path: string; entry: string; changedMs: number }> = [];
+  for (const [p, scanned] of now.entries) if (baseline.get(p) !== scanned.entry) changed.push({ path: p, ...scanned });
+  const deleted = [...baseline.keys()].filter((p) => !now.entries.has(p)).sort();
+  if (changed.length === 0 && deleted.length === 0 && now.complete) return undefined;
+  changed.sort((a, b) => b.changedMs - a.changedMs || a.path.localeCompare(b.path));
+  const named = [
+    ...changed.map((c) => c.path),
+    ...deleted.map((p) => `${p} (deleted)`),
+    ...(now.complete
+      ? []
+      : [
+          '(part of the workspace was not scanned: more files or folders than a scan reads, or one the bot cannot list)',
+        ]),
+  ];
+  const state = [
+    workspace.key,
+    now.complete ? 'complete' : 'incomplete',
+    ...changed.map((c) => `${c.path}\0${c.entry}`).sort(),
+    ...deleted.map((p) => `${p}\0-`),
+  ].join('\n');
+  return {
+    paths: named,
+    digest: createHash('sha256').update(state).digest('hex'),
+  };
 }
 
 /**
- * The policy's decision on a call, with the workspace's changed files when the call runs a program.
- * Every place that decides a call (the loop's ruling, the card, a click, the resume, a grant) asks here.
+ * The policy's decision on a call, with the workspace's one-person content when the call runs a
+ * program. Every place that decides a call (the loop's ruling, the card, a click, the resume, a grant,
+ * the repository's test command) asks here.
  */
 export async function decideCall(
   ctx: ApprovalContext,
@@ -74,94 +176,62 @@ export async function judgeAndDecide(
   conversationId: string,
 ): Promise<{ decision: Decision; judged: JudgedCall }> {
   const judged = ctx.gate.judge(call, conversationId);
-  const changes = runsProgram(judged) ? await changedPaths(db, WORKSPACE) : undefined;
+  // Without anyone who could countersign there is no taint rule: the scan would decide nothing.
+  const changes =
+    runsProgram(judged) && ctx.gate.hasApprovers() ? await onePersonContent(ctx, db, conversationId) : undefined;
   const decision = ctx.gate.decideJudged(judged, requester, reply, {
-    ...(changes ? { changedFiles: changes.paths, changeIds: changes.ids } : {}),
+    ...(changes ? { changedFiles: changes.paths, changeDigest: changes.digest } : {}),
   });
   return { decision, judged };
 }
 
-/** Whether a call runs a program that could read the workspace (see `runsProgram`). */
-export function callRunsProgram(ctx: Pick<ApprovalContext, 'gate'>, call: Call): boolean {
-  // Whether a call runs a program depends on its tool and argument names, not on where paths lead.
-  return runsProgram(ctx.gate.judge(call));
-}
-
-/** The turn a work item is, as `recordOnePersonChange` records it. */
-export const turnOf = (item: { id: string; conversationId: string }) => ({
-  workItemId: item.id,
-  conversationId: item.conversationId,
-});
-
 /**
- * Records the files a call changes on one person's say: allowed by a rule, covered by a grant, or
- * approved by its requester. Only where a second person can sign at all; otherwise nothing would
- * ever clear the record.
- */
-export async function recordOnePersonChange(
-  ctx: ApprovalContext,
-  db: Queryable,
-  call: Call,
-  turn: { workItemId: string; conversationId: string },
-  by: Requester,
-): Promise<void> {
-  if (!ctx.gate.hasApprovers()) return;
-  const { workItemId, conversationId } = turn;
-  const paths = pathsChangedBy(ctx, call, conversationId);
-  if (paths.length === 0) return;
-  await insertWorkspaceChanges(
-    db,
-    paths.map((path) => ({ workspace: WORKSPACE, path, tool: call.name, workItemId, by })),
-  );
-}
-
-/**
- * At the click that completes a card: the approved writes that nobody but the requester approved.
- * "The requester" is decided failing closed: the same platform and user id is the same person even
- * when two payloads name different workspaces.
- */
-export async function recordApprovedChanges(
-  ctx: ApprovalContext,
-  db: Queryable,
-  envelope: EnvelopeRow,
-  calls: readonly ToolCall[],
-  decided: ReadonlyArray<{ toolCallId: string; approved: boolean; answer?: string; by: Requester }>,
-): Promise<void> {
-  for (const d of decided) {
-    const call = calls.find((c) => c.id === d.toolCallId);
-    if (!call || !d.approved || d.answer !== undefined) continue;
-    if (!mayBeSamePerson(d.by, envelope.requester)) continue;
-    const turn = { workItemId: envelope.work_item_id, conversationId: envelope.conversation_id };
-    await recordOnePersonChange(ctx, db, call, turn, envelope.requester);
-  }
-}
-
-/**
- * At resume: a countersignature vouches only for the changes its card named. A change recorded since
- * (a rewrite of a named file counts: it is new content) means the approver did not see what the
- * program would read; the call does not run. Returns why, or undefined.
+ * At resume: a countersignature vouches for exactly the state its card showed (the digest of the
+ * changed paths and their content). Any other state now — a rewrite of a named file, a new file,
+ * a deletion — means the approver did not see what the program would read; the call does not run.
+ * Returns why, or undefined.
  */
 export function unvouchedChanges(stored: CallPolicy | undefined, now: Decision): string | undefined {
-  if (now.vouchesFor === undefined) return undefined;
-  const seen = new Set(stored?.vouchesFor ?? []);
-  const unseen = now.vouchesFor.filter((id) => !seen.has(id));
-  if (unseen.length === 0) return undefined;
+  if (now.vouchesFor === undefined || stored?.vouchesFor === now.vouchesFor) return undefined;
   return `the workspace changed after the card was shown (${now.message ?? 'files changed'}), so the approval does not cover what the program would read.`;
 }
 
 /**
- * After a program ran that a second person countersigned: the changes its card named are vouched
- * for, and only those (by id); anything recorded since stays.
+ * After an approved call ran: when someone other than its requester approved it, what it left is
+ * vouched for. A program run makes the whole workspace as it left it the baseline; an approved write
+ * adds the content now at the paths it names. A call only its requester approved changes nothing:
+ * what it wrote stays one-person content.
  */
-export async function clearAfterCountersignedRun(
+export async function vouchAfterApprovedCall(
   ctx: ApprovalContext,
   envelope: EnvelopeRow,
-  call: { id: string },
+  call: Call & { id: string },
   decider: Requester,
 ): Promise<void> {
-  const vouched = parseCalls(envelope).find((c) => c.id === call.id)?.policy?.vouchesFor ?? [];
-  if (vouched.length === 0 || mayBeSamePerson(decider, envelope.requester)) return;
-  const cleared = await clearChanges(ctx.pool, WORKSPACE, vouched);
-  if (cleared > 0)
-    ctx.log.info({ envelopeId: envelope.id, cleared }, 'a countersigned run cleared the workspace taint');
+  if (mayBeSamePerson(decider, envelope.requester) || !ctx.gate.hasApprovers()) return;
+  const judged = ctx.gate.judge(call, envelope.conversation_id);
+  const workspace = await workspaceFor(ctx, envelope.conversation_id);
+  if (!workspace) return;
+  const now = await scanWorkspace(workspace.root);
+  if (runsProgram(judged)) {
+    const entries = Object.fromEntries([...now.entries].map(([p, { entry }]) => [p, entry]));
+    await replaceBaseline(ctx.pool, workspace.key, entries, `countersigned run ${envelope.id}/${call.id}`);
+    ctx.log.info(
+      { envelopeId: envelope.id, files: now.entries.size },
+      'a countersigned run set the workspace baseline',
+    );
+    return;
+  }
+  const written = pathsWrittenBy(judged);
+  if (written.length === 0) return;
+  const { entries: baseline, stored } = await baselineOf(ctx.pool, workspace, now);
+  const set: Record<string, string> = {};
+  const removed: string[] = [];
+  for (const target of written) {
+    const under = (p: string) => p === target || p.startsWith(`${target}/`);
+    for (const [p, { entry }] of now.entries) if (under(p)) set[p] = entry;
+    for (const p of baseline.keys()) if (under(p) && !now.entries.has(p)) removed.push(p);
+  }
+  const initial = stored ? {} : Object.fromEntries(baseline);
+  await amendBaseline(ctx.pool, workspace.key, { set, removed, initial }, `approved write ${envelope.id}/${call.id}`);
 }

@@ -51,12 +51,12 @@ export interface CallFacts {
   /** A path argument lies in git metadata: a `.git` folder, or a folder holding HEAD, objects/ and refs/. */
   gitMetadata?: boolean;
   /**
-   * Workspace files changed by calls nobody but the requester approved, since the last run a
-   * second person countersigned: a program run now could read them (see docs/policy.md, taint).
+   * Workspace files that differ from what a second person vouched for (the last countersigned run's
+   * state, the clean checkout, approved writes): a program run now could read them (docs/policy.md, taint).
    */
   changedFiles?: string[];
-  /** The ids of those changes: a card that names the files vouches for exactly these. */
-  changeIds?: number[];
+  /** A digest of exactly that state (paths and content): a card that names the files vouches for it. */
+  changeDigest?: string;
   /** What secret the content a call would disclose seems to hold (a private key, a token), by its content. */
   secretContent?: string;
 }
@@ -80,10 +80,10 @@ export interface Decision {
   /** Whether an approval of this call may become a standing grant ("Always allow here"). */
   grantable: boolean;
   /**
-   * Set when the call runs a program in a workspace changed on one person's say: the changes its
-   * countersignature vouches for (their ids); `message` names the files.
+   * Set when the call runs a program in a workspace holding one-person content: the digest of the
+   * state its countersignature vouches for; `message` names the files.
    */
-  vouchesFor?: number[];
+  vouchesFor?: string;
   /** How wide such a grant may be, per argument (the rule's `grant:`); absent: exactly as called. */
   grantPatterns?: Record<string, string[]>;
 }
@@ -397,7 +397,7 @@ export class Policy {
       home,
       grantable,
       ...(grantable && rule.grant ? { grantPatterns: rule.grant } : {}),
-      ...(vouches ? { vouchesFor: input.facts?.changeIds ?? [] } : {}),
+      ...(vouches ? { vouchesFor: input.facts?.changeDigest ?? '' } : {}),
     };
   }
 

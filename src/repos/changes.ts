@@ -180,6 +180,46 @@ export async function changeDiff(repoPath: string, base: string, sha: string): P
   return (await git(repoPath, args)).stdout;
 }
 
+/**
+ * The files of `commit` as git holds them: path → mode (`100644`, `100755`, `120000`, `160000`) and
+ * object id. The taint's baseline of a worktree is its clean checkout, compared file by file with
+ * what is on disk by content, never through the index (which a program could tell to look away).
+ */
+export async function checkoutTree(
+  worktreePath: string,
+  commit: string,
+): Promise<Map<string, { mode: string; blob: string }>> {
+  const { stdout } = await git(worktreePath, ['ls-tree', '-r', '-z', '--full-tree', Sha.parse(commit)]);
+  const tree = new Map<string, { mode: string; blob: string }>();
+  for (const record of splitZ(stdout)) {
+    const tab = record.indexOf('\t');
+    const [mode = '', , blob = ''] = record.slice(0, tab).split(' ');
+    tree.set(record.slice(tab + 1), { mode, blob });
+  }
+  return tree;
+}
+
+/**
+ * The files of a worktree its last commit does not hold: untracked, ignored (received files under
+ * inbox/ among them) and changed-but-uncommitted. A change card names them: they are in the
+ * worktree a program ran in, but not in what would merge.
+ */
+export async function filesNotCommitted(worktreePath: string): Promise<string[]> {
+  const changed = await git(worktreePath, [
+    'diff',
+    '--no-ext-diff',
+    '--no-relative',
+    '--name-only',
+    '-z',
+    'HEAD',
+    '--',
+  ]);
+  const others = await git(worktreePath, ['ls-files', '--others', '-z', '--', ':/']);
+  return [...new Set([...splitZ(changed.stdout), ...splitZ(others.stdout)])].sort();
+}
+
+const splitZ = (stdout: string) => stdout.split('\0').filter(Boolean);
+
 /** The commit a branch points at, or undefined if the branch does not exist. */
 export async function branchTip(repoPath: string, branch: string): Promise<string | undefined> {
   const ref = `refs/heads/${Revision.parse(branch)}`;

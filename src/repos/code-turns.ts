@@ -5,13 +5,13 @@ import type { ModelSpend, RunBill, RunReservation, RunWorstCase } from '../agent
 import type { AnyTool } from '../agent/tools/tool.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { PreparedWorkspace, TurnWorkspaces, WritesBy } from '../queue/turn-workspaces.ts';
-import { changeDiff, branchTip, commitWorktree } from './changes.ts';
+import { changeDiff, branchTip, commitWorktree, filesNotCommitted } from './changes.ts';
 import type { ChangeAuthors, Contributor } from './change-authors.ts';
 import type { CodeBinding, CodeWorkspaces } from './code-workspaces.ts';
 import { CODING_AGENT_TIMEOUT_MS, runCodingAgent } from './coding-agent.ts';
 import { git } from './git.ts';
 import type { RepoConfig } from './repos-config.ts';
-import { MERGE_CHANGE, USE_REPOSITORY, type RecordCodeEvent } from './tools.ts';
+import { MERGE_CHANGE, notCommittedLines, USE_REPOSITORY, type RecordCodeEvent } from './tools.ts';
 import type { Worktree } from './worktrees.ts';
 
 /** What a `/code` or `/review` command puts in its work item's payload (src/repos/work-commands.ts). */
@@ -235,6 +235,7 @@ export class CodeTurns implements TurnWorkspaces {
         sha: tip,
         from,
         ...(testResult ? { tests: testResult } : {}),
+        notCommitted: notCommittedLines(await filesNotCommitted(worktree.path)),
         authors: await this.#authors.authorsOf(worktree),
       },
     };

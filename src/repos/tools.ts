@@ -35,6 +35,15 @@ const BranchName = z.string().regex(/^[A-Za-z0-9._/-]{1,200}$/, 'expected a bran
 
 const CommitId = z.string().regex(/^[0-9a-f]{40}$/, 'expected a full commit id');
 
+/** How many files outside the commit a card names before it counts the rest. */
+const NOT_COMMITTED_SHOWN = 50;
+
+/** The files outside the commit as a card's call holds them: the first ones by name, then a count. */
+export function notCommittedLines(files: readonly string[]): string[] {
+  const shown = files.slice(0, NOT_COMMITTED_SHOWN).map((f) => f.slice(0, 1000));
+  return files.length > NOT_COMMITTED_SHOWN ? [...shown, `… and ${files.length - NOT_COMMITTED_SHOWN} more`] : shown;
+}
+
 /** A change card's call: exactly this commit of this branch into the repository's base. */
 export const MergeChangeArgs = z.object({
   repo: z.string().min(1).max(40),
@@ -46,6 +55,14 @@ export const MergeChangeArgs = z.object({
   from: CommitId,
   /** The repository's test command and its result, as the card showed them. */
   tests: z.string().max(4000).optional(),
+  /**
+   * The worktree's files the commit does not hold (untracked, ignored such as received files,
+   * uncommitted), as the card names them: a program run there could read them, a merge leaves them.
+   */
+  notCommitted: z
+    .array(z.string().max(1000))
+    .max(NOT_COMMITTED_SHOWN + 1)
+    .default([]),
   /**
    * Everyone whose turn or approval put content into the change (`platform:user`), as recorded when
    * the content was written (src/repos/change-authors.ts): none of them may give its second signature.
@@ -224,6 +241,9 @@ async function describeChange(
     ...files.slice(0, FILES_SHOWN).map(describeFile),
     ...(files.length > FILES_SHOWN ? [`… and ${files.length - FILES_SHOWN} more (Full diff)`] : []),
     ...(args.tests ? [`Tests: ${args.tests}`] : []),
+    ...(args.notCommitted.length
+      ? [`In the worktree but not in this commit (not merged): ${args.notCommitted.join(', ')}`]
+      : []),
   ];
   return lines.join('\n');
 }

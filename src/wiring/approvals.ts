@@ -10,6 +10,7 @@ import type { ChangeDiffSource } from '../approval/change-diff.ts';
 import type { ConnectionGate } from '../approval/connections.ts';
 import { CardRenderers } from '../approval/card-renderers.ts';
 import { PolicyGate } from '../approval/gate.ts';
+import type { ApprovalContext } from '../approval/context.ts';
 import { PolicyFile } from '../policy/index.ts';
 import type { AgentTools } from './tools.ts';
 
@@ -55,6 +56,8 @@ interface ApprovalWiring {
   changeDiff?: ChangeDiffSource;
   /** Per-person MCP servers' connections, where any is configured. */
   connections?: ConnectionGate;
+  /** A conversation's worktree as the taint scans it (code work), where repositories are configured. */
+  workspaceOf?: ApprovalContext['workspaceOf'];
 }
 
 /**
@@ -81,6 +84,7 @@ export function createApprovals(wiring: ApprovalWiring): { gate: PolicyGate; app
     log: wiring.log,
     ...(wiring.changeDiff ? { changeDiff: wiring.changeDiff } : {}),
     ...(wiring.connections ? { connections: wiring.connections } : {}),
+    ...(wiring.workspaceOf ? { workspaceOf: wiring.workspaceOf } : {}),
     settings: {
       ttlSeconds: config.APPROVAL_TTL_SECONDS,
       approvers: config.APPROVERS,

@@ -6,7 +6,8 @@ import type { AnyBuiltinTool } from '../agent/tools/tool.ts';
 import type { ChangeDiffSource } from '../approval/change-diff.ts';
 import { audit } from '../approval/store.ts';
 import { conversationExists } from '../queue/turn-lifecycle.ts';
-import { changeDiff } from '../repos/changes.ts';
+import type { TaintedWorkspace } from '../approval/context.ts';
+import { changeDiff, checkoutTree } from '../repos/changes.ts';
 import { ChangeAuthors } from '../repos/change-authors.ts';
 import { CodeTurns } from '../repos/code-turns.ts';
 import { CodeWorkspaces } from '../repos/code-workspaces.ts';
@@ -30,6 +31,8 @@ export interface CodeWork {
   changeDiff: ChangeDiffSource;
   /** Removes the worktrees and bindings of conversations that are gone (housekeeping). */
   sweep(): Promise<number>;
+  /** A bound conversation's worktree as the taint names and scans it (src/approval/taint.ts). */
+  taintedWorkspaceOf(conversationId: string): Promise<TaintedWorkspace | undefined>;
 }
 
 /**
@@ -85,6 +88,30 @@ export async function openCodeWork(
     ),
     changeDiff: (args, conversationId) => diffFile(workspaces, args, conversationId),
     sweep: () => workspaces.sweep(repos, (id) => conversationExists(pool, id)),
+    taintedWorkspaceOf: (conversationId) => taintedWorktree(workspaces, conversationId),
+  };
+}
+
+/**
+ * The taint's name for a conversation's worktree: its repository, branch and the commit it was made
+ * from (a worktree made afresh after a merge starts from its clean checkout again), the same from
+ * every process. Bound but not open yet: a name of its own, with nothing in it.
+ */
+async function taintedWorktree(
+  workspaces: CodeWorkspaces,
+  conversationId: string,
+): Promise<TaintedWorkspace | undefined> {
+  const root = workspaces.rootOf(conversationId);
+  if (root === undefined) return undefined;
+  const now = await workspaces.current(conversationId);
+  if (!now) return { key: `worktree-unopened:${path.basename(root)}`, root };
+  const { repo, worktree } = now;
+  const checkout = worktree.review?.head ?? worktree.baseCommit;
+  const kind = worktree.review ? `review/${path.basename(worktree.path)}` : 'code';
+  return {
+    key: `worktree:${repo.name}@${worktree.branch}#${checkout}:${kind}`,
+    root: worktree.path,
+    checkout: () => checkoutTree(worktree.path, checkout),
   };
 }
 

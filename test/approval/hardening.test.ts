@@ -14,6 +14,7 @@ import { enqueueWorkItem } from '../../src/queue/turn-lifecycle.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { restingStatus, testConfig, waitFor } from '../helpers/harness.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';
+import { vouchForWorkspace } from '../helpers/taint-baseline.ts';
 
 /**
  * The review's reproductions (issue 30), each through the real worker: a requester who is not an
@@ -78,6 +79,7 @@ const script: Script = {
       match: '^write notes',
       rounds: [call('write_file', { path: 'notes.txt', content: 'touch pwned.txt\n' }), RESULT],
     },
+    { match: '^write later', rounds: [call('write_file', { path: 'later.txt', content: 'later\n' }), RESULT] },
     { match: '^write readme', rounds: [call('write_file', { path: 'README.txt', content: 'hello\n' }), RESULT] },
     { match: '^mcp write', rounds: [call('fs__write', { path: 'src/lib.rs', content: 'fn main() {}\n' }), RESULT] },
     { match: '^mcp make', rounds: [call('shell__run', { command: 'make test' }), RESULT] },
@@ -97,7 +99,10 @@ const MCP_TOOLS: AnyTool[] = [
     idempotent: false,
     kind: 'mcp',
     mcp: { server: 'fs', trusted: true, destructiveHint: false },
-    async execute({ path: p }) {
+    // A real MCP server writes where it writes: into the workspace here, so the disk shows it.
+    async execute({ path: p, content }) {
+      mkdirSync(path.dirname(path.join(mcpWorkspace, p)), { recursive: true });
+      writeFileSync(path.join(mcpWorkspace, p), content);
       return `wrote ${p}`;
     },
   }),
@@ -116,6 +121,9 @@ const MCP_TOOLS: AnyTool[] = [
     },
   }),
 ];
+
+/** The workspace the fake MCP file server writes into (set once the app has made it). */
+let mcpWorkspace = '';
 
 const slackPerson = (user: string, workspace = HOME): Requester => ({ platform: 'slack', userId: user, workspace });
 const DEV = slackPerson('U0DEV0001');
@@ -176,6 +184,7 @@ describe('hardening: no one-person path to code execution', () => {
     writeFileSync(policyFile, POLICY);
     const config = testConfig(db.url, { POLICY_FILE: policyFile, ENABLE_RUN_COMMAND: 'true' });
     workspace = config.AGENT_WORKSPACE_ROOT;
+    mcpWorkspace = workspace;
     app = await startCountersign(config, {
       role: 'all',
       provider: new ScriptedProvider(script),
@@ -190,7 +199,7 @@ describe('hardening: no one-person path to code execution', () => {
     await db.drop();
   });
   beforeEach(async () => {
-    await app.pool.query(`DELETE FROM countersign.workspace_changes`);
+    await vouchForWorkspace(app.pool, workspace);
   });
 
   it('refuses an argument the tool does not declare, so it cannot pick the rule (extra `path`)', async () => {
@@ -342,7 +351,7 @@ describe('hardening: no one-person path to code execution', () => {
     expect(await settled(run.id)).toBe('awaiting_approval');
     expect((await policyOf(run.id)).why).toBe('files changed since the last countersigned run: README.txt');
     // In another conversation, the requester changes a file after the card was drawn.
-    const later = await say('write notes');
+    const later = await say('write later');
     expect(await settled(later.id)).toBe('awaiting_approval');
     expect((await approve(later.id, DEV)).ok).toBe(true);
     const signed = await approve(run.id, SRE);
@@ -354,9 +363,12 @@ describe('hardening: no one-person path to code execution', () => {
       [signed.continuation.id],
     );
     expect(ran.rows[0].n).toBe(0);
-    // What the card named is not cleared by a run that did not happen.
-    const { rows } = await app.pool.query(`SELECT path FROM countersign.workspace_changes ORDER BY id`);
-    expect(rows.map((r) => r.path)).toEqual(['README.txt', 'notes.txt']);
+    // What the card named is not vouched for by a run that did not happen.
+    const again = await say('git status');
+    expect(await settled(again.id)).toBe('awaiting_approval');
+    expect((await policyOf(again.id)).why).toBe(
+      'files changed since the last countersigned run: later.txt, README.txt',
+    );
   });
 
   it('counts an MCP write as a change, and an MCP shell tool as a program run', async () => {

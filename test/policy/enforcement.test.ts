@@ -16,6 +16,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { restingStatus, testConfig, waitFor } from '../helpers/harness.ts';
 import { builtinToolKinds as toolKinds, platforms } from './helpers.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';
+import { vouchForWorkspace } from '../helpers/taint-baseline.ts';
 
 const HOME = 'T0OPS0001';
 const GUILD = '444444444444444444';
@@ -230,11 +231,13 @@ describe('the policy, enforced by the running bot', () => {
       'the card',
     );
 
+  let workspaceRoot = '';
   beforeAll(async () => {
     db = await createTestDatabase();
     policyFile = path.join(mkdtempSync(path.join(tmpdir(), 'cs-policy-')), 'policy.yaml');
     writeFileSync(policyFile, POLICY);
     const config = testConfig(db.url, { POLICY_FILE: policyFile, ENABLE_RUN_COMMAND: 'true' });
+    workspaceRoot = config.AGENT_WORKSPACE_ROOT;
     app = await startCountersign(config, {
       role: 'all',
       provider: new ScriptedProvider(script),
@@ -344,7 +347,7 @@ describe('the policy, enforced by the running bot', () => {
     // the table's writes go after everything else has been decided.
     const writes = new Set(['write_file', 'edit_file', 'delete_file']);
     // The earlier tests of this file changed the workspace too.
-    await app.pool.query(`DELETE FROM countersign.workspace_changes`);
+    await vouchForWorkspace(app.pool, workspaceRoot);
     const start = (c: (typeof CASES)[number], i: number) => {
       const { requester, reply } = turnOf(c);
       return say(`case ${i}`, requester, reply);

@@ -490,6 +490,8 @@ async function withChangeCard(
 
 /** How much of a test run's output a change card shows. */
 const TEST_OUTPUT_CHARS = 600;
+/** How much of the policy's reason for not running the tests a change card shows. */
+const TEST_WHY_CHARS = 1_500;
 
 /**
  * The repository's test command, run as a `run_command` call under the policy: only when a rule lets
@@ -506,8 +508,14 @@ async function testsUnderPolicy(
   if (!tool) return `${shown} not run: running programs is off here (ENABLE_RUN_COMMAND=false).`;
   const call: ToolCall = { id: `tests-${item.id}`, name: RUN_COMMAND, args: { command: argv } };
   const ruling = await services.approvals.rule(item, call);
-  if (ruling.outcome !== 'allow')
-    return `${shown} not run: the policy ${ruling.outcome === 'deny' ? 'refuses it' : 'asks before running it'} (a policy rule can allow it; docs/code-work.md).`;
+  // The same decision as any program run: with content only one person vouched for in the worktree
+  // (a received file, a program's output) the taint asks for a countersignature, and the card says so.
+  if (ruling.outcome !== 'allow') {
+    const why = ruling.message
+      ? `: ${ruling.message.slice(0, TEST_WHY_CHARS)}`
+      : ' (a policy rule can allow it; docs/code-work.md)';
+    return `${shown} not run: the policy ${ruling.outcome === 'deny' ? 'refuses it' : ruling.outcome === 'countersign' ? 'needs a second person to countersign it' : 'asks before running it'}${why}.`;
+  }
   await services.approvals.recordRuling(item, call, ruling);
   const admitted = admitArgs(tool, call.args);
   if (!admitted.ok) return `${shown} not run: ${admitted.problem}`;
