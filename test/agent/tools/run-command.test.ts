@@ -16,6 +16,7 @@ import {
   type ToolOutput,
 } from '../../../src/agent/tools/tool.ts';
 import { testToolContext } from '../../helpers/tools.ts';
+import { unconfinedSandbox } from '../../helpers/sandbox.ts';
 
 let root: string;
 let tool: ReturnType<typeof createRunCommandTool>;
@@ -40,7 +41,7 @@ beforeEach(() => {
   // the workspace" (the parent) is ours too, never a shared path such as /tmp/x.
   root = path.join(realpathSync(mkdtempSync(path.join(tmpdir(), 'cs-run-'))), 'workspace');
   mkdirSync(path.join(root, 'repo'), { recursive: true });
-  tool = createRunCommandTool(root);
+  tool = createRunCommandTool(root, unconfinedSandbox());
 });
 
 describe('run_command', () => {
