@@ -67,7 +67,8 @@ function mountPoints(p: string): string[] {
 const bind = (flag: '--bind' | '--ro-bind', p: string) =>
   mountPoints(p).flatMap((target) => [flag, realPath(p), target]);
 
-const within = (inner: string, outer: string) =>
+/** Whether `inner` is `outer` or lies inside it. */
+export const within = (inner: string, outer: string) =>
   inner === outer || inner.startsWith(outer.endsWith('/') ? outer : `${outer}/`);
 
 /** Paths a visible path must not contain (it would show them), naming the first it does. */

@@ -2,7 +2,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, INSTALL_DIR, type Config } from '../config.ts';
-import { realPath, type SandboxLayout } from './bwrap-arguments.ts';
+import { realPath, within, type SandboxLayout } from './bwrap-arguments.ts';
 import { openProgramSandbox, probeBubblewrap, ProgramSandbox } from './sandbox.ts';
 
 export type SandboxConfig = Pick<
@@ -38,7 +38,7 @@ export function botPaths(config: Pick<Config, 'EMBEDDED_POSTGRES_DIR' | 'WORKTRE
 function grantProblems(granted: readonly string[], own: readonly string[]): string[] {
   return granted.flatMap((grant) => {
     const real = realPath(grant);
-    const shown = own.map(realPath).find((p) => p === real || p.startsWith(`${real}/`));
+    const shown = own.map(realPath).find((p) => within(p, real));
     return shown ? [`SANDBOX_READ_PATHS: ${grant} holds ${shown}, which sandboxed programs must not see`] : [];
   });
 }
