@@ -9,10 +9,10 @@ import path from 'node:path';
  */
 
 /** System folders every program needs (binaries, libraries, /etc for users, DNS and certificates). */
-export const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'] as const;
+const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'] as const;
 
 /** Files of /etc that hold secrets of the host (password hashes, TLS keys): never shown. */
-export const HOST_SECRETS = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-', '/etc/ssl/private'];
+const HOST_SECRETS = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-', '/etc/ssl/private'];
 
 /** The private home every sandboxed program gets (inside its private /tmp): empty at each start. */
 export const SANDBOX_HOME = '/tmp/.home';

@@ -22,7 +22,7 @@ export type SandboxConfig = Pick<
  * Postgres, worktrees, `.data`), and the $HOME it runs with. Relative settings resolve as the rest
  * of the app resolves them, against the current directory.
  */
-export function botPaths(config: Pick<Config, 'EMBEDDED_POSTGRES_DIR' | 'WORKTREES_DIR'>): string[] {
+function botPaths(config: Pick<Config, 'EMBEDDED_POSTGRES_DIR' | 'WORKTREES_DIR'>): string[] {
   const here = (p: string) => path.resolve(process.cwd(), p);
   return [
     INSTALL_DIR,

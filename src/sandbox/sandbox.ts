@@ -44,7 +44,7 @@ export type SandboxStatus =
   { kind: 'confined'; bwrap: string } | { kind: 'off' } | { kind: 'unavailable'; reason: string };
 
 /** The environment of a program: the allowlist, a private home, and what the run passes. */
-export function allowlistedEnvironment(
+function allowlistedEnvironment(
   home: string,
   given: Record<string, string>,
   from: NodeJS.ProcessEnv = process.env,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { list } from '../core/env-fields.ts';
 
 /** The programs a sandbox may let onto the network, by what starts them (SANDBOX_NETWORK). */
-export const NETWORK_USERS = ['run_command', 'coding_agent', 'mcp'] as const;
+const NETWORK_USERS = ['run_command', 'coding_agent', 'mcp'] as const;
 export type NetworkUser = (typeof NETWORK_USERS)[number];
 
 /** The sandbox's variables, spread into src/config.ts's schema (docs/sandbox.md). */

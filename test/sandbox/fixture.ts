@@ -15,7 +15,7 @@ export const BOT_SECRETS = {
   TOKEN_ENCRYPTION_KEY: 'sandbox-test-encryption-key',
 } as const;
 
-export const DOTENV_SECRET = 'sandbox-test-dotenv-secret';
+const DOTENV_SECRET = 'sandbox-test-dotenv-secret';
 
 /** Whether `text` holds any of the bot's secrets. */
 export function leaked(text: string): string[] {
