@@ -140,6 +140,10 @@ export function bwrapArguments(layout: SandboxLayout, confinement: Confinement, 
     ...readable.flatMap((p) => bind('--ro-bind', p)),
     ...confinement.hidden.flatMap(({ path: folder, except }) => {
       if (!existsSync(folder)) return [];
+      // A link planted in the workspace (inbox → /root) would aim these mounts at the host.
+      for (const p of [folder, ...(except && existsSync(except) ? [except] : [])])
+        if (lstatSync(p).isSymbolicLink() || !writable.some((w) => within(realPath(p), realPath(w))))
+          throw new ConfinementError(`${p} is a symbolic link or leaves the workspace: remove it, then run again.`);
       const kept = except && existsSync(except) && within(realPath(except), realPath(folder)) ? except : undefined;
       return [...mountPoints(folder).flatMap((p) => ['--tmpfs', p]), ...(kept ? bind('--bind', kept) : [])];
     }),

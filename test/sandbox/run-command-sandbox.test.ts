@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunCommandTool } from '../../src/agent/tools/run-command.ts';
@@ -141,6 +141,41 @@ describe('run_command in the sandbox', () => {
     expect(result.isError).toBe(true);
     expect(leaked(result.content)).toEqual([]);
     expect(result.content).toContain("which is Countersign's own");
+  });
+
+  it('mounts nothing a .git file planted in the workspace names', async () => {
+    const privateDir = path.join(deployment.dir, 'private');
+    mkdirSync(privateDir, { recursive: true });
+    writeFileSync(path.join(privateDir, 'secret.txt'), 'private to the host\n');
+    // A fake git folder in the workspace whose commondir points at the host folder.
+    const fake = path.join(deployment.workspace, 'fakegit');
+    mkdirSync(fake, { recursive: true });
+    writeFileSync(path.join(fake, 'commondir'), privateDir);
+    writeFileSync(path.join(fake, 'gitdir'), path.join(deployment.workspace, '.git'));
+    writeFileSync(path.join(deployment.workspace, '.git'), `gitdir: ${fake}\n`);
+    try {
+      const result = await run(await deployment.sandbox(), ['cat', path.join(privateDir, 'secret.txt')]);
+      expect(result.content).not.toContain('private to the host');
+    } finally {
+      rmSync(path.join(deployment.workspace, '.git'));
+    }
+  });
+
+  it('refuses to run when the inbox folder is a link out of the workspace', async () => {
+    const privateDir = path.join(deployment.dir, 'linked-inbox');
+    mkdirSync(path.join(privateDir, path.basename(deployment.ownInbox)), { recursive: true });
+    writeFileSync(path.join(privateDir, path.basename(deployment.ownInbox), 'host.txt'), 'a host file\n');
+    const workspace = path.join(deployment.dir, 'linked-workspace');
+    mkdirSync(workspace);
+    symlinkSync(privateDir, path.join(workspace, 'inbox'));
+    const tool = createRunCommandTool(workspace, await deployment.sandbox());
+    const out = await tool.execute(
+      tool.input.parse({ command: ['sh', '-c', `cat inbox/*/host.txt ${privateDir}/*/host.txt`] }),
+      testToolContext({ conversationId: deployment.own }),
+    );
+    const content = typeof out === 'string' ? out : out.content;
+    expect(content).not.toContain('a host file');
+    expect(content).toContain('symbolic link');
   });
 
   it('with SANDBOX=off, is exactly what it trusts: the program reads the bot’s environment through /proc', async () => {
