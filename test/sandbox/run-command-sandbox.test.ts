@@ -178,6 +178,18 @@ describe('run_command in the sandbox', () => {
     expect(content).toContain('symbolic link');
   });
 
+  it("shows a repository's own inbox/ folder in its worktree (received files live in the shared workspace)", async () => {
+    const worktree = path.join(deployment.dir, 'worktree-with-inbox');
+    mkdirSync(path.join(worktree, 'inbox'), { recursive: true });
+    writeFileSync(path.join(worktree, 'inbox', 'fixture.txt'), 'part of the repository\n');
+    const tool = createRunCommandTool(deployment.workspace, await deployment.sandbox(), () => worktree);
+    const out = await tool.execute(
+      tool.input.parse({ command: ['cat', 'inbox/fixture.txt'] }),
+      testToolContext({ conversationId: deployment.own }),
+    );
+    expect(typeof out === 'string' ? out : out.content).toContain('part of the repository');
+  });
+
   it('with SANDBOX=off, is exactly what it trusts: the program reads the bot’s environment through /proc', async () => {
     // What every run did before the sandbox, and what SANDBOX=off still does (docs/sandbox.md).
     const result = await run(unconfinedSandbox(), sh('cat /proc/$PPID/environ'));

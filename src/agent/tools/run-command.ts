@@ -123,7 +123,11 @@ export function createRunCommandTool(root: string, sandbox: ProgramSandbox, root
     timeLimitSeconds: ({ timeoutSeconds }, defaultSeconds) =>
       Math.max(defaultSeconds, timeoutSeconds + RUN_COMMAND_LIMITS.killGraceSeconds),
     describeForApproval: (raw, ctx) => describeRunCommand(rootFor(ctx), raw),
-    execute: (args, ctx) => runCommand(rootFor(ctx), sandbox, args, ctx),
+    execute: (args, ctx) => {
+      const own = rootOf?.(ctx.conversationId);
+      // Received files are saved under the shared workspace's inbox/; a worktree's `inbox` is the repository's.
+      return runCommand(own ?? root, sandbox, args, ctx, { sharedWorkspace: own === undefined });
+    },
   });
 }
 
@@ -156,6 +160,7 @@ async function runCommand(
   sandbox: ProgramSandbox,
   { command, cwd, timeoutSeconds }: RunCommandArgs,
   ctx: ToolContext,
+  { sharedWorkspace }: { sharedWorkspace: boolean },
 ): Promise<ToolOutput> {
   let dir: string;
   try {
@@ -175,12 +180,14 @@ async function runCommand(
       // git works in a worktree (read-only: refs and hooks stay the bot's to change).
       readable: await gitFoldersOf(workspace),
       // Files people sent in other conversations are not this run's to read.
-      hidden: [
-        {
-          path: path.join(workspace, INBOX_DIR),
-          except: path.join(workspace, INBOX_DIR, inboxFolderOf(ctx.conversationId)),
-        },
-      ],
+      hidden: sharedWorkspace
+        ? [
+            {
+              path: path.join(workspace, INBOX_DIR),
+              except: path.join(workspace, INBOX_DIR, inboxFolderOf(ctx.conversationId)),
+            },
+          ]
+        : [],
       network: sandbox.allowsNetwork('run_command'),
       env: {},
     });
