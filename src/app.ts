@@ -37,7 +37,7 @@ import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
 import { openCodeWork, type CodeWork } from './wiring/repos.ts';
-import { openSandbox } from './sandbox/open.ts';
+import { openSandbox } from './wiring/sandbox.ts';
 import { scheduleTools, scheduleVerbs } from './wiring/schedules.ts';
 import { connectionGateOf, openConnections, personalAuthOf, routeConnectPages } from './wiring/connections.ts';
 import { readWorkCommand } from './repos/work-commands.ts';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { openSandbox, type SandboxConfig } from '../../src/sandbox/open.ts';
+import { openSandbox, type SandboxConfig } from '../../src/wiring/sandbox.ts';
 import { probeBubblewrap } from '../../src/sandbox/sandbox.ts';
 
 const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'cs-sandbox-start-')));

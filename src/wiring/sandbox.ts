@@ -2,8 +2,8 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, INSTALL_DIR, type Config } from '../config.ts';
-import { realPath, within, type SandboxLayout } from './bwrap-arguments.ts';
-import { openProgramSandbox, probeBubblewrap, ProgramSandbox } from './sandbox.ts';
+import { realPath, within, type SandboxLayout } from '../sandbox/bwrap-arguments.ts';
+import { openProgramSandbox, probeBubblewrap, ProgramSandbox } from '../sandbox/sandbox.ts';
 
 export type SandboxConfig = Pick<
   Config,
