@@ -68,6 +68,18 @@ export class ProgramSandbox {
     this.#network = new Set(network);
   }
 
+  /** One line for an approval card: where `user`'s program will run, so the approver knows what it can reach. */
+  describe(user: NetworkUser): string {
+    switch (this.status.kind) {
+      case 'confined':
+        return `sandbox: the workspace only · network ${this.allowsNetwork(user) ? 'on' : 'off'}`;
+      case 'off':
+        return 'sandbox: OFF (SANDBOX=off) — it runs as the bot, and can read its secrets';
+      default:
+        return 'sandbox: none can run here — it will be refused';
+    }
+  }
+
   /** Whether SANDBOX_NETWORK lets `user`'s programs reach the network. */
   allowsNetwork(user: NetworkUser): boolean {
     return this.#network.has(user);

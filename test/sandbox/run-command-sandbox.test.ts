@@ -119,6 +119,17 @@ describe('run_command in the sandbox', () => {
     }
   });
 
+  it('tells the approver on the card where the program runs and whether it has the network', async () => {
+    const card = async (sandbox: ProgramSandbox) =>
+      createRunCommandTool(deployment.workspace, sandbox).describeForApproval!(
+        { command: ['make'], cwd: '.', timeoutSeconds: 60 },
+        testToolContext(),
+      );
+    expect(await card(await deployment.sandbox())).toContain('sandbox: the workspace only · network off');
+    expect(await card(await deployment.sandbox(['run_command']))).toContain('sandbox: the workspace only · network on');
+    expect(await card(unconfinedSandbox())).toContain('sandbox: OFF (SANDBOX=off)');
+  });
+
   it('refuses to start anything where no sandbox can run, naming SANDBOX=off as the way out', async () => {
     const none = new ProgramSandbox(
       { kind: 'unavailable', reason: 'bubblewrap (bwrap) is not installed' },

@@ -122,7 +122,8 @@ export function createRunCommandTool(root: string, sandbox: ProgramSandbox, root
     idempotent: false,
     timeLimitSeconds: ({ timeoutSeconds }, defaultSeconds) =>
       Math.max(defaultSeconds, timeoutSeconds + RUN_COMMAND_LIMITS.killGraceSeconds),
-    describeForApproval: (raw, ctx) => describeRunCommand(rootFor(ctx), raw),
+    describeForApproval: async (raw, ctx) =>
+      `${await describeRunCommand(rootFor(ctx), raw)}\n${sandbox.describe('run_command')}`,
     execute: (args, ctx) => {
       const own = rootOf?.(ctx.conversationId);
       // Received files are saved under the shared workspace's inbox/; a worktree's `inbox` is the repository's.

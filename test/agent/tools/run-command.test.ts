@@ -64,7 +64,9 @@ describe('run_command', () => {
         { command: ['git', 'commit', '-m', "it's done", '--author=', ''], cwd: './repo/' } as never,
         testToolContext(),
       ),
-    ).toBe(`$ git commit -m 'it'\\''s done' --author= ''\nin: repo\ntimeout: 60 s · no shell · risk: high`);
+    ).toBe(
+      `$ git commit -m 'it'\\''s done' --author= ''\nin: repo\ntimeout: 60 s · no shell · risk: high\nsandbox: OFF (SANDBOX=off) — it runs as the bot, and can read its secrets`,
+    );
   });
 
   it('runs the program once, without a shell, in the workspace with a minimal environment', async () => {
