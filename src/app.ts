@@ -37,6 +37,7 @@ import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
 import { openCodeWork, type CodeWork } from './wiring/repos.ts';
+import { openSandbox } from './wiring/sandbox.ts';
 import { scheduleTools, scheduleVerbs } from './wiring/schedules.ts';
 import { connectionGateOf, openConnections, personalAuthOf, routeConnectPages } from './wiring/connections.ts';
 import { readWorkCommand } from './repos/work-commands.ts';
@@ -220,7 +221,9 @@ export async function startCountersign(config: Config, options: StartOptions): P
     const platforms = await platformsToRun(config, options, consoleAdapter, new RateBuckets(pool), log);
     const outbounds = registerOutbounds(platforms, options, events);
 
-    const codeWork = await openCodeWork(config, log, pool, { runsTurns });
+    // Once, before anything starts a program: where none can run in a sandbox, one line says so.
+    const sandbox = await openSandbox(config, log, { runsTurns });
+    const codeWork = await openCodeWork(config, log, pool, { runsTurns, sandbox });
     const connections = openConnections(config, log, pool, directory);
     const skills = await openSkills(config, log, { runsTurns }, cleanups);
     const agentTools = await openTools(
@@ -229,6 +232,7 @@ export async function startCountersign(config: Config, options: StartOptions): P
       {
         skills,
         runsTurns,
+        sandbox,
         extra: [...featureTools(config, pool, outbounds, codeWork), ...(options.tools ?? [])],
         ...(codeWork ? { rootOf: codeWork.rootOf } : {}),
         ...(connections ? { personalAuth: personalAuthOf(connections, pool) } : {}),

@@ -10,6 +10,7 @@ import { platformDirectory } from './adapters/registry.ts';
 import { bool, headerSecret, int, list, optionalString, url, type Env, type EnvProblem } from './core/env-fields.ts';
 import { SLACK_CREDENTIAL, SLACK_ENV, SLACK_SECRETS, slackEnvProblems } from './adapters/slack/settings.ts';
 import { DISCORD_CREDENTIAL, DISCORD_ENV, DISCORD_SECRETS, discordEnvProblems } from './adapters/discord/settings.ts';
+import { SANDBOX_ENV } from './sandbox/settings.ts';
 
 /** The directory Countersign is installed in (shipped skills and migrations resolve from here). */
 export const INSTALL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -178,6 +179,8 @@ export const ConfigSchema = z
       .default(5),
     /** The same under a budget in tokens (input, output, cache reads and writes). */
     CODING_AGENT_RESERVE_TOKENS: int(1, 1_000_000_000).default(2_000_000),
+    /** Variables the coding CLI gets besides PATH, LANG and TERM (its sandbox's allowlist); never a withheld one. */
+    CODING_AGENT_ENV: list.default(['ANTHROPIC_API_KEY', 'OPENAI_API_KEY', 'OPENROUTER_API_KEY']),
 
     /** Where this bot's HTTP server is reachable from people's browsers (the OAuth callback: docs/connections.md). */
     PUBLIC_URL: url.optional(),
@@ -198,6 +201,7 @@ export const ConfigSchema = z
 
     ...SLACK_ENV,
     ...DISCORD_ENV,
+    ...SANDBOX_ENV,
 
     /** Which platforms' inbound halves this process runs (ingress and all roles); unset: every configured one. */
     INGRESS_PLATFORMS: list

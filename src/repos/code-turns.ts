@@ -13,6 +13,7 @@ import { git } from './git.ts';
 import type { RepoConfig } from './repos-config.ts';
 import { MERGE_CHANGE, notCommittedLines, USE_REPOSITORY, type RecordCodeEvent } from './tools.ts';
 import type { Worktree } from './worktrees.ts';
+import { startsNothing, type ProgramSandbox } from '../sandbox/sandbox.ts';
 
 /** What a `/code` or `/review` command puts in its work item's payload (src/repos/work-commands.ts). */
 const CodePayload = z.object({
@@ -30,10 +31,13 @@ const REVIEW_DIFF_CHARS = 60_000;
  */
 const RUN_LEASE_MARGIN_SECONDS = 5 * 60;
 
-/** The external coding CLI: its argv, the secrets it never gets, and what a run is held at under budgets. */
+/** The external coding CLI: its argv, its sandbox and environment, and what a run is held at under budgets. */
 export interface CodingAgentSetup {
   argv: string[];
+  /** CODING_AGENT_ENV: the variables it gets besides the sandbox's allowlist. */
+  passed: readonly string[];
   withheld: ReadonlySet<string>;
+  sandbox: ProgramSandbox;
   /** CODING_AGENT_RESERVE_USD and CODING_AGENT_RESERVE_TOKENS: a run's worst case, held before it starts. */
   reserve: { usd: number; tokens: number };
 }
@@ -152,14 +156,16 @@ export class CodeTurns implements TurnWorkspaces {
     task: string,
     log: Logger,
   ): NonNullable<Extract<PreparedWorkspace, { kind: 'repository' }>['external']> {
-    const { argv, withheld, reserve } = this.#codingAgent ?? {
+    const { argv, passed, withheld, sandbox, reserve } = this.#codingAgent ?? {
       argv: [],
+      passed: [],
       withheld: new Set<string>(),
+      sandbox: startsNothing(),
       reserve: { usd: 0, tokens: 0 },
     };
     return async (onProgress, signal, spend) => {
-      // The CLI runs as the bot, unsandboxed, with the clone's refs in reach: a base it moved itself
-      // (a prompt-injected `git push` or `update-ref`) is reported loudly, never passed off as done.
+      // Sandboxed, the CLI sees the clone's git folders read-only; with SANDBOX=off it runs as the bot:
+      // a base it moved itself (a prompt-injected `update-ref`) is reported loudly, never passed off as done.
       const base = await this.#workspaces.worktrees.base(repo);
       const before = await branchTip(repo.path, base);
       const worst: RunWorstCase = {
@@ -172,7 +178,8 @@ export class CodeTurns implements TurnWorkspaces {
       let result;
       try {
         const budgetUsd = reserve.usd;
-        result = await runCodingAgent({ argv, withheld, budgetUsd, cwd: worktree.path, task, signal, onProgress });
+        const cwd = worktree.path;
+        result = await runCodingAgent({ argv, passed, withheld, sandbox, budgetUsd, cwd, task, signal, onProgress });
         spent = result.spent;
       } finally {
         await held.settle(spent);

@@ -2,6 +2,9 @@ import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import type { RunBill } from '../agent/model-spend.ts';
+import { ConfinementError } from '../sandbox/bwrap-arguments.ts';
+import { gitFoldersOf } from '../sandbox/git-folders.ts';
+import { SandboxUnavailableError, type Launch, type ProgramSandbox } from '../sandbox/sandbox.ts';
 import { safeGitEnvironment } from './git.ts';
 
 /**
@@ -51,10 +54,14 @@ export interface CodingAgentOptions {
   onProgress(markdown: string): void;
   /** Default 30 minutes; past it the agent is stopped and the result says so. */
   timeoutMs?: number;
-  /** Default: this process's environment. The bot's own secrets (`withheld`) are removed from either. */
+  /** Where the variables in `passed` are read; default: this process's environment. */
   env?: NodeJS.ProcessEnv;
-  /** Variables the agent never gets: the deployment's secrets (CODING_AGENT_WITHHELD of src/config.ts). */
+  /** Variables the agent gets besides the sandbox's allowlist (CODING_AGENT_ENV): its model API key. */
+  passed: readonly string[];
+  /** Variables the agent never gets, even when `passed` names them (CODING_AGENT_WITHHELD of src/config.ts). */
   withheld: ReadonlySet<string>;
+  /** Where it runs (src/sandbox): the worktree its only writable path, the bot's files and /proc out of sight. */
+  sandbox: ProgramSandbox;
 }
 
 export interface CodingAgentResult {
@@ -119,14 +126,22 @@ function withTask(argv: readonly string[], task: string, budgetUsd?: number): { 
 // Environment
 
 /**
- * The environment without the bot's own secrets (`withheld`: the deployment's secret variables, its
- * chat platforms' tokens among them): a coding agent works in a repository a person may not trust.
+ * The variables `passed` names, never one of the bot's own secrets (`withheld`: the deployment's
+ * secret variables, its chat platforms' tokens among them): a coding agent works in a repository a
+ * person may not trust. The sandbox adds PATH, LANG, TERM and a private HOME; nothing else comes.
  */
-function agentEnvironment(env: NodeJS.ProcessEnv, withheld: ReadonlySet<string>): NodeJS.ProcessEnv {
-  const kept = Object.entries(env).filter(
-    ([name, value]) => value !== undefined && !withheld.has(name.toUpperCase()) && !name.startsWith('GIT_CONFIG_'),
-  );
-  return Object.fromEntries(kept) as NodeJS.ProcessEnv;
+function agentEnvironment(
+  env: NodeJS.ProcessEnv,
+  passed: readonly string[],
+  withheld: ReadonlySet<string>,
+): Record<string, string> {
+  const kept = passed.flatMap((name) => {
+    const value = env[name];
+    return value === undefined || withheld.has(name.toUpperCase()) || name.startsWith('GIT_CONFIG_')
+      ? []
+      : [[name, value] as const];
+  });
+  return Object.fromEntries(kept);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,10 +428,10 @@ function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
 }
 
 interface ProcessRun {
-  argv: string[];
+  /** The agent's program, for a start error. */
+  program: string;
+  launch: Launch;
   stdin: string;
-  cwd: string;
-  env: NodeJS.ProcessEnv;
   timeoutMs: number;
   signal: AbortSignal;
   output: AgentOutput;
@@ -427,9 +442,14 @@ interface ProcessRun {
  * output into `output`, and resolves once it has ended and its group is killed.
  */
 function runProcess(run: ProcessRun): Promise<Ending> {
-  const [program, ...args] = run.argv as [string, ...string[]];
+  const { program, launch } = run;
   return new Promise<Ending>((resolve) => {
-    const child = spawn(program, args, { cwd: run.cwd, env: run.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(launch.command, launch.args, {
+      ...(launch.cwd ? { cwd: launch.cwd } : {}),
+      env: launch.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     const stdout = new LineSplitter((line) => run.output.stdoutLine(line));
     const stderr = new LineSplitter((line) => run.output.stderrLine(line));
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
@@ -526,8 +546,8 @@ function summarise(ending: Ending, output: AgentOutput, timeoutMs: number): stri
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Runs CODING_AGENT_COMMAND in the worktree on one task: no shell, its own process group, the bot's
- * secrets kept out of its environment. Streams progress, and resolves with a summary however it ends.
+ * Runs CODING_AGENT_COMMAND in the worktree on one task: no shell, in the sandbox, its own process
+ * group, an allowlisted environment. Streams progress, and resolves with a summary however it ends.
  */
 export async function runCodingAgent(options: CodingAgentOptions): Promise<CodingAgentResult> {
   if (options.argv.length === 0 || !options.argv[0]) throw new Error('runCodingAgent: argv names no program');
@@ -543,18 +563,39 @@ export async function runCodingAgent(options: CodingAgentOptions): Promise<Codin
   }
   const timeoutMs = options.timeoutMs ?? LIMITS.defaultTimeoutMs;
   const output = new AgentOutput(options.onProgress);
-  const ending = await runProcess({
-    ...withTask(options.argv, options.task, options.budgetUsd),
-    cwd: options.cwd,
-    // Any git the agent runs in the worktree runs none of the repository's programs either.
-    env: {
-      ...agentEnvironment(options.env ?? process.env, options.withheld),
-      ...(await safeGitEnvironment(options.cwd)),
-    },
-    timeoutMs,
-    signal: options.signal,
-    output,
-  });
+  const { argv, stdin } = withTask(options.argv, options.task, options.budgetUsd);
+  const program = argv[0]!;
+  let launch: Launch;
+  try {
+    launch = await options.sandbox.launch(argv, {
+      cwd: options.cwd,
+      writable: [options.cwd],
+      // Read-only: the agent reads history, and moves no ref (the base branch least of all).
+      readable: await gitFoldersOf(options.cwd),
+      hidden: [],
+      network: options.sandbox.allowsNetwork('coding_agent'),
+      env: {
+        ...agentEnvironment(options.env ?? process.env, options.passed, options.withheld),
+        // Any git the agent runs in the worktree runs none of the repository's programs either.
+        ...((await safeGitEnvironment(options.cwd)) as Record<string, string>),
+      },
+    });
+  } catch (error) {
+    if (!(error instanceof SandboxUnavailableError || error instanceof ConfinementError)) throw error;
+    return {
+      summary: cap(`The coding agent was ${error.message}`, LIMITS.summaryChars),
+      spent: { usd: 0, tokens: 0 },
+      exitCode: null,
+      stopped: false,
+      timedOut: false,
+    };
+  }
+  let ending: Ending;
+  try {
+    ending = await runProcess({ program, launch, stdin, timeoutMs, signal: options.signal, output });
+  } finally {
+    await launch.dispose();
+  }
   return {
     summary: summarise(ending, output, timeoutMs),
     // A program that could not be started spent nothing; one that reported nothing, an unknown amount.

@@ -16,6 +16,7 @@ import { git } from '../repos/git.ts';
 import { loadReposFile, parseReposVariable, RepoCatalog, type RepoConfig } from '../repos/repos-config.ts';
 import { changeOf, createCodeTools, MergeChangeArgs, type RecordCodeEvent } from '../repos/tools.ts';
 import { Worktrees } from '../repos/worktrees.ts';
+import type { ProgramSandbox } from '../sandbox/sandbox.ts';
 
 /** Code work as the rest of the app is given it (docs/code-work.md). */
 export interface CodeWork {
@@ -44,7 +45,7 @@ export async function openCodeWork(
   config: Config,
   log: Logger,
   pool: Pool,
-  { runsTurns }: { runsTurns: boolean },
+  { runsTurns, sandbox }: { runsTurns: boolean; sandbox: ProgramSandbox },
 ): Promise<CodeWork | undefined> {
   if (!config.REPOS && !config.REPOS_FILE) return undefined;
   const read = config.REPOS
@@ -81,7 +82,9 @@ export async function openCodeWork(
       codingAgent
         ? {
             argv: codingAgent,
+            passed: config.CODING_AGENT_ENV,
             withheld: CODING_AGENT_WITHHELD,
+            sandbox,
             reserve: { usd: config.CODING_AGENT_RESERVE_USD, tokens: config.CODING_AGENT_RESERVE_TOKENS },
           }
         : undefined,

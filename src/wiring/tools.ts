@@ -1,3 +1,4 @@
+import type { ProgramSandbox } from '../sandbox/sandbox.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { ToolRegistry } from '../agent/tools/registry.ts';
@@ -53,17 +54,21 @@ export async function openTools(
     extra,
     rootOf,
     personalAuth,
+    sandbox,
   }: {
     skills: SkillRegistry;
     runsTurns: boolean;
     extra: AnyTool[];
     rootOf?: WorkspaceRoots;
     personalAuth?: PersonalAuth;
+    /** Where run_command and MCP stdio servers start programs (src/sandbox). */
+    sandbox: ProgramSandbox;
   },
   cleanups: Cleanups,
 ): Promise<AgentTools> {
   const catalog = await buildToolCatalog(config, log, {
     mcp: runsTurns,
+    sandbox,
     skillTools: createSkillTools(skills),
     extra,
     ...(rootOf ? { rootOf } : {}),

@@ -70,6 +70,8 @@ beforeAll(async () => {
       BACKGROUND_CONCURRENCY: '5',
       CODING_AGENT_RESERVE_USD: String(HOLD_USD),
       CODING_AGENT_RESERVE_TOKENS: '200000',
+      // Unconfined: the CLI logs its starts outside its worktree (test/sandbox/ tests the sandbox).
+      SANDBOX: 'off',
       CODING_AGENT_COMMAND: JSON.stringify([
         process.execPath,
         cli,

@@ -510,6 +510,8 @@ describe('code work with an external coding CLI (CODING_AGENT_COMMAND)', () => {
         REPOS: `demo=${repo.clone}`,
         WORKTREES_DIR: path.join(repo.dir, 'worktrees'),
         CODING_AGENT_COMMAND: JSON.stringify([process.execPath, cli, '--mode=stream-json', '--git-commit', '{task}']),
+        // Unconfined, so the CLI can commit itself (sandboxed, git is read-only: test/sandbox/).
+        SANDBOX: 'off',
       },
     });
   });

@@ -10,6 +10,7 @@ import {
   runCodingAgent,
   type CodingAgentOptions,
 } from '../../src/repos/coding-agent.ts';
+import { unconfinedSandbox } from '../helpers/sandbox.ts';
 
 const FAKE = path.resolve(import.meta.dirname, '../fakes/coding-cli.mjs');
 
@@ -34,6 +35,8 @@ async function runFake(args: string[], options: Partial<CodingAgentOptions> = {}
     signal: new AbortController().signal,
     onProgress: (markdown) => progress.push(markdown),
     withheld: CODING_AGENT_WITHHELD,
+    passed: ['ANTHROPIC_API_KEY', 'FAKE_CODING_KEPT'],
+    sandbox: unconfinedSandbox(),
     ...options,
   });
   return { result, progress, cwd };
@@ -186,6 +189,8 @@ describe('runCodingAgent', () => {
   it('says so when the program cannot be started', async () => {
     const result = await runCodingAgent({
       withheld: CODING_AGENT_WITHHELD,
+      passed: [],
+      sandbox: unconfinedSandbox(),
       argv: ['/nonexistent/coding-cli'],
       cwd: makeWorktree(),
       task: 't',

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
+import { startsNothing, type ProgramSandbox } from '../../sandbox/sandbox.ts';
 import { loadMcpConfig } from './mcp/config.ts';
 import { McpHub, type PersonalAuth } from './mcp/hub.ts';
 import { currentTimeTool } from './current-time.ts';
@@ -29,6 +30,8 @@ export interface CatalogOptions {
    * workspace tools and run_command of its calls work there instead of AGENT_WORKSPACE_ROOT.
    */
   rootOf?: WorkspaceRoots;
+  /** Where run_command and MCP stdio servers start their programs (src/sandbox); default: nowhere. */
+  sandbox?: ProgramSandbox;
 }
 
 export interface ToolCatalog {
@@ -59,7 +62,13 @@ export interface ToolCatalog {
  * src/skills/tools.ts'; MCP tools come from their servers.
  */
 export function builtinTools(root: string): AnyBuiltinTool[] {
-  return [...createWorkspaceTools(root), createRunCommandTool(root), currentTimeTool, requestHumanApprovalTool];
+  // Built to be described (their policy kinds): run_command here starts nothing.
+  return [
+    ...createWorkspaceTools(root),
+    createRunCommandTool(root, startsNothing()),
+    currentTimeTool,
+    requestHumanApprovalTool,
+  ];
 }
 
 /** Each tool's policy kind, by name, as the tools themselves say it. */
@@ -91,15 +100,16 @@ export async function buildToolCatalog(
 ): Promise<ToolCatalog> {
   const workspaceRoot = path.resolve(process.cwd(), config.AGENT_WORKSPACE_ROOT);
   await mkdir(workspaceRoot, { recursive: true });
+  const sandbox = options.sandbox ?? startsNothing();
   const local = [
     ...createWorkspaceTools(workspaceRoot, options.rootOf),
-    ...(config.ENABLE_RUN_COMMAND ? [createRunCommandTool(workspaceRoot, options.rootOf)] : []),
+    ...(config.ENABLE_RUN_COMMAND ? [createRunCommandTool(workspaceRoot, sandbox, options.rootOf)] : []),
   ];
   const promptNotes = [runCommandPromptNote(config.ENABLE_RUN_COMMAND)].filter(Boolean);
 
   let hub: McpHub | undefined;
   if (config.MCP_CONFIG && options.mcp !== false) {
-    hub = new McpHub(loadMcpConfig(path.resolve(process.cwd(), config.MCP_CONFIG)), log, options.personalAuth);
+    hub = new McpHub(loadMcpConfig(path.resolve(process.cwd(), config.MCP_CONFIG)), log, sandbox, options.personalAuth);
     await hub.start(options.mcpStartTimeoutMs);
     // Through anyone's stored connection; later, before each turn (someone may connect meanwhile).
     if (options.personalAuth)

@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
+import { INBOX_DIR, inboxFolderOf } from '../../core/inbox.ts';
+import { ConfinementError } from '../../sandbox/bwrap-arguments.ts';
+import { gitFoldersOf } from '../../sandbox/git-folders.ts';
+import { SandboxUnavailableError, type Launch, type ProgramSandbox } from '../../sandbox/sandbox.ts';
 import { defineBuiltinTool, type ToolContext, type ToolOutput } from './tool.ts';
 import { displayPath, resolveInWorkspace, WorkspacePathError } from './workspace/confine.ts';
 import type { WorkspaceRoots } from './workspace/access.ts';
@@ -98,10 +100,9 @@ function section(name: string, output: CappedOutput): string {
 
 /** A program to run, where, and how its run is reported. */
 interface ProgramRun {
+  /** The program's name, for a start error. */
   program: string;
-  args: string[];
-  cwd: string;
-  home: string;
+  launch: Launch;
   timeoutSeconds: number;
   signal: AbortSignal;
   /** The command line heading the result. */
@@ -110,10 +111,11 @@ interface ProgramRun {
 
 /**
  * Runs a program inside the workspace. Registered only when ENABLE_RUN_COMMAND=true, and every run
- * needs a person's approval. No shell: argv is executed as given, in its own process group (so a
- * timeout or a stop kills its children too), with a minimal environment and capped output.
+ * needs a person's approval. No shell: argv is executed as given, in `sandbox` (src/sandbox: the
+ * workspace its only writable path, the bot's files and /proc out of sight), in its own process
+ * group (so a timeout or a stop kills its children too), with an allowlisted environment and capped output.
  */
-export function createRunCommandTool(root: string, rootOf?: WorkspaceRoots) {
+export function createRunCommandTool(root: string, sandbox: ProgramSandbox, rootOf?: WorkspaceRoots) {
   const rootFor = (ctx: { conversationId: string }) => rootOf?.(ctx.conversationId) ?? root;
   return defineBuiltinTool<RunCommandArgs>({
     name: RUN_COMMAND,
@@ -127,8 +129,13 @@ export function createRunCommandTool(root: string, rootOf?: WorkspaceRoots) {
     idempotent: false,
     timeLimitSeconds: ({ timeoutSeconds }, defaultSeconds) =>
       Math.max(defaultSeconds, timeoutSeconds + RUN_COMMAND_LIMITS.killGraceSeconds),
-    describeForApproval: (raw, ctx) => describeRunCommand(rootFor(ctx), raw),
-    execute: (args, ctx) => runCommand(rootFor(ctx), args, ctx),
+    describeForApproval: async (raw, ctx) =>
+      `${await describeRunCommand(rootFor(ctx), raw)}\n${sandbox.describe('run_command')}`,
+    execute: (args, ctx) => {
+      const own = rootOf?.(ctx.conversationId);
+      // Received files are saved under the shared workspace's inbox/; a worktree's `inbox` is the repository's.
+      return runCommand(own ?? root, sandbox, args, ctx, { sharedWorkspace: own === undefined });
+    },
   });
 }
 
@@ -158,8 +165,10 @@ async function describeRunCommand(root: string, raw: unknown): Promise<string> {
 
 async function runCommand(
   root: string,
+  sandbox: ProgramSandbox,
   { command, cwd, timeoutSeconds }: RunCommandArgs,
   ctx: ToolContext,
+  { sharedWorkspace }: { sharedWorkspace: boolean },
 ): Promise<ToolOutput> {
   let dir: string;
   try {
@@ -168,14 +177,38 @@ async function runCommand(
     return { content: (error as Error).message, isError: true };
   }
   if (ctx.signal.aborted) return { content: 'Not run: the turn was stopped.', isError: true };
-  const [program, ...args] = command as [string, ...string[]];
-  const shown = `$ ${command.map(shellQuote).join(' ')}  (in ${displayPath(await resolveInWorkspace(root, '.'), dir)})`;
-  // HOME is a fresh empty folder, never the workspace: dotfiles the agent can write there
-  // (.gitconfig, .bashrc, .npmrc) must not change what an approved command does.
-  const home = await mkdtemp(path.join(tmpdir(), 'countersign-home-'));
-  const output = await runProgram({ program, args, cwd: dir, home, timeoutSeconds, signal: ctx.signal, shown });
-  await rm(home, { recursive: true, force: true }).catch(() => undefined);
-  return output;
+  const program = command[0]!;
+  const workspace = await resolveInWorkspace(root, '.');
+  const shown = `$ ${command.map(shellQuote).join(' ')}  (in ${displayPath(workspace, dir)})`;
+  let launch: Launch;
+  try {
+    launch = await sandbox.launch(command, {
+      cwd: dir,
+      writable: [workspace],
+      // git works in a worktree (read-only: refs and hooks stay the bot's to change).
+      readable: await gitFoldersOf(workspace),
+      // Files people sent in other conversations are not this run's to read.
+      hidden: sharedWorkspace
+        ? [
+            {
+              path: path.join(workspace, INBOX_DIR),
+              except: path.join(workspace, INBOX_DIR, inboxFolderOf(ctx.conversationId)),
+            },
+          ]
+        : [],
+      network: sandbox.allowsNetwork('run_command'),
+      env: {},
+    });
+  } catch (error) {
+    if (error instanceof SandboxUnavailableError || error instanceof ConfinementError)
+      return { content: `${shown}\n${error.message}`, isError: true };
+    throw error;
+  }
+  try {
+    return await runProgram({ program, launch, timeoutSeconds, signal: ctx.signal, shown });
+  } finally {
+    await launch.dispose();
+  }
 }
 
 /** Kills the program's whole process group, so children it started die with it. */
@@ -208,11 +241,11 @@ function report(
 
 /** Runs the program in its own process group, killed at its timeout or when the turn stops. */
 function runProgram(run: ProgramRun): Promise<ToolOutput> {
-  const { program, args, cwd, home, timeoutSeconds, signal: stop } = run;
+  const { program, launch, timeoutSeconds, signal: stop } = run;
   return new Promise<ToolOutput>((resolve) => {
-    const child = spawn(program, args, {
-      cwd,
-      env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8' },
+    const child = spawn(launch.command, launch.args, {
+      ...(launch.cwd ? { cwd: launch.cwd } : {}),
+      env: launch.env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

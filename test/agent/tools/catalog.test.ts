@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { buildToolCatalog } from '../../../src/agent/tools/catalog.ts';
 import { needsApproval } from '../../../src/agent/tools/tool.ts';
 import { createLogger } from '../../../src/log.ts';
+import { unconfinedSandbox } from '../../helpers/sandbox.ts';
 
 const STDIO_SERVER = path.resolve(import.meta.dirname, '../../fakes/mcp/stdio-server.ts');
 const log = createLogger('silent');
@@ -75,6 +76,7 @@ describe('tool catalog', () => {
     const catalog = await buildToolCatalog(
       { AGENT_WORKSPACE_ROOT: path.join(dir, 'ws'), ENABLE_RUN_COMMAND: false, MCP_CONFIG: config },
       log,
+      { sandbox: unconfinedSandbox() },
     );
     try {
       expect(catalog.tools.map((t) => t.name)).toContain('ops__get_status');

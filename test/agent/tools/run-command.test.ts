@@ -16,6 +16,7 @@ import {
   type ToolOutput,
 } from '../../../src/agent/tools/tool.ts';
 import { testToolContext } from '../../helpers/tools.ts';
+import { unconfinedSandbox } from '../../helpers/sandbox.ts';
 
 let root: string;
 let tool: ReturnType<typeof createRunCommandTool>;
@@ -40,7 +41,7 @@ beforeEach(() => {
   // the workspace" (the parent) is ours too, never a shared path such as /tmp/x.
   root = path.join(realpathSync(mkdtempSync(path.join(tmpdir(), 'cs-run-'))), 'workspace');
   mkdirSync(path.join(root, 'repo'), { recursive: true });
-  tool = createRunCommandTool(root);
+  tool = createRunCommandTool(root, unconfinedSandbox());
 });
 
 describe('run_command', () => {
@@ -63,7 +64,9 @@ describe('run_command', () => {
         { command: ['git', 'commit', '-m', "it's done", '--author=', ''], cwd: './repo/' } as never,
         testToolContext(),
       ),
-    ).toBe(`$ git commit -m 'it'\\''s done' --author= ''\nin: repo\ntimeout: 60 s · no shell · risk: high`);
+    ).toBe(
+      `$ git commit -m 'it'\\''s done' --author= ''\nin: repo\ntimeout: 60 s · no shell · risk: high\nsandbox: OFF (SANDBOX=off) — it runs as the bot, and can read its secrets`,
+    );
   });
 
   it('runs the program once, without a shell, in the workspace with a minimal environment', async () => {

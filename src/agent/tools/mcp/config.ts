@@ -49,6 +49,22 @@ const common = {
   alwaysAllow: ApprovalBypass,
 };
 
+const AbsolutePaths = z.array(z.string().startsWith('/', 'expected absolute paths')).default([]);
+
+/**
+ * Where a stdio server runs (docs/sandbox.md): in the sandbox by default, seeing the system folders
+ * and nothing else of the host; `read` and `write` name more paths, `network` lets it out. `false`
+ * runs it as the bot itself (a start-up warning says so).
+ */
+const ServerSandbox = z
+  .union([
+    z.boolean({ error: 'expected true, false or {"network", "read", "write"}' }),
+    z.strictObject({ network: z.boolean().default(false), read: AbsolutePaths, write: AbsolutePaths }),
+  ])
+  .default(true)
+  .transform((value) => (value === false ? false : value === true ? { network: false, read: [], write: [] } : value));
+export type ServerSandbox = z.infer<typeof ServerSandbox>;
+
 // Strict objects: a misspelt "approval" must be an error, not a silently ignored override.
 const StdioServer = z.strictObject({
   type: z.literal('stdio').optional(),
@@ -56,6 +72,7 @@ const StdioServer = z.strictObject({
   args: z.array(z.string()).default([]),
   env: z.record(z.string(), z.string()).default({}),
   cwd: z.string().min(1).optional(),
+  sandbox: ServerSandbox,
   ...common,
 });
 
@@ -225,6 +242,10 @@ export function parseMcpConfig(raw: unknown, env: Record<string, string | undefi
       );
     }
     if (server.disabled) continue; // its ${VAR}s need not be set: it will not start
+    if ('command' in server && server.sandbox === false)
+      warnings.push(
+        `MCP server "${name}": "sandbox": false runs it as Countersign itself — it can read the bot's environment through /proc (database, platform tokens, keys), its files and the network (docs/sandbox.md)`,
+      );
     const values = 'url' in server ? server.headers : server.env;
     for (const [k, value] of Object.entries(values)) {
       values[k] = expandEnv(value, env, `MCP server "${name}": ${'url' in server ? 'header' : 'env'} ${k}`);

@@ -16,6 +16,7 @@ import type { ToolOutput } from '../tool.ts';
 import { credentialHeaders, transportOf, type McpServerConfig } from './config.ts';
 import { GroupedStdioTransport } from './stdio-transport.ts';
 import { SpanKind, traceCarrier, withSpan } from '../../../telemetry/spans.ts';
+import type { ProgramSandbox } from '../../../sandbox/sandbox.ts';
 
 export type { RemoteTool };
 
@@ -87,17 +88,23 @@ export class McpConnection {
   #timer: NodeJS.Timeout | undefined;
 
   readonly #authProvider: OAuthClientProvider | undefined;
+  readonly #sandbox: ProgramSandbox;
 
-  /** `authProvider`: for a per-person server, the person's OAuth connection (src/connections). */
+  /**
+   * `sandbox`: where a stdio server starts (src/sandbox). `authProvider`: for a per-person server,
+   * the person's OAuth connection (src/connections).
+   */
   constructor(
     name: string,
     config: McpServerConfig,
     log: Logger,
     onTools: () => void,
+    sandbox: ProgramSandbox,
     authProvider?: OAuthClientProvider,
   ) {
     this.name = name;
     this.#config = config;
+    this.#sandbox = sandbox;
     this.#log = log.child({ mcpServer: name });
     this.#onTools = onTools;
     this.#authProvider = authProvider;
@@ -126,8 +133,12 @@ export class McpConnection {
       const transport = new GroupedStdioTransport({
         command: config.command,
         args: config.args,
-        env: { ...getDefaultEnvironment(), ...config.env },
+        env: config.env,
         ...(config.cwd ? { cwd: config.cwd } : {}),
+        confinement:
+          config.sandbox === false
+            ? { unconfinedEnv: { ...getDefaultEnvironment(), ...config.env } }
+            : { sandbox: this.#sandbox, reach: config.sandbox },
       });
       // Piped and read, never inherited: a chatty server must not write into our logs' stream.
       transport.stderr.on('data', (chunk: Buffer) => {

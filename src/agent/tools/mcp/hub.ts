@@ -1,3 +1,4 @@
+import type { ProgramSandbox } from '../../../sandbox/sandbox.ts';
 import { createHash } from 'node:crypto';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
@@ -86,13 +87,16 @@ export class McpHub {
   readonly #inputs = new Map<string, z.ZodType<Record<string, unknown>>>();
   readonly #log: Logger;
   readonly #personalAuth: PersonalAuth | undefined;
+  readonly #sandbox: ProgramSandbox;
   /** Per-person servers' connections, one per person and server, made on a person's first call. */
   readonly #personal = new Map<string, McpConnection>();
   /** Per-person servers' tool lists, as someone's connection last listed them. */
   readonly #personalTools = new Map<string, RemoteTool[]>();
 
-  constructor(config: McpConfig, log: Logger, personalAuth?: PersonalAuth) {
+  /** `sandbox`: where stdio servers start (src/sandbox). */
+  constructor(config: McpConfig, log: Logger, sandbox: ProgramSandbox, personalAuth?: PersonalAuth) {
     this.#config = config;
+    this.#sandbox = sandbox;
     this.#log = log;
     this.#personalAuth = personalAuth;
     for (const warning of config.warnings) log.warn(warning);
@@ -103,7 +107,7 @@ export class McpHub {
     // A per-person server is never connected with a shared credential: each person's calls use theirs.
     this.#connections = servers
       .filter(([, server]) => !server.disabled && !isPersonal(server))
-      .map(([name, server]) => new McpConnection(name, server, log, () => this.#notify()));
+      .map(([name, server]) => new McpConnection(name, server, log, () => this.#notify(), sandbox));
   }
 
   #notify(): void {
@@ -135,6 +139,7 @@ export class McpHub {
         this.#config.mcpServers[server]!,
         this.#log,
         () => undefined,
+        this.#sandbox,
         auth.readOnlyProvider(person, server),
       );
       try {
@@ -163,6 +168,7 @@ export class McpHub {
         () => {
           if (connection?.tools.length) this.#setPersonalTools(server, connection.tools);
         },
+        this.#sandbox,
         this.#personalAuth!.authProvider(person, server),
       );
       this.#personal.set(key, connection);

@@ -3,6 +3,8 @@ import { PassThrough } from 'node:stream';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { ProgramSandbox } from '../../../sandbox/sandbox.ts';
+import type { ServerSandbox } from './config.ts';
 
 /** How long `close()` gives a server to leave after its stdin closes, then after SIGTERM. */
 const STDIO_CLOSE_GRACE_MS = 2_000;
@@ -63,8 +65,37 @@ function within(exit: Promise<void>, ms: number): Promise<void> {
 export interface StdioServerProcess {
   command: string;
   args: string[];
+  /** The variables the server is configured with (its `env`); a confined server gets only these and the allowlist. */
   env: Record<string, string>;
   cwd?: string;
+  /**
+   * Where it runs: in `sandbox`, reaching what its entry's `sandbox` names (its `cwd` read-only too);
+   * or, for `"sandbox": false`, unconfined with `unconfinedEnv` (the SDK's default environment and its `env`).
+   */
+  confinement:
+    { sandbox: ProgramSandbox; reach: Exclude<ServerSandbox, false> } | { unconfinedEnv: Record<string, string> };
+}
+
+/** The program to spawn for `server`: itself, or bubblewrap around it. */
+async function launchOf(server: StdioServerProcess) {
+  const { confinement } = server;
+  if ('unconfinedEnv' in confinement)
+    return {
+      command: server.command,
+      args: server.args,
+      env: confinement.unconfinedEnv,
+      cwd: server.cwd,
+      dispose: async () => undefined,
+    };
+  const { sandbox, reach } = confinement;
+  return sandbox.launch([server.command, ...server.args], {
+    ...(server.cwd ? { cwd: server.cwd } : {}),
+    writable: reach.write,
+    readable: [...reach.read, ...(server.cwd ? [server.cwd] : [])],
+    hidden: [],
+    network: reach.network || sandbox.allowsNetwork('mcp'),
+    env: server.env,
+  });
 }
 
 /**
@@ -91,12 +122,14 @@ export class GroupedStdioTransport implements Transport {
     return this.#child?.pid;
   }
 
-  start(): Promise<void> {
+  async start(): Promise<void> {
     if (this.#child) throw new Error('GroupedStdioTransport already started');
+    // A sandbox that cannot run refuses here: the server is down, and its connection says why.
+    const launch = await launchOf(this.#server);
     return new Promise((resolve, reject) => {
-      const child = spawn(this.#server.command, this.#server.args, {
-        env: this.#server.env,
-        cwd: this.#server.cwd,
+      const child = spawn(launch.command, launch.args, {
+        env: launch.env,
+        cwd: launch.cwd,
         stdio: ['pipe', 'pipe', 'pipe'],
         // A new process group (setsid): its id is the child's pid, and the terminal's Ctrl-C — which
         // the console takes as "stop the turn" — no longer reaches the server.
@@ -106,6 +139,7 @@ export class GroupedStdioTransport implements Transport {
       });
       this.#child = child;
       this.#exit = new Promise((done) => child.once('exit', () => done()));
+      child.once('close', () => void launch.dispose());
       child.once('error', (error) => {
         reject(error);
         this.onerror?.(error);

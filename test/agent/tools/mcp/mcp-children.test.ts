@@ -70,7 +70,12 @@ describe('MCP stdio servers when Countersign exits', () => {
       config,
       JSON.stringify({
         mcpServers: {
-          ops: { command: process.execPath, args: [path.join(dir, 'launcher.mjs'), STDIO_SERVER, pidFile] },
+          // Unconfined: this checks the process group's ending by host pids (test/sandbox/ checks the sandbox).
+          ops: {
+            command: process.execPath,
+            args: [path.join(dir, 'launcher.mjs'), STDIO_SERVER, pidFile],
+            sandbox: false,
+          },
         },
       }),
     );

@@ -21,6 +21,7 @@ describe('MCP configuration', () => {
           env: { GITHUB_PERSONAL_ACCESS_TOKEN: 'ghp_1' },
           approval: { search_repositories: 'never', create_issue: 'always' },
           disabled: false,
+          sandbox: { network: false, read: [], write: [] },
         },
         linear: {
           type: 'http',

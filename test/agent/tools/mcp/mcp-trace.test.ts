@@ -10,6 +10,7 @@ import { withSpan } from '../../../../src/telemetry/spans.ts';
 import { startFakeMcpHttp, type FakeMcpHttp } from '../../../fakes/mcp/http-server.ts';
 import { startFakeOtlpReceiver, type FakeOtlpReceiver } from '../../../fakes/otlp/receiver.ts';
 import { testToolContext } from '../../../helpers/tools.ts';
+import { unconfinedSandbox } from '../../../helpers/sandbox.ts';
 
 /**
  * An MCP call joins the turn's trace: its span is a child of the span it runs in, and the W3C trace
@@ -33,7 +34,7 @@ describe('an MCP call while tracing', () => {
       file,
       JSON.stringify({ mcpServers: { web: { url: http.url, headers: { Authorization: 'Bearer web-token' } } } }),
     );
-    hub = new McpHub(loadMcpConfig(file, {}), createLogger('silent'));
+    hub = new McpHub(loadMcpConfig(file, {}), createLogger('silent'), unconfinedSandbox());
     await hub.start();
   });
   afterAll(async () => {

@@ -12,6 +12,7 @@ import { startFakeMcpHttp, type FakeMcpHttp } from '../../../fakes/mcp/http-serv
 import { startFakeMcpSse } from '../../../fakes/mcp/sse-server.ts';
 import { startHarness, waitFor, type Harness } from '../../../helpers/harness.ts';
 import { testToolContext } from '../../../helpers/tools.ts';
+import { unconfinedSandbox } from '../../../helpers/sandbox.ts';
 
 const STDIO_SERVER = path.resolve(import.meta.dirname, '../../../fakes/mcp/stdio-server.ts');
 const ctx = testToolContext();
@@ -23,7 +24,15 @@ function configFile(httpUrl: string): string {
     file,
     JSON.stringify({
       mcpServers: {
-        ops: { command: process.execPath, args: [STDIO_SERVER], approval: { note: 'never' } },
+        // Sandboxed where a test runs the app: it reads only its own files and the modules they import.
+        ops: {
+          command: process.execPath,
+          args: [STDIO_SERVER],
+          approval: { note: 'never' },
+          sandbox: {
+            read: [path.dirname(STDIO_SERVER), path.resolve(import.meta.dirname, '../../../../node_modules')],
+          },
+        },
         web: { url: httpUrl, headers: { Authorization: 'Bearer ${WEB_TOKEN}' }, approval: { get_status: 'always' } },
       },
     }),
@@ -45,7 +54,7 @@ describe('MCP servers over stdio and Streamable HTTP', () => {
 
   beforeAll(async () => {
     http = await startFakeMcpHttp('web-token');
-    hub = new McpHub(loadMcpConfig(configFile(http.url), { WEB_TOKEN: 'web-token' }), log);
+    hub = new McpHub(loadMcpConfig(configFile(http.url), { WEB_TOKEN: 'web-token' }), log, unconfinedSandbox());
     await hub.start();
   });
   afterAll(async () => {
@@ -217,7 +226,7 @@ describe('an MCP server that is down at start-up', () => {
     const config = parseMcpConfig({
       mcpServers: { late: { url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: 'Bearer t' } } },
     });
-    const hub = new McpHub(config, log);
+    const hub = new McpHub(config, log, unconfinedSandbox());
     let http: FakeMcpHttp | undefined;
     try {
       await hub.start(5_000);
@@ -240,6 +249,7 @@ describe('an MCP server that is down at start-up', () => {
     const hub = new McpHub(
       parseMcpConfig({ mcpServers: { auth: { url: http.url, headers: { Authorization: 'Bearer wrong' } } } }),
       log,
+      unconfinedSandbox(),
     );
     try {
       await hub.start(5_000);
@@ -389,6 +399,7 @@ describe('MCP configs pasted from other clients', () => {
         mcpServers: { legacy: { type: 'sse', url: sse.url, headers: { Authorization: 'Bearer sse-token' } } },
       }),
       log,
+      unconfinedSandbox(),
     );
     try {
       await hub.start();
@@ -414,6 +425,7 @@ describe('MCP configs pasted from other clients', () => {
         },
       }),
       logger,
+      unconfinedSandbox(),
     );
     try {
       await hub.start();
@@ -439,6 +451,7 @@ describe('MCP configs pasted from other clients', () => {
         mcpServers: { ops: { command: process.execPath, args: [STDIO_SERVER], autoApprove: ['restart', 'note'] } },
       }),
       logger,
+      unconfinedSandbox(),
     );
     try {
       await hub.start();
@@ -461,6 +474,7 @@ describe('MCP configs pasted from other clients', () => {
     const hub = new McpHub(
       parseMcpConfig({ mcpServers: { ops: { command: process.execPath, args: [STDIO_SERVER], timeout: 0.5 } } }),
       log,
+      unconfinedSandbox(),
     );
     try {
       await hub.start();
@@ -480,6 +494,7 @@ describe('shutting down a Streamable HTTP connection', () => {
     const hub = new McpHub(
       parseMcpConfig({ mcpServers: { web: { url: server.url, headers: { Authorization: 'Bearer t' } } } }),
       log,
+      unconfinedSandbox(),
     );
     try {
       await hub.start();

@@ -8,6 +8,7 @@ import type { AnyTool, ToolOutput } from '../../../../src/agent/tools/tool.ts';
 import { resolveInWorkspace, WorkspacePathError } from '../../../../src/agent/tools/workspace/confine.ts';
 import { createWorkspaceTools } from '../../../../src/agent/tools/workspace/tools.ts';
 import { testToolContext } from '../../../helpers/tools.ts';
+import { unconfinedSandbox } from '../../../helpers/sandbox.ts';
 
 const ctx = testToolContext();
 const CANARY = 'secret outside the workspace';
@@ -134,7 +135,7 @@ describe('workspace confinement', () => {
     });
 
     it('is refused as the working directory of run_command', async () => {
-      const tool = createRunCommandTool(root);
+      const tool = createRunCommandTool(root, unconfinedSandbox());
       const args = tool.input.safeParse({ command: ['cat', 'canary.txt'], cwd: resolved(userPath) });
       if (!args.success) {
         // Refused by the schema before it could run: only the over-long path gets here.
