@@ -52,7 +52,7 @@ export function scheduleVerbs(config: Config, pool: Pool, approvals: ApprovalSer
  * The scheduler's dependencies: the policy in force, the place's outbound (to tell the owner, look
  * their groups up again, link a run's answer), the audit log.
  */
-function schedulerDeps(wiring: {
+export function schedulerDeps(wiring: {
   pool: Pool;
   log: Logger;
   approvals: ApprovalService;
@@ -69,7 +69,9 @@ function schedulerDeps(wiring: {
     // Groups and roles as the platform says now, not as they were when the schedule was made.
     personNow: async (owner, place) => {
       const outbound = outbounds.for(place);
-      return outbound.personNow ? outbound.personNow(owner, place) : owner;
+      // Groups the policy names none of are not looked up (a free Slack workspace has none to list).
+      const groups = approvals.namesGroups(place.platform);
+      return outbound.personNow ? outbound.personNow(owner, place, { groups }) : owner;
     },
     linkTo: async (reply) => {
       const outbound = outbounds.for(reply);
