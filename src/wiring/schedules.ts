@@ -13,6 +13,8 @@ import { createScheduleTool } from '../schedules/tool.ts';
 import { readScheduleWorkCommand } from '../schedules/command.ts';
 import { scheduleHistory } from '../schedules/history.ts';
 import { durationSeconds } from '../schedules/when.ts';
+import type { PlatformDirectory } from '../core/platform-rules.ts';
+import { sessionIsOpen } from '../queue/session-turns.ts';
 import type { Cleanups } from './cleanups.ts';
 
 /**
@@ -57,10 +59,16 @@ export function schedulerDeps(wiring: {
   log: Logger;
   approvals: ApprovalService;
   outbounds: OutboundRegistry;
+  /** The platforms' rules: which keep their sessions only while their process lives (the console). */
+  platforms?: PlatformDirectory;
 }): SchedulerDeps {
-  const { pool, approvals, outbounds } = wiring;
+  const { pool, approvals, outbounds, platforms } = wiring;
   return {
     pool,
+    sessionClosed: async (place) =>
+      platforms?.has(place.platform) === true &&
+      platforms.rulesOf(place.platform).operatorTerminal &&
+      !(await sessionIsOpen(pool, place.channel)),
     log: wiring.log.child({ component: 'scheduler' }),
     mayUse: (owner, place) => approvals.mayUse(owner, place),
     tell: async (place, text) => {
@@ -87,7 +95,14 @@ export function recordScheduleEvent(pool: Pool): RecordScheduleEvent {
 
 /** Ticks the scheduler every TICK_MS in a process that runs turns, until the process stops. */
 export function startScheduler(
-  wiring: { config: Config; pool: Pool; log: Logger; approvals: ApprovalService; outbounds: OutboundRegistry },
+  wiring: {
+    config: Config;
+    pool: Pool;
+    log: Logger;
+    approvals: ApprovalService;
+    outbounds: OutboundRegistry;
+    platforms?: PlatformDirectory;
+  },
   cleanups: Cleanups,
 ): void {
   const deps = schedulerDeps(wiring);
