@@ -29,7 +29,7 @@ export interface SpendResult {
   concurrent: ConcurrentSpend;
 }
 
-export interface ConcurrentSpend {
+interface ConcurrentSpend {
   turns: number;
   limit: number;
   /** Spent when the first call was refused, as a share of the limit. */
