@@ -327,6 +327,13 @@ async function main(): Promise<void> {
           String(round(ratio)),
           '≥ 0.9',
         ],
+        [
+          `SPEND ${spend.concurrent.turns} turns at once, ${spend.concurrent.limit.toLocaleString('en')}-token budget: share spent before the first refusal (calls answered)`,
+          `${Math.round(spend.concurrent.shareBeforeRefusal * 100)}% (${spend.concurrent.answered})`,
+          '',
+          '',
+          '≥ 75%',
+        ],
       );
     }
     if (only.includes('SCHEDULES')) {

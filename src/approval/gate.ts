@@ -145,6 +145,11 @@ export class PolicyGate {
     return this.#policies.current().budgetsFor(this.#personOf(requester), this.whereOf(reply));
   }
 
+  /** Whether the policy in force names any group of `platform` (see `Policy.namesGroups`). */
+  namesGroups(platform: string): boolean {
+    return this.#policies.current().namesGroups(platform);
+  }
+
   /** The groups the policy's budgets name on a platform (see `PolicyEngine.budgetGroups`). */
   budgetGroups(platform: string): string[] {
     return this.#policies.current().budgetGroups(platform);

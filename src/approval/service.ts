@@ -178,6 +178,11 @@ export class ApprovalService {
     return this.#ctx.gate.budgetsFor(requester, reply);
   }
 
+  /** Whether the policy in force names any group of `platform`: where not, nobody's groups are looked up. */
+  namesGroups(platform: string): boolean {
+    return this.#ctx.gate.namesGroups(platform);
+  }
+
   /** The groups the policy's budgets name on a platform: what to look up for someone whose groups are unknown. */
   budgetGroups(platform: string): string[] {
     return this.#ctx.gate.budgetGroups(platform);

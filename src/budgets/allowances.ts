@@ -18,12 +18,21 @@ const PERIOD_WORD = { day: 'today', month: 'this month' } as const;
 /** Records the offer and returns its message and button, posted under the refusal. */
 export async function offerAllowance(
   pool: Pool,
-  refused: { budget: Budget; periodStart: Date; workItemId: string; requester: Requester; reply: ReplyTarget },
+  refused: {
+    budget: Budget;
+    periodStart: Date;
+    workItemId: string;
+    requester: Requester;
+    reply: ReplyTarget;
+    /** What the refused call lacked, in the budget's unit: the offer is never less (0 or absent: no floor). */
+    atLeast?: number;
+  },
 ): Promise<{ text: string; buttons: ReplyButton[] }> {
   const { budget } = refused;
   const id = randomUUID();
-  // The policy's allowance_usd / allowance_tokens, a quarter of the limit by default ("Allow $5.00 more today").
-  const amount = budget.allowance;
+  // The policy's allowance_usd / allowance_tokens, a quarter of the limit by default ("Allow $5.00 more today"),
+  // or what the refused call lacked where that is more, rounded up to a plain amount.
+  const amount = Math.max(budget.allowance, roundedUp(budget.unit, refused.atLeast ?? 0));
   await insertAllowanceOffer(pool, {
     id,
     budget: budget.name,
@@ -40,6 +49,12 @@ export async function offerAllowance(
     text: `An approver other than the requester can allow "${budget.name}" ${more}.`,
     buttons: [{ label: `Allow ${more}`, value: allowBudgetValue(id), style: 'primary' }],
   };
+}
+
+/** `amount` rounded up to a whole cent, or to a hundred tokens. */
+function roundedUp(unit: Budget['unit'], amount: number): number {
+  if (amount <= 0) return 0;
+  return unit === 'usd' ? Math.ceil(amount * 100) / 100 : Math.ceil(amount / 100) * 100;
 }
 
 export type AllowanceResult = { ok: true; text: string } | { ok: false; reason: string };

@@ -85,6 +85,19 @@ export function inputBound(
 const roomIn = (budget: Budget, period: PeriodRow | undefined) =>
   budget.limit + (period?.allowance ?? 0) - (period?.spent ?? 0) - (period?.reserved ?? 0);
 
+/**
+ * The least a call can cost and still be made, in the budget's unit: its input's bound and
+ * `MIN_OUTPUT_TOKENS` of output (fewer if it asks for fewer). What a refusal says one call needs.
+ */
+export const smallestCall = (budget: Budget, call: CallBound): number =>
+  worstCase(budget, Math.min(MIN_OUTPUT_TOKENS, call.maxTokens), call);
+
+/**
+ * The periods as they will stand once every call in flight has settled at nothing: whether waiting
+ * for them can ever make room (their spend only shrinks what they hold; none can give back more).
+ */
+export const withoutHolds = (periods: PeriodRow[]): PeriodRow[] => periods.map((p) => ({ ...p, reserved: 0 }));
+
 /** The output tokens that fit in `room` (in the budget's unit) after the input. */
 function outputRoom(budget: Budget, room: number, call: CallBound): number {
   if (budget.unit === 'tokens') return Math.floor(room - call.inputTokens);

@@ -3,11 +3,14 @@ import type { ModelRequest } from '../agent/model.ts';
 import type { ModelSpend, SpendReservation, SpentOn } from '../agent/model-spend.ts';
 import { costOf, priceOf, type ModelPrice, type PriceTable } from '../model-prices.ts';
 import type { Budget } from '../policy/index.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   fitCall,
   inputBound,
+  smallestCall,
   tightestBudget,
   unpricedBudget,
+  withoutHolds,
   worstCase,
   type CallBound,
   type Fit,
@@ -39,6 +42,17 @@ const RESERVATION_LEASE_SECONDS = 15 * 60;
  * again when yet more calls got in first. Past this, the call is refused like one that does not fit.
  */
 const RESERVE_ATTEMPTS = 8;
+
+/**
+ * How long a call waits for calls in flight to settle when they hold the room it needs and what is
+ * spent would leave it enough. Each call holds its worst case (input bound and whole output) while it
+ * runs and most settle far below it: refusing at once, ten turns at once against a 20,000-token
+ * budget had 8 refused with 86% of it unspent (issue 48). Longer than a model call usually runs;
+ * a hold that outlasts it (a dead worker's) ends in a refusal as before.
+ */
+const ROOM_WAIT_MS = 120_000;
+/** How often a waiting call looks at the periods again: one indexed read per waiting call. */
+const ROOM_POLL_MS = 100;
 
 /**
  * What a call is settled at, in dollars and tokens: its round's usage at the price of the model
@@ -106,7 +120,7 @@ export class TurnSpend implements ModelSpend {
     }
     const id = randomUUID();
     const held = await this.#hold(id, call);
-    if (!held.ok) return this.#refuse(held, unpriced?.model ?? models[0]!);
+    if (!held.ok) return this.#refuse(held, unpriced?.model ?? models[0]!, call);
     const { lines } = held;
     return { ok: true, maxTokens: held.maxTokens, settle: (spent) => this.#settle(id, lines, spent) };
   }
@@ -132,10 +146,39 @@ export class TurnSpend implements ModelSpend {
   }
 
   /**
+   * Reserves the call's worst case (`#holdNow`); where calls in flight hold the room it needs and
+   * what is spent would leave it enough, waits for them to settle (up to `ROOM_WAIT_MS`) and tries
+   * again, fitted to the room they left. The guarantee is the reservation's: nothing is spent past a limit.
+   */
+  async #hold(id: string, call: CallBound): Promise<Held | Refusal> {
+    const deadline = Date.now() + (this.#turn.roomWaitMs ?? ROOM_WAIT_MS);
+    for (;;) {
+      const held = await this.#holdNow(id, call);
+      if (held.ok || held.why !== 'exhausted' || !(await this.#roomFreesUp(call, deadline))) return held;
+    }
+  }
+
+  /**
+   * Whether calls in flight leave enough room for this one before `deadline`: false at once when
+   * what is spent alone leaves too little (waiting cannot help), true once the periods have room.
+   */
+  async #roomFreesUp(call: CallBound, deadline: number): Promise<boolean> {
+    const { pool, budgets } = this.#turn;
+    while (Date.now() < deadline) {
+      const periods = await readPeriods(pool, budgets.map(keyOf));
+      if (!fitCall(budgets, withoutHolds(periods), call).ok) return false;
+      if (fitCall(budgets, periods, call).ok) return true;
+      // Jittered, so calls that wait together do not all read and reserve in the same instant.
+      await sleep(ROOM_POLL_MS * (0.5 + Math.random()));
+    }
+    return false;
+  }
+
+  /**
    * Reserves the call's worst case against every budget in one statement, first at the output the
    * request asks for; where a budget has less room, again at the output that fits what it found.
    */
-  async #hold(id: string, call: CallBound): Promise<Held | Refusal> {
+  async #holdNow(id: string, call: CallBound): Promise<Held | Refusal> {
     const { pool, budgets, workItemId, leaseSeconds = RESERVATION_LEASE_SECONDS } = this.#turn;
     const unpriced = unpricedBudget(budgets, call);
     if (unpriced) return this.#refusal(unpriced, 'unpriced');
@@ -181,14 +224,20 @@ export class TurnSpend implements ModelSpend {
     return { ok: false, budget, period, why };
   }
 
-  async #refuse(fit: Refusal, model: string): Promise<SpendReservation> {
+  async #refuse(fit: Refusal, model: string, call: CallBound): Promise<SpendReservation> {
     const { budget, period } = fit;
+    if (fit.why === 'unpriced') {
+      await recordRefusal(this.#turn, fit);
+      return { ok: false, message: unpricedText(budget, model) };
+    }
+    const needs = smallestCall(budget, call);
     const spent = (period?.spent ?? 0) + (period?.reserved ?? 0);
-    const message =
-      fit.why === 'unpriced'
-        ? unpricedText(budget, model)
-        : refusalText(budget, spent, period?.periodEnd ?? new Date());
-    await recordRefusal(this.#turn, fit);
+    const message = refusalText(
+      budget,
+      { spent, needs, allowance: period?.allowance ?? 0 },
+      period?.periodEnd ?? new Date(),
+    );
+    await recordRefusal(this.#turn, fit, { callNeeds: needs });
     return { ok: false, message };
   }
 

@@ -18,6 +18,8 @@ export interface SpendingTurn {
   /** Posts a message in the turn's conversation (a warning, an allowance offer); failures are only logged. */
   notify(text: string, buttons?: ReplyButton[]): Promise<void>;
   leaseSeconds?: number;
+  /** How long a call waits for calls in flight to give back room it needs (spend.ts `ROOM_WAIT_MS` when unset). */
+  roomWaitMs?: number;
   /** This process's leases (leases.ts): where the budgets have plenty of room, a call is lent a share of one. */
   leases?: BudgetLeases;
 }

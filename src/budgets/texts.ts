@@ -4,7 +4,8 @@ import type { Budget } from '../policy/index.ts';
 
 /** An amount in the budget's unit: `$4.20`, `1,200,000 tokens`. */
 export function amountOf(unit: Budget['unit'], amount: number): string {
-  return unit === 'usd' ? `$${amount.toFixed(2)}` : `${Math.round(amount).toLocaleString('en')} tokens`;
+  const tokens = Math.round(amount);
+  return unit === 'usd' ? `$${amount.toFixed(2)}` : `${tokens.toLocaleString('en')} token${tokens === 1 ? '' : 's'}`;
 }
 
 /** Whom or where a budget covers, as a sentence's subject: `the channel slack:C0OPS0001`. */
@@ -38,12 +39,30 @@ export function resetTime(at: Date, tz: string): string {
   return `${shown} ${tz}`;
 }
 
-/** The turn's answer when a budget has no room for the next model call. */
-export function refusalText(budget: Budget, spent: number, resetsAt: Date): string {
+/**
+ * The turn's answer when a budget has no room for the next model call: `spent` (calls in progress
+ * included) and what one call `needs` at least (its input's bound and a small answer), in the
+ * budget's unit. A budget smaller than one call, even with nothing spent, says so: "used up (0 of
+ * 300)" read as a bug.
+ */
+export function refusalText(
+  budget: Budget,
+  used: { spent: number; needs: number; allowance: number },
+  resetsAt: Date,
+): string {
+  const { spent, needs, allowance } = used;
   const limit = amountOf(budget.unit, budget.limit);
+  const which = `the ${PERIOD[budget.per]} budget "${budget.name}" of ${coveredBy(budget)}`;
+  if (needs > budget.limit + allowance)
+    return (
+      `I stopped here: one call needs about ${amountOf(budget.unit, needs)} (what it sends and a short answer), ` +
+      `and ${which} is ${limit}${allowance > 0 ? ` (${amountOf(budget.unit, allowance)} allowed on top)` : ''}, ` +
+      `smaller than that even with nothing spent. An operator can raise it in the policy; an approver can allow more ` +
+      `for this period (it resets at ${resetTime(resetsAt, budget.tz)}).`
+    );
   return (
-    `I stopped here: the ${PERIOD[budget.per]} budget "${budget.name}" of ${coveredBy(budget)} is used up ` +
-    `(${amountOf(budget.unit, spent)} of ${limit}, calls in progress included). ` +
+    `I stopped here: ${which} is used up ` +
+    `(${amountOf(budget.unit, spent)} of ${limit}, calls in progress included; the next call needs about ${amountOf(budget.unit, needs)}). ` +
     `It resets at ${resetTime(resetsAt, budget.tz)}; an approver can allow more before then.`
   );
 }

@@ -37,14 +37,27 @@ export async function recordRefusal(
     },
   }).catch((error: unknown) => turn.log.warn({ err: error }, 'could not audit a budget refusal'));
   turn.log.info({ budget: budget.name, why, ...detail }, 'a budget refused');
-  if (why === 'exhausted' && period) await offerMore(turn, budget, period.periodStart);
+  if (why === 'exhausted' && period) await offerMore(turn, budget, period, detail.callNeeds);
 }
 
-/** Under the refusal, an approver's button to allow more for this period. */
-async function offerMore(turn: SpendingTurn, budget: Budget, periodStart: Date): Promise<void> {
+/**
+ * Under the refusal, an approver's button to allow more for this period: the policy's allowance, or
+ * where that would still leave too little for the call that was refused (`callNeeds`, in the
+ * budget's unit), enough for it — a button whose amount can never let a call through only misleads.
+ */
+async function offerMore(turn: SpendingTurn, budget: Budget, period: PeriodRow, callNeeds: unknown): Promise<void> {
   try {
     const { workItemId, requester, reply } = turn;
-    const offer = await offerAllowance(turn.pool, { budget, periodStart, workItemId, requester, reply });
+    const room = budget.limit + period.allowance - period.spent;
+    const short = typeof callNeeds === 'number' ? callNeeds - room : 0;
+    const offer = await offerAllowance(turn.pool, {
+      budget,
+      periodStart: period.periodStart,
+      workItemId,
+      requester,
+      reply,
+      atLeast: short,
+    });
     await turn.notify(offer.text, offer.buttons);
   } catch (error) {
     turn.log.warn({ err: error }, 'could not offer an allowance under a budget refusal');

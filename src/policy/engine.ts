@@ -161,6 +161,21 @@ export interface PolicyParts {
   budgets?: CompiledBudget[];
 }
 
+/** The platforms whose groups (`kind: 'group'` patterns) a compiled policy names, wherever they stand in it. */
+function groupPlatformsIn(parts: PolicyParts): Set<string> {
+  const found = new Set<string>();
+  const seen = new Set<object>();
+  const visit = (value: unknown): void => {
+    if (typeof value !== 'object' || value === null || value instanceof RegExp || seen.has(value)) return;
+    seen.add(value);
+    const record = value as Record<string, unknown>;
+    if (record.kind === 'group' && typeof record.platform === 'string') found.add(record.platform);
+    for (const inner of Array.isArray(value) ? value : Object.values(record)) visit(inner);
+  };
+  visit(parts);
+  return found;
+}
+
 const DEFAULT_REFUSAL =
   "Sorry — I can't take requests from you here. If you need me, ask whoever runs this bot to add you.";
 
@@ -419,6 +434,17 @@ export class Policy {
     const named = (this.#parts.budgets ?? []).flatMap((b) => b.people ?? []);
     return [...new Set(named.flatMap((p) => (p.kind === 'group' && p.platform === platform ? [p.group] : [])))];
   }
+
+  /**
+   * Whether the policy names a group of `platform` anywhere (requesters, rules, approvers, budgets):
+   * where it names none, nobody's groups there can change a decision, so they are never looked up
+   * (a free Slack workspace has no user groups to list).
+   */
+  namesGroups(platform: string): boolean {
+    this.#groupPlatforms ??= groupPlatformsIn(this.#parts);
+    return this.#groupPlatforms.has(platform);
+  }
+  #groupPlatforms: Set<string> | undefined;
 
   /** Every budget of the policy (operators' views). */
   get budgets(): Budget[] {

@@ -105,3 +105,18 @@ async function cancelOrphanedTurns(
   }
   return cancelled;
 }
+
+/**
+ * Whether a process-bound session is still open: its process holds its lock. Work that would answer
+ * there once it closed (a scheduled run made in the console) has nobody left to read it.
+ */
+export async function sessionIsOpen(pool: Pool, session: string): Promise<boolean> {
+  const client = await pool.connect();
+  try {
+    if (!(await tryLockKey(client, SESSION_LOCKS, session))) return true;
+    await unlockKey(client, SESSION_LOCKS, session);
+    return false;
+  } finally {
+    client.release();
+  }
+}

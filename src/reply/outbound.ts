@@ -4,6 +4,12 @@ import type { FileRef } from '../core/work-item.ts';
 import type { Requester } from '../core/person.ts';
 import type { PartialEdit } from './rate-bucket.ts';
 
+/** What `personNow` looks up. */
+export interface PersonLookUp {
+  /** False: the policy names none of the platform's groups, so they are not listed (only membership is checked). */
+  groups?: boolean;
+}
+
 export interface PostedMessage {
   messageId: string;
 }
@@ -51,7 +57,7 @@ export interface Outbound {
    * scheduled run). Undefined: they are no longer a member there. Throws when the platform could not
    * say. Absent: the platform has no groups to look up.
    */
-  personNow?(person: Requester, place: ReplyTarget): Promise<Requester | undefined>;
+  personNow?(person: Requester, place: ReplyTarget, lookUp?: PersonLookUp): Promise<Requester | undefined>;
   /**
    * The groups `person` is in wherever the bot can see them (the roles of every Discord server it
    * shares with them), for a budget that covers a group when they wrote outside any server (a DM

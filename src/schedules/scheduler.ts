@@ -50,7 +50,15 @@ export interface SchedulerDeps {
    */
   linkTo?(reply: ReplyTarget): Promise<string | undefined>;
   record: RecordScheduleEvent;
+  /**
+   * Whether `place` is a session that lived only as long as its process (the console's terminal) and
+   * has closed: a run there has nobody to answer. Absent: every place stays open.
+   */
+  sessionClosed?(place: ReplyTarget): Promise<boolean>;
 }
+
+/** Why a run in a closed session is not made, or is settled: the console that made it has gone. */
+const SESSION_CLOSED = 'the console session it was made in has closed, so nobody could read its answer';
 
 /** Consecutive failed runs that pause a schedule. */
 const FAILURES_TO_PAUSE = 3;
@@ -116,6 +124,21 @@ async function runDueSchedule(client: PoolClient, deps: SchedulerDeps, now: Date
     await advanceSchedule(client, schedule.id, next);
     deps.log.info({ scheduleId: schedule.id, slot }, 'skipped a missed slot (catch_up: none)');
     return { enqueued: false };
+  }
+  if (await deps.sessionClosed?.(schedule.place)) {
+    // The session never comes back: the schedule pauses at once, and nobody is left there to tell.
+    await insertRun(client, {
+      scheduleId: schedule.id,
+      slot,
+      workItemId: null,
+      outcome: 'failed',
+      detail: SESSION_CLOSED,
+    });
+    await advanceSchedule(client, schedule.id, next);
+    const paused = await pauseSchedule(client, schedule.id, SESSION_CLOSED);
+    if (!paused) return { enqueued: false };
+    const detail = { schedule: schedule.id, reason: SESSION_CLOSED };
+    return { enqueued: false, after: { paused: true, effects: () => deps.record('schedule_paused', detail) } };
   }
   const current = await ownerNow(deps, schedule);
   if ('failed' in current) return failLookup(client, deps, { schedule, slot, next }, current.failed);
@@ -217,8 +240,11 @@ function runItem(schedule: ScheduleRow, slot: Date): WorkItem {
 /** Reads where a run's turn came to rest and records it; 'paused' when it was the third failure in a row. */
 async function settleFinishedRun(deps: SchedulerDeps, run: RunRow): Promise<'settled' | 'paused' | undefined> {
   const progress = run.work_item_id ? await readTurnProgress(deps.pool, run.work_item_id) : undefined;
-  if (progress && ['queued', 'running', 'awaiting_approval'].includes(progress.status)) return undefined;
-  const [outcome, detail] = outcomeOf(progress);
+  const unfinished = progress && ['queued', 'running', 'awaiting_approval'].includes(progress.status);
+  // A run whose console session closed is never answered: settled, rather than "running" for ever.
+  const abandoned = unfinished && run.reply !== null && (await deps.sessionClosed?.(run.reply)) === true;
+  if (unfinished && !abandoned) return undefined;
+  const [outcome, detail] = abandoned ? (['failed', SESSION_CLOSED] as const) : outcomeOf(progress);
   const link = run.work_item_id ? await answerLink(deps, run.work_item_id) : undefined;
   if (!(await settleRun(deps.pool, run, outcome, detail, link))) return undefined;
   // An expired card or a stopped run says nothing about whether the task works: the count stands.

@@ -75,7 +75,70 @@ type Unchecked =
   | { kind: 'in'; seconds: number }
   | { kind: 'at'; date: string; time: string; timeZone: string };
 
-function splitWhen(words: string[]): { when: Unchecked | { invalid: string }; rest: string[] } | undefined {
+/** Abbreviations people write for a zone that are not IANA names (CET, EST and UTC are). */
+const NOT_IANA_ABBREVIATIONS = new Set([
+  'CEST',
+  'BST',
+  'IST',
+  'PST',
+  'PDT',
+  'CDT',
+  'CST',
+  'EDT',
+  'MDT',
+  'AEST',
+  'AEDT',
+  'JST',
+  'KST',
+  'EEST',
+  'WEST',
+  'MSK',
+]);
+
+/**
+ * A word where WHEN may end with a time zone that reads as one (`Europe/Berln`, `CEST`) but that this
+ * Node does not know: refused rather than taken into the task, which would run the schedule in UTC.
+ * Other capitalised words (`TEST the build`) start the task.
+ */
+function looksLikeZone(word: string): boolean {
+  return /^[A-Za-z_]+\/[A-Za-z0-9_+\-/]+$/.test(word) || NOT_IANA_ABBREVIATIONS.has(word);
+}
+
+/** The known zone nearest to a misspelt one (at most two letters off), to suggest. */
+function nearestZone(word: string): string | undefined {
+  const wanted = word.toLowerCase();
+  let best: { zone: string; distance: number } | undefined;
+  for (const zone of Intl.supportedValuesOf('timeZone')) {
+    const distance = editDistance(wanted, zone.toLowerCase());
+    if (distance <= 2 && (!best || distance < best.distance)) best = { zone, distance };
+  }
+  return best?.zone;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
+/** The zone word after WHEN: a known zone, none (UTC), or a refusal of one that reads as a zone but is not. */
+function zoneAt(word: string | undefined): { zone: string | undefined } | { refused: string } {
+  if (word && isTimeZone(word)) return { zone: word };
+  if (!word || !looksLikeZone(word)) return { zone: undefined };
+  const near = nearestZone(word);
+  return {
+    refused: `"${word}" is not a time zone I know${near ? ` (did you mean ${near}?)` : ''}: write an IANA name such as Europe/Berlin or America/New_York, or leave it out for UTC.`,
+  };
+}
+
+function splitWhen(
+  words: string[],
+): { when: Unchecked | { invalid: string } | { refused: string }; rest: string[] } | undefined {
   const [first = '', second = '', third = ''] = words;
   if (first === 'every' || first === 'in') {
     const amount = durationSeconds(second);
@@ -86,23 +149,30 @@ function splitWhen(words: string[]): { when: Unchecked | { invalid: string }; re
     };
   }
   if (DATE.test(first) && TIME.test(second)) {
-    const zoned = isTimeZone(third);
+    const zone = zoneAt(third);
+    if ('refused' in zone) return { when: zone, rest: words.slice(3) };
     return {
-      when: { kind: 'at', date: first, time: second, timeZone: zoned ? third : 'UTC' },
-      rest: words.slice(zoned ? 3 : 2),
+      when: { kind: 'at', date: first, time: second, timeZone: zone.zone ?? 'UTC' },
+      rest: words.slice(zone.zone ? 3 : 2),
     };
   }
   const fields = words.slice(0, 5);
   if (fields.length < 5 || !/[\d*]/.test(fields[0]!) || !fields.every((w) => /^[\d*,\-/A-Za-z?LW#]+$/.test(w)))
     return undefined;
-  const zoned = isTimeZone(words[5] ?? '');
+  const zone = zoneAt(words[5]);
+  if ('refused' in zone) return { when: zone, rest: words.slice(6) };
   return {
-    when: { kind: 'cron', pattern: words.slice(0, 5).join(' '), timeZone: zoned ? words[5]! : 'UTC' },
-    rest: words.slice(zoned ? 6 : 5),
+    when: { kind: 'cron', pattern: words.slice(0, 5).join(' '), timeZone: zone.zone ?? 'UTC' },
+    rest: words.slice(zone.zone ? 6 : 5),
   };
 }
 
-function checked(when: Unchecked | { invalid: string }, now: Date, minIntervalSeconds: number): WhenReading {
+function checked(
+  when: Unchecked | { invalid: string } | { refused: string },
+  now: Date,
+  minIntervalSeconds: number,
+): WhenReading {
+  if ('refused' in when) return { ok: false, message: when.refused };
   if ('invalid' in when) return { ok: false, message: `I could not read ${when.invalid} as WHEN: ${EXAMPLES}.` };
   const min = `the shortest interval here is ${describeSeconds(minIntervalSeconds)} (SCHEDULE_MIN_INTERVAL)`;
   switch (when.kind) {
@@ -118,6 +188,12 @@ function checked(when: Unchecked | { invalid: string }, now: Date, minIntervalSe
         },
       };
     case 'in':
+      // `in 0m` is now: its card would list no next run, and the scheduler's minute tick would run it late anyway.
+      if (when.seconds < 60)
+        return {
+          ok: false,
+          message: `A one-off run needs to be at least a minute ahead (\`in 1m\`, \`in 2h\`); to have it done now, just ask me.`,
+        };
       return { ok: true, when: { kind: 'once', at: new Date(now.getTime() + when.seconds * 1000), timeZone: 'UTC' } };
     case 'at':
       return atInstant(when, now);
@@ -229,9 +305,13 @@ function describeSeconds(total: number): string {
   return `${n} ${unit}${n === 1 ? '' : 's'}`;
 }
 
-/** A slot as a card shows it: in the schedule's time zone, with the zone named. */
+/**
+ * A slot as a card shows it: in the schedule's time zone, named as the person wrote it (`09:00 CET`,
+ * `09:00 Europe/Berlin`), with its offset or abbreviation beside (`GMT+1`, `EST`) — the locale's short
+ * name alone is `GMT+1` for most of Europe, which reads as a different zone.
+ */
 export function formatSlot(slot: Date, timeZone: string): string {
-  const local = new Intl.DateTimeFormat('en-CA', {
+  const parts = new Intl.DateTimeFormat('en-CA', {
     timeZone,
     year: 'numeric',
     month: '2-digit',
@@ -241,8 +321,14 @@ export function formatSlot(slot: Date, timeZone: string): string {
     weekday: 'short',
     hourCycle: 'h23',
     timeZoneName: 'short',
-  }).format(slot);
-  return `${local} (${timeZone})`;
+  }).formatToParts(slot);
+  const offset = parts.find((p) => p.type === 'timeZoneName')?.value;
+  const local = parts
+    .filter((p) => p.type !== 'timeZoneName')
+    .map((p) => p.value)
+    .join('')
+    .trim();
+  return offset && offset !== timeZone ? `${local} ${timeZone} (${offset})` : `${local} ${timeZone}`;
 }
 
 /** The time zone a schedule's slots are shown in. */

@@ -13,6 +13,8 @@ import { createScheduleTool } from '../schedules/tool.ts';
 import { readScheduleWorkCommand } from '../schedules/command.ts';
 import { scheduleHistory } from '../schedules/history.ts';
 import { durationSeconds } from '../schedules/when.ts';
+import type { PlatformDirectory } from '../core/platform-rules.ts';
+import { sessionIsOpen } from '../queue/session-turns.ts';
 import type { Cleanups } from './cleanups.ts';
 
 /**
@@ -52,15 +54,21 @@ export function scheduleVerbs(config: Config, pool: Pool, approvals: ApprovalSer
  * The scheduler's dependencies: the policy in force, the place's outbound (to tell the owner, look
  * their groups up again, link a run's answer), the audit log.
  */
-function schedulerDeps(wiring: {
+export function schedulerDeps(wiring: {
   pool: Pool;
   log: Logger;
   approvals: ApprovalService;
   outbounds: OutboundRegistry;
+  /** The platforms' rules: which keep their sessions only while their process lives (the console). */
+  platforms?: PlatformDirectory;
 }): SchedulerDeps {
-  const { pool, approvals, outbounds } = wiring;
+  const { pool, approvals, outbounds, platforms } = wiring;
   return {
     pool,
+    sessionClosed: async (place) =>
+      platforms?.has(place.platform) === true &&
+      platforms.rulesOf(place.platform).operatorTerminal &&
+      !(await sessionIsOpen(pool, place.channel)),
     log: wiring.log.child({ component: 'scheduler' }),
     mayUse: (owner, place) => approvals.mayUse(owner, place),
     tell: async (place, text) => {
@@ -69,7 +77,9 @@ function schedulerDeps(wiring: {
     // Groups and roles as the platform says now, not as they were when the schedule was made.
     personNow: async (owner, place) => {
       const outbound = outbounds.for(place);
-      return outbound.personNow ? outbound.personNow(owner, place) : owner;
+      // Groups the policy names none of are not looked up (a free Slack workspace has none to list).
+      const groups = approvals.namesGroups(place.platform);
+      return outbound.personNow ? outbound.personNow(owner, place, { groups }) : owner;
     },
     linkTo: async (reply) => {
       const outbound = outbounds.for(reply);
@@ -85,7 +95,14 @@ export function recordScheduleEvent(pool: Pool): RecordScheduleEvent {
 
 /** Ticks the scheduler every TICK_MS in a process that runs turns, until the process stops. */
 export function startScheduler(
-  wiring: { config: Config; pool: Pool; log: Logger; approvals: ApprovalService; outbounds: OutboundRegistry },
+  wiring: {
+    config: Config;
+    pool: Pool;
+    log: Logger;
+    approvals: ApprovalService;
+    outbounds: OutboundRegistry;
+    platforms?: PlatformDirectory;
+  },
   cleanups: Cleanups,
 ): void {
   const deps = schedulerDeps(wiring);

@@ -80,7 +80,8 @@ describe('a budget on a Discord role, asked in a DM', () => {
   it('counts a DM from someone with the role against the role’s budget, though Discord sent no roles', async () => {
     fake.world.memberRoles.set(fake.scene.human.id, [contractors]);
     const answer = await dm('second');
-    expect(answer).toContain('"contractors-daily" of the group contractors is used up');
+    // One token can never hold a call: the refusal says the budget is smaller than one call.
+    expect(answer).toContain('"contractors-daily" of the group contractors is 1 token, smaller than that');
   });
 
   it('refuses the calls, with the reason, when Discord cannot say which roles they have', async () => {

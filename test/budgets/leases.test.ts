@@ -76,7 +76,12 @@ const leasesOf = (processId: string, over: { callsPerLease?: number; lifetimeMs?
   new BudgetLeases({ pool, processId, log, callsPerLease: 16, flushDelayMs: 10, ...over });
 
 let items = 0;
-function turn(budgets: Budget[], leases: BudgetLeases | undefined, notices: string[] = []): TurnSpend {
+function turn(
+  budgets: Budget[],
+  leases: BudgetLeases | undefined,
+  notices: string[] = [],
+  roomWaitMs?: number,
+): TurnSpend {
   items += 1;
   return new TurnSpend({
     pool,
@@ -90,6 +95,7 @@ function turn(budgets: Budget[], leases: BudgetLeases | undefined, notices: stri
       notices.push(text);
     },
     ...(leases ? { leases } : {}),
+    ...(roomWaitMs !== undefined ? { roomWaitMs } : {}),
   });
 }
 
@@ -182,7 +188,8 @@ describe('a lease on a roomy budget', () => {
     await call(turn([before], leases), { inputTokens: 10, outputTokens: 10 });
     // The policy file is reloaded: the same budget, now $0.50 a day. Turns begun since count against that.
     const after = { ...before, limit: 0.5 };
-    await Promise.all(Array.from({ length: 16 }, () => call(turn([after], leases))));
+    // The lease taken before the reload holds its room for a minute here: these calls do not wait for it.
+    await Promise.all(Array.from({ length: 16 }, () => call(turn([after], leases, [], 0))));
     await leases.close();
     expect((await periodOf(after)).spent).toBeLessThanOrEqual(0.5);
   });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { nextSlots, readScheduleCommand, readWhen } from '../../src/schedules/when.ts';
+import { formatSlot, nextSlots, readScheduleCommand, readWhen } from '../../src/schedules/when.ts';
+import { describeScheduleRequest } from '../../src/schedules/manage.ts';
 
 const NOW = new Date('2026-11-26T00:00:00Z');
 const MIN = 300;
@@ -92,5 +93,42 @@ describe('reading WHEN', () => {
       task: 'check the deploy',
     });
     expect(readScheduleCommand('every 15m', NOW, MIN)).toMatchObject({ ok: false });
+  });
+
+  it('refuses a misspelt time zone instead of running in UTC with the zone taken into the task', () => {
+    for (const text of ['0 9 * * 1-5 Europe/Berln summarise', '2026-12-01 09:00 Europe/Berln summarise']) {
+      const read = readScheduleCommand(text, NOW, MIN);
+      expect(read).toMatchObject({ ok: false });
+      expect(!read.ok && read.message).toMatch(
+        /"Europe\/Berln" is not a time zone I know \(did you mean Europe\/Berlin\?\)/,
+      );
+    }
+    expect(readScheduleCommand('0 9 * * * CEST summarise', NOW, MIN)).toMatchObject({ ok: false });
+    expect(readWhen('0 9 * * * Europe/Berln', NOW, MIN)).toMatchObject({ ok: false });
+    // A capitalised first word of the task is not a zone.
+    expect(readScheduleCommand('0 9 * * * TEST the build', NOW, MIN)).toMatchObject({
+      ok: true,
+      task: 'TEST the build',
+    });
+  });
+
+  it('refuses a one-off less than a minute ahead, whose card could list no next run', () => {
+    const read = readScheduleCommand('in 0m say hi', NOW, MIN);
+    expect(read).toMatchObject({ ok: false, message: expect.stringMatching(/at least a minute ahead/) });
+    expect(
+      describeScheduleRequest({ when: 'in 0m', task: 'hi', background: false, catchUp: 'latest' }, NOW, MIN),
+    ).toMatch(/cannot be made/);
+    expect(
+      describeScheduleRequest({ when: 'in 1m', task: 'hi', background: false, catchUp: 'latest' }, NOW, MIN),
+    ).toMatch(/Next runs:\n• .*00:01/);
+  });
+
+  it('names the zone as written, not the locale’s GMT offset', () => {
+    const nine = new Date('2026-12-01T08:00:00Z');
+    expect(formatSlot(nine, 'CET')).toBe('Tue, 2026-12-01, 09:00 CET (GMT+1)');
+    expect(formatSlot(nine, 'Europe/Berlin')).toBe('Tue, 2026-12-01, 09:00 Europe/Berlin (GMT+1)');
+    expect(formatSlot(nine, 'UTC')).toBe('Tue, 2026-12-01, 08:00 UTC');
+    const read = readScheduleCommand('2026-12-02 09:00 CET standup', NOW, MIN);
+    expect(read).toMatchObject({ ok: true, task: 'standup' });
   });
 });

@@ -91,7 +91,7 @@ async function connectSlack(ctx: AdapterContext, deps: SlackInboundDeps): Promis
   const botUserId = String(auth.user_id ?? '');
   const botName = String(auth.user ?? 'Countersign');
 
-  const groups = new SlackUserGroups(app.client, log);
+  const groups = new SlackUserGroups(app.client, log, { namesGroups: () => ctx.approvals.namesGroups('slack') });
   const events = createEventHandlers(ctx, { botUserId, outbound: deps.outbound, groups });
   const memberships = new SlackMemberships(app.client, log);
   const workCommandNames = {

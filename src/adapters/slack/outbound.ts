@@ -1,6 +1,6 @@
 import { WebClient } from '@slack/web-api';
 import type { DeliveryContext, ReplyDelivery } from '../../reply/delivery.ts';
-import type { Outbound, OutboundFile, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
+import type { Outbound, OutboundFile, PersonLookUp, PostedMessage, ReplyOptions } from '../../reply/outbound.ts';
 import type { ReplyTarget } from '../../core/reply-target.ts';
 import type { PartialEdit, RateBuckets } from '../../reply/rate-bucket.ts';
 import { metrics } from '../../metrics.ts';
@@ -284,12 +284,14 @@ export class SlackOutbound implements Outbound {
    * The person with the user groups Slack lists now (user-groups.ts): groups are the home
    * workspace's, so an id another org issued is in none. Throws when Slack could not say.
    */
-  async personNow(person: Requester, place: ReplyTarget): Promise<Requester | undefined> {
+  async personNow(person: Requester, place: ReplyTarget, lookUp: PersonLookUp = {}): Promise<Requester | undefined> {
     // What the platform says now replaces what was told, or not told, then.
     const { groups: _then, groupsUnknown: _unknown, ...now } = person;
     if (!person.workspace || person.workspace !== place.workspace) return now;
     // A deactivated owner is no longer a member (only with users:read; see AccountStatus).
     if (await this.#accounts.isDeactivated(person.userId)) return undefined;
+    // A policy that names no user group: nobody's groups can change a decision, so none are listed.
+    if (lookUp.groups === false) return now;
     const groups = await this.#currentGroups.groupsOf(person.userId);
     return groups.length ? { ...now, groups } : now;
   }

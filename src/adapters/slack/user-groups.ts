@@ -33,11 +33,14 @@ export class SlackUserGroups {
   readonly #listings = new Map<string, Listing>();
   readonly #pending = new Map<string, Promise<Listing>>();
   readonly #warned = new Set<string>();
+  readonly #namesGroups: () => boolean;
 
-  constructor(client: WebClient, log: Logger, ttlMs: number = USER_GROUP_LIMITS.ttlMs) {
+  /** `namesGroups`: whether the policy in force names any Slack user group; where not, none are listed. */
+  constructor(client: WebClient, log: Logger, options: { ttlMs?: number; namesGroups?: () => boolean } = {}) {
     this.#client = client;
     this.#log = log;
-    this.#ttlMs = ttlMs;
+    this.#ttlMs = options.ttlMs ?? USER_GROUP_LIMITS.ttlMs;
+    this.#namesGroups = options.namesGroups ?? (() => true);
   }
 
   /**
@@ -46,7 +49,8 @@ export class SlackUserGroups {
    * workspace only; an id another org issued is in none of them.
    */
   async personOf(user: string, issuer: string | undefined, home: string | undefined): Promise<Requester> {
-    const groups = issuer && issuer === home ? await this.groupsOf(issuer, user) : [];
+    // A policy that names no user group: nobody's groups can change a decision (a free workspace has none to list).
+    const groups = issuer && issuer === home && this.#namesGroups() ? await this.groupsOf(issuer, user) : [];
     return {
       platform: SLACK_RULES.name,
       userId: user,
