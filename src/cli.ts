@@ -6,6 +6,7 @@ import { startTelemetry } from './telemetry/sdk.ts';
 import { checkRole, startCountersign, type Role } from './app.ts';
 import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres } from './db/embedded.ts';
+import { runningEmbeddedUrl } from './db/running-cluster.ts';
 import { resolveFromCwd } from './app.ts';
 import { createSkillTools, skillsCommand } from './skills/index.ts';
 import { createPool } from './db/pool.ts';
@@ -121,27 +122,26 @@ async function start(args: string[]): Promise<number> {
 async function runMigrate(): Promise<number> {
   const config = configOrExit();
   const log = createLogger(config.LOG_LEVEL ?? 'info');
-  if (config.DATABASE_URL) {
-    const { applied } = await migrate(config.DATABASE_URL, log);
+  return withDatabase(async (url) => {
+    const { applied } = await migrate(url, log);
     process.stdout.write(applied.length ? `Applied ${applied.join(', ')}\n` : 'Database is up to date\n');
     return 0;
-  }
-  const db = await startEmbeddedPostgres({ dir: resolveFromCwd(config.EMBEDDED_POSTGRES_DIR), log });
-  try {
-    const { applied } = await migrate(db.url, log);
-    process.stdout.write(applied.length ? `Applied ${applied.join(', ')}\n` : 'Database is up to date\n');
-  } finally {
-    await db.stop();
-  }
-  return 0;
+  });
 }
 
-/** Runs `fn` against the configured database (starting the embedded one if that is what is configured). */
+/**
+ * Runs `fn` against the configured database: DATABASE_URL; else the embedded cluster a running
+ * `npm start` serves from EMBEDDED_POSTGRES_DIR (the operator's commands run beside the bot); else
+ * that cluster, started for this command and stopped after it.
+ */
 async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
   const config = configOrExit();
   if (config.DATABASE_URL) return fn(config.DATABASE_URL);
+  const dir = resolveFromCwd(config.EMBEDDED_POSTGRES_DIR);
+  const running = await runningEmbeddedUrl(dir);
+  if (running) return fn(running);
   const log = createLogger(config.LOG_LEVEL ?? 'warn');
-  const db = await startEmbeddedPostgres({ dir: resolveFromCwd(config.EMBEDDED_POSTGRES_DIR), log });
+  const db = await startEmbeddedPostgres({ dir, log });
   try {
     return await fn(db.url);
   } finally {
