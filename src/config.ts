@@ -54,6 +54,8 @@ export const ConfigSchema = z
       .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// or postgresql:// connection string')
       .optional(),
     EMBEDDED_POSTGRES_DIR: z.string().default('.data/postgres'),
+    /** How long a start waits for the database to answer before it exits 1 (src/db/first-connection.ts). */
+    DATABASE_WAIT_SECONDS: int(0, 86_400).default(60),
     DATABASE_POOL_SIZE: int(2, 200).default(10),
     DATABASE_ADMISSION_POOL_SIZE: int(1, 100).default(4),
 
