@@ -54,6 +54,8 @@ export interface ConsoleSessionOptions extends ConsoleStreams {
   commands?: ConsoleCommand;
   /** Ctrl-C during a turn stops it (through the same path as a Stop button). */
   stopTurn?: (workItemId: string, by: { platform: string; userId: string }) => Promise<{ ok: boolean }>;
+  /** Input ended: withdraw the cards still waiting in this session (their turns are cancelled). */
+  endSession?: () => Promise<void>;
 }
 
 /**
@@ -182,6 +184,12 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
     if (turn) await afterTurn(session, await waitForEnd(options.events, state, turn));
   }
   reportSessionEnd(session);
+  // Nobody is left to answer a card of this session: its turns end now, not when the card expires.
+  await options
+    .endSession?.()
+    .catch((error: unknown) =>
+      options.log.warn({ err: error }, 'could not withdraw the cards left waiting when the console input ended'),
+    );
 }
 
 /**
