@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { bool } from './core/env-fields.ts';
 import { COMMANDS, USAGE, asksHelp, commandHelp, invocationProblem } from './cli-invocation.ts';
 import { userInfo } from 'node:os';
 import { ConfigError, INSTALL_DIR, describeConfig, loadConfig, type Config } from './config.ts';
@@ -34,7 +35,7 @@ function configOrExit(): Config {
     return loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\nSee .env.example for every variable and its default.\n`);
+      process.stderr.write(`${error.message}\n`);
       process.exit(1);
     }
     throw error;
@@ -233,7 +234,8 @@ function policyOptionsFromEnv() {
   return {
     platforms: platformDirectory(),
     approvers,
-    twoPersonRule: env.APPROVAL_TWO_PERSON_RULE?.trim().toLowerCase() !== 'false',
+    // Read as the bot reads it (no, off, 0 too); unset or unreadable: on, the safe side.
+    twoPersonRule: bool.safeParse(env.APPROVAL_TWO_PERSON_RULE ?? 'true').data ?? true,
     ...(env.CUSTOM_SKILLS_DIR ? { customSkillsDir: env.CUSTOM_SKILLS_DIR } : {}),
   };
 }

@@ -35,6 +35,11 @@ export const CODING_AGENT_WITHHELD: ReadonlySet<string> = new Set(
   [...SECRET_VARIABLES].filter((name) => !name.endsWith('_API_KEY')),
 );
 
+/** An OTLP/HTTP collector: http(s) only, as the exporter sends nothing anywhere else. */
+const otlpEndpoint = z
+  .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL such as http://localhost:4318' })
+  .optional();
+
 const PROVIDERS = ['anthropic', 'openai', 'openrouter', 'scripted'] as const;
 export const Provider = z.enum(PROVIDERS, { error: `expected one of ${PROVIDERS.join(', ')}` });
 export type Provider = z.infer<typeof Provider>;
@@ -202,6 +207,10 @@ export const ConfigSchema = z
     ...DISCORD_ENV,
 
     /** Which platforms' inbound halves this process runs (ingress and all roles); unset: every configured one. */
+    /** OpenTelemetry's own variables, read by src/telemetry/sdk.ts: checked here so a typo stops the start. */
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpEndpoint,
+
     INGRESS_PLATFORMS: list
       .pipe(z.array(z.enum(['slack', 'discord'], { error: 'expected slack and/or discord' })))
       .optional(),
@@ -315,11 +324,14 @@ function crossFieldProblems(env: Env): EnvProblem[] {
   return problems;
 }
 
+/** The line every configuration error ends with, wherever it is found (at load, or as a feature starts). */
+export const CONFIG_HINT = 'See .env.example for every variable and its default.';
+
 export class ConfigError extends Error {
   readonly problems: string[];
   constructor(problems: string[]) {
     super(
-      `Invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+      `Invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}\n${CONFIG_HINT}`,
     );
     this.name = 'ConfigError';
     this.problems = problems;
