@@ -325,7 +325,7 @@ function crossFieldProblems(env: Env): EnvProblem[] {
 }
 
 /** The line every configuration error ends with, wherever it is found (at load, or as a feature starts). */
-export const CONFIG_HINT = 'See .env.example for every variable and its default.';
+const CONFIG_HINT = 'See .env.example for every variable and its default.';
 
 export class ConfigError extends Error {
   readonly problems: string[];

@@ -11,7 +11,7 @@ import { isDatabaseUnavailable } from './errors.ts';
  */
 
 /** Where the database is, without credentials. */
-export function databaseTarget(connectionString: string): { hostPort: string; database: string } {
+function databaseTarget(connectionString: string): { hostPort: string; database: string } {
   try {
     const u = new URL(connectionString);
     const socket = u.searchParams.get('host');
@@ -47,7 +47,7 @@ function reasonOf(error: unknown): string {
   return /timeout/i.test(text) ? 'no answer (connection timed out)' : text;
 }
 
-export class DatabaseStartError extends Error {
+class DatabaseStartError extends Error {
   constructor(message: string, cause: unknown) {
     super(message, { cause });
     this.name = 'DatabaseStartError';
