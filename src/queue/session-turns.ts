@@ -105,20 +105,3 @@ async function cancelOrphanedTurns(
   }
   return cancelled;
 }
-
-/**
- * Withdraws the cards `session`'s parked turns wait on, because its input ended and nobody is left to
- * answer them: they expire now, and expiring them (src/approval/expire.ts) cancels their turns as
- * for any card nobody answered. Returns how many. Without this each piped run that ended at a card
- * left a turn "waiting for a click" for the card's whole lifetime, listed by every /status.
- */
-export async function expireSessionCards(pool: Pool, platform: string, session: string): Promise<number> {
-  const { rowCount } = await pool.query(
-    `UPDATE countersign.approval_envelopes e SET expires_at = now()
-     FROM countersign.work_items w
-     WHERE e.work_item_id = w.id AND e.status = 'pending' AND w.status = 'awaiting_approval'
-       AND w.item->'reply'->>'platform' = $1::text AND w.item->'reply'->>'channel' = $2::text`,
-    [platform, session],
-  );
-  return rowCount ?? 0;
-}
