@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../helpers/db.ts';
@@ -67,5 +70,55 @@ describe('the console commands', () => {
     expect(run.out).toMatch(answer);
     expect(run.out).not.toContain('echo:');
     expect(await prompts()).toHaveLength(before);
+  });
+});
+
+describe('/grants in the console', () => {
+  let db: TestDatabase;
+  let dir: string;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    dir = mkdtempSync(path.join(tmpdir(), 'cs-console-grants-'));
+    const script = path.join(dir, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        rules: [
+          {
+            match: 'write the note',
+            rounds: [
+              { toolCalls: [{ name: 'write_file', args: { path: 'note.txt', content: 'hello' } }] },
+              { text: 'Done: {{lastToolResult}}' },
+            ],
+          },
+          { rounds: [{ text: 'echo: {{lastUser}}' }] },
+        ],
+      }),
+    );
+    env = {
+      DATABASE_URL: db.url,
+      AI_PROVIDER: 'scripted',
+      SCRIPTED_MODEL_SCRIPT: script,
+      AGENT_WORKSPACE_ROOT: path.join(dir, 'workspace'),
+      HTTP_PORT: '0',
+      HTTP_HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+    };
+  });
+  afterAll(async () => {
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lists the grant `a` made, and `/grants revoke ID` revokes it, as the Revoke button does', async () => {
+    const first = runCli(['start'], env, 'write the note\na\n/grants\n');
+    expect((await first.exited).code, first.stderr()).toBe(0);
+    const listed = /^([0-9a-f]{8}) · write_file with /m.exec(first.stdout());
+    expect(listed, first.stdout()).not.toBeNull();
+    const second = runCli(['start'], env, `/grants revoke ${listed![1]}\n/grants\n`);
+    expect((await second.exited).code, second.stderr()).toBe(0);
+    expect(second.stdout()).toMatch(new RegExp(`^Revoked ${listed![1]} · write_file`, 'm'));
+    expect(second.stdout()).not.toMatch(/^[0-9a-f]{8} · write_file/m);
   });
 });
