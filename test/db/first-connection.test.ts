@@ -1,3 +1,6 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { runCli } from '../helpers/processes.ts';
@@ -48,6 +51,40 @@ describe('a start whose DATABASE_URL does not answer', () => {
           `^countersign: The database at ${url.hostname}:${url.port || 5432} answered, but the database does not exist`,
         ),
       );
+    },
+    30_000,
+  );
+});
+
+describe('the same start at a terminal', () => {
+  // `script` (util-linux) runs the command on a pseudo-terminal, as a person at a shell would.
+  it.runIf(existsSync('/usr/bin/script'))(
+    'logs each attempt as one readable line, not JSON',
+    async () => {
+      const port = await freePort();
+      const cli = path.resolve(import.meta.dirname, '../../src/cli.ts');
+      const run = spawnSync(
+        '/usr/bin/script',
+        ['-qec', `${process.execPath} ${cli} start --role=worker`, '/dev/null'],
+        {
+          encoding: 'utf8',
+          env: {
+            PATH: process.env.PATH ?? '',
+            HOME: process.env.HOME ?? '/root',
+            DATABASE_URL: `postgres://countersign@127.0.0.1:${port}/countersign`,
+            DATABASE_WAIT_SECONDS: '1',
+            HTTP_PORT: '0',
+            LOG_LEVEL: 'warn',
+          },
+        },
+      );
+      expect(run.status).toBe(1);
+      const lines = run.stdout.split(/\r?\n/).filter((l) => l.includes('not reachable'));
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) {
+        expect(line).toMatch(/^\d\d:\d\d:\d\d WARN {2}database 127\.0\.0\.1:\d+ not reachable \(connection refused\)/);
+        expect(line).not.toContain('{');
+      }
     },
     30_000,
   );
