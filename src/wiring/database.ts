@@ -41,4 +41,3 @@ export async function openDatabase(
   cleanups.add(() => admissionPool.end());
   return { databaseUrl, pool, admissionPool };
 }
-
