@@ -15,6 +15,7 @@ import { recordFeedback } from './audit/feedback.ts';
 import type { HttpServer } from './http/server.ts';
 import { activeWorkItemOf, conversationExists } from './queue/turn-lifecycle.ts';
 import { claimSession } from './queue/session-turns.ts';
+import { expireSessionCards } from './queue/housekeeping-sql.ts';
 import { admit } from './approval/admission.ts';
 import { pressButton } from './approval/press-button.ts';
 import { BudgetAllowances } from './budgets/index.ts';
@@ -412,7 +413,11 @@ function adapterContext(wiring: InboundWiring, rules: PlatformRules): AdapterCon
     stopTurn,
     claimSession: async (session, by) => {
       if (!rules.operatorTerminal) throw new Error(`${rules.name} has no process-bound sessions to claim`);
-      return claimSession(pool, rules.name, { session, by });
+      const claim = await claimSession(pool, rules.name, { session, by });
+      const end = async () => {
+        if ((await expireSessionCards(pool, rules.name, session)) > 0) await approvals.expireStale();
+      };
+      return { ...claim, end };
     },
     workCommand: (command, text) =>
       command === 'schedule' ? scheduleCommand(text) : readWorkCommand(wiring.catalog, command, text),

@@ -1,11 +1,16 @@
 import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { bool } from './core/env-fields.ts';
+import { COMMANDS, USAGE, asksHelp, commandHelp, invocationProblem } from './cli-invocation.ts';
 import { userInfo } from 'node:os';
-import { ConfigError, describeConfig, loadConfig, type Config } from './config.ts';
+import { ConfigError, INSTALL_DIR, describeConfig, loadConfig, type Config } from './config.ts';
 import { createLogger } from './log.ts';
 import { startTelemetry } from './telemetry/sdk.ts';
 import { checkRole, startCountersign, type Role } from './app.ts';
 import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres } from './db/embedded.ts';
+import { runningEmbeddedUrl } from './db/running-cluster.ts';
 import { resolveFromCwd } from './app.ts';
 import { createSkillTools, skillsCommand } from './skills/index.ts';
 import { createPool } from './db/pool.ts';
@@ -25,38 +30,12 @@ import { recordScheduleEvent } from './wiring/schedules.ts';
 import type { Grant } from './approval/grants.ts';
 import { describeGrant, revoke as revokeGrant } from './approval/grant-verbs.ts';
 
-const USAGE = `Usage: countersign <command>
-
-Commands:
-  start [--role=all|ingress|worker]   run the bot (default role: all, in one process)
-  migrate                             apply database migrations and exit
-  config                              print the effective configuration (secrets masked)
-  skills list|lint [DIR]|new NAME     list, check or scaffold skills
-  usage [--days=N] [--prices=FILE]    model tokens and estimated cost by day and conversation (default: 7 days)
-  usage --budgets                     each budget of POLICY_FILE: limit, spent, reserved, left, reset time
-  policy check --as PERSON --tool NAME [--args JSON] [--where WHERE] [--groups IDS] [--policy FILE]
-                                      the policy's outcome for one call, and the rule (a dry run;
-                                      default policy: POLICY_FILE, else the built-in one)
-  policy lint [FILE]                  every problem of a policy file (default: POLICY_FILE)
-  audit [--since=7d|ISO] [--until=ISO] [--person=ID] [--tool=NAME] [--outcome=EVENT] [--limit=N]
-                                      the audit log as JSON lines, oldest first
-  status [--person=PLATFORM:USER]     running, parked and queued work: type, priority, state, age
-  connections list [--json]           who connected which per-person MCP server (never a token)
-  connections revoke PLATFORM:USER SERVER
-                                      forget one person's connection to a server
-  grants list [--json]                the standing grants ("Always allow here") that still apply
-  grants revoke ID                    revoke one (its id, or the 8 characters lists show)
-  schedules list [--json]             every schedule: WHEN, next run or why it is paused, last outcome
-  schedules history ID                its last 20 runs: slot, outcome, work item, where it answered
-  schedules pause|resume|delete ID    change one (its id, or the 8 characters the list shows)
-`;
-
 function configOrExit(): Config {
   try {
     return loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\nSee .env.example for every variable and its default.\n`);
+      process.stderr.write(`${error.message}\n`);
       process.exit(1);
     }
     throw error;
@@ -68,7 +47,7 @@ async function start(args: string[]): Promise<number> {
   const role = values.role as Role;
   if (!['all', 'ingress', 'worker'].includes(role)) {
     process.stderr.write(`--role must be all, ingress or worker (got "${role}")\n`);
-    return 1;
+    return 2;
   }
   const config = configOrExit();
   checkRole(config, role);
@@ -121,27 +100,26 @@ async function start(args: string[]): Promise<number> {
 async function runMigrate(): Promise<number> {
   const config = configOrExit();
   const log = createLogger(config.LOG_LEVEL ?? 'info');
-  if (config.DATABASE_URL) {
-    const { applied } = await migrate(config.DATABASE_URL, log);
+  return withDatabase(async (url) => {
+    const { applied } = await migrate(url, log);
     process.stdout.write(applied.length ? `Applied ${applied.join(', ')}\n` : 'Database is up to date\n');
     return 0;
-  }
-  const db = await startEmbeddedPostgres({ dir: resolveFromCwd(config.EMBEDDED_POSTGRES_DIR), log });
-  try {
-    const { applied } = await migrate(db.url, log);
-    process.stdout.write(applied.length ? `Applied ${applied.join(', ')}\n` : 'Database is up to date\n');
-  } finally {
-    await db.stop();
-  }
-  return 0;
+  });
 }
 
-/** Runs `fn` against the configured database (starting the embedded one if that is what is configured). */
+/**
+ * Runs `fn` against the configured database: DATABASE_URL; else the embedded cluster a running
+ * `npm start` serves from EMBEDDED_POSTGRES_DIR (the operator's commands run beside the bot); else
+ * that cluster, started for this command and stopped after it.
+ */
 async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
   const config = configOrExit();
   if (config.DATABASE_URL) return fn(config.DATABASE_URL);
+  const dir = resolveFromCwd(config.EMBEDDED_POSTGRES_DIR);
+  const running = await runningEmbeddedUrl(dir);
+  if (running) return fn(running);
   const log = createLogger(config.LOG_LEVEL ?? 'warn');
-  const db = await startEmbeddedPostgres({ dir: resolveFromCwd(config.EMBEDDED_POSTGRES_DIR), log });
+  const db = await startEmbeddedPostgres({ dir, log });
   try {
     return await fn(db.url);
   } finally {
@@ -158,7 +136,7 @@ async function printUsage(args: string[]): Promise<number> {
   const days = Number(values.days);
   if (!Number.isInteger(days) || days < 1 || days > 3650) {
     process.stderr.write(`--days must be a whole number from 1 to 3650 (got "${values.days}")\n`);
-    return 1;
+    return 2;
   }
   let prices: PriceTable;
   try {
@@ -218,7 +196,7 @@ function builtinToolKinds(): ToolKinds {
  * credentials are set.
  */
 function runPolicy(args: string[]): number {
-  const result = policyCommand(args, {
+  const result = policyCommand(withFullPersonIds(args), {
     ...(process.env.POLICY_FILE ? { file: process.env.POLICY_FILE } : {}),
     options: policyOptionsFromEnv(),
     toolKinds: builtinToolKinds(),
@@ -226,6 +204,24 @@ function runPolicy(args: string[]): number {
   const out = result.exitCode === 2 ? process.stderr : process.stdout;
   for (const line of result.lines) out.write(`${line}\n`);
   return result.exitCode;
+}
+
+/**
+ * `--as console:root` as `console:local:root`: on a platform whose user ids name one account
+ * everywhere (not Slack's, unique per workspace only), the short form the audit and `status` show is
+ * unambiguous, so it is taken; the workspace is the one the policy compares such a person as.
+ */
+function withFullPersonIds(args: string[]): string[] {
+  const platforms = platformDirectory();
+  const full = (id: string) => {
+    const short = /^([a-z][a-z0-9-]*):([^\s:]+)$/.exec(id);
+    if (!short || !platforms.has(short[1]!)) return id;
+    const rules = platforms.rulesOf(short[1]!);
+    return rules.workspaceScopedIds ? id : `${short[1]}:${rules.unknownWorkspace}:${short[2]}`;
+  };
+  return args.map((arg, i) =>
+    arg.startsWith('--as=') ? `--as=${full(arg.slice(5))}` : args[i - 1] === '--as' ? full(arg) : arg,
+  );
 }
 
 /** The policy's options as the environment sets them (APPROVERS, APPROVAL_TWO_PERSON_RULE, CUSTOM_SKILLS_DIR). */
@@ -238,7 +234,8 @@ function policyOptionsFromEnv() {
   return {
     platforms: platformDirectory(),
     approvers,
-    twoPersonRule: env.APPROVAL_TWO_PERSON_RULE?.trim().toLowerCase() !== 'false',
+    // Read as the bot reads it (no, off, 0 too); unset or unreadable: on, the safe side.
+    twoPersonRule: bool.safeParse(env.APPROVAL_TWO_PERSON_RULE ?? 'true').data ?? true,
     ...(env.CUSTOM_SKILLS_DIR ? { customSkillsDir: env.CUSTOM_SKILLS_DIR } : {}),
   };
 }
@@ -356,16 +353,20 @@ async function runSchedules(args: string[]): Promise<number> {
 /** `countersign status`: what is running, parked and queued, for the operator. */
 async function printStatus(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { person: { type: 'string' } } });
-  const person = values.person ? /^([a-z][a-z0-9-]*):(\S+)$/.exec(values.person) : undefined;
+  const person = values.person ? /^([a-z][a-z0-9-]*):(?:([^\s:]+):)?([^\s:]+)$/.exec(values.person) : undefined;
   if (values.person !== undefined && !person) {
-    process.stderr.write('--person is platform:user, as the audit names people\n');
+    process.stderr.write(
+      '--person is platform:user (console:root) or platform:workspace:user, as the audit names people\n',
+    );
     return 2;
   }
   return withDatabase(async (url) => {
     await migrate(url, createLogger('silent'));
     const pool = createPool(url, 2);
     try {
-      const who = person ? { platform: person[1]!, userId: person[2]! } : undefined;
+      const who = person
+        ? { platform: person[1]!, userId: person[3]!, ...(person[2] ? { workspace: person[2] } : {}) }
+        : undefined;
       process.stdout.write(`${await operatorStatusText(pool, who)}\n`);
       return 0;
     } finally {
@@ -435,8 +436,29 @@ function printConfig(): number {
   return 0;
 }
 
+/** The version in the install folder's package.json. */
+function version(): string {
+  const { version } = JSON.parse(readFileSync(path.join(INSTALL_DIR, 'package.json'), 'utf8')) as { version?: string };
+  return version ?? 'unknown';
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === '--version' || command === '-v' || command === 'version') {
+    process.stdout.write(`countersign ${version()}\n`);
+    return 0;
+  }
+  if (command !== undefined && Object.hasOwn(COMMANDS, command)) {
+    if (asksHelp(rest)) {
+      process.stdout.write(commandHelp(command));
+      return 0;
+    }
+    const problem = invocationProblem(command, rest);
+    if (problem) {
+      process.stderr.write(`${problem}\n`);
+      return 2;
+    }
+  }
   switch (command) {
     case 'start':
       return start(rest);

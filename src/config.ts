@@ -36,6 +36,11 @@ export const CODING_AGENT_WITHHELD: ReadonlySet<string> = new Set(
   [...SECRET_VARIABLES].filter((name) => !name.endsWith('_API_KEY')),
 );
 
+/** An OTLP/HTTP collector: http(s) only, as the exporter sends nothing anywhere else. */
+const otlpEndpoint = z
+  .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL such as http://localhost:4318' })
+  .optional();
+
 const PROVIDERS = ['anthropic', 'openai', 'openrouter', 'scripted'] as const;
 export const Provider = z.enum(PROVIDERS, { error: `expected one of ${PROVIDERS.join(', ')}` });
 export type Provider = z.infer<typeof Provider>;
@@ -55,6 +60,8 @@ export const ConfigSchema = z
       .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// or postgresql:// connection string')
       .optional(),
     EMBEDDED_POSTGRES_DIR: z.string().default('.data/postgres'),
+    /** How long a start waits for the database to answer before it exits 1 (src/db/first-connection.ts). */
+    DATABASE_WAIT_SECONDS: int(0, 86_400).default(60),
     DATABASE_POOL_SIZE: int(2, 200).default(10),
     DATABASE_ADMISSION_POOL_SIZE: int(1, 100).default(4),
 
@@ -204,6 +211,10 @@ export const ConfigSchema = z
     ...SANDBOX_ENV,
 
     /** Which platforms' inbound halves this process runs (ingress and all roles); unset: every configured one. */
+    /** OpenTelemetry's own variables, read by src/telemetry/sdk.ts: checked here so a typo stops the start. */
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpEndpoint,
+
     INGRESS_PLATFORMS: list
       .pipe(z.array(z.enum(['slack', 'discord'], { error: 'expected slack and/or discord' })))
       .optional(),
@@ -317,11 +328,14 @@ function crossFieldProblems(env: Env): EnvProblem[] {
   return problems;
 }
 
+/** The line every configuration error ends with, wherever it is found (at load, or as a feature starts). */
+const CONFIG_HINT = 'See .env.example for every variable and its default.';
+
 export class ConfigError extends Error {
   readonly problems: string[];
   constructor(problems: string[]) {
     super(
-      `Invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+      `Invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}\n${CONFIG_HINT}`,
     );
     this.name = 'ConfigError';
     this.problems = problems;

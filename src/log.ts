@@ -1,6 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { SECRET_VARIABLES } from './config.ts';
 import { logTraceContext } from './telemetry/spans.ts';
+import { readableDestination } from './log-line.ts';
 
 export type { Logger };
 
@@ -43,6 +44,14 @@ export function scrubSecrets(text: string): string {
   return out;
 }
 
+/**
+ * Where logs go by default: stderr, as one readable line each when it is a terminal (a person reads
+ * it), as JSON lines otherwise (a file, a pipe, a log collector reads it).
+ */
+export function defaultLogDestination(stderrIsTerminal = Boolean(process.stderr.isTTY)): pino.DestinationStream {
+  return stderrIsTerminal ? readableDestination(process.stderr) : pino.destination(2);
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
@@ -66,6 +75,6 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         },
       },
     },
-    destination ?? pino.destination(2),
+    destination ?? defaultLogDestination(),
   );
 }

@@ -233,3 +233,40 @@ describe('configuration', () => {
     );
   });
 });
+
+describe('settings read as people write them', () => {
+  it.each([
+    ['TRUE', true],
+    ['on', true],
+    ['Yes', true],
+    ['1', true],
+    ['False', false],
+    ['OFF', false],
+    ['no', false],
+    ['0', false],
+  ])('a boolean takes %s', (written, meant) => {
+    expect(loadConfig({ ENABLE_RUN_COMMAND: written }).ENABLE_RUN_COMMAND).toBe(meant);
+  });
+
+  it('refuses a boolean it cannot read, naming the spellings it takes', () => {
+    expect(() => loadConfig({ ENABLE_RUN_COMMAND: 'sure' })).toThrow(
+      /ENABLE_RUN_COMMAND: expected true or false \(or yes\/no, on\/off, 1\/0\) \(got "sure"\)/,
+    );
+  });
+
+  it('refuses an OTLP endpoint that is not an http(s) URL', () => {
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'notaurl' })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT: expected an http:\/\/ or https:\/\/ URL/,
+    );
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe(
+      'http://localhost:4318',
+    );
+  });
+
+  it('ends every configuration error with the same hint, however it is found', () => {
+    expect(() => loadConfig({ HTTP_PORT: 'x' })).toThrow(/\nSee \.env\.example for every variable and its default\.$/);
+    expect(new ConfigError(['REPOS_FILE: x']).message).toMatch(
+      /\nSee \.env\.example for every variable and its default\.$/,
+    );
+  });
+});

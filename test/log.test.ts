@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger, scrubSecrets } from '../src/log.ts';
+import { createLogger, defaultLogDestination, scrubSecrets } from '../src/log.ts';
+import { readableDestination, readableLogLine } from '../src/log-line.ts';
 import { loadConfig } from '../src/config.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { runCli } from './helpers/processes.ts';
@@ -62,5 +63,34 @@ describe('secrets in logs', () => {
     } finally {
       await db.drop();
     }
+  });
+});
+
+describe('log lines at a terminal', () => {
+  it('are one readable line each: time, level, message, fields, an error without its stack', () => {
+    const lines: string[] = [];
+    const log = createLogger('info', readableDestination({ write: (text: string) => lines.push(text) }));
+    log.warn(
+      { database: '127.0.0.1:5432/countersign', err: new Error('connect ECONNREFUSED\nsecond line') },
+      'database connection lost',
+    );
+    expect(lines).toHaveLength(1);
+    const [line = ''] = lines;
+    expect(line.endsWith('\n')).toBe(true);
+    expect(line.trimEnd().split('\n')).toHaveLength(1);
+    expect(line).toMatch(
+      /^\d\d:\d\d:\d\d WARN {2}database connection lost database=127\.0\.0\.1:5432\/countersign err="connect ECONNREFUSED second line"$/m,
+    );
+    expect(line).not.toContain('{');
+    expect(line).not.toMatch(/\bat \//);
+  });
+
+  it('are JSON lines when stderr is not a terminal, readable ones when it is', () => {
+    const readable = defaultLogDestination(true);
+    const json = defaultLogDestination(false);
+    expect(readable.constructor).not.toBe(json.constructor);
+    expect(readableLogLine('{"level":30,"time":0,"msg":"Countersign is running","port":3000}')).toBe(
+      '00:00:00 INFO  Countersign is running port=3000',
+    );
   });
 });

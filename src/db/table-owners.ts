@@ -97,6 +97,7 @@ export const SQL_WITHOUT_TABLES: Readonly<Record<string, string>> = {
   'src/db/pool.ts': 'transactions: BEGIN, COMMIT, ROLLBACK',
   'src/db/embedded.ts': 'creates the database on the embedded server (pg_database), sets its password',
   'src/db/errors.ts': 'waits for the database with SELECT 1',
+  'src/db/first-connection.ts': 'a starting process waits for the database with SELECT 1',
   'src/db/advisory-locks.ts': 'session-level advisory locks, keyed by the caller',
   'src/http/health.ts': '/healthz: SELECT 1',
   'src/queue/poisoned-pool.ts': 'probes a connection with SELECT 1',

@@ -108,3 +108,21 @@ export async function cleanGraphileWorker(db: Queryable): Promise<void> {
      WHERE locked_at IS NULL AND NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j WHERE j.job_queue_id = q.id)`,
   );
 }
+
+/**
+ * Withdraws the cards a process-bound session's parked turns wait on, because its input ended and
+ * nobody is left to answer them (src/adapters/console): they expire now, and expiring them
+ * (src/approval/expire.ts) cancels their turns as for any card nobody answered. Returns how many.
+ * Without this each piped run that ended at a card left a turn "waiting for a click" for the card's
+ * whole lifetime, listed by every /status.
+ */
+export async function expireSessionCards(db: Queryable, platform: string, session: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE countersign.approval_envelopes e SET expires_at = now()
+     FROM countersign.work_items w
+     WHERE e.work_item_id = w.id AND e.status = 'pending' AND w.status = 'awaiting_approval'
+       AND w.item->'reply'->>'platform' = $1::text AND w.item->'reply'->>'channel' = $2::text`,
+    [platform, session],
+  );
+  return rowCount ?? 0;
+}

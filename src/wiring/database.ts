@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
-import { isDatabaseUnavailable } from '../db/errors.ts';
+import { waitForFirstConnection } from '../db/first-connection.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import type { Cleanups } from './cleanups.ts';
 
@@ -33,28 +33,11 @@ export async function openDatabase(
     cleanups.add(() => embedded.stop());
     databaseUrl = embedded.url;
   }
-  await migrateWhenReachable(databaseUrl, log);
+  await waitForFirstConnection(databaseUrl, log, config.DATABASE_WAIT_SECONDS);
+  await migrate(databaseUrl, log);
   const pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE, log);
   cleanups.add(() => pool.end());
   const admissionPool = createPool(databaseUrl, config.DATABASE_ADMISSION_POOL_SIZE, log);
   cleanups.add(() => admissionPool.end());
   return { databaseUrl, pool, admissionPool };
-}
-
-/**
- * Migrates, waiting (up to two minutes) for a database that is restarting or not up yet: a process
- * started during a database restart should come up when the database does, not crash.
- */
-async function migrateWhenReachable(databaseUrl: string, log: Logger): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  for (let delay = 250; ; delay = Math.min(delay * 2, 5000)) {
-    try {
-      await migrate(databaseUrl, log);
-      return;
-    } catch (error) {
-      if (!isDatabaseUnavailable(error) || Date.now() > deadline) throw error;
-      log.warn({ err: error, retryInMs: delay }, 'database not reachable yet; waiting for it');
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
 }

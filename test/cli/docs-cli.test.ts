@@ -3,7 +3,10 @@
  * docs describe them: a missing command prints usage on stderr and exits 2, and machine-readable
  * output stays parseable when there is nothing to list.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../src/cli-invocation.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli } from '../helpers/processes.ts';
 
@@ -57,5 +60,18 @@ describe('countersign grants list --json', () => {
     const run = await cli(['grants', 'list', '--json'], { DATABASE_URL: db.url });
     expect(run.code, run.err).toBe(0);
     expect(JSON.parse(run.out)).toEqual([]);
+  });
+});
+
+describe('the commands the docs name', () => {
+  it('are each a command of the CLI, with the usage --help prints', () => {
+    const pages = ['README.md', ...readdirSync('docs').map((f) => path.join('docs', f))].filter((f) =>
+      f.endsWith('.md'),
+    );
+    const named = new Set<string>();
+    for (const page of pages)
+      for (const m of readFileSync(page, 'utf8').matchAll(/(?:npx |`)countersign ([a-z][a-z-]*)/g)) named.add(m[1]!);
+    expect(named.size).toBeGreaterThan(5);
+    expect([...named].filter((command) => !Object.hasOwn(COMMANDS, command))).toEqual([]);
   });
 });

@@ -484,7 +484,12 @@ describe('docs commands, run offline on a clean checkout', () => {
   });
   afterAll(() => db.drop());
 
-  it.each(runnablePages)('%s: every command marked to run does what the page says', async (page) => {
-    expect(await runPage(blocksByPage.get(page)!, db.url)).toEqual([]);
-  });
+  // A page runs each of its commands as a new process (several seconds each on a busy machine).
+  it.each(runnablePages)(
+    '%s: every command marked to run does what the page says',
+    async (page) => {
+      expect(await runPage(blocksByPage.get(page)!, db.url)).toEqual([]);
+    },
+    300_000,
+  );
 });

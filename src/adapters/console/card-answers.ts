@@ -87,7 +87,7 @@ const NOTICE_ARGS_CHARS = 200;
 /** What the session says, on its way out, that it left undone. */
 export function undecidedNotice(card: ApprovalCard): string {
   if (card.kind === 'question') {
-    return `Input ended before the agent's question was answered ("${card.question ?? ''}"); the turn waits, nothing more was done.\n`;
+    return `Input ended before the agent's question was answered ("${card.question ?? ''}"); the question was withdrawn and nothing more was done.\n`;
   }
   const lines = undecidedCalls(card).map((c) => {
     const args = c.argsPretty.replace(/\s+/g, ' ');

@@ -19,6 +19,7 @@ import {
   type PromptDecision,
 } from './card-answers.ts';
 import { MESSAGE_SEPARATOR, TerminalRenderer } from './terminal-renderer.ts';
+import { consoleHelp, expandCountersign } from './session-commands.ts';
 
 /**
  * A line the console handles itself instead of sending to the agent (e.g. `/skills`), given the
@@ -53,6 +54,8 @@ export interface ConsoleSessionOptions extends ConsoleStreams {
   commands?: ConsoleCommand;
   /** Ctrl-C during a turn stops it (through the same path as a Stop button). */
   stopTurn?: (workItemId: string, by: { platform: string; userId: string }) => Promise<{ ok: boolean }>;
+  /** Input ended: withdraw the cards still waiting in this session (their turns are cancelled). */
+  endSession?: () => Promise<void>;
 }
 
 /**
@@ -115,6 +118,8 @@ interface SessionState {
   /** The turn running now (Ctrl-C stops it). */
   current: WorkItem | undefined;
   turnsFailed: number;
+  /** The conversation lines go to: `/new` starts the next one (1 is the session's first). */
+  conversation: number;
 }
 
 /** A running console session: its options, what it knows of its turns, and its terminal. */
@@ -142,6 +147,7 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
     cardWaiter: undefined,
     current: undefined,
     turnsFailed: 0,
+    conversation: 1,
   };
   followSessionOutput(options, renderer, state);
   const me = { platform: 'console', userId: options.user, workspace: 'local' };
@@ -158,17 +164,18 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
   });
   if (interactive) {
     output.write(
-      `Countersign console — type a message, /skills to list skills, /code, /review or /research to start work, /schedule WHEN TASK or /schedules for scheduled work, /status to see yours, /attach PATH to send a file, /budget for spend limits, /connect SERVER or /connections for your own accounts, Ctrl-D to quit.\n`,
+      `Countersign console — type a message, /help for the console's commands, /new to start a new conversation, Ctrl-D to quit.\n`,
     );
   }
   showPrompt(session);
 
   for await (const raw of rl) {
-    const line = raw.trim();
+    const line = expandCountersign(raw.trim());
     if (!line) {
       showPrompt(session);
       continue;
     }
+    if (answerSessionCommand(session, line)) continue;
     const turn = state.pendingCard ? await answerCard(session, state.pendingCard, line) : await sendLine(session, line);
     // Awaited right here, nothing in between: the next line (typed ahead, or piped) is read as soon
     // as this turn's reply is out. An answer to a card then races the show-card job recording the
@@ -177,6 +184,46 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
     if (turn) await afterTurn(session, await waitForEnd(options.events, state, turn));
   }
   reportSessionEnd(session);
+  // Nobody is left to answer a card of this session: its turns end now, not when the card expires.
+  await options
+    .endSession?.()
+    .catch((error: unknown) =>
+      options.log.warn({ err: error }, 'could not withdraw the cards left waiting when the console input ended'),
+    );
+}
+
+/**
+ * The lines about the session itself, answered at once, even while a card waits: `/help` and `/new`.
+ * Returns whether the line was one of them.
+ */
+function answerSessionCommand(session: Session, line: string): boolean {
+  const { options, state } = session;
+  if (line === '/help') {
+    options.output.write(`${consoleHelp()}\n`);
+  } else if (line === '/new') {
+    // A card still waiting belongs to the conversation it was asked in: answered first, it is not lost.
+    if (state.pendingCard) {
+      options.output.write(`Answer the waiting card first (${cardPrompt(state.pendingCard)}), then /new.\n`);
+    } else {
+      state.conversation++;
+      options.output.write('Started a new conversation: what came before is not in it.\n');
+    }
+  } else {
+    return false;
+  }
+  if (state.pendingCard && options.interactive) {
+    session.rl.setPrompt(`${cardPrompt(state.pendingCard)} › `);
+    session.rl.prompt();
+  } else {
+    showPrompt(session);
+  }
+  return true;
+}
+
+/** The session's conversation now: its first keeps the id it always had, `/new` adds a number. */
+function conversationId({ options, state }: Session): string {
+  const first = `${CONSOLE_RULES.name}:${options.user}:${options.session}`;
+  return state.conversation === 1 ? first : `${first}:${state.conversation}`;
 }
 
 /** Keeps the session's messages and its waiting card as the outbound and the card renderer change them. */
@@ -332,7 +379,7 @@ async function sendLine(session: Session, line: string): Promise<WorkItem | unde
   const draft: AdmissionDraft = {
     type: 'CHAT',
     priority: Priority.CRITICAL,
-    conversationId: `${CONSOLE_RULES.name}:${options.user}:${options.session}`,
+    conversationId: conversationId(session),
     input: { prompt: line },
     payload: {},
     reply: place,

@@ -62,6 +62,7 @@ export function createConsoleAdapter(streams: ConsoleStreams | undefined): Conso
         admit: context.admit,
         commands: consoleCommands(context),
         stopTurn: context.stopTurn,
+        endSession: () => claim.end(),
       });
       const release = () => claim.release();
       done.then(release, release);

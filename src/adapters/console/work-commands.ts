@@ -4,6 +4,7 @@ import type { ConsoleCommand } from './inbound.ts';
 import { skillConsoleCommands } from './skill-commands.ts';
 import { attachConsoleCommand } from './attach.ts';
 import { scheduleButtonValue, type ScheduleButtonVerb } from '../../core/buttons.ts';
+import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
 
 /** `/code REPO TASK`, `/review REPO BRANCH`, `/research TOPIC`, `/schedule WHEN TASK`: the command and the rest of the line. */
 const WORK_LINE = new RegExp(`^/(${WORK_COMMANDS.join('|')})(?:\\s+([\\s\\S]*))?$`);
@@ -99,10 +100,47 @@ function scheduleConsoleCommands(ctx: Pick<AdapterContext, 'schedules' | 'pressB
   };
 }
 
+/** `/grants`, or `/grants revoke ID` (the 8 characters the list shows, or more). */
+const GRANTS_LINE = /^\/grants(?:\s+revoke\s+([0-9a-f-]{8,36}))?$/;
+
+/** A grant's list line for a terminal: the Markdown of the chat lists (bold id, code spans) left out. */
+const plainGrant = (text: string) => text.replace(/^\*\*([0-9a-f]{8})\*\*/, '$1').replace(/`/g, '');
+
+/**
+ * `/grants` lists the standing grants that apply to the operator here, as `/countersign grants` does
+ * on Slack; `/grants revoke ID` is that list's Revoke button (the same check: its creator or an approver).
+ */
+function grantConsoleCommands(
+  approvals: Pick<AdapterContext['approvals'], 'grantsSeenFrom' | 'revokeGrant'>,
+): ConsoleCommand {
+  return async (line, person) => {
+    const typed = GRANTS_LINE.exec(line.trim());
+    if (!typed) return undefined;
+    const grants = await approvals.grantsSeenFrom(person, { platform: person.platform, channel: person.userId });
+    const id = typed[1];
+    if (!id) {
+      if (grants.length === 0) return { reply: NO_GRANTS };
+      return {
+        reply: [...grants.map((g) => plainGrant(describeGrant(g))), 'Revoke one with /grants revoke ID.'].join('\n'),
+      };
+    }
+    const matches = grants.filter((g) => g.id.startsWith(id));
+    if (matches.length !== 1)
+      return {
+        reply:
+          matches.length === 0
+            ? `None of the grants that apply here has the id ${id}.`
+            : `${matches.length} grants start with ${id}; give more of the id.`,
+      };
+    const result = await approvals.revokeGrant(matches[0]!.id, person);
+    return { reply: result.ok ? `Revoked ${plainGrant(describeGrant(result.grant))}` : result.reason };
+  };
+}
+
 /** What the commands use of the adapter context; without the connection verbs, `/connect` is not a command. */
 type CommandContext = Pick<AdapterContext, 'skills' | 'workCommand' | 'workStatus'> &
   Partial<Pick<AdapterContext, 'budgetStatus'>> &
-  Partial<Pick<AdapterContext, 'schedules' | 'pressButton'>> &
+  Partial<Pick<AdapterContext, 'schedules' | 'pressButton' | 'approvals'>> &
   Partial<Pick<AdapterContext, 'connect' | 'connections' | 'connectableServers'>>;
 
 const hasConnections = (
@@ -116,6 +154,7 @@ export function consoleCommands(ctx: CommandContext): ConsoleCommand {
     skillConsoleCommands(ctx.skills),
     workConsoleCommands(ctx),
     attachConsoleCommand(),
+    ...(ctx.approvals ? [grantConsoleCommands(ctx.approvals)] : []),
     ...(hasConnections(ctx) ? [connectionConsoleCommands(ctx)] : []),
     ...(ctx.schedules && ctx.pressButton
       ? [scheduleConsoleCommands({ schedules: ctx.schedules, pressButton: ctx.pressButton })]
