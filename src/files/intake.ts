@@ -3,8 +3,7 @@ import type { FileRef } from '../core/work-item.ts';
 import { saveToInbox } from './inbox.ts';
 import { safeFileName } from './names.ts';
 import { fitImage } from './fit-image.ts';
-import { pdfText } from './pdf-text.ts';
-import { pdfPages } from '../core/pdf-pages.ts';
+import { parsePool } from './parse-pool.ts';
 import { sniff, type Sniffed } from './sniff.ts';
 
 /** Fetches a received file's bytes (the platform's `Outbound.download`). */
@@ -139,12 +138,19 @@ async function asModelInput(
     return { attachment: { kind: 'image', mediaType: fitted.mediaType, data, name }, ...(how ? { how } : {}) };
   }
   if (attached + bytes.length > FILE_LIMITS.attachedBytes) return TOO_MUCH;
-  const pages = pdfPages(bytes) ?? 0;
-  if (pages > FILE_LIMITS.pdfPages)
-    return `not shown: it has ${pages} pages, over the ${FILE_LIMITS.pdfPages} a model reads`;
-  const text = await pdfText(bytes);
+  const parsers = parsePool();
+  const counted = await parsers.pages(bytes);
+  if (!counted.ok) return `not shown: this PDF ${counted.why}`;
+  // Enough pages found to refuse it, whether or not every stream was read.
+  if (counted.value.pages > FILE_LIMITS.pdfPages)
+    return `not shown: it has ${counted.value.pages} pages, over the ${FILE_LIMITS.pdfPages} a model reads`;
+  const pages = counted.value.complete && counted.value.pages > 0 ? counted.value.pages : FILE_LIMITS.pdfPages;
+  const read = await parsers.text(bytes);
+  const text = read.ok ? read.value : undefined;
   const data = bytes.toString('base64');
-  return { attachment: { kind: 'document', mediaType: sniffed.mediaType, data, name, ...(text ? { text } : {}) } };
+  const attachment: Attachment = { kind: 'document', mediaType: sniffed.mediaType, data, name, pages };
+  if (text) attachment.text = text;
+  return { attachment, ...(read.ok ? {} : { how: ` without its text, which ${read.why}` }) };
 }
 
 const TOO_MUCH = 'not shown: the message’s other files fill what one request may carry';
