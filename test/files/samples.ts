@@ -109,3 +109,14 @@ export function textPdf(pages: string[]): Buffer {
   body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(body, 'latin1');
 }
+
+/**
+ * Issue 47's event-loop blocker: `%PDF-1.4`, 2,001 `stream` markers, padding and one `endstream`
+ * (then `%%EOF`, so it is taken for a whole PDF): `size` bytes. A counter that looks for each
+ * marker's end from the marker reads the file 2,001 times.
+ */
+export function markerPdf(size: number, markers = 2001): Buffer {
+  const head = `%PDF-1.4\n${'stream\n'.repeat(markers)}`;
+  const tail = 'endstream\n%%EOF\n';
+  return Buffer.from(head + ' '.repeat(size - head.length - tail.length) + tail, 'latin1');
+}
