@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { z } from 'zod';
 
@@ -10,8 +9,11 @@ import { z } from 'zod';
  * person and the model read why, and the pool starts a fresh thread for the next file.
  */
 export const PARSERS = {
-  /** Threads at most: parsing is CPU-bound, and turns still need a core. */
-  threads: Math.max(1, Math.min(2, availableParallelism() - 1)),
+  /**
+   * Threads at most: two, so one file held to its time limit does not stall every other file; more
+   * would take the cores turns need (parsing is CPU-bound).
+   */
+  threads: 2,
   /** One file's parse, queue wait included, before its thread is ended. */
   timeoutMs: 20_000,
   /** A thread's V8 heap: pdf.js holds a 20 MB file's objects in well under this. */
