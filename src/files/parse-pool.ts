@@ -1,5 +1,6 @@
 import { Piscina } from 'piscina';
 import { z } from 'zod';
+import { MemoryGuard } from './memory-guard.ts';
 
 /**
  * The threads that read received bytes (parse-worker.ts): a stranger's file can make a parser slow
@@ -18,6 +19,12 @@ export const PARSERS = {
   timeoutMs: 20_000,
   /** A thread's V8 heap: pdf.js holds a 20 MB file's objects in well under this. */
   heapMb: 512,
+  /**
+   * What the process may grow by while parses run, checked every 20 ms (their buffers are outside
+   * the heap: memory-guard.ts). pdf.js fills a gigabyte in about a second, so the process may hold
+   * a few hundred MB past this before the parse is ended.
+   */
+  memoryMb: 512,
   /** An idle thread ends after this long; the next file starts one (about 100 ms). */
   idleMs: 30_000,
 } as const;
@@ -45,16 +52,21 @@ export interface ParsePoolOptions {
   threads?: number;
   timeoutMs?: number;
   heapMb?: number;
+  memoryMb?: number;
 }
 
 export class ParsePool {
   readonly #pool: Piscina;
   readonly #timeoutMs: number;
   readonly #heapMb: number;
+  readonly #memoryMb: number;
+  readonly #memory: MemoryGuard;
 
   constructor(options: ParsePoolOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? PARSERS.timeoutMs;
     this.#heapMb = options.heapMb ?? PARSERS.heapMb;
+    this.#memoryMb = options.memoryMb ?? PARSERS.memoryMb;
+    this.#memory = new MemoryGuard(this.#memoryMb);
     this.#pool = new Piscina({
       // A `.ts` entry, loaded by Node's type stripping as the app's own modules are.
       filename: (options.worker ?? new URL('./parse-worker.ts', import.meta.url)).href,
@@ -85,7 +97,7 @@ export class ParsePool {
 
   /**
    * Runs the worker's export `task` on a copy of `bytes`, its answer checked against `answer`;
-   * over the time limit or the heap, the thread is ended and `why` says so.
+   * over the time limit, the heap or the memory budget, the thread is ended and `why` says so.
    */
   async run<T>(task: string, bytes: Uint8Array, answer: z.ZodType<T>): Promise<Parsed<T>> {
     // Whole seconds as the app sets them; tenths for the short limits of tests.
@@ -93,11 +105,12 @@ export class ParsePool {
     // The thread's own copy of exactly these bytes (a Buffer may be a view of a larger one), handed over
     // without a second copy.
     const copy = new Uint8Array(bytes);
+    const memory = this.#memory.watch();
     try {
       const value: unknown = await this.#pool.run(copy, {
         name: task,
         transferList: [copy.buffer],
-        signal: AbortSignal.timeout(this.#timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(this.#timeoutMs), memory.signal]),
       });
       const checked = answer.safeParse(value);
       if (!checked.success)
@@ -105,10 +118,14 @@ export class ParsePool {
       return { ok: true, value: checked.data };
     } catch (error) {
       const { name, code, message } = error as Error & { code?: string };
+      if (memory.signal.aborted)
+        return { ok: false, why: `could not be read in the ${this.#memoryMb} MB of memory files may take` };
       if (name === 'AbortError') return { ok: false, why: `could not be read within ${seconds} s` };
       if (code === 'ERR_WORKER_OUT_OF_MEMORY')
         return { ok: false, why: `could not be read in the ${this.#heapMb} MB of memory a file may take` };
       return { ok: false, why: `could not be read (its reader failed: ${message})` };
+    } finally {
+      memory.done();
     }
   }
 
