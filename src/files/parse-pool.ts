@@ -27,6 +27,11 @@ export const PARSERS = {
   memoryMb: 512,
   /** An idle thread ends after this long; the next file starts one (about 100 ms). */
   idleMs: 30_000,
+  /**
+   * How much lower the threads' CPU priority is than the event loop's (Linux nice, per thread): on a
+   * busy machine a parse waits for a core, the loop and its heartbeat do not.
+   */
+  niceIncrement: 10,
 } as const;
 
 /** What crosses back from a thread is checked like any other boundary. */
@@ -73,6 +78,7 @@ export class ParsePool {
       minThreads: 0,
       maxThreads: options.threads ?? PARSERS.threads,
       idleTimeout: PARSERS.idleMs,
+      niceIncrement: PARSERS.niceIncrement,
       resourceLimits: { maxOldGenerationSizeMb: this.#heapMb, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
     });
     // A thread that dies with no task on it (piscina then emits 'error') is replaced at the next task;
@@ -102,9 +108,7 @@ export class ParsePool {
   async run<T>(task: string, bytes: Uint8Array, answer: z.ZodType<T>): Promise<Parsed<T>> {
     // Whole seconds as the app sets them; tenths for the short limits of tests.
     const seconds = Math.round(this.#timeoutMs / 100) / 10;
-    // The thread's own copy of exactly these bytes (a Buffer may be a view of a larger one), handed over
-    // without a second copy.
-    const copy = new Uint8Array(bytes);
+    const copy = await copyInSlices(bytes);
     const memory = this.#memory.watch();
     try {
       const value: unknown = await this.#pool.run(copy, {
@@ -132,6 +136,21 @@ export class ParsePool {
   close(): Promise<void> {
     return this.#pool.close({ force: true });
   }
+}
+
+/**
+ * The thread's own copy of exactly these bytes (a Buffer may be a view of a larger one), handed
+ * over without a second copy; made a slice at a time, with the event loop let through between
+ * slices, as a 20 MB copy is tens of milliseconds on a busy machine.
+ */
+async function copyInSlices(bytes: Uint8Array): Promise<Uint8Array<ArrayBuffer>> {
+  const SLICE = 4 * 1024 * 1024;
+  const copy = new Uint8Array(bytes.byteLength);
+  for (let at = 0; at < bytes.byteLength; at += SLICE) {
+    if (at > 0) await new Promise((resolve) => setImmediate(resolve));
+    copy.set(bytes.subarray(at, at + SLICE), at);
+  }
+  return copy;
 }
 
 let shared: ParsePool | undefined;
