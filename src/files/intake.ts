@@ -144,6 +144,7 @@ async function asModelInput(
   // Enough pages found to refuse it, whether or not every stream was read.
   if (counted.value.pages > FILE_LIMITS.pdfPages)
     return `not shown: it has ${counted.value.pages} pages, over the ${FILE_LIMITS.pdfPages} a model reads`;
+  // Kept for the budgets; a count that is unknown (none found, or a bound reached) is the most a request carries.
   const pages = counted.value.complete && counted.value.pages > 0 ? counted.value.pages : FILE_LIMITS.pdfPages;
   const read = await parsers.text(bytes);
   const text = read.ok ? read.value : undefined;
