@@ -39,6 +39,11 @@ export const Attachment = z.object({
   name: z.string(),
   /** A document's text layer (bounded, src/files/pdf-text.ts), for a provider that reads no documents. */
   text: z.string().optional(),
+  /**
+   * A document's pages, counted once when it was received (src/files/pdf-pages.ts), or the most a
+   * request may carry when they could not be: what a budget holds for it at every call.
+   */
+  pages: z.number().int().positive().optional(),
 });
 export type Attachment = z.infer<typeof Attachment>;
 

@@ -1,7 +1,7 @@
 import type { Attachment } from '../agent/messages.ts';
 import type { ModelRequest } from '../agent/model.ts';
 import type { ModelPrice } from '../model-prices.ts';
-import { pdfPages } from '../core/pdf-pages.ts';
+import { pdfPages } from '../files/pdf-pages.ts';
 import type { Budget } from '../policy/index.ts';
 import type { PeriodRow } from './store.ts';
 
@@ -52,7 +52,8 @@ const PDF_PAGES_UNKNOWN = 100;
  */
 function attachmentFloor(attachment: Attachment, imageTokens: number): number {
   if (attachment.kind === 'image') return imageTokens;
-  return (pdfPages(Buffer.from(attachment.data, 'base64')) ?? PDF_PAGES_UNKNOWN) * PDF_PAGE_TOKENS;
+  // Counted once at intake; a document stored before the count was kept is counted here (linear, bounded).
+  return (attachment.pages ?? pdfPages(Buffer.from(attachment.data, 'base64')) ?? PDF_PAGES_UNKNOWN) * PDF_PAGE_TOKENS;
 }
 
 /**

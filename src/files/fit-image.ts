@@ -14,6 +14,11 @@ export const IMAGE_FIT = {
   maxInputPixels: 100_000_000,
   /** The JPEG quality tried when a resized PNG or WebP is still over maxBytes (a photo saved as PNG). */
   fallbackJpegQuality: 80,
+  /**
+   * One decode-and-resize (libvips, on its own threads, off the event loop) before libvips gives it up:
+   * a 100-megapixel image takes about 2 s on one core.
+   */
+  timeoutSeconds: 20,
 } as const;
 
 /** An image as the model is shown it: unchanged, or resized (and from what), or why it cannot be. */
@@ -53,7 +58,11 @@ async function scaled(bytes: Buffer, mediaType: string, from: string): Promise<F
     fit: 'inside',
     withoutEnlargement: true,
   } as const;
-  const base = () => sharp(bytes, { limitInputPixels: IMAGE_FIT.maxInputPixels }).rotate().resize(resize);
+  const base = () =>
+    sharp(bytes, { limitInputPixels: IMAGE_FIT.maxInputPixels })
+      .rotate()
+      .resize(resize)
+      .timeout({ seconds: IMAGE_FIT.timeoutSeconds });
   const own =
     mediaType === 'image/jpeg'
       ? { data: base().jpeg(), type: 'image/jpeg' }

@@ -3,8 +3,7 @@ import type { FileRef } from '../core/work-item.ts';
 import { saveToInbox } from './inbox.ts';
 import { safeFileName } from './names.ts';
 import { fitImage } from './fit-image.ts';
-import { pdfText } from './pdf-text.ts';
-import { pdfPages } from '../core/pdf-pages.ts';
+import { parsePool } from './parse-pool.ts';
 import { sniff, type Sniffed } from './sniff.ts';
 
 /** Fetches a received file's bytes (the platform's `Outbound.download`). */
@@ -139,12 +138,34 @@ async function asModelInput(
     return { attachment: { kind: 'image', mediaType: fitted.mediaType, data, name }, ...(how ? { how } : {}) };
   }
   if (attached + bytes.length > FILE_LIMITS.attachedBytes) return TOO_MUCH;
-  const pages = pdfPages(bytes) ?? 0;
-  if (pages > FILE_LIMITS.pdfPages)
-    return `not shown: it has ${pages} pages, over the ${FILE_LIMITS.pdfPages} a model reads`;
-  const text = await pdfText(bytes);
-  const data = bytes.toString('base64');
-  return { attachment: { kind: 'document', mediaType: sniffed.mediaType, data, name, ...(text ? { text } : {}) } };
+  const parsers = parsePool();
+  const counted = await parsers.pages(bytes);
+  if (!counted.ok) return `not shown: this PDF ${counted.why}`;
+  // Enough pages found to refuse it, whether or not every stream was read.
+  if (counted.value.pages > FILE_LIMITS.pdfPages)
+    return `not shown: it has ${counted.value.pages} pages, over the ${FILE_LIMITS.pdfPages} a model reads`;
+  // Kept for the budgets; a count that is unknown (none found, or a bound reached) is the most a request carries.
+  const pages = counted.value.complete && counted.value.pages > 0 ? counted.value.pages : FILE_LIMITS.pdfPages;
+  const read = await parsers.text(bytes);
+  const text = read.ok ? read.value : undefined;
+  const data = await base64InSlices(bytes);
+  const attachment: Attachment = { kind: 'document', mediaType: sniffed.mediaType, data, name, pages };
+  if (text) attachment.text = text;
+  return { attachment, ...(read.ok ? {} : { how: ` without its text, which ${read.why}` }) };
+}
+
+/**
+ * Base64 of up to MAX_FILE_BYTES, a slice at a time with the event loop let through between
+ * slices: 20 MB in one call held the loop for tens of milliseconds, hundreds on a busy machine.
+ */
+async function base64InSlices(bytes: Buffer): Promise<string> {
+  const SLICE = 3 * 1024 * 1024; // a multiple of 3, so the slices' base64 joins without padding between
+  const parts: string[] = [];
+  for (let at = 0; at < bytes.length; at += SLICE) {
+    if (at > 0) await new Promise((resolve) => setImmediate(resolve));
+    parts.push(bytes.subarray(at, at + SLICE).toString('base64'));
+  }
+  return parts.join('');
 }
 
 const TOO_MUCH = 'not shown: the message’s other files fill what one request may carry';

@@ -2,32 +2,27 @@ import { extractText, getDocumentProxy } from 'unpdf';
 
 /**
  * The text a PDF gives a model that reads no documents (OpenAI-compatible providers): at most
- * `maxChars` (about 15,000 tokens), so one PDF cannot fill the context; extraction that takes longer
- * than `timeoutMs` is given up.
+ * `maxChars` (about 15,000 tokens), so one PDF cannot fill the context. Its time and memory are
+ * bounded by the thread it runs in (parse-pool.ts: PARSERS).
  */
-export const PDF_TEXT = { maxChars: 60_000, timeoutMs: 20_000 } as const;
+export const PDF_TEXT = { maxChars: 60_000 } as const;
 
 /**
  * A PDF's text layer (unpdf, Mozilla's pdf.js without a browser), pages apart by a blank line and cut
  * at PDF_TEXT.maxChars with a line saying so; undefined when it has none (a scan) or cannot be read.
+ * pdf.js is not linear in a hostile file's size, so this runs only in parse-worker.ts's threads.
  */
-export async function pdfText(bytes: Buffer): Promise<string | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), PDF_TEXT.timeoutMs);
-  });
+export async function extractPdfText(bytes: Uint8Array): Promise<string | undefined> {
   try {
-    return await Promise.race([extract(bytes), timeout]);
+    return await extract(bytes);
   } catch {
     return undefined;
-  } finally {
-    clearTimeout(timer);
   }
 }
 
-async function extract(bytes: Buffer): Promise<string | undefined> {
-  // A copy: pdf.js takes ownership of (and may detach) the buffer it is given. verbosity 0: errors only.
-  const document = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
+async function extract(bytes: Uint8Array): Promise<string | undefined> {
+  // pdf.js takes ownership of (and may detach) the buffer it is given: the thread's copy is its own.
+  const document = await getDocumentProxy(bytes, { verbosity: 0 });
   try {
     const { text } = await extractText(document, { mergePages: false });
     const whole = text

@@ -7,13 +7,20 @@ const SECRET_CONTENT: ReadonlyArray<[string, RegExp]> = [
   ['an AWS access key', /\b(AKIA|ASIA)[0-9A-Z]{16}\b/],
   ['a chat token', /\bxox[abposr]-[0-9A-Za-z-]{10,}/],
   ['an API key', /\b(sk-[A-Za-z0-9_-]{20,}|ghp_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/],
-  [
-    'a secret setting',
-    /^\s*(export\s+)?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|PRIVATE_KEY)[A-Z0-9_]*\s*=\s*\S/m,
-  ],
 ];
+
+/**
+ * A `NAME=value` line (dotenv, shell) whose name holds a secret's word. Written as
+ * `^\s*…[A-Z0-9_]*(SECRET|…)[A-Z0-9_]*\s*=` it backtracked without bound, since `\s` crosses lines:
+ * 40 KB of blank lines took 22 s on the event loop, and a file someone sent can be asked to be
+ * shared. Here leading space never crosses a line, and the name is one run, looked into once: linear.
+ */
+const SECRET_SETTING =
+  /^[^\S\n]*(?:export[^\S\n]+)?(?=[A-Z0-9_]*?(?:SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|PRIVATE_KEY))[A-Z0-9_]+[^\S\n]*=[^\S\n]*\S/m;
 
 /** What kind of secret `text` seems to hold, or undefined. */
 export function secretIn(text: string): string | undefined {
-  return SECRET_CONTENT.find(([, pattern]) => pattern.test(text))?.[0];
+  return [...SECRET_CONTENT, ['a secret setting', SECRET_SETTING] as const].find(([, pattern]) =>
+    pattern.test(text),
+  )?.[0];
 }

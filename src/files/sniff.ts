@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { fileTypeFromBuffer } from 'file-type';
 import { looksBinary } from '../agent/tools/workspace/confine.ts';
+import { parsePool } from './parse-pool.ts';
 
 /** The image types every provider with vision takes as image input. */
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
@@ -45,7 +45,10 @@ export type Sniffed =
   | { kind: 'refused'; why: string };
 
 export async function sniff(bytes: Buffer, name: string): Promise<Sniffed> {
-  const detected = await fileTypeFromBuffer(bytes);
+  // `file-type` walks some formats' structure (a ZIP's entries), so a stranger's bytes are read in a thread.
+  const read = await parsePool().type(bytes);
+  if (!read.ok) return { kind: 'refused', why: `it ${read.why}` };
+  const detected = read.value;
   const claimed = CLAIMED_BY_EXT[path.extname(name).slice(1).toLowerCase()];
   if (detected && EXECUTABLE_EXTS.has(detected.ext))
     return {

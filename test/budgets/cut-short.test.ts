@@ -5,7 +5,7 @@ import { createPool, type Pool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { TurnSpend, keyOf } from '../../src/budgets/spend.ts';
 import { readPeriods } from '../../src/budgets/store.ts';
-import { pdfPages } from '../../src/core/pdf-pages.ts';
+import { pdfPages } from '../../src/files/pdf-pages.ts';
 import { AnthropicProvider } from '../../src/agent/providers/anthropic.ts';
 import { FallbackProvider } from '../../src/agent/providers/fallback.ts';
 import { OpenAIProvider } from '../../src/agent/providers/openai.ts';

@@ -11,7 +11,7 @@ import { workspaceOf } from '../../src/agent/tools/workspace/access.ts';
 import type { FileRef } from '../../src/core/work-item.ts';
 import sharp from 'sharp';
 import { IMAGE_FIT } from '../../src/files/fit-image.ts';
-import { claimedPng, CSV, encodedPng, pdf, png, windowsProgram } from './samples.ts';
+import { claimedPng, CSV, encodedPng, inflatingPdf, pdf, png, windowsProgram } from './samples.ts';
 
 const MAX = 1024 * 1024;
 
@@ -134,6 +134,16 @@ describe('receiving the files of a message', () => {
       { F1: hidden, F2: escaped },
     );
     expect(intake.attachments).toEqual([]);
+  });
+
+  it('gives a PDF whose text cannot be read within the bounds as a document without it, and says why', async () => {
+    // 1 MB on the wire, a gigabyte once its page is decoded: pdf.js is ended at the memory budget.
+    const { intake } = await receive([{ id: 'F1', name: 'bomb.pdf' }], { F1: inflatingPdf(1024) }, 2 * MAX);
+    expect(intake.attachments).toMatchObject([{ kind: 'document', name: 'bomb.pdf', pages: 1 }]);
+    expect(intake.attachments[0]?.text).toBeUndefined();
+    expect(intake.note).toContain(
+      'shown to you as a document without its text, which could not be read in the 512 MB of memory files may take.',
+    );
   });
 
   it('refuses a .png that is a program by its magic bytes, and writes nothing', async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../src/agent/providers/anthropic.ts';
 import { OpenAIProvider } from '../../src/agent/providers/openai.ts';
-import { PDF_TEXT, pdfText } from '../../src/files/pdf-text.ts';
+import { PDF_TEXT } from '../../src/files/pdf-text.ts';
+import { parsePool } from '../../src/files/parse-pool.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';
 import { startFakeOpenAI } from '../fakes/openai-server.ts';
 import type { StartedFakeModel } from '../fakes/model-http.ts';
@@ -12,6 +13,13 @@ type Body = { messages: Array<{ role: string; content: unknown }> };
 type Block = { type: string; text?: string; source?: { media_type: string; data: string } };
 
 const INVOICE = textPdf(['Invoice 2291: total 42 EUR', 'Paid by transfer (ref. AB-7)']);
+
+/** The text as the app reads it: in a parse thread (src/files/parse-pool.ts). */
+async function pdfText(bytes: Buffer): Promise<string | undefined> {
+  const read = await parsePool().text(bytes);
+  if (!read.ok) throw new Error(read.why);
+  return read.value ?? undefined;
+}
 
 describe('the text of a PDF', () => {
   it('is its pages’ text, pages apart by a blank line', async () => {

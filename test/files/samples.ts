@@ -109,3 +109,38 @@ export function textPdf(pages: string[]): Buffer {
   body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(body, 'latin1');
 }
+
+/**
+ * Issue 47's event-loop blocker: `%PDF-1.4`, 2,001 `stream` markers, padding and one `endstream`
+ * (then `%%EOF`, so it is taken for a whole PDF): `size` bytes. A counter that looks for each
+ * marker's end from the marker reads the file 2,001 times.
+ */
+export function markerPdf(size: number, markers = 2001): Buffer {
+  const head = `%PDF-1.4\n${'stream\n'.repeat(markers)}`;
+  const tail = 'endstream\n%%EOF\n';
+  return Buffer.from(head + ' '.repeat(size - head.length - tail.length) + tail, 'latin1');
+}
+
+/**
+ * A one-page PDF whose page's content stream inflates to `mb` MB of spaces: about 1 KB a megabyte on
+ * the wire. pdf.js decodes it into ArrayBuffers, which a thread's heap limit does not count.
+ */
+export function inflatingPdf(mb: number): Buffer {
+  const data = deflateSync(Buffer.alloc(mb * 1024 * 1024, 0x20), { level: 9 });
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Count 1 /Kids [3 0 R] >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
+    `<< /Length ${data.length} /Filter /FlateDecode >>\nstream\n${data.toString('latin1')}\nendstream`,
+  ];
+  let body = '%PDF-1.4\n';
+  const offsets = objects.map((object, i) => {
+    const at = body.length;
+    body += `${i + 1} 0 obj\n${object}\nendobj\n`;
+    return at;
+  });
+  const xref = body.length;
+  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(body, 'latin1');
+}
