@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,15 +17,34 @@ import { testConfig, waitFor } from '../helpers/harness.ts';
 import { runCli } from '../helpers/processes.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';
 
+const shownTexts = new EventEmitter<{ text: [string] }>();
+
+/** Resolves when the bot shows a text that `matches` (or after a deadline, for the test to fail on). */
+function nextShown(matches: (text: string) => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      shownTexts.off('text', onText);
+      resolve();
+    };
+    const onText = (text: string) => {
+      if (matches(text)) done();
+    };
+    shownTexts.on('text', onText);
+    AbortSignal.timeout(10_000).addEventListener('abort', done);
+  });
+}
+
 /** Every text the bot showed, edits included: the progress line lives only in edits. */
 class LoggingOutbound extends RecordingOutbound {
   readonly shown: string[] = [];
   override async post(target: ReplyTarget, text: string, options?: ReplyOptions) {
     this.shown.push(text);
+    shownTexts.emit('text', text);
     return super.post(target, text, options);
   }
   override async edit(target: ReplyTarget, messageId: string, text: string, options?: ReplyOptions) {
     this.shown.push(text);
+    shownTexts.emit('text', text);
     return super.edit(target, messageId, text, options);
   }
 }
@@ -40,8 +60,8 @@ const tailLog = defineTool({
   idempotent: true,
   async execute({ path: file }) {
     runs.push(file);
-    // Long enough for the progress line to be shown while it runs.
-    await new Promise((r) => setTimeout(r, 1200));
+    // Runs until the progress line naming it has been shown, so the test can read that line.
+    await nextShown((text) => text.includes('tail_log'));
     return `tail of ${file}`;
   },
 });
@@ -274,11 +294,22 @@ describe('standing grants ("Always allow here") across two worker processes', ()
         name: 'tail_log',
         args: { path: 'logs/app/a.log' },
       });
-      const early = await Promise.race([
-        claim.then(() => 'claimed'),
-        new Promise((r) => setTimeout(() => r('waiting'), 300)),
-      ]);
-      expect(early).toBe('waiting');
+      let settled = false;
+      claim.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      await waitFor(
+        async () => {
+          const { rows } = await app().pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
+          return rows.length > 0 ? true : undefined;
+        },
+        10_000,
+        'the claim to wait for the row lock',
+      );
+      expect(settled).toBe(false);
       await client.query('COMMIT');
       // ...and then sees the grant revoked.
       expect(await claim).toBeUndefined();

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
+import { jobsIdle, startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { startFakeOAuthServer, type FakeOAuthServer } from '../fakes/oauth/server.ts';
 import type { Script } from '../../src/agent/providers/scripted.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -162,8 +162,8 @@ describe('per-person connections to an MCP server', () => {
     const item = await h.say('conv-henry', 'file an issue', { requester: henry });
     expect((await h.settled(item.id)).status).toBe('awaiting_approval');
     await connect(henry, 'henry');
-    // The card stays: nothing ran.
-    await new Promise((r) => setTimeout(r, 300));
+    // The card stays: nothing ran, once whatever connecting set off is done.
+    await jobsIdle(h.app.pool);
     const { rows } = await h.app.pool.query<{ status: string; nonce: string; calls: string }>(
       `SELECT status, nonce, calls FROM countersign.approval_envelopes WHERE work_item_id = $1`,
       [item.id],

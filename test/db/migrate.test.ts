@@ -8,7 +8,7 @@ import { MIGRATIONS_DIR } from '../../src/db/migrate.ts';
 describe('countersign migrate', () => {
   let db: TestDatabase;
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await createTestDatabase('cs', { empty: true });
   });
   afterAll(() => db.drop());
 

@@ -53,7 +53,16 @@ describe('a Postgres restart in the middle of a turn', () => {
       'the tool to have run',
     );
     await pg.stop();
-    await new Promise((r) => setTimeout(r, 1500));
+    // The app's connections have seen it go (the restart below then takes seconds of outage more).
+    await waitFor(
+      () =>
+        harness.app.pool.query('SELECT 1').then(
+          () => undefined,
+          () => true,
+        ),
+      10_000,
+      "the app's pool to lose the database",
+    );
     pg = await startEmbeddedPostgres(options);
 
     const settled = await h.settled(item.id, 60_000);

@@ -1,39 +1,24 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { inject } from 'vitest';
+import { dropDatabase, onAdmin, withDatabase } from './template-database.ts';
 
 export interface TestDatabase {
   url: string;
   drop(): Promise<void>;
 }
 
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
-/** Creates an empty database on the run's Postgres server, for one test file. */
-export async function createTestDatabase(prefix = 'cs'): Promise<TestDatabase> {
+/**
+ * Creates a database on the run's Postgres server, for one test file: a copy of the run's migrated
+ * template, so the app's migrate() at start finds nothing to do. `empty: true` gives a database
+ * with no schema, for the tests of migrating itself.
+ */
+export async function createTestDatabase(prefix = 'cs', options: { empty?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = inject('pgAdminUrl');
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
+  const template = options.empty ? 'template0' : inject('pgTemplate');
+  await onAdmin(adminUrl, (c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
   return {
     url: withDatabase(adminUrl, name),
-    async drop() {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    },
+    drop: () => dropDatabase(adminUrl, name),
   };
 }

@@ -120,6 +120,27 @@ async function waitForSettled(app: Countersign, itemId: string, timeoutMs: numbe
   );
 }
 
+/**
+ * Resolves once graphile-worker has no job running and none due: whatever an event set off has
+ * been done. A test that checks that something did NOT happen waits for this, not for a time.
+ */
+export function jobsIdle(
+  pool: { query: (text: string) => Promise<{ rows: Array<{ n?: number }> }> },
+  timeoutMs = 30_000,
+): Promise<true> {
+  return waitFor(
+    async () => {
+      const { rows } = await pool.query(
+        `SELECT count(*)::int AS n FROM graphile_worker._private_jobs
+          WHERE locked_at IS NOT NULL OR (run_at <= now() AND attempts < max_attempts)`,
+      );
+      return rows[0]?.n === 0 ? true : undefined;
+    },
+    timeoutMs,
+    'every job to be done',
+  );
+}
+
 /** The status a work item comes to rest in (anything but queued or running), waiting for it. */
 export function restingStatus(
   pool: { query: (text: string, values: unknown[]) => Promise<{ rows: Array<{ status?: string }> }> },

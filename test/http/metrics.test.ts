@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../helpers/harness.ts';
+import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { Priority } from '../../src/core/work-item.ts';
 
 describe('GET /metrics', () => {
@@ -23,11 +23,19 @@ describe('GET /metrics', () => {
     // Two LOW jobs: one runs, one waits behind it on the single background slot.
     await h.say('m-2', 'research a', { priority: Priority.LOW, type: 'RESEARCH' });
     await h.say('m-3', 'research b', { priority: Priority.LOW, type: 'RESEARCH' });
-    await new Promise((r) => setTimeout(r, 500));
-    const res = await fetch(`http://127.0.0.1:${h.app.http.port}/metrics`);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-    const text = await res.text();
+    // Once the first has started, the second is the one waiting.
+    const seen = await waitFor(
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${h.app.http.port}/metrics`);
+        const text = await res.text();
+        return /^countersign_jobs_waiting\{priority="1000"\} 1$/m.test(text) ? { res, text } : undefined;
+      },
+      20_000,
+      'one LOW job running and one waiting',
+    );
+    expect(seen.res.status).toBe(200);
+    expect(seen.res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = seen.text;
     expect(text).toMatch(/^countersign_turn_duration_seconds_count\{outcome="done"\} [1-9]/m);
     expect(text).toMatch(/^countersign_first_visible_text_seconds_count\{platform="test"\} [1-9]/m);
     expect(text).toMatch(/^countersign_model_rounds_total\{provider="scripted"\} [2-9]/m);

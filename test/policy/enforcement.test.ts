@@ -298,6 +298,17 @@ describe('the policy, enforced by the running bot', () => {
     expect(withdrawn.ok).toBe(true);
   });
 
+  /** Waits until the running app rules by the policy file's edit (it re-stats the file at most once a second). */
+  const freezeInForce = (item: WorkItem, inForce: boolean) =>
+    waitFor(
+      async () => {
+        const ruling = await app.approvals.rule(item, { id: 'probe', name: 'write_file', args: w('notes.md') });
+        return ruling.rule.startsWith('freeze,') === inForce ? true : undefined;
+      },
+      10_000,
+      `the freeze rule to be ${inForce ? 'in force' : 'gone'}`,
+    );
+
   it('does not run an approved call that the policy, edited while its card waited, now denies', async () => {
     const item = await say('note this', slackPerson('U0DEV0001'), GENERAL);
     expect(await settled(item.id)).toBe('awaiting_approval');
@@ -310,8 +321,7 @@ describe('the policy, enforced by the running bot', () => {
           'rules:\n  - name: freeze\n    tool: write_file\n    outcome: deny\n    message: "Change freeze until Monday."\n',
         ),
       );
-      // The store re-stats the file at most once a second; give it the chance.
-      await new Promise((r) => setTimeout(r, 1_500));
+      await freezeInForce(item, true);
       const click = await app.approvals.click(`${nonce}.A`, slackPerson('U0DEV0001'));
       if (!click.ok || !('continuation' in click))
         throw new Error(`expected a continuation, got ${JSON.stringify(click)}`);
@@ -337,7 +347,7 @@ describe('the policy, enforced by the running bot', () => {
       );
     } finally {
       writeFileSync(policyFile, POLICY);
-      await new Promise((r) => setTimeout(r, 1_500));
+      await freezeInForce(item, false);
     }
   });
 

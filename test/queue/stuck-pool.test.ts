@@ -52,13 +52,18 @@ describe('the stuck worker pool watch', () => {
     fetchFailed(events, 'p2');
     expect(stuck).toEqual([]);
 
-    const down = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none', connectionTimeoutMillis: 200 });
+    // One connection at most, so a query of ours waits behind the watch's probe and fails after it.
+    const down = new pg.Pool({
+      connectionString: 'postgres://nobody@127.0.0.1:1/none',
+      connectionTimeoutMillis: 200,
+      max: 1,
+    });
     const other = new EventEmitter();
     const stopDown = watchForStuckPools(other as unknown as WorkerEvents, down, (id) => stuck.push(id), 50);
     fetchFailed(other, 'p3');
     await sleep(60);
     fetchFailed(other, 'p3');
-    await sleep(300);
+    await down.query('SELECT 1').catch(() => undefined);
     fetchFailed(other, 'p3');
     expect(stuck.filter((id) => id === 'p3')).toEqual([]);
     stopDown();

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ReplyStream } from '../../src/reply/reply-stream.ts';
 import { createLogger } from '../../src/log.ts';
 import { RecordingOutbound } from '../helpers/recording-outbound.ts';
@@ -147,8 +147,7 @@ describe('streaming a reply', () => {
       await new Promise((r) => setTimeout(r, 20));
       const message = [...outbound.messages.values()][0]!;
       expect(message.buttons).toEqual([]);
-      await new Promise((r) => setTimeout(r, 120));
-      expect(message.buttons).toEqual(stop);
+      await vi.waitFor(() => expect(message.buttons).toEqual(stop), { timeout: 5_000, interval: 10 });
       await stream.finish('done');
       expect(message.text).toBe('done');
       expect(message.buttons).toEqual([]);

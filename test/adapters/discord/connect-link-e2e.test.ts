@@ -8,7 +8,7 @@ import { startFakeOAuthServer, type FakeOAuthServer } from '../../fakes/oauth/se
 import type { ApiUser, Json } from '../../fixtures/discord/objects.ts';
 import { buttonInteraction, guildMessageMentioningBot } from '../../fixtures/discord/payloads.ts';
 import { snowflake } from '../../fixtures/discord/snowflake.ts';
-import { startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
+import { jobsIdle, startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
 import { followConnectLink } from '../../helpers/connect-link.ts';
 import type { Script } from '../../../src/agent/providers/scripted.ts';
 
@@ -143,7 +143,7 @@ describe('a Connect link on Discord', () => {
     fake.interact(
       buttonInteraction(fake.scene, { customId: without.custom_id!, message: dm.message, user: fake.scene.human }),
     );
-    await new Promise((r) => setTimeout(r, 500));
+    await jobsIdle(h.app.pool);
     expect((await pending()).rows.map((r) => r.status)).toEqual(['pending']);
 
     fake.interact(buttonInteraction(fake.scene, { customId: without.custom_id!, message: dm.message, user: MALLORY }));

@@ -14,7 +14,7 @@ import {
   slashCommandEnvelope,
   interactiveEnvelope,
 } from '../../fixtures/slack/events.ts';
-import { startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
+import { jobsIdle, startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
 import { countingTool } from '../../helpers/tools.ts';
 import type { Script } from '../../../src/agent/providers/scripted.ts';
 import { markdownToMrkdwn } from '../../../src/adapters/slack/format/index.ts';
@@ -135,7 +135,8 @@ describe('Slack adapter in Socket Mode', () => {
     await fake.deliver(eventsApiEnvelope(envelope));
     await fake.deliver(eventsApiEnvelope(envelope, { attempt: 1 }));
     await final(fake, CHANNEL, 'echo: only once', mention.ts);
-    await new Promise((r) => setTimeout(r, 500));
+    // A second turn for the retry would have been enqueued before its ack, and run by now.
+    await jobsIdle(h.app.pool);
     expect(fake.textIn(CHANNEL, mention.ts).filter((t) => t === 'echo: only once')).toHaveLength(1);
   });
 
@@ -355,11 +356,21 @@ describe('Slack adapter in Socket Mode', () => {
 describe('Slack adapter under load', () => {
   let fake: FakeSlack;
   let h: Harness;
+  // chat.update's budget scaled up sixfold from Slack's Tier 3 (50/min, Countersign's 45), with the
+  // app's share below it as in production: at the real figures the fifty conversations wait about
+  // 80 s for tokens. The bucket still binds (fifty conversations' edits exceed its burst of 30); the
+  // real figures are measured by `npm run bench` (P3, 200 conversations at 45/min).
+  const UPDATES_PER_MINUTE = 300;
   beforeAll(async () => {
     // Slack's documented budgets, enforced by the fake with 429s. Native streams start while the
     // Tier 2 chat.startStream budget lasts; the other conversations stream by chat.update.
     fake = await FakeSlack.start({
-      perMinute: { 'chat.update': 50, 'chat.startStream': 20, 'chat.stopStream': 20, 'chat.appendStream': 100 },
+      perMinute: {
+        'chat.update': (UPDATES_PER_MINUTE * 50) / 45,
+        'chat.startStream': 20,
+        'chat.stopStream': 20,
+        'chat.appendStream': 100,
+      },
     });
     h = await startHarness({
       script,
@@ -367,7 +378,7 @@ describe('Slack adapter under load', () => {
         SLACK_BOT_TOKEN: fake.botToken,
         SLACK_APP_TOKEN: fake.appToken,
         SLACK_API_URL: fake.apiUrl,
-        SLACK_UPDATES_PER_MINUTE: '45',
+        SLACK_UPDATES_PER_MINUTE: String(UPDATES_PER_MINUTE),
       },
     });
     await waitFor(async () => (fake.connected ? true : undefined), 10_000, 'the Socket Mode connection');
@@ -392,9 +403,12 @@ describe('Slack adapter under load', () => {
     }
     const calls = fake.calls.slice(before);
     expect(calls.filter((c) => c.status === 429)).toEqual([]);
-    // No sliding minute saw more chat.update calls than the configured budget (45/min).
+    // No sliding minute saw more chat.update calls than the configured budget.
     const writes = calls.filter((c) => c.method === 'chat.update').map((c) => c.at);
-    for (const at of writes) expect(writes.filter((w) => w >= at && w < at + 60_000).length).toBeLessThanOrEqual(45);
+    for (const at of writes)
+      expect(writes.filter((w) => w >= at && w < at + 60_000).length).toBeLessThanOrEqual(UPDATES_PER_MINUTE);
+    // More edits than the bucket's burst (a tenth of the budget): the budget was tested, not idle.
+    expect(writes.length).toBeGreaterThan(UPDATES_PER_MINUTE / 10);
     const streamed = calls.filter((c) => c.method === 'chat.startStream' && c.status === 200).length;
     expect(streamed).toBeGreaterThan(0);
     expect(streamed).toBeLessThan(50);

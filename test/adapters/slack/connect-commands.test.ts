@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeSlack } from '../../fakes/slack/fake-slack.ts';
 import { startFakeOAuthServer, type FakeOAuthServer } from '../../fakes/oauth/server.ts';
 import { blockAction, interactiveEnvelope, slashCommand, slashCommandEnvelope } from '../../fixtures/slack/events.ts';
-import { startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
+import { jobsIdle, startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
 import { CONNECT_LINK_ACTION } from '../../../src/adapters/slack/blocks.ts';
 
 const ALICE = 'U0ALICE001';
@@ -132,7 +132,7 @@ describe('/countersign connect and connections on Slack', () => {
     const responses = fake.responses.length;
     const ack = await fake.deliver(interactiveEnvelope(click));
     expect(ack).toBeDefined();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await jobsIdle(h.app.pool);
     // No "that button is not ours" for the clicker, nothing anywhere.
     expect(fake.calls.slice(before).map((c) => c.method)).toEqual([]);
     expect(fake.responses.length).toBe(responses);
@@ -144,7 +144,7 @@ describe('/countersign connect and connections on Slack', () => {
     expect(ack).toMatchObject({ response_type: 'ephemeral', text: REFUSAL });
     const listed = await countersign('connections', MALLORY);
     expect(listed.ack).toMatchObject({ response_type: 'ephemeral', text: REFUSAL });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await jobsIdle(h.app.pool);
     expect(posted()).toEqual([]);
     expect(listed.posted()).toEqual([]);
     // The core was never asked: no client was registered at the authorization server for it.

@@ -17,7 +17,7 @@ import {
 } from '../../fixtures/slack/events.ts';
 import { connectionOf } from '../../../src/connections/store.ts';
 import { TokenSealer } from '../../../src/connections/token-crypto.ts';
-import { startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
+import { jobsIdle, startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
 import { followConnectLink } from '../../helpers/connect-link.ts';
 import type { Script } from '../../../src/agent/providers/scripted.ts';
 
@@ -143,7 +143,12 @@ describe('a Connect link on Slack', () => {
 
     // A stranger with the value (forwarded, guessed) decides nothing; only they are told why.
     await press(MALLORY);
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(
+      async () => (fake.messages.some((m) => m.ephemeralFor === MALLORY) ? true : undefined),
+      20_000,
+      'the stranger to be told why',
+    );
+    await jobsIdle(h.app.pool);
     const { rows } = await h.app.pool.query<{ status: string }>(
       `SELECT status FROM countersign.approval_envelopes WHERE requester->>'userId' = $1`,
       [CAROL],

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Script } from '../../../src/agent/providers/scripted.ts';
 import { FakeSlack } from '../../fakes/slack/fake-slack.ts';
 import { appMention, eventCallback, eventsApiEnvelope } from '../../fixtures/slack/events.ts';
-import { startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
+import { jobsIdle, startHarness, waitFor, type Harness } from '../../helpers/harness.ts';
 import { runCli, type CliProcess } from '../../helpers/processes.ts';
 
 const CHANNEL = 'C0OPS00001';
@@ -141,8 +141,8 @@ describe.each(['socket', 'http'] as const)(
       );
       expect(rows.map((r) => r.status)).toEqual(['cancelled']);
       expect(rows[0].stopped_by).toMatchObject({ platform: 'slack', userId: ALICE });
-      // Give a late model round the chance to show itself: none comes.
-      await new Promise((r) => setTimeout(r, 1000));
+      // Once the worker has let go of every job, a late model round would have shown itself: none came.
+      await jobsIdle(h.app.pool);
       expect(fake.textIn(CHANNEL, m.ts).some((t) => t.includes('the batch finished'))).toBe(false);
     });
   },
