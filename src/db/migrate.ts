@@ -1,54 +1,71 @@
-import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { runMigrations } from 'graphile-worker';
 import type { Logger } from 'pino';
 import { INSTALL_DIR } from '../config.ts';
+import { migrationNumber, readMigrationFiles } from './migration-files.ts';
+import { planMigrations } from './migration-plan.ts';
+import {
+  applyMigration,
+  appliedMigrations,
+  ensureMigrationsTable,
+  lockMigrations,
+  unlockMigrations,
+} from './sql/schema-migrations.ts';
 
 export const MIGRATIONS_DIR = path.join(INSTALL_DIR, 'migrations');
-
-// Arbitrary but fixed: every Countersign process contends for the same lock.
-const MIGRATION_LOCK_ID = 0x436f756e; // "Coun"
 
 export interface MigrationResult {
   applied: string[];
 }
 
+export interface MigrateOptions {
+  /** Where the numbered migrations are; MIGRATIONS_DIR unless a test brings its own. */
+  dir?: string;
+}
+
 /**
- * Applies graphile-worker's migrations, then ours from `migrations/*.sql` in name order. Ours run
- * under a transaction-level advisory lock, each in the same transaction as its bookkeeping row, so
- * processes starting together apply each migration exactly once and a failure leaves no half-state.
+ * Applies graphile-worker's migrations, then ours from `migrations/NNN_*.sql` in number order
+ * (docs/architecture.md, "Migrations"). Refuses — throwing MigrationsRefused with a one-line
+ * message, before changing anything — when the files skip or reuse a number, or when the database
+ * holds a migration this release does not know (newer and not marked compatible, renamed, or
+ * numbered below one applied). Ours run under an advisory lock, each in one transaction with its
+ * record, so processes starting together apply each migration exactly once and a failure leaves no
+ * half-state.
  */
-export async function migrate(connectionString: string, log: Logger): Promise<MigrationResult> {
-  // graphile-worker migrates under its own lock; several processes at once are safe.
+export async function migrate(
+  connectionString: string,
+  log: Logger,
+  options: MigrateOptions = {},
+): Promise<MigrationResult> {
+  const release = await readMigrationFiles(options.dir ?? MIGRATIONS_DIR);
+  // graphile-worker migrates under its own lock, and refuses a database newer than itself the same way.
   await runMigrations({ connectionString, logger: undefined });
-  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
   const client = new pg.Client({ connectionString });
   await client.connect();
   const applied: string[] = [];
   try {
-    for (const file of files) {
-      await client.query('BEGIN');
+    await lockMigrations(client);
+    await ensureMigrationsTable(client);
+    const plan = planMigrations(release, await appliedMigrations(client));
+    if (plan.newerCompatible.length > 0)
+      log.warn(
+        { migrations: plan.newerCompatible.map((m) => m.name) },
+        'the database has migrations newer than this release, each marked compatible; running against it',
+      );
+    for (const file of plan.pending) {
       try {
-        await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID]);
-        await client.query(`CREATE SCHEMA IF NOT EXISTS countersign`);
-        await client.query(
-          `CREATE TABLE IF NOT EXISTS countersign.schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
-        );
-        const done = await client.query('SELECT 1 FROM countersign.schema_migrations WHERE name = $1', [file]);
-        if (done.rowCount === 0) {
-          const sql = await readFile(path.join(MIGRATIONS_DIR, file), 'utf8');
-          await client.query(sql);
-          await client.query('INSERT INTO countersign.schema_migrations (name) VALUES ($1)', [file]);
-          applied.push(file);
-          log.info({ migration: file }, 'applied migration');
-        }
-        await client.query('COMMIT');
+        await applyMigration(client, file);
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw new Error(`Migration ${file} failed: ${(error as Error).message}`, { cause: error });
+        throw new Error(`Migration ${file.name} failed: ${(error as Error).message}`, { cause: error });
       }
+      applied.push(file.name);
+      log.info(
+        { migration: file.name, id: migrationNumber(file.id), compatible: file.compatible },
+        'applied migration',
+      );
     }
+    await unlockMigrations(client);
   } finally {
     await client.end();
   }

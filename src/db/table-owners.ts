@@ -66,7 +66,7 @@ export const TABLE_OWNERS = {
   budget_periods: { owner: 'src/budgets/store.ts' },
   budget_reservations: { owner: 'src/budgets/store.ts' },
   budget_allowance_offers: { owner: 'src/budgets/store.ts' },
-  schema_migrations: { owner: 'src/db/migrate.ts' },
+  schema_migrations: { owner: 'src/db/sql/schema-migrations.ts' },
 } as const satisfies Record<string, TableOwner>;
 
 /**
