@@ -344,6 +344,14 @@ CREATE TABLE countersign.worker_slots (
   process_id text NOT NULL
 );
 
+CREATE TABLE countersign.workspace_baselines (
+  workspace text NOT NULL,
+  entries jsonb NOT NULL,
+  version bigint NOT NULL DEFAULT 1,
+  taken_at timestamp with time zone NOT NULL DEFAULT clock_timestamp(),
+  reason text NOT NULL
+);
+
 CREATE TABLE countersign.workspace_changes (
   id bigint NOT NULL DEFAULT nextval('countersign.workspace_changes_id_seq'::regclass),
   workspace text NOT NULL,
@@ -461,6 +469,8 @@ ALTER TABLE countersign.worker_processes ADD CONSTRAINT worker_processes_pkey PR
 ALTER TABLE countersign.worker_slots ADD CONSTRAINT worker_slots_pkey PRIMARY KEY (worker_id);
 
 ALTER TABLE countersign.worker_slots ADD CONSTRAINT worker_slots_process_id_fkey FOREIGN KEY (process_id) REFERENCES countersign.worker_processes(id) ON DELETE CASCADE;
+
+ALTER TABLE countersign.workspace_baselines ADD CONSTRAINT workspace_baselines_pkey PRIMARY KEY (workspace);
 
 ALTER TABLE countersign.workspace_changes ADD CONSTRAINT workspace_changes_pkey PRIMARY KEY (id);
 
