@@ -248,6 +248,9 @@ describe('who may countersign a merge: a coding CLI’s own commit', () => {
         REPOS: `demo=${repo.clone}`,
         WORKTREES_DIR: path.join(repo.dir, 'worktrees'),
         CODING_AGENT_COMMAND: JSON.stringify([process.execPath, cli, '--mode=stream-json', '--git-commit', '{task}']),
+        // In the sandbox a CLI cannot commit (the worktree's git folders are read-only); a CLI that
+        // commits itself is what SANDBOX=off allows, and its authors must still be recorded.
+        SANDBOX: 'off',
       },
     });
   });
