@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { FileRef, WorkItem } from '../core/work-item.ts';
 import type { Outbound, OutboundRegistry } from '../reply/outbound.ts';
-import type { AnyTool } from '../agent/tools/tool.ts';
+import type { AnyBuiltinTool } from '../agent/tools/tool.ts';
 import { workspaceOf, type WorkspaceRoots } from '../agent/tools/workspace/access.ts';
 import { receiveFiles, type Intake } from '../files/intake.ts';
 import { shareFileTool, type FilePoster } from '../files/share-file.ts';
@@ -20,7 +20,7 @@ export function fileTools(
   config: FileConfig,
   outbounds: OutboundRegistry,
   codeWork?: { rootOf: WorkspaceRoots },
-): AnyTool[] {
+): AnyBuiltinTool[] {
   const post: FilePoster = async (target, file) => {
     const outbound = outbounds.for(target);
     if (!outbound.upload) return `Files cannot be shared on ${target.platform}; put the content in the answer instead.`;
