@@ -32,14 +32,13 @@ import { disconnectValue } from './core/buttons.ts';
 import type { AdapterContext, PlatformAdapter } from './adapters/platform.ts';
 import { Cleanups } from './wiring/cleanups.ts';
 import { openDatabase } from './wiring/database.ts';
-import { openSkills, openTools } from './wiring/tools.ts';
-import { fileTools } from './wiring/files.ts';
+import { featureTools, openSkills, openTools } from './wiring/tools.ts';
 import { createApprovals, openPolicyFile } from './wiring/approvals.ts';
 import { startWorker } from './wiring/worker.ts';
 import { startHttp } from './wiring/http.ts';
-import { openCodeWork, type CodeWork } from './wiring/repos.ts';
+import { openCodeWork } from './wiring/repos.ts';
 import { openSandbox } from './wiring/sandbox.ts';
-import { scheduleTools, scheduleVerbs } from './wiring/schedules.ts';
+import { scheduleVerbs } from './wiring/schedules.ts';
 import { connectionGateOf, openConnections, personalAuthOf, routeConnectPages } from './wiring/connections.ts';
 import { readWorkCommand } from './repos/work-commands.ts';
 import type { RepoCatalog } from './repos/repos-config.ts';
@@ -189,16 +188,6 @@ function consoleStreams(config: Config, options: StartOptions): ConsoleStreams |
  * Starts Countersign: the database (embedded when DATABASE_URL is unset), migrations, the worker
  * pools (role all|worker), the inbound adapters (role all|ingress) and the HTTP endpoints.
  */
-/** The tools of the optional features: code work, schedules, files. */
-function featureTools(
-  config: Config,
-  pool: Pool,
-  outbounds: OutboundRegistry,
-  codeWork: CodeWork | undefined,
-): AnyTool[] {
-  return [...(codeWork?.tools ?? []), ...scheduleTools(config, pool), ...fileTools(config, outbounds, codeWork)];
-}
-
 export async function startCountersign(config: Config, options: StartOptions): Promise<Countersign> {
   const consoleOptions = consoleStreams(config, options);
   // With the console, stdout is the answer stream (a terminal or a pipe): logs stay on stderr and

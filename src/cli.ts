@@ -12,14 +12,14 @@ import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres } from './db/embedded.ts';
 import { runningEmbeddedUrl } from './db/running-cluster.ts';
 import { resolveFromCwd } from './app.ts';
-import { createSkillTools, skillsCommand } from './skills/index.ts';
+import { skillsCommand } from './skills/index.ts';
 import { createPool } from './db/pool.ts';
 import { formatUsage, usageSummary } from './usage.ts';
 import { loadPriceTable, type PriceTable } from './model-prices.ts';
-import { formatPolicyProblem, loadPolicyFile, policyCommand, type ToolKinds } from './policy/index.ts';
+import { formatPolicyProblem, loadPolicyFile, policyCommand } from './policy/index.ts';
 import { budgetUse, formatBudgetUse } from './budgets/view.ts';
 import { platformDirectory } from './adapters/registry.ts';
-import { builtinTools, kindsByName } from './agent/tools/catalog.ts';
+import { registeredToolKinds } from './wiring/tools.ts';
 import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
 import { listLiveGrants } from './approval/grant-store.ts';
 import { operatorStatusText } from './queue/work-status.ts';
@@ -182,15 +182,6 @@ async function printBudgets(): Promise<number> {
 }
 
 /**
- * What each of Countersign's own tools is for the policy, read off the tools themselves (their
- * arguments are placeholders: building a tool opens nothing).
- */
-function builtinToolKinds(): ToolKinds {
-  const noSkills = { list: () => [], get: () => undefined };
-  return kindsByName([...builtinTools('.'), ...createSkillTools(noSkills)]);
-}
-
-/**
  * `countersign policy …`. Reads POLICY_FILE, APPROVERS, APPROVAL_TWO_PERSON_RULE and
  * CUSTOM_SKILLS_DIR from the environment itself: a policy is reviewed in CI, where no bot
  * credentials are set.
@@ -199,7 +190,7 @@ function runPolicy(args: string[]): number {
   const result = policyCommand(withFullPersonIds(args), {
     ...(process.env.POLICY_FILE ? { file: process.env.POLICY_FILE } : {}),
     options: policyOptionsFromEnv(),
-    toolKinds: builtinToolKinds(),
+    toolKinds: registeredToolKinds(),
   });
   const out = result.exitCode === 2 ? process.stderr : process.stdout;
   for (const line of result.lines) out.write(`${line}\n`);

@@ -34,12 +34,19 @@ export interface IntakeSettings {
 export interface Intake {
   note: string;
   attachments: Attachment[];
+  /**
+   * The files that were not read, each with why (`"big.zip": it is … bytes; …`): the person is told
+   * too, not only the model, which may not mention it (fileReceiver in src/wiring/files.ts).
+   */
+  unread: string[];
 }
 
 /** One file's fate: a line of the note, and what the model is shown. */
 interface Received {
   line: string;
   attachment?: Attachment;
+  /** Why the file was not read or saved, for the person. */
+  unread?: string;
 }
 
 /**
@@ -54,20 +61,24 @@ export async function receiveFiles(
 ): Promise<Intake> {
   const lines: string[] = [];
   const attachments: Attachment[] = [];
+  const unread: string[] = [];
   let attached = 0;
   for (const [i, file] of files.entries()) {
     if (i >= FILE_LIMITS.filesPerMessage) {
-      lines.push(`- ${files.length - i} more file(s) not read: at most ${FILE_LIMITS.filesPerMessage} per message.`);
+      const limit = `at most ${FILE_LIMITS.filesPerMessage} per message`;
+      lines.push(`- ${files.length - i} more file(s) not read: ${limit}.`);
+      unread.push(`${files.length - i} more file(s): ${limit}`);
       break;
     }
     const received = await receiveOne(file, conversationId, download, settings, attached);
     lines.push(received.line);
+    if (received.unread) unread.push(received.unread);
     if (received.attachment) {
       attachments.push(received.attachment);
       attached += Buffer.byteLength(received.attachment.data, 'base64');
     }
   }
-  return { note: `Files sent with this message:\n${lines.join('\n')}`, attachments };
+  return { note: `Files sent with this message:\n${lines.join('\n')}`, attachments, unread };
 }
 
 async function receiveOne(
@@ -80,11 +91,15 @@ async function receiveOne(
   const { name, changed } = safeFileName(file.name);
   const shown = `"${name}"${changed ? ' (name made safe)' : ''}`;
   const fetched = await fetchChecked(file, download, settings);
-  if (typeof fetched === 'string') return { line: `- ${shown}: not read — ${fetched}.` };
+  const notRead = (why: string, what = 'not read'): Received => ({
+    line: `- ${shown}: ${what} — ${why}.`,
+    unread: `${shown}: ${why}`,
+  });
+  if (typeof fetched === 'string') return notRead(fetched);
   const sniffed = await sniff(fetched, name);
-  if (sniffed.kind === 'refused') return { line: `- ${shown}: not read — ${sniffed.why}.` };
+  if (sniffed.kind === 'refused') return notRead(sniffed.why);
   const saved = await saveToInbox(settings.root, conversationId, name, fetched).catch((e: Error) => e);
-  if (saved instanceof Error) return { line: `- ${shown}: not saved — ${saved.message}.` };
+  if (saved instanceof Error) return notRead(saved.message, 'not saved');
   const where = `saved as ${saved} (${describe(sniffed)}, ${fetched.length} bytes)`;
   const input = await asModelInput(sniffed, fetched, name, attached);
   if (typeof input === 'string') return { line: `- ${shown}: ${where}; ${input}.` };
@@ -169,3 +184,10 @@ async function base64InSlices(bytes: Buffer): Promise<string> {
 }
 
 const TOO_MUCH = 'not shown: the message’s other files fill what one request may carry';
+
+/** What the person is told of the files not read (`Intake.unread`), or nothing when all were. */
+export function unreadNotice(unread: readonly string[]): string | undefined {
+  if (unread.length === 0) return undefined;
+  if (unread.length === 1) return `I could not read ${unread[0]}.`;
+  return `I could not read these files:\n${unread.map((why) => `- ${why}`).join('\n')}`;
+}

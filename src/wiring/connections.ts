@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ConfigError, type Config } from '../config.ts';
 import type { Pool } from '../db/pool.ts';
 import { loadMcpConfig } from '../agent/tools/mcp/config.ts';
-import type { PersonalAuth } from '../agent/tools/mcp/hub.ts';
+import { CONNECT_TOOL, namespacedName, type PersonalAuth } from '../agent/tools/mcp/hub.ts';
 import { audit } from '../approval/store.ts';
 import { CALLBACK_PATH, PersonalConnections, START_PATH, type PersonalServer } from '../connections/service.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -213,7 +213,8 @@ export function connectionsNoteOf(
     const states = await Promise.all(
       connections.servers.map(async (server) => {
         const connected = await connections.isConnected(item.requester, server);
-        return `${server} (${connected ? 'connected' : `not connected: they can connect with \`/countersign connect ${server}\``})`;
+        const connect = namespacedName(server, CONNECT_TOOL);
+        return `${server} (${connected ? 'connected' : `not connected: call ${connect} to ask them privately, or they can connect with \`/countersign connect ${server}\``})`;
       }),
     );
     return `Tools of these MCP servers run as the person who asked, with their own account: ${states.join('; ')}.`;

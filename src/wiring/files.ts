@@ -3,9 +3,9 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { FileRef, WorkItem } from '../core/work-item.ts';
 import type { Outbound, OutboundRegistry } from '../reply/outbound.ts';
-import type { AnyTool } from '../agent/tools/tool.ts';
+import type { AnyBuiltinTool } from '../agent/tools/tool.ts';
 import { workspaceOf, type WorkspaceRoots } from '../agent/tools/workspace/access.ts';
-import { receiveFiles, type Intake } from '../files/intake.ts';
+import { receiveFiles, unreadNotice, type Intake } from '../files/intake.ts';
 import { shareFileTool, type FilePoster } from '../files/share-file.ts';
 import { saveToInbox } from '../files/inbox.ts';
 import { safeFileName } from '../files/names.ts';
@@ -20,7 +20,7 @@ export function fileTools(
   config: FileConfig,
   outbounds: OutboundRegistry,
   codeWork?: { rootOf: WorkspaceRoots },
-): AnyTool[] {
+): AnyBuiltinTool[] {
   const post: FilePoster = async (target, file) => {
     const outbound = outbounds.for(target);
     if (!outbound.upload) return `Files cannot be shared on ${target.platform}; put the content in the answer instead.`;
@@ -39,8 +39,8 @@ export function fileReceiver(
   return async (item, log) => {
     const outbound = outbounds.for(item.reply);
     const found = await filesOf(item, outbound, log);
-    if (typeof found === 'string') return { note: found, attachments: [] };
-    if (found.length === 0) return { note: '', attachments: [] };
+    if (typeof found === 'string') return { note: found, attachments: [], unread: [] };
+    if (found.length === 0) return { note: '', attachments: [], unread: [] };
     const download = outbound.download?.bind(outbound);
     const root = rootOf?.(item.conversationId) ?? workspaceRootOf(config);
     const intake = await receiveFiles(found, item.conversationId, download, {
@@ -48,6 +48,12 @@ export function fileReceiver(
       maxBytes: config.MAX_FILE_BYTES,
     });
     log.info({ files: found.length, shown: intake.attachments.length }, 'received the message’s files');
+    // The model's answer may not mention a file it never saw: the person hears of it here, at once.
+    const notice = unreadNotice(intake.unread);
+    if (notice)
+      await outbound
+        .post(item.reply, notice)
+        .catch((error: unknown) => log.warn({ err: error }, 'could not tell the person of the files not read'));
     return intake;
   };
 }

@@ -24,7 +24,7 @@ import type { Cleanups } from './cleanups.ts';
 const TICK_MS = 30_000;
 
 /** SCHEDULES_MAX_PER_PERSON and SCHEDULE_MIN_INTERVAL, read. */
-function scheduleLimits(config: Config): ScheduleLimits {
+function scheduleLimits(config: Pick<Config, 'SCHEDULES_MAX_PER_PERSON' | 'SCHEDULE_MIN_INTERVAL'>): ScheduleLimits {
   return {
     maxPerPerson: config.SCHEDULES_MAX_PER_PERSON,
     minIntervalSeconds: durationSeconds(config.SCHEDULE_MIN_INTERVAL) ?? 300,
@@ -32,7 +32,10 @@ function scheduleLimits(config: Config): ScheduleLimits {
 }
 
 /** `schedule_task`, for the tool registry. */
-export function scheduleTools(config: Config, pool: Pool): AnyBuiltinTool[] {
+export function scheduleTools(
+  config: Pick<Config, 'SCHEDULES_MAX_PER_PERSON' | 'SCHEDULE_MIN_INTERVAL'>,
+  pool: Pool,
+): AnyBuiltinTool[] {
   return [createScheduleTool(pool, scheduleLimits(config), recordScheduleEvent(pool))];
 }
 

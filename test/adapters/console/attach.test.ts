@@ -15,7 +15,7 @@ describe('/attach in the console', () => {
   });
   afterAll(() => db.drop());
 
-  it('sends the file with the message: saved in the inbox and named in the prompt; a missing one is a note', async () => {
+  it('sends the file with the message: saved in the inbox and named in the prompt; a missing one is a note and a notice', async () => {
     const workspace = path.join(dir, 'workspace');
     const csv = path.join(dir, 'sales data.csv');
     const run = runCli(
@@ -36,6 +36,8 @@ describe('/attach in the console', () => {
     expect(out).toMatch(/"sales data\.csv": saved as inbox\/console_[^ ]+\/sales data\.csv \(text, 25 bytes\)/);
     expect(out).toContain('sum it');
     expect(out).toContain('"missing.log": not read — the download failed: no such file.');
+    // Told to the person too, not only in the model's note.
+    expect(out).toContain('I could not read "missing.log": the download failed: no such file.');
     expect(out).toContain('Usage: /attach PATH [message]');
     const inbox = path.join(workspace, 'inbox');
     const [folder] = readdirSync(inbox);

@@ -71,6 +71,14 @@ export interface PersonalAuth {
   used(person: ConnectionPerson, server: string, tool: string, outcome: 'used' | 'refused'): Promise<void>;
 }
 
+/**
+ * The tool each per-person server offers before its own are known (and after): `<server>__connect`.
+ * Without it, until someone has connected, the model sees nothing of the server and a person asking
+ * for what it holds is never asked to connect. The call needs the requester's connection, so the
+ * approval gate parks it and sends them the private Connect link (src/approval/connections.ts).
+ */
+export const CONNECT_TOOL = 'connect';
+
 /** How long listing a per-person server's tools may hold up a turn. */
 const DISCOVERY_TIMEOUT_MS = 5_000;
 
@@ -239,7 +247,42 @@ export class McpHub {
           `Runs as ${ctx.requester.displayName ?? `${ctx.requester.platform}:${ctx.requester.userId}`}'s own ${server} connection.`,
       })),
     );
-    return [...shared, ...personal];
+    const taken = new Set(personal.map((tool) => tool.name));
+    // A server's own `connect` tool keeps its name; the server is then reachable through it anyway.
+    const connects = this.#personalAuth
+      ? this.personalServers()
+          .map((server) => this.#connectTool(server))
+          .filter((tool) => !taken.has(tool.name))
+      : [];
+    return [...shared, ...personal, ...connects];
+  }
+
+  /**
+   * `<server>__connect`: always offered (a tool appearing and disappearing would make its waiting
+   * calls lapse as drift). Its facts are Countersign's own, not the server's, so they are trusted:
+   * it reads nothing of the person's account, it only needs it connected. Run once the requester
+   * is connected, it names the server's tools, listed through their connection.
+   */
+  #connectTool(server: string): AnyTool {
+    const remote: RemoteTool = {
+      name: CONNECT_TOOL,
+      description: `Connects the requester's own ${server} account, so that ${server}'s tools run as them. Call it when the person asks for something ${server} holds and its other tools are not offered yet, or they are not connected: they are asked privately to connect, and once they have, this names ${server}'s tools.`,
+      inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+      annotations: { readOnlyHint: true, idempotentHint: true },
+    };
+    const tool = this.#wrap(server, remote, async (_args, ctx) => {
+      const auth = this.#personalAuth!;
+      if (!(await auth.isConnected(ctx.requester, server)))
+        return this.#callAsPerson(server, CONNECT_TOOL, {}, ctx.requester, ctx.signal);
+      await this.discoverPersonalTools();
+      const names = (this.#personalTools.get(server) ?? []).map((t) => namespacedName(server, t.name));
+      return {
+        content: names.length
+          ? `The person's ${server} account is connected. ${server}'s tools, offered from now on: ${names.join(', ')}.`
+          : `The person's ${server} account is connected, but ${server}'s tools could not be listed yet; try again in a moment.`,
+      };
+    });
+    return { ...tool, mcp: { ...tool.mcp!, trusted: true, readOnlyHint: true } };
   }
 
   #wrap(
