@@ -36,11 +36,22 @@ export const DEPLOYMENT_WORKSPACE = 'agent-workspace';
 const PROGRAM_ARGS = ['command', 'cmd', 'script', 'code', 'shell', 'program', 'args', 'argv'] as const;
 
 /** Whether a call runs a program that could read the workspace: `exec` tools, and MCP tools that take one. */
-function runsProgram(judged: JudgedCall): boolean {
+export function runsProgram(judged: JudgedCall): boolean {
   if (judged.tool.kind === 'exec') return true;
   if (judged.tool.kind !== 'mcp' || judged.tool.mcp?.readOnlyHint === true) return false;
   const args = judged.args;
   return isRecord(args) && PROGRAM_ARGS.some((key) => Object.hasOwn(args, key));
+}
+
+/** Whether a call can change the workspace's files: a write, a delete, a program, an MCP tool that is not read-only. */
+export function changesFiles(judged: JudgedCall): boolean {
+  const kind = judged.tool.kind;
+  return (
+    kind === 'write' ||
+    kind === 'delete' ||
+    kind === 'exec' ||
+    (kind === 'mcp' && judged.tool.mcp?.readOnlyHint !== true)
+  );
 }
 
 /**
