@@ -10,7 +10,8 @@ import { parseCalls, planHash, scopeHash, type ApprovalScope, type EnvelopeRow }
 import { ReplyTarget } from '../core/reply-target.ts';
 import { planCalls } from './request.ts';
 import { refreshCard } from './show.ts';
-import { judgeAndDecide, unvouchedChanges, vouchAfterApprovedCall } from './taint.ts';
+import { mayBeSamePerson } from '../core/person.ts';
+import { changesFiles, judgeAndDecide, runsProgram, unvouchedChanges, vouchAfterApprovedCall } from './taint.ts';
 import { audit, findEnvelopeById, recordPolicyRefusals } from './store.ts';
 
 /**
@@ -88,6 +89,12 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
   const deciders = new Map(envelope.partial_decisions.map((d) => [d.toolCallId, d.by] as const));
   const out: CallDecision[] = [];
   let refusals = 0;
+  // Every call is decided here, before any of them runs: a program is decided on the workspace
+  // without what an earlier call of the same card will write. Where the requester alone approved
+  // both, the program would run over content only they vouched for (the taint, docs/policy.md).
+  const position = new Map(calls.map((c, i) => [c.id, i] as const));
+  const oneVoiceWrites: number[] = [];
+  const oneVoicePrograms: Array<{ at: number; call: ToolCall; ruleName: string }> = [];
   for (const decision of envelope.decisions ?? []) {
     const call = calls.find((c) => c.id === decision.toolCallId);
     if (!call || !decision.approved || decision.answer !== undefined) {
@@ -110,6 +117,11 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
       unvouchedChanges(call.policy, now) ??
       policyRefusal(ctx, now, by, envelope.requester);
     if (!reason) {
+      const at = position.get(call.id) ?? 0;
+      if (ctx.gate.hasApprovers() && mayBeSamePerson(by, envelope.requester)) {
+        if (runsProgram(judged)) oneVoicePrograms.push({ at, call, ruleName: now.rule.name });
+        if (changesFiles(judged)) oneVoiceWrites.push(at);
+      }
       out.push(call.policy?.content ? { ...decision, content: call.policy.content } : decision);
       continue;
     }
@@ -125,6 +137,21 @@ async function recheckPolicy(ctx: ApprovalContext, envelope: EnvelopeRow, log: L
       detail: { call: call.id, tool: call.name, rule: `${now.rule.name}, ${now.rule.source}` },
     });
     out.push({ toolCallId: call.id, approved: false, reason });
+    refusals += 1;
+  }
+  for (const { at, call, ruleName } of oneVoicePrograms) {
+    const earlier = oneVoiceWrites.filter((w) => w < at).map((w) => calls[w]?.name ?? 'a call');
+    if (earlier.length === 0) continue;
+    const reason = `it would run after ${earlier.join(', ')} of the same request, and what that writes only its requester vouched for: a program that could read it needs a second person's countersignature. Ask again now that it has run.`;
+    await audit(ctx.pool, {
+      envelopeId: envelope.id,
+      nonce: envelope.nonce,
+      event: 'policy_denied',
+      reason,
+      detail: { call: call.id, tool: call.name, rule: `${ruleName}, default:tainted-workspace` },
+    });
+    const i = out.findIndex((d) => d.toolCallId === call.id);
+    out[i] = { toolCallId: call.id, approved: false, reason };
     refusals += 1;
   }
   if (refusals > 0) {

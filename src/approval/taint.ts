@@ -5,6 +5,7 @@ import type { ToolCall } from '../agent/messages.ts';
 import type { Requester } from '../core/person.ts';
 import type { ReplyTarget } from '../core/reply-target.ts';
 import type { Decision } from '../policy/index.ts';
+import { INBOX_DIR, inboxFolderOf } from '../core/inbox.ts';
 import { mayBeSamePerson } from '../core/person.ts';
 import type { ApprovalContext, TaintedWorkspace } from './context.ts';
 import type { JudgedCall } from './gate.ts';
@@ -36,11 +37,22 @@ export const DEPLOYMENT_WORKSPACE = 'agent-workspace';
 const PROGRAM_ARGS = ['command', 'cmd', 'script', 'code', 'shell', 'program', 'args', 'argv'] as const;
 
 /** Whether a call runs a program that could read the workspace: `exec` tools, and MCP tools that take one. */
-function runsProgram(judged: JudgedCall): boolean {
+export function runsProgram(judged: JudgedCall): boolean {
   if (judged.tool.kind === 'exec') return true;
   if (judged.tool.kind !== 'mcp' || judged.tool.mcp?.readOnlyHint === true) return false;
   const args = judged.args;
   return isRecord(args) && PROGRAM_ARGS.some((key) => Object.hasOwn(args, key));
+}
+
+/** Whether a call can change the workspace's files: a write, a delete, a program, an MCP tool that is not read-only. */
+export function changesFiles(judged: JudgedCall): boolean {
+  const kind = judged.tool.kind;
+  return (
+    kind === 'write' ||
+    kind === 'delete' ||
+    kind === 'exec' ||
+    (kind === 'mcp' && judged.tool.mcp?.readOnlyHint !== true)
+  );
 }
 
 /**
@@ -52,6 +64,15 @@ function pathsWrittenBy(judged: JudgedCall): string[] {
   const writes = kind === 'write' || kind === 'delete' || (kind === 'mcp' && judged.tool.mcp?.readOnlyHint !== true);
   if (!writes) return [];
   return pathsOf(judged.args).filter((p) => p !== '' && p !== '.' && !p.startsWith('../') && !path.isAbsolute(p));
+}
+
+/** Whether a workspace path lies in another conversation's inbox folder than `conversationId`'s. */
+function inOtherInbox(conversationId: string): (p: string) => boolean {
+  const own = inboxFolderOf(conversationId);
+  return (p) => {
+    const [top, folder, ...rest] = p.split('/');
+    return top === INBOX_DIR && folder !== own && rest.length > 0;
+  };
 }
 
 /** The workspace a conversation's calls work in, as the taint names and scans it. */
@@ -214,7 +235,16 @@ export async function vouchAfterApprovedCall(
   if (!workspace) return;
   const now = await scanWorkspace(workspace.root);
   if (runsProgram(judged)) {
-    const entries = Object.fromEntries([...now.entries].map(([p, { entry }]) => [p, entry]));
+    // In the shared workspace the run saw only its own conversation's inbox (the sandbox hides the
+    // rest, and the card may name their files past its 40): what other inboxes hold keeps the
+    // baseline it had, so a file sent elsewhere stays one-person content for its own conversation.
+    const unseen = workspace.key === DEPLOYMENT_WORKSPACE ? inOtherInbox(envelope.conversation_id) : () => false;
+    const before = [...now.entries.keys()].some(unseen)
+      ? (await baselineOf(ctx.pool, workspace, now)).entries
+      : new Map<string, string>();
+    const entries: Record<string, string> = {};
+    for (const [p, { entry }] of now.entries) if (!unseen(p)) entries[p] = entry;
+    for (const [p, entry] of before) if (unseen(p)) entries[p] = entry;
     await replaceBaseline(ctx.pool, workspace.key, entries, `countersigned run ${envelope.id}/${call.id}`);
     ctx.log.info(
       { envelopeId: envelope.id, files: now.entries.size },

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { constants, type BigIntStats } from 'node:fs';
-import { lstat, open, opendir, readlink } from 'node:fs/promises';
+import { lstat, open, opendir, readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -8,9 +8,11 @@ import path from 'node:path';
  * file is `f:<sha256>` (`x:` when executable), a symbolic link `l:<sha256 of its target>` — never
  * followed, so a link cannot make the scan read or count anything outside the workspace — and any
  * other kind (a fifo, a socket, a device, a file the bot cannot read) `o:<kind>`. Folders are not
- * entries. Of the workspace's own `.git` folder only `config`, `hooks/` and `info/` are scanned: what
- * makes git run a program, not the objects and index every git command rewrites. Whoever wrote a file — a tool, a received message, a program, a coding CLI, an MCP server
- * — it is in the scan: nothing has to report its writes.
+ * entries. Of the workspace's own `.git` folder only `config`, `hooks/` and `info/` are scanned (and
+ * the same of each submodule's git folder under `.git/modules/`): what makes git run a program,
+ * not the objects and index every git command rewrites. Whoever wrote a file — a tool, a received
+ * message, a program, a coding CLI, an MCP server — it is in the scan: nothing has to report its
+ * writes.
  *
  * A stat cache makes a rescan cheap, as git's index does: a file whose size, mtime, ctime and inode
  * are what they were when it was hashed is not read again. A rewrite that restores size and mtime
@@ -126,6 +128,31 @@ export async function scanWorkspace(root: string, options: ScanOptions = {}): Pr
     const found = await entryOf(file, stat, cache, now);
     if (found !== undefined) entries.set(relPath, { ...found, changedMs: Number(stat.ctimeNs / 1_000_000n) });
   };
+  // A git folder: what makes git run a program, in it and in each submodule's git folder under its
+  // `modules/` (a top-level `git status` runs git in every submodule, which reads that config too).
+  const visitGitFolder = async (dir: string, rel: string, depth: number): Promise<void> => {
+    for (const part of GIT_SCANNED) await visit(path.join(dir, part), `${rel}/${part}`, depth);
+    await visitSubmodules(path.join(dir, 'modules'), `${rel}/modules`, depth + 1);
+  };
+  // Under `modules/`, a folder holding HEAD is a submodule's git folder; any other is part of a
+  // submodule's name (`a/b` is kept in modules/a/b).
+  const visitSubmodules = async (dir: string, rel: string, depth: number): Promise<void> => {
+    const names = await readdir(dir, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+      // None is the usual case; a folder the bot cannot list hides what is in it.
+      if (error.code !== 'ENOENT' && error.code !== 'ENOTDIR') complete = false;
+      return [];
+    });
+    if (names.length > 0 && depth + 1 > limits.depth) {
+      complete = false;
+      return;
+    }
+    for (const dirent of names.filter((d) => d.isDirectory()).sort((a, b) => a.name.localeCompare(b.name))) {
+      const sub = path.join(dir, dirent.name);
+      const isGit = (await lstat(path.join(sub, 'HEAD')).catch(() => undefined)) !== undefined;
+      if (isGit) await visitGitFolder(sub, `${rel}/${dirent.name}`, depth + 1);
+      else await visitSubmodules(sub, `${rel}/${dirent.name}`, depth + 1);
+    }
+  };
   const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
     let handle;
     try {
@@ -148,7 +175,7 @@ export async function scanWorkspace(root: string, options: ScanOptions = {}): Pr
       const gitFolder = depth === 0 && name === '.git' && (await lstat(file).catch(() => undefined))?.isDirectory();
       // The workspace's own git folder: only what makes git run a program (its config, hooks and
       // info/attributes), not objects and an index that every git command rewrites.
-      if (gitFolder) for (const part of GIT_SCANNED) await visit(path.join(file, part), `.git/${part}`, 1);
+      if (gitFolder) await visitGitFolder(file, '.git', 1);
       else await visit(file, relPath, depth);
     };
     // A folder's entries a few at a time: one by one, each stat and read waits for the last.

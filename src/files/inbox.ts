@@ -1,4 +1,4 @@
-import { mkdir, open, readFile, realpath } from 'node:fs/promises';
+import { lstat, mkdir, open, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { displayPath, resolveInWorkspace } from '../agent/tools/workspace/confine.ts';
 import { INBOX_DIR, inboxFolderOf } from '../core/inbox.ts';
@@ -14,7 +14,7 @@ const OTHER_NAMES = 50;
  */
 export async function saveToInbox(root: string, conversationId: string, name: string, bytes: Buffer): Promise<string> {
   const folder = `${INBOX_DIR}/${inboxFolderOf(conversationId)}`;
-  await mkdir(await resolveInWorkspace(root, folder), { recursive: true });
+  await ownInboxFolder(root, folder);
   const ext = path.extname(name);
   const stem = name.slice(0, name.length - ext.length);
   for (let i = 1; i <= OTHER_NAMES; i++) {
@@ -37,5 +37,25 @@ async function createdOrSame(file: string, bytes: Buffer): Promise<boolean> {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     const existing = await readFile(file).catch(() => undefined);
     return existing !== undefined && existing.equals(bytes);
+  }
+}
+
+/**
+ * Makes `inbox/<conversation>` as real folders, one level at a time, and refuses a link (or a file)
+ * in their place: a program could plant `inbox -> public` in a workspace nobody has sent a file to
+ * yet, and every file sent later, in any conversation, would be saved where all of them read it.
+ */
+async function ownInboxFolder(root: string, folder: string): Promise<void> {
+  const realRoot = await realpath(root);
+  let dir = realRoot;
+  for (const part of folder.split('/')) {
+    dir = path.join(dir, part);
+    await mkdir(dir).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+    });
+    if (!(await lstat(dir)).isDirectory())
+      throw new Error(
+        `${displayPath(realRoot, dir)} is a link or a file, not a folder, so received files are not saved through it: remove it, then send the file again.`,
+      );
   }
 }

@@ -36,6 +36,8 @@ export interface Confinement {
   /** Folders inside a writable one shown empty (other conversations' inboxes), but for `except`. */
   hidden: Array<{ path: string; except?: string }>;
   network: boolean;
+  /** Files shown read-only in place of what a mounted folder holds there (a git folder's config, git-config.ts). */
+  overlays?: Array<{ source: string; target: string }>;
 }
 
 /** A run the layout cannot confine as asked: it would show the bot's own files. */
@@ -138,6 +140,9 @@ export function bwrapArguments(layout: SandboxLayout, confinement: Confinement, 
     ...granted.flatMap((p) => bind('--ro-bind', p)),
     ...writable.flatMap((p) => bind('--bind', p)),
     ...readable.flatMap((p) => bind('--ro-bind', p)),
+    ...(confinement.overlays ?? []).flatMap(({ source, target }) =>
+      mountPoints(target).flatMap((at) => ['--ro-bind', source, at]),
+    ),
     ...confinement.hidden.flatMap(({ path: folder, except }) => {
       if (!existsSync(folder)) return [];
       // A link planted in the workspace (inbox → /root) would aim these mounts at the host.

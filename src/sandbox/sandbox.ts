@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { bwrapArguments, SANDBOX_HOME, type Confinement, type SandboxLayout } from './bwrap-arguments.ts';
+import { gitConfigOverlays } from './git-config.ts';
 import type { NetworkUser, SandboxMode } from './settings.ts';
 
 /**
@@ -109,13 +110,20 @@ export class ProgramSandbox {
         dispose: () => rm(home, { recursive: true, force: true }).catch(() => undefined),
       };
     }
-    return {
-      command: status.bwrap,
-      args: bwrapArguments(this.#layout, run, argv),
-      // bwrap passes its own environment on: the program's (and the sandbox's pid 1's, in its /proc).
-      env: allowlistedEnvironment(SANDBOX_HOME, run.env),
-      dispose: async () => undefined,
-    };
+    // A git folder shown read-only has its config replaced by what reading it needs (no remote's token).
+    const git = await gitConfigOverlays(run.readable);
+    try {
+      return {
+        command: status.bwrap,
+        args: bwrapArguments(this.#layout, { ...run, overlays: [...(run.overlays ?? []), ...git.overlays] }, argv),
+        // bwrap passes its own environment on: the program's (and the sandbox's pid 1's, in its /proc).
+        env: allowlistedEnvironment(SANDBOX_HOME, run.env),
+        dispose: git.dispose,
+      };
+    } catch (error) {
+      await git.dispose();
+      throw error;
+    }
   }
 }
 

@@ -117,6 +117,30 @@ describe('the workspace scan: content hashes behind a stat cache', () => {
     expect(entries.has('vendor/.git/config')).toBe(true);
   });
 
+  it("records a submodule's git config, hooks and info under .git/modules (git status runs its fsmonitor), not its objects", async () => {
+    const root = workspace();
+    const sub = path.join(root, '.git', 'modules', 'lib');
+    const nested = path.join(sub, 'modules', 'inner');
+    for (const dir of [path.join(sub, 'hooks'), path.join(sub, 'objects', 'ab'), path.join(nested, 'info')])
+      mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(sub, 'HEAD'), 'ref: refs/heads/main\n');
+    writeFileSync(path.join(nested, 'HEAD'), 'ref: refs/heads/main\n');
+    writeFileSync(path.join(sub, 'config'), '[core]\n\tfsmonitor = ../../../notes.txt\n');
+    writeFileSync(path.join(sub, 'hooks', 'post-checkout'), 'x');
+    writeFileSync(path.join(sub, 'objects', 'ab', 'cdef'), 'x');
+    writeFileSync(path.join(sub, 'index'), 'x');
+    writeFileSync(path.join(nested, 'config'), 'x');
+    writeFileSync(path.join(nested, 'info', 'attributes'), 'x');
+    const { entries } = await scanWorkspace(root, { cache: new StatCache(), now: later });
+    expect(entries.has('.git/modules/lib/config')).toBe(true);
+    expect(entries.has('.git/modules/lib/hooks/post-checkout')).toBe(true);
+    expect(entries.has('.git/modules/lib/modules/inner/config')).toBe(true);
+    expect(entries.has('.git/modules/lib/modules/inner/info/attributes')).toBe(true);
+    expect(entries.has('.git/modules/lib/objects/ab/cdef')).toBe(false);
+    expect(entries.has('.git/modules/lib/index')).toBe(false);
+    expect(entries.has('.git/modules/lib/HEAD')).toBe(false);
+  });
+
   it('stops at its bounds and says the scan is incomplete', async () => {
     const root = workspace();
     const cache = new StatCache();

@@ -121,6 +121,25 @@ describe('the coding CLI (CODING_AGENT_COMMAND) in the sandbox', () => {
     expect(git(clone, 'rev-parse', 'main')).toBe(before);
   });
 
+  it("reads no credential from the clone's git config (a push token in its remote's URL), and git still works", async () => {
+    git(clone, 'remote', 'add', 'origin', 'https://x-access-token:ghp_sandboxpushtoken0123456789@example.com/r.git');
+    git(clone, 'config', 'http.extraHeader', 'Authorization: Bearer sandbox-header-secret');
+    try {
+      const sandbox = await deployment.sandbox([], [tools]);
+      const { shown } = await runAgent(sandbox, [
+        'sh',
+        '-c',
+        'cat "$(git rev-parse --git-common-dir)/config"; git config --list; git remote -v; git log --format=%s',
+      ]);
+      expect(shown).not.toContain('ghp_sandboxpushtoken');
+      expect(shown).not.toContain('sandbox-header-secret');
+      expect(shown).toContain('first commit');
+    } finally {
+      git(clone, 'remote', 'remove', 'origin');
+      git(clone, 'config', '--unset', 'http.extraHeader');
+    }
+  });
+
   it('writes nothing outside its worktree', async () => {
     const sandbox = await deployment.sandbox();
     await runAgent(sandbox, [

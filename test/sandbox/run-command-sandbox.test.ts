@@ -1,8 +1,18 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunCommandTool } from '../../src/agent/tools/run-command.ts';
 import { INSTALL_DIR } from '../../src/config.ts';
+import { saveToInbox } from '../../src/files/inbox.ts';
 import { ProgramSandbox } from '../../src/sandbox/sandbox.ts';
 import { unconfinedSandbox } from '../helpers/sandbox.ts';
 import { testToolContext } from '../helpers/tools.ts';
@@ -187,6 +197,42 @@ describe('run_command in the sandbox', () => {
     const content = typeof out === 'string' ? out : out.content;
     expect(content).not.toContain('a host file');
     expect(content).toContain('symbolic link');
+  });
+
+  it("plants no link in a fresh workspace's inbox/ that would carry another conversation's received files to it", async () => {
+    // A fresh deployment: nobody has sent a file yet, so the shared workspace has no inbox/ folder.
+    const workspace = path.join(deployment.dir, 'fresh-workspace');
+    mkdirSync(path.join(workspace, 'public'), { recursive: true });
+    const otherFolder = path.basename(deployment.otherInbox);
+    const tool = createRunCommandTool(workspace, await deployment.sandbox());
+    await tool.execute(
+      tool.input.parse({
+        command: sh(`mkdir -p inbox; ln -s ../public inbox/${otherFolder}; ln -s public inbox-all; echo planted`),
+      }),
+      testToolContext({ conversationId: deployment.own }),
+    );
+    // Later someone sends a private file in the other conversation (a DM): it is saved in its own
+    // inbox folder, or not at all — never where the first conversation's tools and programs read.
+    const saved = await saveToInbox(workspace, deployment.other, 'payslip.txt', Buffer.from('private\n')).catch(
+      (error: Error) => error,
+    );
+    expect(readdirSync(path.join(workspace, 'public'))).toEqual([]);
+    if (!(saved instanceof Error)) {
+      expect(saved).toBe(`inbox/${otherFolder}/payslip.txt`);
+      expect(lstatSync(path.join(workspace, 'inbox', otherFolder)).isDirectory()).toBe(true);
+    }
+  });
+
+  it('saves no received file through a link in inbox/, wherever it leads in the workspace', async () => {
+    const workspace = path.join(deployment.dir, 'linked-inbox-workspace');
+    mkdirSync(path.join(workspace, 'public'), { recursive: true });
+    symlinkSync('public', path.join(workspace, 'inbox'));
+    const saved = await saveToInbox(workspace, deployment.other, 'payslip.txt', Buffer.from('private\n')).catch(
+      (error: Error) => error,
+    );
+    expect(saved).toBeInstanceOf(Error);
+    expect(String(saved)).toContain('link');
+    expect(readdirSync(path.join(workspace, 'public'))).toEqual([]);
   });
 
   it("shows a repository's own inbox/ folder in its worktree (received files live in the shared workspace)", async () => {

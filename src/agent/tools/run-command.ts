@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
@@ -180,6 +181,12 @@ async function runCommand(
   const program = command[0]!;
   const workspace = await resolveInWorkspace(root, '.');
   const shown = `$ ${command.map(shellQuote).join(' ')}  (in ${displayPath(workspace, dir)})`;
+  // Every conversation's inbox is hidden only where inbox/ exists: made now, a program cannot plant
+  // one that is a link (where files sent later in other conversations would be saved).
+  if (sharedWorkspace)
+    await mkdir(path.join(workspace, INBOX_DIR)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+    });
   let launch: Launch;
   try {
     launch = await sandbox.launch(command, {

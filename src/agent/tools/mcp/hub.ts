@@ -340,7 +340,8 @@ export class McpHub {
     // What the schema does not declare is refused, whatever its additionalProperties says: a key the
     // policy could read (`path`, `dry_run`) must be one the tool declares.
     const declared = declaredKeys(schema);
-    const input = z.record(z.string(), z.unknown()).superRefine((args, ctx) => {
+    const defaults = topLevelDefaults(schema);
+    const checked = z.record(z.string(), z.unknown()).superRefine((args, ctx) => {
       const unknown = declared ? Object.keys(args).filter((key) => !declared.has(key)) : [];
       if (unknown.length > 0) {
         ctx.addIssue({ code: 'custom', message: unknownArgsProblem(key.split('@')[0]!, unknown) });
@@ -354,6 +355,9 @@ export class McpHub {
         });
       }
     });
+    // The server fills in an argument the call leaves out from its schema's `default`: filled in here,
+    // the policy decides on (and the card shows) the value the server will use, not its absence.
+    const input = defaults.size === 0 ? checked : checked.transform((args) => withDefaults(args, defaults));
     this.#inputs.set(key, input);
     return input;
   }
@@ -375,6 +379,22 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * a top-level `allOf` / `anyOf` / `oneOf`. Undefined when the schema keeps them elsewhere (a `$ref`):
  * then nothing can be refused by name, and the schema validator alone judges the arguments.
  */
+/** The `default` of each top-level property the schema declares one for (policy `args:` read only the top level). */
+function topLevelDefaults(schema: Record<string, unknown>): Map<string, unknown> {
+  const defaults = new Map<string, unknown>();
+  if (!isObject(schema.properties)) return defaults;
+  for (const [key, property] of Object.entries(schema.properties))
+    if (isObject(property) && Object.hasOwn(property, 'default')) defaults.set(key, property.default);
+  return defaults;
+}
+
+/** `args` with each default the call left out, as a copy of its own (a default is never shared between calls). */
+function withDefaults(args: Record<string, unknown>, defaults: ReadonlyMap<string, unknown>): Record<string, unknown> {
+  const filled = { ...args };
+  for (const [key, value] of defaults) if (!Object.hasOwn(filled, key)) filled[key] = structuredClone(value);
+  return filled;
+}
+
 function declaredKeys(schema: Record<string, unknown>): Set<string> | undefined {
   if (typeof schema.$ref === 'string') return undefined;
   const keys = new Set<string>();

@@ -40,9 +40,15 @@ function workspaceAccess(root: string, conversationId: string): WorkspaceAccess 
   const own = inboxFolderOf(conversationId);
   // Files people send are saved in the shared workspace, one folder per conversation: another
   // conversation's folder holds what someone sent privately, so it is out of reach here.
-  const hides = async (absolute: string) => {
-    const [top, folder] = path.relative(await realpath(root), absolute).split(path.sep);
+  const inOtherInbox = (realRoot: string, absolute: string) => {
+    const [top, folder] = path.relative(realRoot, absolute).split(path.sep);
     return top === INBOX_DIR && folder !== undefined && folder !== own;
+  };
+  // By the path as named and by where it really leads: a program can plant `peek -> inbox/<other>`
+  // anywhere in the workspace (its sandbox hides the folder, but a link is only a path).
+  const hides = async (absolute: string) => {
+    const realRoot = await realpath(root);
+    return inOtherInbox(realRoot, absolute) || inOtherInbox(realRoot, await whereItLeads(absolute));
   };
   return {
     root,
@@ -58,4 +64,20 @@ function workspaceAccess(root: string, conversationId: string): WorkspaceAccess 
     show: async (absolute) => displayPath(await realpath(root), absolute),
     hides,
   };
+}
+
+/** The real path of `absolute`: its deepest part that exists, links followed, and the rest as named. */
+async function whereItLeads(absolute: string): Promise<string> {
+  const rest: string[] = [];
+  let existing = absolute;
+  for (;;) {
+    try {
+      return path.join(await realpath(existing), ...rest.reverse());
+    } catch {
+      const parent = path.dirname(existing);
+      if (parent === existing) return absolute;
+      rest.push(path.basename(existing));
+      existing = parent;
+    }
+  }
 }

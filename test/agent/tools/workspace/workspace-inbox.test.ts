@@ -1,4 +1,4 @@
-import { mkdtempSync, realpathSync } from 'node:fs';
+import { mkdtempSync, realpathSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -48,5 +48,21 @@ describe('another conversation’s inbox', () => {
     const answer = await run(GENERAL, 'write_file', { path: saved, content: 'x' });
     expect(answer).toContain('another conversation');
     expect(await run(DM, 'read_file', { path: saved })).toContain('a,b');
+  });
+
+  it('is not reached through a link planted elsewhere in the workspace', async () => {
+    const saved = await saveToInbox(root, DM, 'secrets.log', Buffer.from('db password: hunter2\n'));
+    // A program the general channel ran (its sandbox shows it no inbox but its own) can still make a
+    // link whose target names the other inbox: a link is only a path.
+    symlinkSync(path.dirname(saved), path.join(root, 'peek'));
+    symlinkSync(saved, path.join(root, 'peek.log'));
+    for (const p of ['peek/secrets.log', 'peek.log']) {
+      const answer = await run(GENERAL, 'read_file', { path: p });
+      expect(answer).not.toContain('hunter2');
+      expect(answer).toContain('another conversation');
+    }
+    expect(await run(GENERAL, 'search_files', { path: 'peek', query: 'hunter2' })).not.toContain('hunter2');
+    expect(await run(GENERAL, 'write_file', { path: 'peek.log', content: 'x' })).toContain('another conversation');
+    expect(await run(DM, 'read_file', { path: saved })).toContain('hunter2');
   });
 });
