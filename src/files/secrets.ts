@@ -14,9 +14,11 @@ const SECRET_CONTENT: ReadonlyArray<[string, RegExp]> = [
  * `^\s*…[A-Z0-9_]*(SECRET|…)[A-Z0-9_]*\s*=` it backtracked without bound, since `\s` crosses lines:
  * 40 KB of blank lines took 22 s on the event loop, and a file someone sent can be asked to be
  * shared. Here leading space never crosses a line, and the name is one run, looked into once: linear.
+ * Space is only ` ` and `\t`: `^` also starts a line after `\r`, U+2028 and U+2029, which `[^\S\n]`
+ * would take in again, quadratic on a file of them.
  */
 const SECRET_SETTING =
-  /^[^\S\n]*(?:export[^\S\n]+)?(?=[A-Z0-9_]*?(?:SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|PRIVATE_KEY))[A-Z0-9_]+[^\S\n]*=[^\S\n]*\S/m;
+  /^[ \t]*(?:export[ \t]+)?(?=[A-Z0-9_]*?(?:SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|PRIVATE_KEY))[A-Z0-9_]+[ \t]*=[ \t]*\S/m;
 
 /** What kind of secret `text` seems to hold, or undefined. */
 export function secretIn(text: string): string | undefined {
