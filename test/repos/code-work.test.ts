@@ -145,6 +145,8 @@ const script: Script = {
 const alice = { platform: 'test', userId: 'U1' }; // every harness turn's requester
 const bob = { platform: 'test', userId: 'U2' }; // the approver
 const mallory = { platform: 'test', userId: 'U666' };
+const carol = { platform: 'test', userId: 'U3' }; // neither the requester of every turn nor an approver
+const dave = { platform: 'test', userId: 'U4' };
 
 interface Envelope {
   id: string;
@@ -447,7 +449,6 @@ describe('code work: /code, the change card, merge', () => {
   });
 
   it('never lets an author of the change countersign it, though someone else asked for the card', async () => {
-    const carol = { platform: 'test', userId: 'U3' };
     // Bob, an approver, asks for the change: his turn commits it.
     const item = await h.say('code-10', 'add a greeting in authored.txt', {
       type: 'CODE',
@@ -477,6 +478,57 @@ describe('code work: /code, the change card, merge', () => {
     const own = await h.app.approvals.submit(second.nonce, [{ toolCallId: second.calls[0]!.id, approved: true }], bob);
     expect(own.ok).toBe(false);
     expect(head()).not.toBe(second.calls[0]!.args.sha);
+  });
+
+  /** Carol asks for a change and approves its write; Dave's "thanks" in the thread shows its card. */
+  async function cardAskedByAnother(conversation: string, file: string) {
+    const item = await h.say(conversation, `add a greeting in ${file}`, {
+      type: 'CODE',
+      priority: Priority.NORMAL,
+      payload: { repo: 'demo' },
+      requester: carol,
+    });
+    const write = await envelopeOf(item.id);
+    expect(
+      (await h.app.approvals.submit(write.nonce, [{ toolCallId: write.calls[0]!.id, approved: true }], carol)).ok,
+    ).toBe(true);
+    await waitFor(
+      async () => ((await latestItem(conversation)) !== item.id ? true : undefined),
+      10_000,
+      'the continuation',
+    );
+    await h.settled(await latestItem(conversation));
+    const later = await h.say(conversation, 'thanks', { requester: dave });
+    const card = await envelopeOf(later.id);
+    expect(card.calls[0]?.name).toBe('merge_change');
+    expect(card.calls[0]?.args.authors).toEqual(['test:U3']);
+    return { card, branch: (card.calls[0]!.args as { branch: string }).branch };
+  }
+
+  const discardBy = (card: Envelope, who: typeof alice) =>
+    h.app.approvals.submit(card.nonce, [{ toolCallId: card.calls[0]!.id, approved: false }], who);
+
+  it('lets an author of the change discard it, though someone else asked for the card, and never a stranger', async () => {
+    const { card, branch } = await cardAskedByAnother('code-11', 'authored-discard.txt');
+    const stranger = await discardBy(card, mallory);
+    expect(stranger.ok).toBe(false);
+    expect(safe(repo.clone, 'branch', '--list', branch)).toContain(branch);
+    expect((await discardBy(card, carol)).ok).toBe(true);
+    await waitFor(
+      async () => (safe(repo.clone, 'branch', '--list', branch) === '' ? true : undefined),
+      10_000,
+      'the branch to go',
+    );
+  });
+
+  it('lets the requester of the card discard a change others wrote, though not an approver', async () => {
+    const { card, branch } = await cardAskedByAnother('code-12', 'requester-discard.txt');
+    expect((await discardBy(card, dave)).ok).toBe(true);
+    await waitFor(
+      async () => (safe(repo.clone, 'branch', '--list', branch) === '' ? true : undefined),
+      10_000,
+      'the branch to go',
+    );
   });
 
   it('refuses an unknown repository by listing the known ones', async () => {

@@ -26,6 +26,15 @@ const script: Script = {
         { text: 'Result: {{lastToolResult}}' },
       ],
     },
+    {
+      match: 'small change (?<file>\\S+)',
+      rounds: [
+        { toolCalls: [{ name: 'use_repository', args: { repo: 'api' } }] },
+        { toolCalls: [{ name: 'write_file', args: { path: '{{file}}', content: 'small\n' } }] },
+        { text: 'Add {{file}}' },
+        { text: 'Result: {{lastToolResult}}' },
+      ],
+    },
     { rounds: [{ text: 'ok' }] },
   ],
 };
@@ -163,5 +172,31 @@ describe('a change card on Discord', () => {
     // What landed is the commit whose diff was shown.
     expect(merged.startsWith(file.filename.slice('api-'.length, -'.diff'.length))).toBe(true);
     expect(setupGit(clone, 'show', 'main:data/part2.txt') === BIG[2]).toBe(true);
+  });
+
+  it('lets the requester discard their own change with the Discard button, under APPROVERS', async () => {
+    const human = fake.scene.human;
+    const before = setupGit(clone, 'rev-parse', 'main').trim();
+    const since = fake.requests.length;
+    fake.userSays(guildMessageMentioningBot(fake.scene, { text: 'small change discard-me.txt' }));
+    const started = await fake.waitForRequest(
+      { route: 'POST /channels/:channel_id/messages/:message_id/threads', since },
+      45_000,
+    );
+    const thread = (started.response as { id: string }).id;
+    click(human, await cardWith(thread, 'Approve'), 'Approve');
+    const card = await cardWith(thread, 'Merge into main');
+    const branch = /countersign\/[0-9a-f]{12}/.exec(JSON.stringify(card.message))![0];
+    expect(setupGit(clone, 'branch', '--list', branch)).toContain(branch);
+
+    const own = click(human, card, 'Discard');
+    await fake.until(
+      () => (fake.botTextIn(thread).some((t) => t.includes('discarded')) ? true : undefined),
+      'the discard reply',
+      45_000,
+    );
+    expect(privateAnswers(own).some((t) => /second signature|not allowed/i.test(t))).toBe(false);
+    expect(setupGit(clone, 'branch', '--list', branch)).toBe('');
+    expect(setupGit(clone, 'rev-parse', 'main').trim()).toBe(before);
   });
 });
