@@ -135,6 +135,14 @@ const script: Script = {
       ],
     },
     {
+      // A model with nothing to say after the merge, as models often have: rounds run out.
+      match: '^quietly add (?<file>\\S+)',
+      rounds: [
+        { toolCalls: [{ name: 'write_file', args: { path: '{{file}}', content: 'quiet\n' } }] },
+        { text: 'Add a quiet file' },
+      ],
+    },
+    {
       match: '^take your time',
       rounds: [{ text: 'Working on it slowly, nothing to change.', chunkSize: 2, delayMs: 60 }],
     },
@@ -529,6 +537,18 @@ describe('code work: /code, the change card, merge', () => {
       10_000,
       'the branch to go',
     );
+  });
+
+  it('ends a merged change with the merge’s own result when the model has nothing to add', async () => {
+    const item = await code('code-13', 'quietly add quiet.txt');
+    const card = await throughWrite(item);
+    const { sha } = card.calls[0]!.args as { sha: string };
+    expect(
+      (await h.app.approvals.submit(card.nonce, [{ toolCallId: card.calls[0]!.id, approved: true }], bob)).ok,
+    ).toBe(true);
+    const settled = await h.settled(await latestItem('code-13'));
+    expect(settled.result?.text).toContain(`Merged ${sha.slice(0, 12)} into main`);
+    expect(settled.result?.text).not.toContain('couldn');
   });
 
   it('refuses an unknown repository by listing the known ones', async () => {
