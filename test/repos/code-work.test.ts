@@ -9,6 +9,7 @@ import { ScriptedProvider, type Script } from '../../src/agent/providers/scripte
 import type { ModelProvider, ModelRequest } from '../../src/agent/model.ts';
 import { Priority, type WorkItem } from '../../src/core/work-item.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { shortConversationId } from '../../src/repos/worktrees.ts';
 
 /** Setup git (test/repos/git-fixture.ts), its output trimmed. */
 const sh = (cwd: string, ...args: string[]) => setupGit(cwd, ...args).trim();
@@ -381,6 +382,20 @@ describe('code work: /code, the change card, merge', () => {
     expect(safe(repo.clone, 'branch', '--list', 'feature')).not.toBe('');
   });
 
+  it('removes a review’s worktree when the review ends, and leaves the reviewed branch', async () => {
+    safe(repo.clone, 'branch', 'reviewed', 'main');
+    const item = await h.say('review-2', 'Review the branch reviewed of demo against its base.', {
+      type: 'REVIEW',
+      priority: Priority.HIGH,
+      payload: { repo: 'demo', branch: 'reviewed' },
+    });
+    expect((await h.settled(item.id)).status).toBe('done');
+    const root = path.join(worktrees, 'demo', shortConversationId('review-2'));
+    expect(existsSync(root)).toBe(false);
+    expect(safe(repo.clone, 'worktree', 'list')).not.toContain(root);
+    expect(safe(repo.clone, 'branch', '--list', 'reviewed')).not.toBe('');
+  });
+
   it('shares the full diff as a file in the thread when Full diff is pressed, and refuses a forged card', async () => {
     const item = await code('code-6', 'add a greeting in shared.txt');
     const card = await throughWrite(item);
@@ -549,6 +564,18 @@ describe('code work: /code, the change card, merge', () => {
     const settled = await h.settled(await latestItem('code-13'));
     expect(settled.result?.text).toContain(`Merged ${sha.slice(0, 12)} into main`);
     expect(settled.result?.text).not.toContain('couldn');
+  });
+
+  it('removes the worktree and branch of a change card that expires undecided', async () => {
+    const item = await code('code-14', 'add a greeting in abandoned.txt');
+    const card = await throughWrite(item);
+    const { branch } = card.calls[0]!.args as { branch: string };
+    const root = path.join(worktrees, 'demo', shortConversationId('code-14'));
+    expect(safe(repo.clone, 'worktree', 'list')).toContain(root);
+    await h.app.pool.query(`UPDATE countersign.approval_envelopes SET expires_at = now() WHERE id = $1`, [card.id]);
+    expect(await h.app.approvals.expireStale()).toBeGreaterThanOrEqual(1);
+    expect(safe(repo.clone, 'worktree', 'list')).not.toContain(root);
+    expect(safe(repo.clone, 'branch', '--list', branch)).toBe('');
   });
 
   it('refuses an unknown repository by listing the known ones', async () => {
