@@ -88,6 +88,13 @@ export const COMMANDS: Record<string, CommandSpec> = {
     options: { json: flag },
     positionals: true,
   },
+  worktrees: {
+    usage:
+      '  worktrees list [--json]             the code-work worktrees: repo, branch, conversation, age, state\n' +
+      '  worktrees remove BRANCH [--force]   remove one (refused while its change card waits, unless --force)',
+    options: { json: flag, force: flag },
+    positionals: true,
+  },
 };
 
 export const USAGE = `Usage: countersign <command> [--help]

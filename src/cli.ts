@@ -28,6 +28,7 @@ import { audit } from './approval/store.ts';
 import { schedulesCommand } from './schedules/cli.ts';
 import { recordScheduleEvent } from './wiring/schedules.ts';
 import type { Grant } from './approval/grants.ts';
+import { worktreesCli } from './repos/worktrees-command.ts';
 import { describeGrant, revoke as revokeGrant } from './approval/grant-verbs.ts';
 
 function configOrExit(): Config {
@@ -126,6 +127,24 @@ async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
     await db.stop();
   }
 }
+
+/** The database, migrated, for one command; closed after it. */
+function withPool(fn: (pool: ReturnType<typeof createPool>) => Promise<number>): Promise<number> {
+  return withDatabase(async (url) => {
+    await migrate(url, createLogger('silent'));
+    const pool = createPool(url, 2);
+    try {
+      return await fn(pool);
+    } finally {
+      await pool.end();
+    }
+  });
+}
+
+const cliIo = {
+  out: (line: string) => process.stdout.write(`${line}\n`),
+  err: (line: string) => process.stderr.write(`${line}\n`),
+};
 
 async function printUsage(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -471,6 +490,8 @@ async function main(argv: string[]): Promise<number> {
       return runConnections(rest);
     case 'schedules':
       return runSchedules(rest);
+    case 'worktrees':
+      return withPool((pool) => worktreesCli(configOrExit(), pool, rest, cliIo));
     case 'skills':
       return skillsCommand(rest, {
         out: (line) => process.stdout.write(`${line}\n`),

@@ -223,6 +223,10 @@ async function answerEmptyRound(
   deps: TurnDeps,
   usage: RoundUsage,
 ): Promise<TurnOutcome | undefined> {
+  // After a call the bot made itself (a change card's merge, appended once the model had answered),
+  // a model often has nothing to add: that call's result is the answer, not a plea to rephrase.
+  const own = botCallResult(state, deps);
+  if (own) return finish(ctx, state, deps, usage.record, joinText(state.text, own), own);
   if (state.emptyRetries < deps.settings.emptyRoundRetries) {
     state.emptyRetries += 1;
     deps.log.warn(
@@ -234,6 +238,14 @@ async function answerEmptyRound(
   }
   deps.log.warn({ round: state.round }, 'model kept returning empty rounds; answering with the recovery message');
   return finish(ctx, state, deps, usage.record, joinText(state.text, RECOVERY_MESSAGE), RECOVERY_MESSAGE);
+}
+
+/** The results of the last round's calls, when every one was of a hidden tool (the model never calls those). */
+function botCallResult(state: TurnState, deps: TurnDeps): string | undefined {
+  const last = state.messages.at(-1);
+  if (last?.role !== 'tool' || last.results.length === 0) return undefined;
+  if (!last.results.every((r) => deps.tools.get(r.name)?.hidden)) return undefined;
+  return last.results.map((r) => r.content).join('\n\n');
 }
 
 /** Calls that need nobody's approval run now (in order); the rest wait for a person. */

@@ -5,6 +5,7 @@ import type { ApprovalContext } from './context.ts';
 import { refreshCard } from './show.ts';
 import { approvalWaitSpan, endApprovalWait } from './approval-wait.ts';
 import { audit, expireEnvelopes } from './store.ts';
+import { parseCalls, type EnvelopeRow } from './envelope.ts';
 
 /**
  * Expires stale envelopes (housekeeping): cards say so, turns end with a clear message, nothing runs.
@@ -24,6 +25,27 @@ export async function expireStale(ctx: ApprovalContext): Promise<number> {
       ctx.log.warn({ err: error, envelopeId: envelope.id }, 'could not announce an expired approval');
     }
     await expireParkedTurn(ctx.pool, envelope.work_item_id, envelope.conversation_id);
+    await afterExpiry(ctx, envelope);
   }
   return expired.length;
+}
+
+/** What the expired calls' tools do when their card expires (`onExpired`): never blocks the others. */
+async function afterExpiry(ctx: ApprovalContext, envelope: EnvelopeRow): Promise<void> {
+  for (const call of parseCalls(envelope)) {
+    const tool = ctx.tools.get(call.name);
+    if (!tool?.onExpired) continue;
+    const log = ctx.log.child({ tool: call.name, toolCallId: call.id, envelopeId: envelope.id });
+    try {
+      await tool.onExpired(call.args, {
+        workItemId: envelope.work_item_id,
+        conversationId: envelope.conversation_id,
+        requester: envelope.requester,
+        signal: AbortSignal.timeout(60_000),
+        log,
+      });
+    } catch (error) {
+      log.warn({ err: error }, 'could not clean up after an expired call');
+    }
+  }
 }

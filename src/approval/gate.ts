@@ -9,6 +9,7 @@ import type { ContentPin, ConversationMode } from '../core/work-item.ts';
 import type { CallPolicy } from './envelope.ts';
 import {
   mayDecide,
+  personMatches,
   type Admission,
   type Budget,
   type CallFacts,
@@ -232,6 +233,18 @@ export class PolicyGate {
       grantable: false,
     };
     return mayDecide(this.#platforms, decision, this.#personOf(clicker), this.#personOf(requester), action);
+  }
+
+  /**
+   * Whether `clicker` is the person a stored `platform:user` key names (a change's author, stored
+   * without the workspace that issued the id): matched as the policy matches its own short forms,
+   * against the decision's home workspaces, so on Slack an id of another org never counts.
+   */
+  isNamedBy(stored: CallPolicy, key: string, clicker: Requester): boolean {
+    const at = key.indexOf(':');
+    if (at <= 0) return false;
+    const pattern = { kind: 'user', platform: key.slice(0, at), user: key.slice(at + 1) } as const;
+    return personMatches(this.#platforms, pattern, this.#personOf(clicker), stored.home);
   }
 
   #personOf(requester: Requester): Person {

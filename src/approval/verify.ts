@@ -9,9 +9,10 @@ export type RecordedDecision = EnvelopeRow['partial_decisions'][number];
 export type Verdict = { ok: true } | { ok: false; reason: string };
 
 /**
- * Whether the clicker may decide anything on the envelope: the requester, or someone a call's policy
- * names as its approver. Envelopes stored before the policy list their approvers as `platform:user`.
- * Which calls they may approve is checked per call (`verifyAdded`).
+ * Whether the clicker may decide anything on the envelope: the requester, someone a call's policy
+ * names as its approver, or — to withdraw it — an author of a call's content (`mayDecideCall`).
+ * Envelopes stored before the policy list their approvers as `platform:user`. Which calls they may
+ * decide is checked per call (`verifyAdded`).
  */
 function mayDecide(
   gate: PolicyGate,
@@ -23,8 +24,8 @@ function mayDecide(
     return calls.some(
       (c) =>
         c.policy &&
-        (gate.mayDecideStored(c.policy, clicker, envelope.requester, 'approve').ok ||
-          gate.mayDecideStored(c.policy, clicker, envelope.requester, 'deny').ok),
+        (mayDecideCall(gate, c.policy, envelope.requester, clicker, 'approve').ok ||
+          mayDecideCall(gate, c.policy, envelope.requester, clicker, 'deny').ok),
     );
   }
   const id = personKey(clicker);
@@ -84,6 +85,32 @@ export function alreadyDecided(calls: PlannedCall[], recorded: RecordedDecision)
   return `Call ${index + 1} was already ${what} by ${recorded.by.displayName ?? personKey(recorded.by)}`;
 }
 
+/**
+ * Whether `clicker` may approve or deny one call asked by `requester`. Approving: the policy must let
+ * them decide it as asked by the requester and, for a countersignature, by each co-requester (a
+ * change's authors): nobody who put content in signs for it a second time. Denying (withdrawing, a
+ * change card's Discard): the requester, an approver, or any co-requester — all of them stand
+ * behind the call, and nobody else may. Authors are stored as `platform:user`, without the
+ * workspace that issued the id, so they are matched the way the policy matches its short forms.
+ */
+function mayDecideCall(
+  gate: PolicyGate,
+  policy: CallPolicy,
+  requester: Requester,
+  clicker: Requester,
+  action: 'approve' | 'deny',
+): Verdict {
+  const asRequester = gate.mayDecideStored(policy, clicker, requester, action);
+  const others = policy.coRequesters ?? [];
+  if (action === 'deny')
+    return asRequester.ok || others.some((key) => gate.isNamedBy(policy, key, clicker)) ? { ok: true } : asRequester;
+  if (!asRequester.ok || policy.outcome !== 'countersign') return asRequester;
+  return coRequesters(policy).reduce<Verdict>(
+    (so, author) => (so.ok ? gate.mayDecideStored(policy, clicker, author, 'approve') : so),
+    asRequester,
+  );
+}
+
 /** A call's other requesters (`platform:user`) as people the policy can compare. */
 function coRequesters(policy: CallPolicy): Requester[] {
   return (policy.coRequesters ?? []).flatMap((key) => {
@@ -127,11 +154,7 @@ export function verifyAdded(
   for (const d of added) {
     const policy = byId.get(d.toolCallId)?.policy;
     if (!policy) continue;
-    const action = d.approved ? 'approve' : 'deny';
-    const verdict = [envelope.requester, ...coRequesters(policy)].reduce<Verdict>(
-      (so, requester) => (so.ok ? gate.mayDecideStored(policy, clicker, requester, action) : so),
-      { ok: true },
-    );
+    const verdict = mayDecideCall(gate, policy, envelope.requester, clicker, d.approved ? 'approve' : 'deny');
     if (!verdict.ok) {
       const index = calls.findIndex((c) => c.id === d.toolCallId);
       return { ok: false, reason: calls.length > 1 ? `Call ${index + 1}: ${verdict.reason}` : verdict.reason };

@@ -207,6 +207,13 @@ export class CodeTurns implements TurnWorkspaces {
     log: Logger,
   ): Promise<ToolCall | undefined> {
     const now = await this.#workspaces.current(item.conversationId);
+    if (now?.binding.mode === 'review') {
+      // The review is written: its read-only worktree goes, so finished reviews never hold places
+      // toward REPO_WORKTREES_MAX. A follow-up in the thread checks the branch out afresh.
+      await this.#workspaces.removeWorktree(item.conversationId);
+      log.info({ repo: now.repo.name, branch: now.worktree.branch }, 'removed the worktree of a finished review');
+      return undefined;
+    }
     if (!now || now.binding.mode !== 'code') return undefined;
     const { repo, worktree } = now;
     await this.#recordAuthors(worktree, item, log);

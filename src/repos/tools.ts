@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Requester } from '../core/person.ts';
 import { defineBuiltinTool, type AnyBuiltinTool, type ToolContext, type ToolOutput } from '../agent/tools/tool.ts';
-import { changedFiles, type ChangedFile } from './changes.ts';
+import { branchTip, changedFiles, type ChangedFile } from './changes.ts';
 import type { CodeWorkspaces } from './code-workspaces.ts';
 import { git } from './git.ts';
 import type { RepoConfig } from './repos-config.ts';
@@ -119,6 +119,7 @@ function mergeChangeTool(workspaces: CodeWorkspaces, record: RecordCodeEvent) {
     describeForApproval: (raw, ctx) => describeChange(workspaces, raw, ctx.conversationId),
     execute: (args, ctx) => merge(workspaces, record, args, ctx),
     onDenied: (raw, ctx) => discard(workspaces, record, raw, ctx),
+    onExpired: (raw, ctx) => discardExpired(workspaces, record, raw, ctx),
     coRequesters: (args) => args.authors,
   });
 }
@@ -215,6 +216,28 @@ async function discard(
   await workspaces.removeWorktree(ctx.conversationId);
   await record('discarded', { repo: repo.name, branch: args.data.branch, sha: args.data.sha }, ctx.requester);
   return `The change was discarded: its worktree and ${args.data.branch} were removed, and nothing in the base branch changed.`;
+}
+
+/**
+ * A change card that expired undecided: its worktree and branch go (an abandoned change would hold
+ * a place toward REPO_WORKTREES_MAX), unless the branch moved past the card's commit since — then
+ * newer work is on it, and it stays for that work's own card.
+ */
+async function discardExpired(
+  workspaces: CodeWorkspaces,
+  record: RecordCodeEvent,
+  raw: unknown,
+  ctx: ToolContext,
+): Promise<void> {
+  const args = MergeChangeArgs.safeParse(raw);
+  if (!args.success) return;
+  const repo = await changeOf(workspaces, args.data, ctx.conversationId);
+  if (!repo) return;
+  const tip = await branchTip(repo.path, args.data.branch);
+  if (tip !== args.data.sha) return;
+  await workspaces.removeWorktree(ctx.conversationId);
+  await record('discarded', { repo: repo.name, branch: args.data.branch, sha: args.data.sha, why: 'the card expired' });
+  ctx.log.info({ repo: repo.name, branch: args.data.branch }, 'removed the worktree of an expired change card');
 }
 
 /** How many changed files a card lists before it counts the rest. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { git } from './git.ts';
@@ -164,6 +164,11 @@ export class Worktrees {
       if (worktree) found.push(worktree);
     }
     return found;
+  }
+
+  /** When the worktree was made: its marker is written once, beside it, when it is. */
+  async madeAt(worktree: Worktree): Promise<Date | undefined> {
+    return (await stat(`${worktree.path}${MARKER}`).catch(() => undefined))?.mtime;
   }
 
   /** Removes the worktree and the bot's branch (never a reviewed one); the base branch is untouched. */

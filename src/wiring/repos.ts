@@ -12,7 +12,7 @@ import { ChangeAuthors } from '../repos/change-authors.ts';
 import { CodeTurns } from '../repos/code-turns.ts';
 import { CodeWorkspaces } from '../repos/code-workspaces.ts';
 import { parseCodingAgentCommand } from '../repos/coding-agent.ts';
-import { git } from '../repos/git.ts';
+import { checkRepos } from '../repos/repos-check.ts';
 import { loadReposFile, parseReposVariable, RepoCatalog, type RepoConfig } from '../repos/repos-config.ts';
 import { changeOf, createCodeTools, MergeChangeArgs, type RecordCodeEvent } from '../repos/tools.ts';
 import { Worktrees } from '../repos/worktrees.ts';
@@ -52,7 +52,8 @@ export async function openCodeWork(
     ? parseReposVariable(config.REPOS)
     : loadReposFile(path.resolve(process.cwd(), config.REPOS_FILE ?? ''));
   // An ingress process only reads the commands: the clones need to be on the hosts that run turns.
-  const problems = !read.ok ? read.problems : runsTurns ? await unusableRepos(read.repos) : [];
+  const source = config.REPOS ? 'REPOS' : (config.REPOS_FILE ?? 'REPOS_FILE');
+  const problems = !read.ok ? read.problems : runsTurns ? await checkRepos(read.repos, source) : [];
   let codingAgent: string[] | undefined;
   try {
     codingAgent = config.CODING_AGENT_COMMAND ? parseCodingAgentCommand(config.CODING_AGENT_COMMAND) : undefined;
@@ -116,19 +117,6 @@ async function taintedWorktree(
     root: worktree.path,
     checkout: () => checkoutTree(worktree.path, checkout),
   };
-}
-
-/** Repositories whose path is not a git clone, each as a problem. */
-async function unusableRepos(repos: readonly RepoConfig[]): Promise<string[]> {
-  const problems: string[] = [];
-  for (const repo of repos) {
-    const ok = await git(repo.path, ['rev-parse', '--git-dir']).then(
-      () => true,
-      () => false,
-    );
-    if (!ok) problems.push(`REPOS: ${repo.name}: ${repo.path} is not a git clone (or cannot be read)`);
-  }
-  return problems;
 }
 
 /** The change a card names, as a `.diff` file. */

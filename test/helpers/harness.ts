@@ -4,6 +4,7 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { startCountersign, type Countersign, type Role } from '../../src/app.ts';
 import { ScriptedProvider, type Script } from '../../src/agent/providers/scripted.ts';
+import type { Logger } from 'pino';
 import { createLogger } from '../../src/log.ts';
 import type { ModelProvider } from '../../src/agent/model.ts';
 import type { AnyTool } from '../../src/agent/tools/tool.ts';
@@ -47,6 +48,8 @@ export async function startHarness(options: {
   db?: TestDatabase;
   outbound?: RecordingOutbound;
   tools?: AnyTool[];
+  /** Where the app logs (default: LOG_LEVEL, to stdout); a test that reads the log passes its own. */
+  log?: Logger;
 }): Promise<Harness> {
   const db = options.db ?? (await createTestDatabase());
   const config = testConfig(db.url, options.env);
@@ -57,7 +60,7 @@ export async function startHarness(options: {
     outbounds: [outbound],
     tools: options.tools ?? [],
     console: false,
-    log: createLogger(config.LOG_LEVEL ?? 'silent'),
+    log: options.log ?? createLogger(config.LOG_LEVEL ?? 'silent'),
   });
   const harness: Harness = {
     db,

@@ -9,6 +9,7 @@ import { ScriptedProvider, type Script } from '../../src/agent/providers/scripte
 import type { ModelProvider, ModelRequest } from '../../src/agent/model.ts';
 import { Priority, type WorkItem } from '../../src/core/work-item.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { shortConversationId } from '../../src/repos/worktrees.ts';
 
 /** Setup git (test/repos/git-fixture.ts), its output trimmed. */
 const sh = (cwd: string, ...args: string[]) => setupGit(cwd, ...args).trim();
@@ -135,6 +136,14 @@ const script: Script = {
       ],
     },
     {
+      // A model with nothing to say after the merge, as models often have: rounds run out.
+      match: '^quietly add (?<file>\\S+)',
+      rounds: [
+        { toolCalls: [{ name: 'write_file', args: { path: '{{file}}', content: 'quiet\n' } }] },
+        { text: 'Add a quiet file' },
+      ],
+    },
+    {
       match: '^take your time',
       rounds: [{ text: 'Working on it slowly, nothing to change.', chunkSize: 2, delayMs: 60 }],
     },
@@ -145,6 +154,8 @@ const script: Script = {
 const alice = { platform: 'test', userId: 'U1' }; // every harness turn's requester
 const bob = { platform: 'test', userId: 'U2' }; // the approver
 const mallory = { platform: 'test', userId: 'U666' };
+const carol = { platform: 'test', userId: 'U3' }; // neither the requester of every turn nor an approver
+const dave = { platform: 'test', userId: 'U4' };
 
 interface Envelope {
   id: string;
@@ -371,6 +382,20 @@ describe('code work: /code, the change card, merge', () => {
     expect(safe(repo.clone, 'branch', '--list', 'feature')).not.toBe('');
   });
 
+  it('removes a review’s worktree when the review ends, and leaves the reviewed branch', async () => {
+    safe(repo.clone, 'branch', 'reviewed', 'main');
+    const item = await h.say('review-2', 'Review the branch reviewed of demo against its base.', {
+      type: 'REVIEW',
+      priority: Priority.HIGH,
+      payload: { repo: 'demo', branch: 'reviewed' },
+    });
+    expect((await h.settled(item.id)).status).toBe('done');
+    const root = path.join(worktrees, 'demo', shortConversationId('review-2'));
+    expect(existsSync(root)).toBe(false);
+    expect(safe(repo.clone, 'worktree', 'list')).not.toContain(root);
+    expect(safe(repo.clone, 'branch', '--list', 'reviewed')).not.toBe('');
+  });
+
   it('shares the full diff as a file in the thread when Full diff is pressed, and refuses a forged card', async () => {
     const item = await code('code-6', 'add a greeting in shared.txt');
     const card = await throughWrite(item);
@@ -447,7 +472,6 @@ describe('code work: /code, the change card, merge', () => {
   });
 
   it('never lets an author of the change countersign it, though someone else asked for the card', async () => {
-    const carol = { platform: 'test', userId: 'U3' };
     // Bob, an approver, asks for the change: his turn commits it.
     const item = await h.say('code-10', 'add a greeting in authored.txt', {
       type: 'CODE',
@@ -477,6 +501,81 @@ describe('code work: /code, the change card, merge', () => {
     const own = await h.app.approvals.submit(second.nonce, [{ toolCallId: second.calls[0]!.id, approved: true }], bob);
     expect(own.ok).toBe(false);
     expect(head()).not.toBe(second.calls[0]!.args.sha);
+  });
+
+  /** Carol asks for a change and approves its write; Dave's "thanks" in the thread shows its card. */
+  async function cardAskedByAnother(conversation: string, file: string) {
+    const item = await h.say(conversation, `add a greeting in ${file}`, {
+      type: 'CODE',
+      priority: Priority.NORMAL,
+      payload: { repo: 'demo' },
+      requester: carol,
+    });
+    const write = await envelopeOf(item.id);
+    expect(
+      (await h.app.approvals.submit(write.nonce, [{ toolCallId: write.calls[0]!.id, approved: true }], carol)).ok,
+    ).toBe(true);
+    await waitFor(
+      async () => ((await latestItem(conversation)) !== item.id ? true : undefined),
+      10_000,
+      'the continuation',
+    );
+    await h.settled(await latestItem(conversation));
+    const later = await h.say(conversation, 'thanks', { requester: dave });
+    const card = await envelopeOf(later.id);
+    expect(card.calls[0]?.name).toBe('merge_change');
+    expect(card.calls[0]?.args.authors).toEqual(['test:U3']);
+    return { card, branch: (card.calls[0]!.args as { branch: string }).branch };
+  }
+
+  const discardBy = (card: Envelope, who: typeof alice) =>
+    h.app.approvals.submit(card.nonce, [{ toolCallId: card.calls[0]!.id, approved: false }], who);
+
+  it('lets an author of the change discard it, though someone else asked for the card, and never a stranger', async () => {
+    const { card, branch } = await cardAskedByAnother('code-11', 'authored-discard.txt');
+    const stranger = await discardBy(card, mallory);
+    expect(stranger.ok).toBe(false);
+    expect(safe(repo.clone, 'branch', '--list', branch)).toContain(branch);
+    expect((await discardBy(card, carol)).ok).toBe(true);
+    await waitFor(
+      async () => (safe(repo.clone, 'branch', '--list', branch) === '' ? true : undefined),
+      10_000,
+      'the branch to go',
+    );
+  });
+
+  it('lets the requester of the card discard a change others wrote, though not an approver', async () => {
+    const { card, branch } = await cardAskedByAnother('code-12', 'requester-discard.txt');
+    expect((await discardBy(card, dave)).ok).toBe(true);
+    await waitFor(
+      async () => (safe(repo.clone, 'branch', '--list', branch) === '' ? true : undefined),
+      10_000,
+      'the branch to go',
+    );
+  });
+
+  it('ends a merged change with the merge’s own result when the model has nothing to add', async () => {
+    const item = await code('code-13', 'quietly add quiet.txt');
+    const card = await throughWrite(item);
+    const { sha } = card.calls[0]!.args as { sha: string };
+    expect(
+      (await h.app.approvals.submit(card.nonce, [{ toolCallId: card.calls[0]!.id, approved: true }], bob)).ok,
+    ).toBe(true);
+    const settled = await h.settled(await latestItem('code-13'));
+    expect(settled.result?.text).toContain(`Merged ${sha.slice(0, 12)} into main`);
+    expect(settled.result?.text).not.toContain('couldn');
+  });
+
+  it('removes the worktree and branch of a change card that expires undecided', async () => {
+    const item = await code('code-14', 'add a greeting in abandoned.txt');
+    const card = await throughWrite(item);
+    const { branch } = card.calls[0]!.args as { branch: string };
+    const root = path.join(worktrees, 'demo', shortConversationId('code-14'));
+    expect(safe(repo.clone, 'worktree', 'list')).toContain(root);
+    await h.app.pool.query(`UPDATE countersign.approval_envelopes SET expires_at = now() WHERE id = $1`, [card.id]);
+    expect(await h.app.approvals.expireStale()).toBeGreaterThanOrEqual(1);
+    expect(safe(repo.clone, 'worktree', 'list')).not.toContain(root);
+    expect(safe(repo.clone, 'branch', '--list', branch)).toBe('');
   });
 
   it('refuses an unknown repository by listing the known ones', async () => {

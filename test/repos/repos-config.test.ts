@@ -3,6 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadReposFile, parseReposFile, parseReposVariable, RepoCatalog } from '../../src/repos/repos-config.ts';
+import { openCodeWork } from '../../src/wiring/repos.ts';
+import { ConfigError } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import type { Pool } from '../../src/db/pool.ts';
+import { testConfig } from '../helpers/harness.ts';
+import { makeRepo, setupGit } from './git-fixture.ts';
+import { unconfinedSandbox } from '../helpers/sandbox.ts';
 
 describe('REPOS', () => {
   it('reads name=path pairs, resolving paths against the working directory', () => {
@@ -101,5 +108,57 @@ describe('an unknown repository', () => {
       ok: false,
       reason: 'No repositories are configured: set REPOS (name=path pairs) or REPOS_FILE.',
     });
+  });
+});
+
+describe('the repositories at start', () => {
+  /** A clone on `main` with a `dev` branch, an `upstream` remote and its HEAD detached. */
+  function detachedClone(): string {
+    const { clone } = makeRepo();
+    setupGit(clone, 'branch', 'dev');
+    setupGit(clone, 'remote', 'add', 'upstream', 'https://example.invalid/api.git');
+    setupGit(clone, 'checkout', '-q', '--detach');
+    return clone;
+  }
+
+  it('reports every problem of REPOS_FILE at once, before any /code: a missing base, a missing remote, not a clone, no branch to default to', async () => {
+    const clone = detachedClone();
+    const dir = mkdtempSync(path.join(tmpdir(), 'cs-repos-check-'));
+    const file = path.join(dir, 'repos.yaml');
+    writeFileSync(
+      file,
+      `repos:
+  api:
+    path: ${clone}
+    base: nosuchbranch
+    push: origin
+  web:
+    path: ${dir}/not-a-clone
+  docs:
+    path: ${clone}
+  ok:
+    path: ${clone}
+    base: dev
+    push: upstream
+`,
+    );
+    const config = testConfig('postgres://unused@127.0.0.1:1/none', { REPOS_FILE: file, WORKTREES_DIR: dir });
+    const opened = openCodeWork(config, createLogger('silent'), {} as Pool, {
+      runsTurns: true,
+      sandbox: unconfinedSandbox(),
+    });
+    const error = await opened.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      `${file}: api: base: there is no branch "nosuchbranch" in ${clone} (its branches: dev, main)`,
+      `${file}: api: push: there is no remote "origin" in ${clone} (git remote -v lists them)`,
+      `${file}: web: ${dir}/not-a-clone is not a git clone (or cannot be read)`,
+      `${file}: docs: ${clone} has no branch checked out to default to: set its base (REPOS_FILE: base: main)`,
+    ]);
+    // One readable message: what the start prints before it exits 1.
+    expect((error as ConfigError).message.split('\n')).toHaveLength(5);
   });
 });

@@ -89,6 +89,11 @@ export interface Tool<Args = Record<string, unknown>> {
    * is added to what the model is told. It may run twice after a crash: make it idempotent.
    */
   onDenied?(rawArgs: unknown, ctx: ToolContext): Promise<string | undefined>;
+  /**
+   * Run when the call's card expires undecided (a change card's worktree goes, so an abandoned change
+   * does not hold a place toward the limit). It may run twice after a crash: make it idempotent.
+   */
+  onExpired?(rawArgs: unknown, ctx: ToolContext): Promise<void>;
   /** Extra detail for the approval card, e.g. a unified diff of an edit. */
   describeForApproval?(args: Args, ctx: ToolContext): Promise<string | undefined>;
   /**

@@ -217,7 +217,7 @@ async function runItem(services: WorkerServices, { item, row, stop, jobSignal }:
   try {
     const workspace = (await services.workspaces?.prepare(item, log)) ?? { kind: 'none' };
     if (workspace.kind === 'refused') {
-      ending = { kind: 'failure', error: new Error(workspace.text), reason: workspace.text };
+      ending = { kind: 'failure', error: new Error(workspace.text), reason: workspace.text, refused: true };
     } else {
       const history = await historyOf(services.pool, services.config, item, row, log);
       const tools =

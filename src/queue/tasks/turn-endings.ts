@@ -37,7 +37,8 @@ export type TurnEnding =
   | { kind: 'handOver'; round: number }
   | { kind: 'superseded' }
   | { kind: 'stop'; by: Requester }
-  | { kind: 'failure'; error: unknown; reason: string };
+  /** `refused`: the turn could not start for a reason the person can act on (a branch that does not exist): no stack. */
+  | { kind: 'failure'; error: unknown; reason: string; refused?: boolean };
 
 /** What settling a turn works with. */
 interface SettlingTurn {
@@ -279,9 +280,10 @@ const settleStopped: Settler<'stop'> = async (turn, { by }) => {
   log.info({ by }, 'turn stopped');
 };
 
-const settleFailure: Settler<'failure'> = async (turn, { error, reason }) => {
+const settleFailure: Settler<'failure'> = async (turn, { error, reason, refused }) => {
   const { item, sink, log } = turn;
-  log.error({ err: error }, 'turn failed');
+  if (refused) log.info({ reason }, 'turn refused');
+  else log.error({ err: error }, 'turn failed');
   await showAndSettle(
     turn,
     { text: TEXTS.failed(sink.text, reason) },

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeDiscord } from '../../fakes/discord/index.ts';
 import type { ApiUser, Json } from '../../fixtures/discord/objects.ts';
-import { buttonInteraction, guildMessageMentioningBot } from '../../fixtures/discord/payloads.ts';
+import { buttonInteraction, guildMessageMentioningBot, threadMessage } from '../../fixtures/discord/payloads.ts';
 import { snowflake } from '../../fixtures/discord/snowflake.ts';
 import { startHarness, type Harness } from '../../helpers/harness.ts';
 import { makeRepo, setupGit } from '../../repos/git-fixture.ts';
@@ -26,10 +26,20 @@ const script: Script = {
         { text: 'Result: {{lastToolResult}}' },
       ],
     },
+    {
+      match: 'small change (?<file>\\S+)',
+      rounds: [
+        { toolCalls: [{ name: 'use_repository', args: { repo: 'api' } }] },
+        { toolCalls: [{ name: 'write_file', args: { path: '{{file}}', content: 'small\n' } }] },
+        { text: 'Add {{file}}' },
+        { text: 'Result: {{lastToolResult}}' },
+      ],
+    },
     { rounds: [{ text: 'ok' }] },
   ],
 };
 
+const CAROL: ApiUser = { id: snowflake(), username: 'carol', global_name: 'carol', discriminator: '0', avatar: null };
 const BOB: ApiUser = { id: snowflake(), username: 'bob', global_name: 'bob', discriminator: '0', avatar: null };
 
 type Button = { label: string; custom_id: string };
@@ -51,6 +61,7 @@ describe('a change card on Discord', () => {
   beforeAll(async () => {
     fake = await FakeDiscord.start();
     fake.world.addMember(BOB);
+    fake.world.addMember(CAROL);
     ({ dir, clone } = makeRepo());
     h = await startHarness({
       script,
@@ -163,5 +174,63 @@ describe('a change card on Discord', () => {
     // What landed is the commit whose diff was shown.
     expect(merged.startsWith(file.filename.slice('api-'.length, -'.diff'.length))).toBe(true);
     expect(setupGit(clone, 'show', 'main:data/part2.txt') === BIG[2]).toBe(true);
+  });
+
+  it('lets the requester discard their own change with the Discard button, under APPROVERS', async () => {
+    const human = fake.scene.human;
+    const before = setupGit(clone, 'rev-parse', 'main').trim();
+    const since = fake.requests.length;
+    fake.userSays(guildMessageMentioningBot(fake.scene, { text: 'small change discard-me.txt' }));
+    const started = await fake.waitForRequest(
+      { route: 'POST /channels/:channel_id/messages/:message_id/threads', since },
+      45_000,
+    );
+    const thread = (started.response as { id: string }).id;
+    click(human, await cardWith(thread, 'Approve'), 'Approve');
+    const card = await cardWith(thread, 'Merge into main');
+    const branch = /countersign\/[0-9a-f]{12}/.exec(JSON.stringify(card.message))![0];
+    expect(setupGit(clone, 'branch', '--list', branch)).toContain(branch);
+
+    const own = click(human, card, 'Discard');
+    await fake.until(
+      () => (fake.botTextIn(thread).some((t) => t.includes('discarded')) ? true : undefined),
+      'the discard reply',
+      45_000,
+    );
+    expect(privateAnswers(own).some((t) => /second signature|not allowed/i.test(t))).toBe(false);
+    expect(setupGit(clone, 'branch', '--list', branch)).toBe('');
+    expect(setupGit(clone, 'rev-parse', 'main').trim()).toBe(before);
+  });
+
+  it('lets an author discard the change on a card someone else asked for', async () => {
+    const human = fake.scene.human;
+    const since = fake.requests.length;
+    fake.userSays(guildMessageMentioningBot(fake.scene, { text: 'small change authored.txt' }));
+    const started = await fake.waitForRequest(
+      { route: 'POST /channels/:channel_id/messages/:message_id/threads', since },
+      45_000,
+    );
+    const thread = (started.response as { id: string }).id;
+    click(human, await cardWith(thread, 'Approve'), 'Approve');
+    const first = await cardWith(thread, 'Merge into main');
+    const branch = /countersign\/[0-9a-f]{12}/.exec(JSON.stringify(first.message))![0];
+    // Carol, neither an author nor an approver, writes in the thread: her turn shows the card again.
+    fake.userSays(threadMessage(fake.scene, { threadId: thread, text: 'thanks', author: CAROL }));
+    const card = await fake.until(
+      () =>
+        fake
+          .messagesIn(thread)
+          .find((m) => m !== first && buttonsOf(m.message).some((b) => b.label === 'Merge into main')),
+      'the card of Carol’s turn',
+      45_000,
+    );
+    const own = click(human, card, 'Discard');
+    await fake.until(
+      () => (fake.botTextIn(thread).some((t) => t.includes('discarded')) ? true : undefined),
+      'the discard reply',
+      45_000,
+    );
+    expect(privateAnswers(own)).toEqual([]);
+    expect(setupGit(clone, 'branch', '--list', branch)).toBe('');
   });
 });

@@ -35,6 +35,15 @@ const script: Script = {
         { text: 'Result: {{lastToolResult}}' },
       ],
     },
+    {
+      match: 'small change (?<file>\\S+)',
+      rounds: [
+        { toolCalls: [{ name: 'use_repository', args: { repo: 'api' } }] },
+        { toolCalls: [{ name: 'write_file', args: { path: '{{file}}', content: 'small\n' } }] },
+        { text: 'Add {{file}}' },
+        { text: 'Result: {{lastToolResult}}' },
+      ],
+    },
     { rounds: [{ text: 'ok' }] },
   ],
 };
@@ -71,9 +80,18 @@ describe('a change card on Slack', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const click = (user: string, card: { ts: string; blocks: unknown }, thread: string, label: string) => {
-    const button = buttonIn(card.blocks, label);
-    return fake.deliver(
+  const click = (user: string, card: { ts: string; blocks: unknown }, thread: string, label: string) =>
+    press(user, card, thread, label, buttonIn(card.blocks, label));
+
+  /** Delivers a click on `button` (as drawn, or forged, or kept from before the card changed). */
+  const press = (
+    user: string,
+    card: { ts: string },
+    thread: string,
+    label: string,
+    button: { value: string; action_id: string },
+  ) =>
+    fake.deliver(
       interactiveEnvelope(
         blockAction(fake.team, {
           user,
@@ -86,7 +104,6 @@ describe('a change card on Slack', () => {
         }),
       ),
     );
-  };
 
   const cardWith = (thread: string, label: string) =>
     waitFor(
@@ -135,5 +152,80 @@ describe('a change card on Slack', () => {
     const merged = setupGit(clone, 'rev-parse', 'main').trim();
     expect(merged).not.toBe(before);
     expect(setupGit(clone, 'show', 'main:data/part2.txt') === BIG[2]).toBe(true);
+  });
+
+  /** A small change asked for by `user` in its own thread, its write approved by them: the change card. */
+  async function smallChange(user: string, file: string) {
+    const mention = appMention({ user, channel: CHANNEL, text: `small change ${file}` });
+    await fake.deliver(eventsApiEnvelope(eventCallback(fake.team, mention)));
+    const writes = await cardWith(mention.ts, 'Approve');
+    await click(user, writes, mention.ts, 'Approve');
+    const card = await cardWith(mention.ts, 'Merge into main');
+    const branch = /countersign\/[0-9a-f]{12}/.exec(JSON.stringify(card.blocks))![0];
+    return { thread: mention.ts, card, branch };
+  }
+
+  const branches = () => setupGit(clone, 'branch', '--list', 'countersign/*');
+
+  it('lets the requester discard their own change with the Discard button, under APPROVERS', async () => {
+    const before = setupGit(clone, 'rev-parse', 'main').trim();
+    const { thread, card, branch } = await smallChange(ALICE, 'discard-me.txt');
+    expect(branches()).toContain(branch);
+    const refusals = () =>
+      fake.messages.filter((m) => m.ephemeralFor === ALICE && /second signature/i.test(m.text)).length;
+    const refusedBefore = refusals();
+    await click(ALICE, card, thread, 'Discard');
+    await waitFor(
+      async () => fake.botMessages(CHANNEL, thread).find((m) => m.text.includes('discarded')),
+      30_000,
+      'the discard reply',
+    );
+    expect(refusals()).toBe(refusedBefore);
+    expect(branches()).not.toContain(branch);
+    expect(setupGit(clone, 'rev-parse', 'main').trim()).toBe(before);
+  });
+
+  it('refuses a stranger’s Discard and a forged button value, and keeps the change', async () => {
+    const MALLORY = 'U0MALLORY1';
+    const { thread, card, branch } = await smallChange(ALICE, 'keep-me.txt');
+    await click(MALLORY, card, thread, 'Discard');
+    await waitFor(
+      async () => fake.messages.find((m) => m.ephemeralFor === MALLORY && /not allowed|only/i.test(m.text)),
+      10_000,
+      'the stranger’s private refusal',
+    );
+    const button = buttonIn(card.blocks, 'Discard');
+    // Another nonce of the same shape: a card that does not exist.
+    const forged = `${button.value[0] === 'A' ? 'B' : 'A'}${button.value.slice(1)}`;
+    await press(ALICE, card, thread, 'Discard', { ...button, value: forged });
+    await waitFor(
+      async () =>
+        fake.messages.find((m) => m.ephemeralFor === ALICE && /not ours|does not exist|not valid/i.test(m.text)),
+      10_000,
+      'the forged click’s refusal',
+    );
+    expect(branches()).toContain(branch);
+    expect(fake.botMessages(CHANNEL, thread).some((m) => m.text.includes('discarded'))).toBe(false);
+  });
+
+  it('refuses a stale Discard after an approver merged the change', async () => {
+    const { thread, card } = await smallChange(ALICE, 'merged-first.txt');
+    const discard = buttonIn(card.blocks, 'Discard');
+    await click(BOB, card, thread, 'Merge into main');
+    await waitFor(
+      async () => fake.botMessages(CHANNEL, thread).find((m) => m.text.includes('Merged')),
+      30_000,
+      'the merge reply',
+    );
+    const merged = setupGit(clone, 'rev-parse', 'main').trim();
+    await press(ALICE, card, thread, 'Discard', discard);
+    await waitFor(
+      async () => fake.messages.find((m) => m.ephemeralFor === ALICE && /already decided/i.test(m.text)),
+      10_000,
+      'the stale click’s refusal',
+    );
+    expect(setupGit(clone, 'rev-parse', 'main').trim()).toBe(merged);
+    expect(setupGit(clone, 'show', 'main:merged-first.txt')).toBe('small\n');
+    expect(fake.botMessages(CHANNEL, thread).some((m) => m.text.includes('discarded'))).toBe(false);
   });
 });
