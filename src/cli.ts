@@ -140,7 +140,7 @@ async function printUsage(args: string[]): Promise<number> {
   }
   let prices: PriceTable;
   try {
-    prices = loadPriceTable(values.prices ?? process.env.MODEL_PRICES_FILE);
+    prices = values.prices ? loadPriceTable(values.prices, '--prices') : loadPriceTable(process.env.MODEL_PRICES_FILE);
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);
     return 1;
