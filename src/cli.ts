@@ -28,6 +28,13 @@ import { audit } from './approval/store.ts';
 import { schedulesCommand } from './schedules/cli.ts';
 import { recordScheduleEvent } from './wiring/schedules.ts';
 import type { Grant } from './approval/grants.ts';
+import { createCodeTools } from './repos/tools.ts';
+import type { CodeWorkspaces } from './repos/code-workspaces.ts';
+import { createScheduleTool } from './schedules/tool.ts';
+import type { ScheduleLimits } from './schedules/manage.ts';
+import { shareFileTool } from './files/share-file.ts';
+import type { WorkspaceOf } from './agent/tools/workspace/access.ts';
+import type { Pool } from './db/pool.ts';
 import { describeGrant, revoke as revokeGrant } from './approval/grant-verbs.ts';
 
 function configOrExit(): Config {
@@ -182,12 +189,32 @@ async function printBudgets(): Promise<number> {
 }
 
 /**
- * What each of Countersign's own tools is for the policy, read off the tools themselves (their
- * arguments are placeholders: building a tool opens nothing).
+ * Stands in for what a tool is built with but uses only when it runs: reading a tool's kind runs
+ * nothing, and a use would be a bug, so it throws instead of answering.
+ */
+function unused<T extends object>(what: string): T {
+  return new Proxy({} as T, {
+    get: (_target, key) => {
+      throw new Error(`${what}.${String(key)} was used while only the tools' kinds were read`);
+    },
+  });
+}
+
+/**
+ * What each of Countersign's own tools is for the policy, read off the tools themselves, the
+ * features' too (code work, schedules, files: the tools app.ts's featureTools registers). Their
+ * arguments are placeholders: building a tool opens nothing.
  */
 function builtinToolKinds(): ToolKinds {
   const noSkills = { list: () => [], get: () => undefined };
-  return kindsByName([...builtinTools('.'), ...createSkillTools(noSkills)]);
+  const recordNothing = async () => undefined;
+  return kindsByName([
+    ...builtinTools('.'),
+    ...createSkillTools(noSkills),
+    ...createCodeTools(unused<CodeWorkspaces>('workspaces'), recordNothing),
+    createScheduleTool(unused<Pool>('pool'), unused<ScheduleLimits>('limits'), recordNothing),
+    shareFileTool(unused<WorkspaceOf>('workspace'), recordNothing, 0),
+  ]);
 }
 
 /**
