@@ -469,8 +469,21 @@ function version(): string {
   return version ?? 'unknown';
 }
 
+/**
+ * `countersign audit | head` closes the pipe while the command still writes: the reader has what it
+ * wanted, so the command ends there, with no EPIPE stack. `start` is left alone (the bot's console
+ * owns its output).
+ */
+function endQuietlyWhenTheReaderLeaves(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command !== 'start') endQuietlyWhenTheReaderLeaves();
   if (command === '--version' || command === '-v' || command === 'version') {
     process.stdout.write(`countersign ${version()}\n`);
     return 0;
