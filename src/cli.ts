@@ -159,7 +159,7 @@ async function printUsage(args: string[]): Promise<number> {
   }
   let prices: PriceTable;
   try {
-    prices = loadPriceTable(values.prices ?? process.env.MODEL_PRICES_FILE);
+    prices = values.prices ? loadPriceTable(values.prices, '--prices') : loadPriceTable(process.env.MODEL_PRICES_FILE);
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);
     return 1;
@@ -452,8 +452,21 @@ function version(): string {
   return version ?? 'unknown';
 }
 
+/**
+ * `countersign audit | head` closes the pipe while the command still writes: the reader has what it
+ * wanted, so the command ends there, with no EPIPE stack. `start` is left alone (the bot's console
+ * owns its output).
+ */
+function endQuietlyWhenTheReaderLeaves(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command !== 'start') endQuietlyWhenTheReaderLeaves();
   if (command === '--version' || command === '-v' || command === 'version') {
     process.stdout.write(`countersign ${version()}\n`);
     return 0;

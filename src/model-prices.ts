@@ -73,20 +73,23 @@ export const DEFAULT_PRICES: PriceTable = {
   },
 };
 
-/** The defaults with the operator's file laid over them; a bad file is an error naming what is wrong. */
-export function loadPriceTable(file: string | undefined): PriceTable {
+/**
+ * The defaults with the operator's file laid over them; a bad file is an error naming what is wrong,
+ * and where the file was given (`source`: the setting, or `usage --prices`, which overrides it).
+ */
+export function loadPriceTable(file: string | undefined, source = 'MODEL_PRICES_FILE'): PriceTable {
   if (!file) return DEFAULT_PRICES;
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new Error(`MODEL_PRICES_FILE ${file} could not be read as JSON: ${(error as Error).message}`, {
+    throw new Error(`${source} ${file} could not be read as JSON: ${(error as Error).message}`, {
       cause: error,
     });
   }
   const parsed = PriceTable.safeParse(raw);
   if (!parsed.success) {
-    throw new Error(`MODEL_PRICES_FILE ${file} is not a price table: ${z.prettifyError(parsed.error)}`);
+    throw new Error(`${source} ${file} is not a price table: ${z.prettifyError(parsed.error)}`);
   }
   const models = Object.entries(parsed.data.models).map(([model, price]) => [model, withImageTokens(model, price)]);
   return { models: { ...DEFAULT_PRICES.models, ...Object.fromEntries(models) } };

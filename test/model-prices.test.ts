@@ -23,6 +23,12 @@ describe('the price table', () => {
     expect(cost.uncached).toBeCloseTo(6);
   });
 
+  it('names where a bad file was given: the setting, or the command line option that overrode it', () => {
+    const missing = path.join(mkdtempSync(path.join(tmpdir(), 'cs-prices-')), 'nosuch.json');
+    expect(() => loadPriceTable(missing)).toThrow(/^MODEL_PRICES_FILE .*nosuch\.json could not be read/);
+    expect(() => loadPriceTable(missing, '--prices')).toThrow(/^--prices .*nosuch\.json could not be read/);
+  });
+
   it('lays the operator’s file over the defaults', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cs-prices-'));
     const file = path.join(dir, 'p.json');

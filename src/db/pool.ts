@@ -80,6 +80,9 @@ export function createPool(connectionString: string, max: number, log?: Logger):
     // A pool without a log (a one-shot CLI command) stays out of the shared bookkeeping: it could
     // otherwise swallow the outage line the process's logging pools would write.
     if (!log) return;
+    // A connection dropping while its own pool ends is the shutdown itself: pg-pool's end() resolves
+    // before the sockets close, so stopping the embedded Postgres right after terminates them.
+    if (pool.ending) return;
     const outage = outages.get(connectionString);
     if (outage) {
       outage.connectionErrors++;

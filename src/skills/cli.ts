@@ -165,7 +165,7 @@ async function newCommand(args: string[], io: CommandIO, cwd: string, dirs: () =
   const file = path.join(folder, SKILL_FILE);
   await writeFile(file, scaffold(name), { flag: 'wx' });
   io.out(`Created ${display(file, cwd)}.`);
-  io.out(`Write its description and steps, then check it with: countersign skills lint ${display(folder, cwd)}`);
+  io.out(`Write its description and steps, then check it with: npx countersign skills lint ${display(folder, cwd)}`);
   return 0;
 }
 

@@ -23,6 +23,14 @@ describe('the CLI conventions', () => {
     expect(await cli(['--version'])).toMatchObject({ code: 0, out: `countersign ${version}\n` });
   });
 
+  it('stops quietly when the reader of its output leaves (`countersign audit | head -1`)', async () => {
+    const run = runCli(['policy', 'check', '--as', 'console:root', '--tool', 'write_file'], { LOG_LEVEL: 'silent' });
+    // The read end closes before the command writes: its first write meets EPIPE, as under `| head`.
+    run.child.stdout!.destroy();
+    const { code } = await run.exited;
+    expect({ code, err: run.stderr() }).toEqual({ code: 0, err: '' });
+  });
+
   it.each(Object.keys(COMMANDS))('`countersign %s --help` prints its usage on stdout and exits 0', async (command) => {
     const run = await cli([command, ...(command === 'schedules' ? ['list'] : []), '--help']);
     expect(run.code, run.err).toBe(0);

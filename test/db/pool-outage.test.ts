@@ -79,6 +79,23 @@ describe('database connection loss in the log', () => {
     expect(lines.every((l) => l.raw.length < 400)).toBe(true);
   });
 
+  it('says nothing when a connection drops while its own pool is being ended (a shutdown, not an outage)', async () => {
+    const url = await setUp();
+    const { log, withMessage } = recordingLogger();
+    const pool = createPool(url, 2, log);
+    // pg-pool's end() resolves before its connections have closed, so stopping the embedded Postgres
+    // right after it terminates them: the piped console printed "database connection lost" at exit.
+    const client = await pool.connect();
+    let dropped = false;
+    client.on('error', () => (dropped = true));
+    const ended = pool.end();
+    proxy!.cut();
+    await until(() => dropped, 'the checked-out connection to notice the cut');
+    client.release(true);
+    await ended;
+    expect(withMessage('database connection lost')).toHaveLength(0);
+  });
+
   it('is one line for all the pools of a process on the same database', async () => {
     const url = await setUp();
     const { log, withMessage } = recordingLogger();

@@ -141,6 +141,8 @@ describe('skills new', () => {
     expect(code).toBe(0);
     const file = path.join(base, 'custom', 'weekly-report', 'SKILL.md');
     expect(out[0]).toBe(`Created ${path.join('custom', 'weekly-report', 'SKILL.md')}.`);
+    // Countersign is not installed globally: the command it suggests is one the operator can paste.
+    expect(out[1]).toMatch(/check it with: npx countersign skills lint /);
     expect(await readFile(file, 'utf8')).toMatch(/^---\nname: weekly-report\ndescription: /);
     const folder = path.join(base, 'custom', 'weekly-report');
     const lint = await cli(['lint', folder]);

@@ -157,6 +157,15 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
     output: interactive ? output : undefined,
   });
   const session: Session = { options, state, renderer, rl, me };
+  // `npm start | head -1`: once the reader of the answers has left, nobody reads the rest, so the
+  // session ends as if its input had, instead of the process dying of an unhandled EPIPE (which
+  // also left an embedded Postgres running). Later writes to the closed stream fail here too.
+  let readerLeft = false;
+  output.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+    readerLeft = true;
+    rl.close();
+  });
   // Ctrl-C stops the running turn; with nothing running it ends the session.
   rl.on('SIGINT', () => {
     if (state.current && options.stopTurn) void options.stopTurn(state.current.id, me);
@@ -170,6 +179,8 @@ export async function runConsole(options: ConsoleSessionOptions): Promise<void> 
   showPrompt(session);
 
   for await (const raw of rl) {
+    // Lines read ahead are still yielded after close: nobody would see their answers.
+    if (readerLeft) break;
     const line = expandCountersign(raw.trim());
     if (!line) {
       showPrompt(session);

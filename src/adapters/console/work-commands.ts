@@ -4,7 +4,7 @@ import type { ConsoleCommand } from './inbound.ts';
 import { skillConsoleCommands } from './skill-commands.ts';
 import { attachConsoleCommand } from './attach.ts';
 import { scheduleButtonValue, type ScheduleButtonVerb } from '../../core/buttons.ts';
-import { describeGrant, NO_GRANTS } from '../../approval/service.ts';
+import { describeGrant } from '../../approval/service.ts';
 
 /** `/code REPO TASK`, `/review REPO BRANCH`, `/research TOPIC`, `/schedule WHEN TASK`: the command and the rest of the line. */
 const WORK_LINE = new RegExp(`^/(${WORK_COMMANDS.join('|')})(?:\\s+([\\s\\S]*))?$`);
@@ -100,6 +100,10 @@ function scheduleConsoleCommands(ctx: Pick<AdapterContext, 'schedules' | 'pressB
   };
 }
 
+/** The chat platforms' empty list points at a Revoke button; the console has none, it has `a` and `/grants revoke`. */
+const NO_CONSOLE_GRANTS =
+  'No standing grants apply here. Answering a ("Always allow here") at an approval card creates one; /grants lists it and /grants revoke ID revokes it.';
+
 /** `/grants`, or `/grants revoke ID` (the 8 characters the list shows, or more). */
 const GRANTS_LINE = /^\/grants(?:\s+revoke\s+([0-9a-f-]{8,36}))?$/;
 
@@ -119,7 +123,7 @@ function grantConsoleCommands(
     const grants = await approvals.grantsSeenFrom(person, { platform: person.platform, channel: person.userId });
     const id = typed[1];
     if (!id) {
-      if (grants.length === 0) return { reply: NO_GRANTS };
+      if (grants.length === 0) return { reply: NO_CONSOLE_GRANTS };
       return {
         reply: [...grants.map((g) => plainGrant(describeGrant(g))), 'Revoke one with /grants revoke ID.'].join('\n'),
       };

@@ -54,6 +54,15 @@ describe('the console commands', () => {
     expect(await prompts()).toHaveLength(before);
   });
 
+  it('/grants with none says how the console makes and revokes one, and names no button', async () => {
+    const run = await pipe('/grants\n');
+    expect(run.code, run.err).toBe(0);
+    expect(run.out).toContain('No standing grants apply here.');
+    expect(run.out).toMatch(/\ba\b.*approval card/);
+    expect(run.out).toContain('/grants revoke ID');
+    expect(run.out).not.toMatch(/button/i);
+  });
+
   it.each([
     ['/countersign status', /work/i],
     ['/countersign grants', /grant/i],

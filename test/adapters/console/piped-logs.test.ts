@@ -23,6 +23,14 @@ describe('logs of a piped console run', () => {
     expect(levels.filter((level) => level < 40)).toEqual([]);
   });
 
+  it('ends like the input ending, with no EPIPE stack, when the reader of its answers leaves (`| head`)', async () => {
+    const run = runCli(['start'], env(), 'hi there\nand again\n');
+    // The read end closes before the first answer: its write meets EPIPE, as under `npm start | head -1`.
+    run.child.stdout!.destroy();
+    expect((await run.exited).code, run.stderr()).toBe(0);
+    expect(run.stderr()).not.toMatch(/EPIPE|^\s+at /m);
+  });
+
   it('still logs at the level LOG_LEVEL asks for, on stderr', async () => {
     const run = runCli(['start'], { ...env(), LOG_LEVEL: 'info' }, 'hi there\n');
     expect((await run.exited).code, run.stderr()).toBe(0);

@@ -63,8 +63,8 @@ describe('each tool says its own policy kind', () => {
     expect(gate.judge({ name: 'made_up', args: {} }).tool.kind).toBe('exec');
   });
 
-  it('lets `countersign policy check` name the kind of every built-in tool, skills’ too, without --kind', async () => {
-    for (const tool of ['delete_file', 'load_skill']) {
+  it('lets `countersign policy check` name the kind of every built-in tool, skills’ and features’ too, without --kind', async () => {
+    for (const tool of ['delete_file', 'load_skill', 'merge_change', 'schedule_task', 'share_file', 'use_repository']) {
       const run = runCli(['policy', 'check', '--as', 'discord:1:2', '--tool', tool], { LOG_LEVEL: 'silent' });
       const { code } = await run.exited;
       expect({ tool, code, err: run.stderr() }).toEqual({ tool, code: 0, err: '' });
