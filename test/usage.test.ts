@@ -64,13 +64,14 @@ describe('countersign usage', () => {
     writeFileSync(file, JSON.stringify({ models: { m1: { input: -1, output: 10 } } }));
     const run = runCli(['usage', `--prices=${file}`], { DATABASE_URL: h.db.url, LOG_LEVEL: 'silent' });
     expect((await run.exited).code).toBe(1);
-    expect(run.stderr()).toContain(`MODEL_PRICES_FILE ${file} is not a price table`);
+    expect(run.stderr()).toContain(`--prices ${file} is not a price table`);
     expect(run.stderr()).toContain('models.m1.input');
   });
 
   it('rejects a bad --days value', async () => {
     const run = runCli(['usage', '--days=0'], { DATABASE_URL: h.db.url });
-    expect((await run.exited).code).toBe(1);
+    // A value the command cannot take is a wrong invocation: exit 2 (docs: 0 done, 1 failed, 2 usage).
+    expect((await run.exited).code).toBe(2);
     expect(run.stderr()).toContain('--days must be a whole number');
   });
 });

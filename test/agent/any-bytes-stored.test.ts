@@ -49,7 +49,8 @@ describe('any bytes a tool or the model produces are stored, and the turn answer
     const mcp = path.join(dir, 'mcp.json');
     writeFileSync(
       mcp,
-      JSON.stringify({ mcpServers: { raw: { command: process.execPath, args: [RAW_BYTES_SERVER] } } }),
+      // Unconfined: this is about the bytes it answers with; test/sandbox/ holds the confinement.
+      JSON.stringify({ mcpServers: { raw: { command: process.execPath, args: [RAW_BYTES_SERVER], sandbox: false } } }),
     );
     h = await startHarness({
       script,

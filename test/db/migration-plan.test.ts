@@ -33,7 +33,7 @@ describe('migrations across releases (a rolling deploy)', () => {
   const dirs: string[] = [];
   let db: TestDatabase;
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await createTestDatabase('cs', { empty: true });
   });
   afterAll(() => db.drop());
   afterEach(async () => {

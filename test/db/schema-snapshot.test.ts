@@ -152,7 +152,7 @@ async function readSchema(url: string): Promise<string> {
 describe('migrations/schema.sql', () => {
   let db: TestDatabase;
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await createTestDatabase('cs', { empty: true });
   });
   afterAll(() => db.drop());
 

@@ -158,7 +158,8 @@ describe('the repositories at start', () => {
       `${file}: web: ${dir}/not-a-clone is not a git clone (or cannot be read)`,
       `${file}: docs: ${clone} has no branch checked out to default to: set its base (REPOS_FILE: base: main)`,
     ]);
-    // One readable message: what the start prints before it exits 1.
-    expect((error as ConfigError).message.split('\n')).toHaveLength(5);
+    // One readable message: what the start prints before it exits 1 — a heading, the four problems
+    // and the hint every configuration error ends with.
+    expect((error as ConfigError).message.split('\n')).toHaveLength(6);
   });
 });
