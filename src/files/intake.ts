@@ -124,7 +124,8 @@ async function fetchChecked(
   } catch (error) {
     return `the download failed: ${(error as Error).message}`;
   }
-  if (bytes.length > settings.maxBytes) return `it is over ${settings.maxBytes} bytes; ${limit}`;
+  // The download stops at the limit, so the real size is not known here: say only that it is over.
+  if (bytes.length > settings.maxBytes) return `it is over the limit of ${settings.maxBytes} bytes (MAX_FILE_BYTES)`;
   if (bytes.length === 0) return 'it is empty';
   if (file.size !== undefined && bytes.length < file.size)
     return `it is truncated: ${bytes.length} of its ${file.size} bytes arrived`;

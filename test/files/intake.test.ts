@@ -180,7 +180,7 @@ describe('receiving the files of a message', () => {
     expect(intake.note).toContain(
       `"big.log": not read — it is ${MAX + 1} bytes; the limit is ${MAX} bytes (MAX_FILE_BYTES).`,
     );
-    expect(intake.note).toContain(`"sneaky.log": not read — it is over ${MAX} bytes`);
+    expect(intake.note).toContain(`"sneaky.log": not read — it is over the limit of ${MAX} bytes (MAX_FILE_BYTES).`);
     expect(intake.note).toContain(`"cut.png": not read — it is truncated: 30 of its ${png().length} bytes arrived.`);
     expect(intake.note).toContain('"cut-undeclared.png": not read — the image/png image is truncated.');
     expect(intake.note).toContain(
