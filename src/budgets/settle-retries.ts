@@ -1,3 +1,5 @@
+import { retryWithBackoff } from '../retry/backoff.ts';
+
 /**
  * A settle that fails is tried again. Left alone, the reservation it was to replace is given back
  * uncounted — by the work item's next settle, which drops its earlier reservations, or by
@@ -10,13 +12,6 @@
 const TRIES = 4;
 const FIRST_WAIT_MS = 250;
 
-export async function settleWithRetries<T>(settle: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await settle();
-    } catch (error) {
-      if (attempt >= TRIES) throw error;
-      await new Promise((resolve) => setTimeout(resolve, FIRST_WAIT_MS * 2 ** (attempt - 1)));
-    }
-  }
+export function settleWithRetries<T>(settle: () => Promise<T>): Promise<T> {
+  return retryWithBackoff(settle, { firstDelayMs: FIRST_WAIT_MS, maxAttempts: TRIES });
 }

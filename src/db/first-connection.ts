@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { retryWithBackoff } from '../retry/backoff.ts';
 import { isDatabaseUnavailable } from './errors.ts';
 
 /**
@@ -77,11 +78,10 @@ export async function waitForFirstConnection(
 ): Promise<void> {
   const { hostPort, database } = databaseTarget(connectionString);
   const deadline = Date.now() + waitSeconds * 1000;
-  for (let attempt = 1, delay = 250; ; attempt++, delay = Math.min(delay * 2, 5000)) {
-    try {
-      await probe(connectionString, Math.max(1000, Math.min(10_000, deadline - Date.now())));
-      return;
-    } catch (error) {
+  await retryWithBackoff(() => probe(connectionString, Math.max(1000, Math.min(10_000, deadline - Date.now()))), {
+    firstDelayMs: 250,
+    maxDelayMs: 5000,
+    onFailure: (error, { attempt, delayMs }) => {
       const code = (error as { code?: unknown }).code;
       const refusal = typeof code === 'string' ? REFUSALS[code] : undefined;
       if (refusal) {
@@ -92,17 +92,17 @@ export async function waitForFirstConnection(
       }
       if (!isDatabaseUnavailable(error) && !(error instanceof AggregateError)) throw error;
       const reason = reasonOf(error);
-      if (Date.now() + delay > deadline) {
+      if (Date.now() + delayMs > deadline) {
         throw new DatabaseStartError(
           `The database at ${hostPort} did not answer within ${waitSeconds}s (DATABASE_WAIT_SECONDS): ${reason}. Check DATABASE_URL and that the server is up.`,
           error,
         );
       }
       log.warn(
-        { database: `${hostPort}/${database}`, attempt, reason, retryInMs: delay },
-        `database ${hostPort} not reachable (${reason}); attempt ${attempt}, retrying in ${(delay / 1000).toFixed(1)}s`,
+        { database: `${hostPort}/${database}`, attempt, reason, retryInMs: delayMs },
+        `database ${hostPort} not reachable (${reason}); attempt ${attempt}, retrying in ${(delayMs / 1000).toFixed(1)}s`,
       );
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
+      return delayMs;
+    },
+  });
 }

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { whyUnreachable } from '../../core/unreachable.ts';
 import type { InboundHandle } from '../platform.ts';
+import { backoffDelayMs, retryWithBackoff } from '../../retry/backoff.ts';
 import { LIMITS } from './limits.ts';
 
 /** Slack's Web API root when SLACK_API_URL does not set another. */
@@ -30,6 +31,14 @@ async function probeSlack(apiUrl: string, signal?: AbortSignal): Promise<Reachab
   }
 }
 
+/** A probe that found no Slack: retried quietly, unlike a reachable Slack that refused to connect. */
+class SlackUnreachableError extends Error {
+  constructor(why: string) {
+    super(why);
+    this.name = 'SlackUnreachableError';
+  }
+}
+
 /**
  * Connects when Slack can be reached: at once, or — when it cannot be reached now — in the
  * background, probing with backoff. The warning naming the host is logged once, the retries at
@@ -54,24 +63,28 @@ export async function connectWhenReachable(options: {
   const stopping = new AbortController();
   let connected: InboundHandle | undefined;
   const background = (async () => {
-    for (let attempt = 1, delay: number = LIMITS.reconnectFirstDelayMs; ; attempt++) {
-      await sleep(delay, undefined, { signal: stopping.signal });
-      delay = Math.min(delay * 2, LIMITS.reconnectMaxDelayMs);
-      const probe = await probeSlack(apiUrl, stopping.signal);
-      if (!probe.ok) {
-        log.debug({ host, why: probe.why, attempt }, 'Slack still unreachable');
-        continue;
-      }
-      try {
+    // The probe above was the first try, so the first wait comes before the next one.
+    await sleep(LIMITS.reconnectFirstDelayMs, undefined, { signal: stopping.signal });
+    await retryWithBackoff(
+      async (attempt) => {
+        const probe = await probeSlack(apiUrl, stopping.signal);
+        if (!probe.ok) throw new SlackUnreachableError(probe.why);
         connected = await options.connect();
         release();
         log.info({ host, attempts: attempt }, 'Slack reachable again; connected');
-        return;
-      } catch (error) {
-        if (stopping.signal.aborted) return;
-        log.error({ err: error, host }, 'Slack is reachable but connecting failed; retrying');
-      }
-    }
+      },
+      {
+        firstDelayMs: backoffDelayMs(2, LIMITS.reconnectFirstDelayMs, LIMITS.reconnectMaxDelayMs),
+        maxDelayMs: LIMITS.reconnectMaxDelayMs,
+        signal: stopping.signal,
+        onFailure: (error, { attempt, delayMs }) => {
+          if (error instanceof SlackUnreachableError)
+            log.debug({ host, why: error.message, attempt }, 'Slack still unreachable');
+          else log.error({ err: error, host }, 'Slack is reachable but connecting failed; retrying');
+          return delayMs;
+        },
+      },
+    );
   })().catch((error: unknown) => {
     if (!stopping.signal.aborted) log.error({ err: error }, 'Slack reconnection stopped');
   });

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { ProviderUnavailableError, type RoundCallbacks } from '../model.ts';
 import { metrics } from '../../metrics.ts';
 import { markOrigin } from '../../db/errors.ts';
+import { backoffDelayMs, retryWithBackoff } from '../../retry/backoff.ts';
 import { classifyFailure, ModelNotServedError } from './errors.ts';
 
 export const RETRY_LIMITS = {
@@ -61,8 +62,11 @@ export const abortableSleep = (ms: number, signal: AbortSignal) =>
  * conversations hitting one rate limit do not all come back at the same instant.
  */
 export function backoffMs(retry: number, baseDelayMs: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(RETRY_LIMITS.maxBackoffMs, baseDelayMs * 2 ** retry);
-  return ceiling / 2 + (ceiling / 2) * random();
+  return equalJitter(backoffDelayMs(retry + 1, baseDelayMs, RETRY_LIMITS.maxBackoffMs), random);
+}
+
+function equalJitter(ceilingMs: number, random: () => number = Math.random): number {
+  return ceilingMs / 2 + (ceilingMs / 2) * random();
 }
 
 /**
@@ -76,69 +80,84 @@ async function withRetries<T>(
   callbacks: RoundCallbacks,
   attempt: (callbacks: RoundCallbacks) => Promise<T>,
 ): Promise<T> {
-  const sleep = options.sleep ?? abortableSleep;
-  const base = options.baseDelayMs ?? RETRY_LIMITS.baseDelayMs;
-  for (let n = 0; ; n++) {
-    let delivered = false;
-    const tracked: RoundCallbacks = {
-      onText: (delta) => {
-        delivered = true;
-        callbacks.onText(delta);
-      },
-      onRoundRestart: () => {
-        delivered = false;
-        callbacks.onRoundRestart();
-      },
-      onUsage: (usage, model) => callbacks.onUsage?.(usage, model),
-      onAttemptFailed: () => callbacks.onAttemptFailed?.(),
-      onOutputBytes: (bytes) => callbacks.onOutputBytes?.(bytes),
-    };
-    try {
-      options.signal.throwIfAborted();
-      return await attempt(tracked);
-    } catch (caught) {
-      if (options.signal.aborted) throw caught;
-      // Whatever comes next (a retry, a fallback, or the error itself), this attempt's bill stands.
-      callbacks.onAttemptFailed?.();
-      // Whatever a model call throws came from the provider's HTTP client, whatever its code says: a
-      // host that does not resolve (ENOTFOUND) is not the database being away (src/db/errors.ts).
-      const error = markOrigin(caught, 'service');
-      const failure = classifyFailure(error);
-      if (failure.kind === 'fatal') throw error;
-      // Whoever answers next (this provider again, or a fallback) streams the round from the start.
-      if (delivered) callbacks.onRoundRestart();
-      const unavailable = (reason: string) =>
-        markOrigin(new ProviderUnavailableError(options.provider, reason, { cause: error }), 'service');
-      if (failure.kind === 'unavailable') throw unavailable(failure.reason);
-      if (failure.kind === 'model_not_found') {
-        throw new ModelNotServedError(
-          options.provider,
-          options.modelSetting ?? 'the model setting',
-          options.model ?? '(unknown)',
-          failure.reason,
-          { cause: error },
+  // Each attempt gets its own tracker, so a late callback of a failed attempt cannot mark the next one.
+  let delivered = () => false;
+  return retryWithBackoff(
+    () => {
+      const tracker = trackDelivery(callbacks);
+      delivered = tracker.delivered;
+      return attempt(tracker.tracked);
+    },
+    {
+      firstDelayMs: options.baseDelayMs ?? RETRY_LIMITS.baseDelayMs,
+      maxDelayMs: RETRY_LIMITS.maxBackoffMs,
+      signal: options.signal,
+      sleep: (ms) => (options.sleep ?? abortableSleep)(ms, options.signal),
+      onFailure: (caught, { attempt: n, delayMs }) => {
+        // Whatever comes next (a retry, a fallback, or the error itself), this attempt's bill stands.
+        callbacks.onAttemptFailed?.();
+        // Whatever a model call throws came from the provider's HTTP client, whatever its code says: a
+        // host that does not resolve (ENOTFOUND) is not the database being away (src/db/errors.ts).
+        const error = markOrigin(caught, 'service');
+        const failure = classifyFailure(error);
+        if (failure.kind === 'fatal') throw error;
+        // Whoever answers next (this provider again, or a fallback) streams the round from the start.
+        if (delivered()) callbacks.onRoundRestart();
+        const unavailable = (reason: string) =>
+          markOrigin(new ProviderUnavailableError(options.provider, reason, { cause: error }), 'service');
+        if (failure.kind === 'unavailable') throw unavailable(failure.reason);
+        if (failure.kind === 'model_not_found') {
+          throw new ModelNotServedError(
+            options.provider,
+            options.modelSetting ?? 'the model setting',
+            options.model ?? '(unknown)',
+            failure.reason,
+            { cause: error },
+          );
+        }
+        if (failure.retryAfterMs !== undefined && failure.retryAfterMs > RETRY_LIMITS.maxRetryAfterMs) {
+          throw unavailable(`${failure.reason}, asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s`);
+        }
+        if (n > options.maxRetries) {
+          throw unavailable(
+            failure.unreachable
+              ? `${couldNotReach(options, failure.unreachable)} (${n} attempts)`
+              : `still ${failure.reason} after ${n} attempts`,
+          );
+        }
+        const wait = failure.retryAfterMs ?? equalJitter(delayMs, options.random);
+        metrics.modelRetries.inc({
+          provider: options.provider,
+          reason: failure.reason.split(/[\s:(]/)[0] || 'unknown',
+        });
+        const reason = failure.unreachable ? couldNotReach(options, failure.unreachable) : failure.reason;
+        options.log?.warn(
+          { provider: options.provider, reason, attempt: n, waitMs: Math.round(wait) },
+          'retrying model round',
         );
-      }
-      if (failure.retryAfterMs !== undefined && failure.retryAfterMs > RETRY_LIMITS.maxRetryAfterMs) {
-        throw unavailable(`${failure.reason}, asked to wait ${Math.ceil(failure.retryAfterMs / 1000)} s`);
-      }
-      if (n >= options.maxRetries) {
-        throw unavailable(
-          failure.unreachable
-            ? `${couldNotReach(options, failure.unreachable)} (${n + 1} attempts)`
-            : `still ${failure.reason} after ${n + 1} attempts`,
-        );
-      }
-      const wait = failure.retryAfterMs ?? backoffMs(n, base, options.random);
-      metrics.modelRetries.inc({ provider: options.provider, reason: failure.reason.split(/[\s:(]/)[0] || 'unknown' });
-      const reason = failure.unreachable ? couldNotReach(options, failure.unreachable) : failure.reason;
-      options.log?.warn(
-        { provider: options.provider, reason, attempt: n + 1, waitMs: Math.round(wait) },
-        'retrying model round',
-      );
-      await sleep(wait, options.signal);
-    }
-  }
+        return wait;
+      },
+    },
+  );
+}
+
+/** The callbacks of one attempt, noting whether it delivered text that a retry has to withdraw. */
+function trackDelivery(callbacks: RoundCallbacks): { tracked: RoundCallbacks; delivered: () => boolean } {
+  let delivered = false;
+  const tracked: RoundCallbacks = {
+    onText: (delta) => {
+      delivered = true;
+      callbacks.onText(delta);
+    },
+    onRoundRestart: () => {
+      delivered = false;
+      callbacks.onRoundRestart();
+    },
+    onUsage: (usage, model) => callbacks.onUsage?.(usage, model),
+    onAttemptFailed: () => callbacks.onAttemptFailed?.(),
+    onOutputBytes: (bytes) => callbacks.onOutputBytes?.(bytes),
+  };
+  return { tracked, delivered: () => delivered };
 }
 
 /** The one line a person reads when the model's host cannot be reached: which host, and why. */
