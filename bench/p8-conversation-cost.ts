@@ -1,14 +1,14 @@
 import { startCountersign } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
-import { DEFAULT_PRICES, priceOf } from '../src/model-prices.ts';
+import { DEFAULT_PRICES, priceOf } from '../src/usage/model-prices.ts';
 import { enqueueWorkItem } from '../src/queue/turn-lifecycle.ts';
 import { Priority } from '../src/core/work-item.ts';
 import { startFakeAnthropic, type BilledRequest } from '../test/fakes/anthropic-server.ts';
 import { LONG_CONVERSATION_SCRIPT, lookupTool, turnMessage } from '../test/helpers/long-conversation.ts';
 import { RecordingOutbound } from '../test/helpers/recording-outbound.ts';
 
-/** The model whose list prices turn tokens into dollars here (src/model-prices.ts). */
+/** The model whose list prices turn tokens into dollars here (src/usage/model-prices.ts). */
 const MODEL = 'claude-sonnet-5-5';
 
 interface P8Turn {

@@ -14,8 +14,8 @@ import { runningEmbeddedUrl } from './db/running-cluster.ts';
 import { resolveFromCwd } from './app.ts';
 import { skillsCommand } from './skills/index.ts';
 import { createPool } from './db/pool.ts';
-import { formatUsage, usageSummary } from './usage.ts';
-import { loadPriceTable, type PriceTable } from './model-prices.ts';
+import { formatUsage, usageSummary } from './usage/summary.ts';
+import { loadPriceTable, type PriceTable } from './usage/model-prices.ts';
 import { formatPolicyProblem, loadPolicyFile, policyCommand } from './policy/index.ts';
 import { budgetUse, formatBudgetUse } from './budgets/view.ts';
 import { platformDirectory } from './adapters/registry.ts';
@@ -24,7 +24,7 @@ import { AuditFilter, readAuditLog } from './audit/audit-log.ts';
 import { listLiveGrants } from './approval/grant-store.ts';
 import { operatorStatusText } from './queue/work-status.ts';
 import { deleteConnection, listConnections } from './connections/store.ts';
-import { audit } from './approval/store.ts';
+import { audit, pendingMergeCard } from './approval/store.ts';
 import { schedulesCommand } from './schedules/cli.ts';
 import { recordScheduleEvent } from './wiring/schedules.ts';
 import type { Grant } from './approval/grants.ts';
@@ -504,7 +504,9 @@ async function main(argv: string[]): Promise<number> {
     case 'schedules':
       return runSchedules(rest);
     case 'worktrees':
-      return withPool((pool) => worktreesCli(configOrExit(), pool, rest, cliIo));
+      return withPool((pool) =>
+        worktreesCli(configOrExit(), pool, (c, b) => pendingMergeCard(pool, c, b), rest, cliIo),
+      );
     case 'skills':
       return skillsCommand(rest, {
         out: (line) => process.stdout.write(`${line}\n`),

@@ -152,7 +152,7 @@ export async function recordModelRound(db: Queryable, workItemId: string, record
   );
 }
 
-/** One day's rounds of one model in one conversation (`countersign usage`, src/usage.ts). */
+/** One day's rounds of one model in one conversation (`countersign usage`, src/usage/summary.ts). */
 export interface ModelUsage {
   day: string;
   conversation: string;

@@ -340,3 +340,17 @@ export async function readAuditRows(db: Queryable, q: AuditQuery): Promise<Audit
   );
   return rows;
 }
+
+/**
+ * Whether a change card (a `merge_change` call) for `branch` waits for a decision in the
+ * conversation: `countersign worktrees remove` refuses to pull a worktree from under it.
+ */
+export async function pendingMergeCard(db: Queryable, conversationId: string, branch: string): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT 1 FROM countersign.approval_envelopes e, jsonb_array_elements(e.calls::jsonb) AS c
+      WHERE e.conversation_id = $1 AND e.status = 'pending' AND e.expires_at > now()
+        AND c->>'name' = 'merge_change' AND c->'args'->>'branch' = $2 LIMIT 1`,
+    [conversationId, branch],
+  );
+  return rows.length > 0;
+}

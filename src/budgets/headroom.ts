@@ -1,6 +1,6 @@
 import type { Attachment } from '../agent/messages.ts';
 import type { ModelRequest } from '../agent/model.ts';
-import type { ModelPrice } from '../model-prices.ts';
+import type { ModelPrice } from '../usage/model-prices.ts';
 import { pdfPages } from '../files/pdf-pages.ts';
 import type { Budget } from '../policy/index.ts';
 import type { PeriodRow } from './store.ts';

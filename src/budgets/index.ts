@@ -3,7 +3,7 @@ import type { Pool } from '../db/pool.ts';
 import type { ModelSpend } from '../agent/model-spend.ts';
 import type { WorkItem } from '../core/work-item.ts';
 import type { ReplyButton } from '../core/reply-target.ts';
-import type { PriceTable } from '../model-prices.ts';
+import type { PriceTable } from '../usage/model-prices.ts';
 import type { Budget } from '../policy/index.ts';
 import type { Requester } from '../core/person.ts';
 import { TurnSpendWithRuns } from './external-spend.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ModelRequest } from '../agent/model.ts';
 import type { ModelSpend, SpendReservation, SpentOn } from '../agent/model-spend.ts';
-import { costOf, priceOf, type ModelPrice, type PriceTable } from '../model-prices.ts';
+import { costOf, priceOf, type ModelPrice, type PriceTable } from '../usage/model-prices.ts';
 import type { Budget } from '../policy/index.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Requester } from '../core/person.ts';
 import type { ReplyButton, ReplyTarget } from '../core/reply-target.ts';
 import type { Pool } from '../db/pool.ts';
-import type { PriceTable } from '../model-prices.ts';
+import type { PriceTable } from '../usage/model-prices.ts';
 import type { Budget } from '../policy/index.ts';
 import type { BudgetLeases } from './leases.ts';
 

@@ -16,7 +16,12 @@ interface WorktreesCommandDeps {
   repos: readonly RepoConfig[];
   worktrees: Worktrees;
   db: Queryable;
+  /** Whether a change card for the branch waits for a decision (the envelopes' owner answers it). */
+  cardWaits: CardWaits;
 }
+
+/** `pendingMergeCard` of src/approval/store.ts, handed in: this folder runs no SQL on envelopes. */
+export type CardWaits = (conversationId: string, branch: string) => Promise<boolean>;
 
 export interface CommandIo {
   out(line: string): void;
@@ -49,6 +54,7 @@ export interface WorktreesSettings {
 export async function worktreesCli(
   settings: WorktreesSettings,
   db: Queryable,
+  cardWaits: CardWaits,
   args: string[],
   io: CommandIo,
 ): Promise<number> {
@@ -65,7 +71,7 @@ export async function worktreesCli(
     root: path.resolve(settings.WORKTREES_DIR),
     maxPerRepo: settings.REPO_WORKTREES_MAX,
   });
-  return worktreesCommand({ repos: read.repos, worktrees, db }, args, io);
+  return worktreesCommand({ repos: read.repos, worktrees, db, cardWaits }, args, io);
 }
 
 async function worktreesCommand(deps: WorktreesCommandDeps, args: string[], io: CommandIo): Promise<number> {
@@ -97,7 +103,7 @@ async function rows(deps: WorktreesCommandDeps): Promise<Array<Row & { worktree:
       const made = await deps.worktrees.madeAt(worktree);
       const state: State = worktree.review
         ? 'review'
-        : (await pendingCard(deps.db, worktree))
+        : (await deps.cardWaits(worktree.conversationId, worktree.branch))
           ? 'card pending'
           : 'open';
       found.push({
@@ -161,17 +167,6 @@ async function remove(deps: WorktreesCommandDeps, which: string, force: boolean,
   if (!row.worktree.review) await forgetChange(deps.db, { repo: row.repo, branch: row.branch });
   io.out(`Removed ${row.path}${row.worktree.review ? '' : ` and its branch ${row.branch}`} (${row.repo}).`);
   return 0;
-}
-
-/** Whether a change card for the worktree's branch waits for a decision. */
-async function pendingCard(db: Queryable, worktree: Worktree): Promise<boolean> {
-  const { rows: found } = await db.query(
-    `SELECT 1 FROM countersign.approval_envelopes e, jsonb_array_elements(e.calls::jsonb) AS c
-      WHERE e.conversation_id = $1 AND e.status = 'pending' AND e.expires_at > now()
-        AND c->>'name' = 'merge_change' AND c->'args'->>'branch' = $2 LIMIT 1`,
-    [worktree.conversationId, worktree.branch],
-  );
-  return found.length > 0;
 }
 
 function age(seconds: number | undefined): string {

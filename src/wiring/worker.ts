@@ -27,7 +27,7 @@ import type { PersonalConnections } from '../connections/service.ts';
 import { OutboxDeliverer } from '../reply/outbox-deliverer.ts';
 import { announceVisible } from '../queue/tasks/turn-endings.ts';
 import { BudgetLeases, SpendLimits } from '../budgets/index.ts';
-import { loadPriceTable } from '../model-prices.ts';
+import { loadPriceTable } from '../usage/model-prices.ts';
 
 /** Characters of the system prompt given to the list of skills (names and descriptions only). */
 const SKILLS_PROMPT_BUDGET = 4000;

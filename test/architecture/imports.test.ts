@@ -96,6 +96,15 @@ describe('the shape of src/', () => {
     ).toEqual([]);
   });
 
+  it('keeps src/net a leaf every folder may import: it imports nothing of the app', () => {
+    expect(
+      importsBetween(
+        (f) => f === 'src/net',
+        () => true,
+      ),
+    ).toEqual([]);
+  });
+
   it('never lets one adapter import another', () => {
     expect(
       importsBetween(

@@ -12,7 +12,7 @@ import { OpenAIProvider } from '../../src/agent/providers/openai.ts';
 import { spendingCall } from '../../src/agent/model-spend.ts';
 import type { Attachment } from '../../src/agent/messages.ts';
 import type { ModelRequest } from '../../src/agent/model.ts';
-import { DEFAULT_PRICES, costOf, type PriceTable } from '../../src/model-prices.ts';
+import { DEFAULT_PRICES, costOf, type PriceTable } from '../../src/usage/model-prices.ts';
 import type { Budget } from '../../src/policy/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startFakeAnthropic } from '../fakes/anthropic-server.ts';

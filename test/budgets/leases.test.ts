@@ -11,7 +11,7 @@ import {
   releaseReservationsOf,
   spendDeadProcessLeases,
 } from '../../src/budgets/store.ts';
-import type { PriceTable } from '../../src/model-prices.ts';
+import type { PriceTable } from '../../src/usage/model-prices.ts';
 import type { Budget } from '../../src/policy/index.ts';
 import type { ModelRequest, ModelRound, TokenUsage } from '../../src/agent/model.ts';
 import type { SpendReservation } from '../../src/agent/model-spend.ts';

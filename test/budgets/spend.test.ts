@@ -7,7 +7,7 @@ import { TurnSpend, keyOf } from '../../src/budgets/spend.ts';
 import { readPeriods, releaseExpiredReservations } from '../../src/budgets/store.ts';
 import { BudgetAllowances } from '../../src/budgets/allowances.ts';
 import type { ReplyButton } from '../../src/core/reply-target.ts';
-import { costOf, type PriceTable } from '../../src/model-prices.ts';
+import { costOf, type PriceTable } from '../../src/usage/model-prices.ts';
 import type { Budget } from '../../src/policy/index.ts';
 import type { ModelRequest, ModelRound, TokenUsage } from '../../src/agent/model.ts';
 import type { SpendReservation, SpentOn } from '../../src/agent/model-spend.ts';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProvider } from '../../src/agent/providers/index.ts';
 import { createLogger } from '../../src/log.ts';
-import { costOf } from '../../src/model-prices.ts';
+import { costOf } from '../../src/usage/model-prices.ts';
 import { pressButton, type ButtonSurface } from '../../src/approval/press-button.ts';
 import { BudgetAllowances } from '../../src/budgets/index.ts';
 import { budgetStatusText } from '../../src/budgets/view.ts';

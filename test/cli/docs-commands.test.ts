@@ -32,7 +32,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseReposFile } from '../../src/repos/repos-config.ts';
 import { platformDirectory } from '../../src/adapters/registry.ts';
 import { parseMcpConfig } from '../../src/agent/tools/mcp/config.ts';
-import { PriceTable } from '../../src/model-prices.ts';
+import { PriceTable } from '../../src/usage/model-prices.ts';
 import { formatPolicyProblem, parsePolicy } from '../../src/policy/parse.ts';
 import { loadSkillFolder } from '../../src/skills/load.ts';
 import { formatProblem } from '../../src/skills/problem.ts';

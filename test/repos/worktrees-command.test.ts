@@ -5,6 +5,7 @@ import { startHarness, waitFor, type Harness } from '../helpers/harness.ts';
 import { makeRepo, setupGit } from './git-fixture.ts';
 import { Priority } from '../../src/core/work-item.ts';
 import { worktreesCli } from '../../src/repos/worktrees-command.ts';
+import { pendingMergeCard } from '../../src/approval/store.ts';
 
 /**
  * `countersign worktrees list|remove`, against a running app's database and worktrees: the list
@@ -45,7 +46,11 @@ describe('countersign worktrees', () => {
   async function run(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await worktreesCli(settings, h.app.pool, args, { out: (l) => out.push(l), err: (l) => err.push(l) });
+    const cardWaits = (c: string, b: string) => pendingMergeCard(h.app.pool, c, b);
+    const code = await worktreesCli(settings, h.app.pool, cardWaits, args, {
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+    });
     return { code, out, err };
   }
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { whyUnreachable } from '../../core/unreachable.ts';
+import { whyUnreachable } from '../../net/unreachable.ts';
 import type { InboundHandle } from '../platform.ts';
 import { backoffDelayMs, retryWithBackoff } from '../../retry/backoff.ts';
 import { LIMITS } from './limits.ts';

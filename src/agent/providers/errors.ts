@@ -1,4 +1,4 @@
-import { whyUnreachable } from '../../core/unreachable.ts';
+import { whyUnreachable } from '../../net/unreachable.ts';
 import { ProviderUnavailableError } from '../model.ts';
 
 /** How a failed model call should be handled. */

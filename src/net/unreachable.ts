@@ -3,6 +3,7 @@
  * reaches a service over the network (model providers, chat platforms): the clients report these as
  * "fetch failed" or "Connection error.", with the socket's code a cause or two down.
  */
+
 /**
  * Socket and TLS codes that mean the connection was never opened, in the words a person reading the
  * turn's error needs. The SDKs report them all as "Connection error.", the code two causes down.

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { costOf, DEFAULT_PRICES, loadPriceTable, priceOf } from '../src/model-prices.ts';
+import { costOf, DEFAULT_PRICES, loadPriceTable, priceOf } from '../../src/usage/model-prices.ts';
 
 describe('the price table', () => {
   it('matches the longest prefix of a model id', () => {

@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from './helpers/harness.ts';
-import { runCli } from './helpers/processes.ts';
-import { ZERO_USAGE, type ModelProvider, type ModelRound } from '../src/agent/model.ts';
+import { startHarness, type Harness } from '../helpers/harness.ts';
+import { runCli } from '../helpers/processes.ts';
+import { ZERO_USAGE, type ModelProvider, type ModelRound } from '../../src/agent/model.ts';
 
 /** A provider that reports fixed token counts, so the summary's sums are known. */
 const counting = (model: string): ModelProvider => ({

@@ -1,6 +1,6 @@
-import type { Queryable } from './db/pool.ts';
+import type { Queryable } from '../db/pool.ts';
 import { costOf, priceOf, type PriceTable } from './model-prices.ts';
-import { readModelUsage } from './agent/turn-store.ts';
+import { readModelUsage } from '../agent/turn-store.ts';
 
 /** Token counts of one day's usage in one conversation through one provider. */
 interface Counts {

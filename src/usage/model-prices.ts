@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { TokenUsage } from './agent/model.ts';
+import type { TokenUsage } from '../agent/model.ts';
 
 /** US dollars per million tokens. */
 export const ModelPrice = z.strictObject({
