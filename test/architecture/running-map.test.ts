@@ -68,8 +68,9 @@ const REENTRY_INTERFACES: Array<{ through: string; matches: (module: string, ste
     matches: (module) => /^src\/adapters\/[^/]+\/rules\.ts$/.test(module) || module === 'src/core/platform-rules.ts',
   },
   {
-    through: 'The exported verbs of `src/queue/turn-lifecycle.ts` (enqueue, start, park, continue, settle)',
-    matches: (module) => module === 'src/queue/turn-lifecycle.ts',
+    through:
+      'The exported verbs of `src/queue/turn-lifecycle.ts` (enqueue, start, park, continue, settle) and the statements they run (`src/queue/sql/`)',
+    matches: (module) => module === 'src/queue/turn-lifecycle.ts' || module.startsWith('src/queue/sql/'),
   },
   {
     through: '`ApprovalService` (`src/approval/service.ts`), the one approval object the wiring holds',
