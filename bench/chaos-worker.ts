@@ -17,6 +17,13 @@ const app = await startCountersign(loadConfig(), {
 });
 process.on('unhandledRejection', (reason) => app.log.error({ err: reason }, 'unhandled promise rejection'));
 const stop = () => void app.stop().then(() => process.exit(0));
-void app.failed.then(() => app.stop().then(() => process.exit(1)));
+// As `countersign start` does (src/cli.ts): a stop that hangs after a pool failed would keep the
+// heartbeat going while nothing runs the jobs this process holds, so leave by a deadline and let
+// the stale heartbeat hand them to a live worker.
+void app.failed.then(async () => {
+  const deadlineMs = (app.config.SHUTDOWN_GRACE_SECONDS + 15) * 1000;
+  await Promise.race([app.stop(), new Promise((resolve) => setTimeout(resolve, deadlineMs).unref())]);
+  process.exit(1);
+});
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
