@@ -28,6 +28,8 @@ export class WorkerLiveness {
   readonly #heartbeatMs: number;
   readonly #deadAfterSeconds: number;
   readonly #knownSlots = new Set<string>();
+  /** Pools created while the database was away: recorded at the next heartbeat that reaches it. */
+  readonly #unrecorded = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #beating: Promise<void> | undefined;
   #onFenced: () => void;
@@ -78,7 +80,14 @@ export class WorkerLiveness {
   /** Records that graphile-worker locks jobs under `workerId` in this process. Idempotent and cheap. */
   async claimSlot(workerId: string): Promise<void> {
     if (this.#knownSlots.has(workerId)) return;
-    await this.#insertSlot(workerId);
+    try {
+      await this.#insertSlot(workerId);
+    } catch (error) {
+      // Unrecorded, a dead process's jobs under this pool would stay locked for good.
+      this.#unrecorded.add(workerId);
+      throw error;
+    }
+    this.#unrecorded.delete(workerId);
     this.#knownSlots.add(workerId);
   }
 
@@ -89,6 +98,7 @@ export class WorkerLiveness {
         [this.processId],
       );
       if (rowCount === 1) metrics.heartbeat.setToCurrentTime();
+      for (const slot of [...this.#unrecorded]) await this.claimSlot(slot);
       if (rowCount === 0) {
         this.#log.error(
           { processId: this.processId },
